@@ -1,0 +1,61 @@
+# RLDS Studio - two commands: `make run` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PG_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
+
+.PHONY: run test lint typecheck pytest test-postgres chromium consumer-venv bench clean
+
+# A stamp per extra: pyproject changes reinstall.
+$(VENV)/.run-stamp: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.test-stamp: pyproject.toml $(VENV)/.run-stamp
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+## run: install, migrate, load the sample studies and serve on http://127.0.0.1:8000
+run: $(VENV)/.run-stamp
+	$(BIN)/rlds-studio serve
+
+## test: install test tools (and Debian's chromium), lint, type-check, run the suite on
+## SQLite, then again on PostgreSQL when one answers at 127.0.0.1:5432
+test: $(VENV)/.test-stamp chromium consumer-venv lint typecheck pytest test-postgres
+
+lint: $(VENV)/.test-stamp
+	$(BIN)/ruff check server tests benchmarks alembic
+	$(BIN)/ruff format --check server tests benchmarks alembic
+
+typecheck: $(VENV)/.test-stamp
+	$(BIN)/mypy
+
+pytest: $(VENV)/.test-stamp
+	$(BIN)/pytest
+
+test-postgres: $(VENV)/.test-stamp
+	@if $(BIN)/python -m server.core.db_probe "$(PG_URL)"; then \
+		STUDIO_TEST_DATABASE_URL="$(PG_URL)" $(BIN)/pytest; \
+	elif [ -n "$$STUDIO_REQUIRE_POSTGRES" ]; then \
+		echo "PostgreSQL is required (STUDIO_REQUIRE_POSTGRES) but does not answer at $(PG_URL)"; exit 1; \
+	else \
+		echo "PostgreSQL does not answer at $(PG_URL): skipped the PostgreSQL run"; \
+	fi
+
+## chromium: Debian's chromium for the browser tests (Playwright's own download is not used)
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+	else echo "Browser tests need Debian's chromium: sudo apt-get install chromium"; fi
+
+## consumer-venv: TensorFlow + tensorflow-datasets + rlds, to load exports as a researcher would
+consumer-venv:
+	@:
+
+bench: $(VENV)/.test-stamp
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Infrastructure: settings, database, security."""

@@ -1,0 +1,62 @@
+"""Settings: the one place that reads the environment (prefix ``STUDIO_``)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PLACEHOLDER_SECRET = "change-me"
+
+
+class Settings(BaseSettings):
+    """Every knob of the app; see README "Configuration"."""
+
+    model_config = SettingsConfigDict(env_prefix="STUDIO_", env_file=".env", extra="ignore")
+
+    environment: Literal["development", "test", "production"] = "development"
+    database_url: str = ""
+    data_root: Path = Path("data")
+    secret_key: str = PLACEHOLDER_SECRET
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+    admin_email: str = "admin@example.com"
+    admin_password: str | None = None
+
+    max_workers: int = Field(default=32, ge=1, description="Environment worker processes at once.")
+    worker_timeout_s: float = Field(default=10.0, gt=0, description="Wait for any worker reply.")
+    worker_start_timeout_s: float = Field(default=60.0, gt=0)
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    session_max_age_s: int = 7 * 24 * 3600
+    reconnect_grace_s: float = Field(default=30.0, ge=0)
+    export_workers: int = Field(default=1, ge=1)
+
+    studies_dir: Path = Path("studies")
+    load_sample_studies: bool = True
+
+    @model_validator(mode="after")
+    def _defaults_and_secrets(self) -> Settings:
+        if not self.database_url:
+            self.database_url = f"sqlite:///{(self.data_root / 'studio.db').as_posix()}"
+        if self.environment == "production" and (
+            self.secret_key == PLACEHOLDER_SECRET or len(self.secret_key) < 16
+        ):
+            raise ValueError(
+                "STUDIO_SECRET_KEY must be set to a random string of 16+ characters "
+                "outside development"
+            )
+        return self
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process-wide settings (tests build their own and override the dependency)."""
+    return Settings()

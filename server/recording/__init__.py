@@ -1,0 +1,1 @@
+"""Per-episode envlogger (Riegeli) recording: format constants, paths and the writer."""

@@ -1,0 +1,132 @@
+"""The study file format: a pydantic model validated on import, API writes and activation.
+
+A study spec is what a designer edits and what ``studies/*.yaml`` holds. The JSON Schema
+in ``docs/study-schema.json`` is generated from :class:`StudySpec`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SLUG = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+_FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+# A value a control produces: a discrete action index, a vector added to a Box action
+# (or MultiDiscrete/MultiBinary values), or a character typed into a text-like action.
+ActionValue = int | float | list[int] | list[float] | str
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GymnasiumSource(_Strict):
+    """An environment registered with Gymnasium, built with ``gymnasium.make(id, **kwargs)``."""
+
+    kind: Literal["gymnasium"] = "gymnasium"
+    id: str = Field(min_length=1, max_length=200, examples=["CartPole-v1"])
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+
+
+class DmEnvSource(_Strict):
+    """A dm_env environment built by calling ``module:function(**kwargs)``."""
+
+    kind: Literal["dm_env"] = "dm_env"
+    factory: str = Field(examples=["dm_control.suite:load"])
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("factory")
+    @classmethod
+    def _module_function(cls, v: str) -> str:
+        if not _FACTORY.match(v):
+            raise ValueError("factory must look like 'package.module:function'")
+        return v
+
+
+Source = Annotated[GymnasiumSource | DmEnvSource, Field(discriminator="kind")]
+
+
+class AxisBinding(_Strict):
+    """A gamepad axis driving one dimension of a Box action (or two discrete actions)."""
+
+    axis: int = Field(ge=0, le=15)
+    dim: int = Field(default=0, ge=0)
+    scale: float = 1.0
+    negative: ActionValue | None = Field(
+        default=None, description="Discrete spaces: action when the axis is pushed below -deadzone."
+    )
+    positive: ActionValue | None = Field(
+        default=None, description="Discrete spaces: action when the axis is pushed above deadzone."
+    )
+
+
+class Controls(_Strict):
+    """How browser input becomes an action.
+
+    ``keys`` maps ``KeyboardEvent.code`` values (``ArrowLeft``, ``KeyW``, ``Space``) - or
+    combinations joined with ``+`` (``ArrowUp+Space``) - to action values. ``buttons`` maps
+    standard-gamepad button indices likewise. ``noop`` is sent when nothing is pressed.
+    """
+
+    keys: dict[str, ActionValue] = Field(default_factory=dict)
+    buttons: dict[int, ActionValue] = Field(default_factory=dict)
+    axes: list[AxisBinding] = Field(default_factory=list)
+    deadzone: float = Field(default=0.15, ge=0.0, lt=1.0)
+    noop: ActionValue | None = None
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="Legend text per key or button, shown to the player."
+    )
+
+
+class EnvironmentSpec(_Strict):
+    """One environment of a study."""
+
+    id: str = Field(pattern=SLUG, description="Stable identifier, used in exports.")
+    name: str = Field(min_length=1, max_length=200, description="Display name.")
+    source: Source
+    instructions: str = Field(default="", max_length=20_000, description="Markdown.")
+    mode: Literal["sync", "async"] = "sync"
+    fps: int = Field(default=30, ge=1, le=120, description="Steps per second in async mode.")
+    max_steps: int | None = Field(default=None, ge=1, le=1_000_000)
+    max_duration_s: float | None = Field(default=None, gt=0, le=24 * 3600)
+    controls: Controls | None = Field(
+        default=None, description="Overrides the catalog's default controls."
+    )
+    image_quality: Literal["low", "medium", "high"] = "medium"
+    camera: str | None = None
+    seeds: list[int] | None = Field(
+        default=None, description="Seeds used in turn; a random seed per episode when empty."
+    )
+    episodes_per_participant: int = Field(default=1, ge=1, le=10_000)
+    episodes_total: int | None = Field(default=None, ge=1)
+
+
+class StudySpec(_Strict):
+    """A whole study: what a designer configures and ``studies/*.yaml`` holds."""
+
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field(default="", max_length=5_000)
+    instructions: str = Field(default="", max_length=50_000, description="Markdown.")
+    pause_timeout_s: float = Field(
+        default=300, gt=0, le=24 * 3600, description="A pause longer than this abandons."
+    )
+    environments: list[EnvironmentSpec] = Field(min_length=1, max_length=50)
+
+    @model_validator(mode="after")
+    def _unique_env_ids(self) -> StudySpec:
+        seen: set[str] = set()
+        for env in self.environments:
+            if env.id in seen:
+                raise ValueError(f"environment id {env.id!r} is used twice")
+            seen.add(env.id)
+        return self
+
+    def environment(self, env_id: str) -> EnvironmentSpec:
+        """The environment with this id (KeyError when absent)."""
+        for env in self.environments:
+            if env.id == env_id:
+                return env
+        raise KeyError(env_id)
