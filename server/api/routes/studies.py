@@ -1,0 +1,137 @@
+"""Studies: CRUD, lifecycle, permalink, YAML import and export."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from server.api.deps import CurrentPrincipal, SessionDep
+from server.errors import Invalid
+from server.models import Study, StudyState
+from server.schemas import StudyCreate, StudyPublic, StudyStateChange, StudySummary, StudyUpdate
+from server.services import studies, study_files
+from server.services.env_check import validate_study_environments
+
+router = APIRouter(prefix="/api/studies", tags=["studies"])
+
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such study, or not yours."}}
+CONFLICT: dict[int | str, dict[str, Any]] = {
+    409: {"description": "Not allowed in the study's current state."}
+}
+
+
+@router.get("", response_model=list[StudySummary], summary="List your studies")
+def list_studies(
+    db: SessionDep, principal: CurrentPrincipal, state: StudyState | None = None
+) -> list[Study]:
+    """Your studies (an admin sees everyone's), newest first, optionally of one state."""
+    return list(studies.visible_studies(db, principal, state))
+
+
+@router.post("", response_model=StudyPublic, status_code=201, summary="Create a draft study")
+def create_study(body: StudyCreate, db: SessionDep, principal: CurrentPrincipal) -> Study:
+    """A new draft owned by you."""
+    assert principal.user_id is not None
+    return studies.create_study(db, principal.user_id, body.spec)
+
+
+@router.post(
+    "/import",
+    response_model=StudyPublic,
+    status_code=201,
+    summary="Import a study file (YAML)",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/yaml": {"schema": {"type": "string"}}},
+        }
+    },
+    responses={422: {"description": "Invalid YAML or spec, with the field path."}},
+)
+async def import_study(request: Request, db: SessionDep, principal: CurrentPrincipal) -> Study:
+    """Create a draft from the text of a study file (the ``studies/`` format)."""
+    raw = await request.body()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Invalid(
+            "The study file must be UTF-8 text.",
+            detail=[{"loc": ["body"], "msg": "not UTF-8", "type": "encoding"}],
+        ) from exc
+    spec = study_files.load_yaml(text)
+    assert principal.user_id is not None
+    return studies.create_study(db, principal.user_id, spec)
+
+
+@router.get("/{study_id}", response_model=StudyPublic, summary="Read a study", responses=NOT_FOUND)
+def read_study(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> Study:
+    """One of your studies with its full spec."""
+    return studies.get_study(db, principal, study_id)
+
+
+@router.put(
+    "/{study_id}",
+    response_model=StudyPublic,
+    summary="Replace a study's spec",
+    responses={**NOT_FOUND, **CONFLICT},
+)
+def update_study(
+    study_id: int, body: StudyUpdate, db: SessionDep, principal: CurrentPrincipal
+) -> Study:
+    """Only drafts and paused studies can be edited."""
+    return studies.update_study(db, studies.get_study(db, principal, study_id), body.spec)
+
+
+@router.delete(
+    "/{study_id}", status_code=204, summary="Delete a draft", responses={**NOT_FOUND, **CONFLICT}
+)
+def delete_study(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> None:
+    """Only drafts can be deleted; close a started study instead."""
+    studies.delete_study(db, studies.get_study(db, principal, study_id))
+
+
+@router.post(
+    "/{study_id}/state",
+    response_model=StudyPublic,
+    summary="Move along the lifecycle",
+    responses={**NOT_FOUND, **CONFLICT},
+)
+def change_state(
+    study_id: int, body: StudyStateChange, db: SessionDep, principal: CurrentPrincipal
+) -> Study:
+    """draft → active → paused ↔ active → closed; other moves are refused with 409.
+
+    Activating checks that every environment can be built here (422 otherwise) and creates
+    the permalink token the first time.
+    """
+    study = studies.get_study(db, principal, study_id)
+    return studies.change_state(db, study, body.state, validate_study_environments)
+
+
+@router.post(
+    "/{study_id}/permalink",
+    response_model=StudyPublic,
+    summary="Rotate the permalink token",
+    responses={**NOT_FOUND, **CONFLICT},
+)
+def rotate_permalink(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> Study:
+    """A new token; links with the old one stop working."""
+    return studies.rotate_permalink(db, studies.get_study(db, principal, study_id))
+
+
+@router.get(
+    "/{study_id}/export",
+    summary="Download the study file (YAML)",
+    responses={**NOT_FOUND, 200: {"content": {"application/yaml": {}}}},
+)
+def export_study(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> Response:
+    """The study as a ``studies/`` YAML file."""
+    study = studies.get_study(db, principal, study_id)
+    slug = re.sub(r"[^a-z0-9]+", "-", study.name.lower()).strip("-") or f"study-{study.id}"
+    return Response(
+        study_files.dump_yaml(studies.spec_of(study)),
+        media_type="application/yaml",
+        headers={"Content-Disposition": f'attachment; filename="{slug}.yaml"'},
+    )

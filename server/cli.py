@@ -1,0 +1,135 @@
+"""``rlds-studio``: serve the app and manage studies and users from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import logging
+import sys
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from server.core.config import Settings, get_settings
+from server.core.db import make_engine, make_sessionmaker
+from server.errors import DomainError
+from server.models import Role, User
+from server.schemas import UserCreate
+from server.services import bootstrap, studies, study_files, users
+
+
+def _session(settings: Settings) -> Session:
+    bootstrap.prepare(settings)
+    return make_sessionmaker(make_engine(settings.database_url))()
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    """Migrate, bootstrap and serve."""
+    import uvicorn
+
+    from server.main import create_app
+
+    with _session(settings) as db:
+        password = bootstrap.bootstrap(settings, db)
+    if password:
+        print(
+            f"\n  First start: created admin {settings.admin_email} with password {password}\n"
+            "  (shown once; set STUDIO_ADMIN_PASSWORD to choose it)\n",
+            flush=True,
+        )
+    host = args.host or settings.host
+    port = args.port or settings.port
+    print(f"  RLDS Studio on http://{host}:{port}  (API docs at /docs)", flush=True)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", ws="websockets")
+    return 0
+
+
+def cmd_import_study(args: argparse.Namespace, settings: Settings) -> int:
+    """Import a study file as a draft."""
+    spec = study_files.load_file(Path(args.file))
+    with _session(settings) as db:
+        owner = _owner(db, args.owner or settings.admin_email)
+        study = studies.create_study(db, owner.id, spec)
+        print(f"imported study {study.id}: {study.name}")
+    return 0
+
+
+def cmd_export_study(args: argparse.Namespace, settings: Settings) -> int:
+    """Print a study file (or write it to --out)."""
+    from server.models import Study
+
+    with _session(settings) as db:
+        study = db.get(Study, args.id)
+        if study is None:
+            print(f"no study {args.id}", file=sys.stderr)
+            return 1
+        text = study_files.dump_yaml(studies.spec_of(study))
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_create_user(args: argparse.Namespace, settings: Settings) -> int:
+    """Create a designer or admin account."""
+    password = args.password or getpass.getpass("Password: ")
+    with _session(settings) as db:
+        user = users.create_user(
+            db, UserCreate(email=args.email, name=args.name, password=password, role=args.role)
+        )
+        print(f"created {user.role} {user.email} (id {user.id})")
+    return 0
+
+
+def _owner(db: Session, email: str) -> User:
+    user = db.scalar(select(User).where(User.email == email.lower()))
+    if user is None:
+        raise SystemExit(f"no user {email}: create it with `rlds-studio create-user`")
+    return user
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line."""
+    parser = argparse.ArgumentParser(prog="rlds-studio", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="migrate, load sample studies, serve the app")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.set_defaults(func=cmd_serve)
+
+    imp = sub.add_parser("import-study", help="import a study YAML file as a draft")
+    imp.add_argument("file")
+    imp.add_argument("--owner", help="owner's email (default: the admin)")
+    imp.set_defaults(func=cmd_import_study)
+
+    exp = sub.add_parser("export-study", help="print a study as YAML")
+    exp.add_argument("id", type=int)
+    exp.add_argument("--out")
+    exp.set_defaults(func=cmd_export_study)
+
+    user = sub.add_parser("create-user", help="create a designer or admin account")
+    user.add_argument("email")
+    user.add_argument("--name", default="")
+    user.add_argument("--password", help="prompted when left out")
+    user.add_argument("--role", choices=[r.value for r in Role], default=Role.designer.value)
+    user.set_defaults(func=cmd_create_user)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args, get_settings()))
+    except DomainError as exc:
+        detail = f"\n{exc.detail}" if exc.detail else ""
+        print(f"error: {exc.message}{detail}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Database engine and sessions. Schema changes go through Alembic only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every table."""
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine for ``url``; SQLite gets foreign keys, WAL and a busy timeout."""
+    if url.startswith("sqlite"):
+        kwargs.setdefault("connect_args", {"check_same_thread": False, "timeout": 30})
+        engine = create_engine(url, **kwargs)
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_engine(url, **kwargs)
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    """Sessions that keep loaded objects usable after commit."""
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """Yield a session, roll back on error, always close."""
+    session = factory()
+    try:
+        yield session
+    except Exception:
+        session.rollback()
+        raise
+    finally:
+        session.close()

@@ -1,0 +1,24 @@
+"""Run Alembic programmatically (``serve``, the tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def alembic_config(database_url: str) -> Config:
+    """An Alembic config for this repo's migrations and ``database_url``."""
+    config = Config(str(ROOT / "alembic.ini"))
+    config.set_main_option("script_location", str(ROOT / "alembic"))
+    config.attributes["database_url"] = database_url
+    config.attributes["configure_logging"] = False
+    return config
+
+
+def upgrade_head(database_url: str) -> None:
+    """``alembic upgrade head`` on ``database_url``."""
+    command.upgrade(alembic_config(database_url), "head")

@@ -1,0 +1,38 @@
+"""Domain errors; ``server.main`` maps each to one HTTP status in one place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DomainError(Exception):
+    """Base of errors a client caused; ``status`` is the HTTP answer."""
+
+    status = 400
+
+    def __init__(self, message: str, *, detail: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+
+
+class NotFound(DomainError):
+    status = 404
+
+
+class Conflict(DomainError):
+    status = 409
+
+
+class Invalid(DomainError):
+    """422 with ``detail`` as a list of ``{"loc": [...], "msg": ...}`` like FastAPI's own."""
+
+    status = 422
+
+
+class Unauthorized(DomainError):
+    status = 401
+
+
+class Forbidden(DomainError):
+    status = 403

@@ -1,0 +1,144 @@
+"""The FastAPI application: routes, error mapping, body limit and the static web pages."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from server import __version__
+from server.api.routes import auth, health, studies, users
+from server.core.config import Settings, get_settings
+from server.core.db import make_engine, make_sessionmaker
+from server.errors import DomainError
+
+log = logging.getLogger(__name__)
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+
+DESCRIPTION = """
+Collect human demonstrations in RL environments and ship them as RLDS datasets.
+
+Designers log in (`POST /api/auth/login`) and get an HTTP-only session cookie; every
+state-changing request must also carry the `X-CSRF-Token` header with the value of the
+`studio_csrf` cookie. Errors are JSON: `{"detail": ...}`.
+"""
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class BodyLimitMiddleware:
+    """Answer 413 to request bodies over ``limit`` bytes (declared or streamed)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await self._reject(send)
+                return
+        seen = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _BodyTooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _BodyTooLarge:
+            if not started:
+                await self._reject(send)
+
+    async def _reject(self, send: Send) -> None:
+        response = JSONResponse(
+            {"detail": f"Request body too large (limit {self.limit} bytes)."}, status_code=413
+        )
+        await response({"type": "http"}, _empty_receive, send)
+
+
+async def _empty_receive() -> Message:
+    return {"type": "http.disconnect"}
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(DomainError)
+    async def domain_error(_: Request, exc: DomainError) -> JSONResponse:
+        body: dict[str, Any] = {"detail": exc.detail if exc.detail is not None else exc.message}
+        if exc.detail is not None:
+            body["message"] = exc.message
+        return JSONResponse(body, status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        detail = [
+            {"loc": list(err.get("loc", ())), "msg": err.get("msg", ""), "type": err.get("type")}
+            for err in exc.errors()
+        ]
+        return JSONResponse(
+            {"detail": detail, "message": "The request is not valid."}, status_code=422
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # Logged with its traceback here; the client gets no internals.
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse({"detail": "Internal error; it has been logged."}, status_code=500)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app for ``settings`` (the process settings by default).
+
+    The database must already be migrated (``rlds-studio serve`` does it); the app never
+    creates tables.
+    """
+    settings = settings or get_settings()
+    engine = make_engine(settings.database_url)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settings.data_root.mkdir(parents=True, exist_ok=True)
+        yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="RLDS Studio", version=__version__, description=DESCRIPTION, lifespan=lifespan
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessionmaker = make_sessionmaker(engine)
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    _install_error_handlers(app)
+    for module in (health, auth, users, studies):
+        app.include_router(module.router)
+    app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
+    return app

@@ -1,0 +1,251 @@
+"""Tables. Everything a designer filters on is a real, indexed column.
+
+Schemas (Create / Update / Public) live in ``server/schemas.py``; these are rows only.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from server.core.db import Base
+
+
+def utcnow() -> datetime:
+    """Timezone-aware now, the only clock rows use."""
+    return datetime.now(UTC)
+
+
+def new_uuid() -> str:
+    """A globally unique id as text (episodes, play sessions)."""
+    return uuid.uuid4().hex
+
+
+class Role(enum.StrEnum):
+    admin = "admin"
+    designer = "designer"
+
+
+class StudyState(enum.StrEnum):
+    draft = "draft"
+    active = "active"
+    paused = "paused"
+    closed = "closed"
+
+
+class EpisodeStatus(enum.StrEnum):
+    recording = "recording"
+    completed = "completed"
+    rejected = "rejected"
+    canceled = "canceled"
+    abandoned = "abandoned"
+    failed = "failed"
+
+
+class JobState(enum.StrEnum):
+    queued = "queued"
+    running = "running"
+    succeeded = "succeeded"
+    failed = "failed"
+    canceled = "canceled"
+
+
+_TS = DateTime(timezone=True)
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(320), unique=True, index=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    password_hash: Mapped[str] = mapped_column(String(255))
+    role: Mapped[str] = mapped_column(String(16), index=True, default=Role.designer)
+    is_active: Mapped[bool] = mapped_column(default=True)
+    created_at: Mapped[datetime] = mapped_column(_TS, default=utcnow)
+
+
+class AuthSession(Base):
+    """A login: the cookie holds the token, the table only its SHA-256."""
+
+    __tablename__ = "auth_sessions"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(_TS, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(_TS, index=True)
+
+
+class Study(Base):
+    __tablename__ = "studies"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), index=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    state: Mapped[str] = mapped_column(String(16), index=True, default=StudyState.draft)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    permalink_token: Mapped[str | None] = mapped_column(String(64), unique=True, index=True)
+    created_at: Mapped[datetime] = mapped_column(_TS, default=utcnow, index=True)
+    updated_at: Mapped[datetime] = mapped_column(_TS, default=utcnow, onupdate=utcnow, index=True)
+
+    environments: Mapped[list[StudyEnvironment]] = relationship(
+        back_populates="study",
+        order_by="StudyEnvironment.position",
+        cascade="all, delete-orphan",
+    )
+
+
+class StudyEnvironment(Base):
+    """One environment of a study, mirrored from its spec so episodes can point at it."""
+
+    __tablename__ = "study_environments"
+    __table_args__ = (UniqueConstraint("study_id", "env_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    env_key: Mapped[str] = mapped_column(String(64), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    source_kind: Mapped[str] = mapped_column(String(16), index=True)
+    source_ref: Mapped[str] = mapped_column(String(200), index=True)
+    mode: Mapped[str] = mapped_column(String(8))
+
+    study: Mapped[Study] = relationship(back_populates="environments")
+
+
+class Participant(Base):
+    """A crowd worker in one study, known by an external id (Prolific, MTurk, ...)."""
+
+    __tablename__ = "participants"
+    __table_args__ = (UniqueConstraint("study_id", "external_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    external_id: Mapped[str] = mapped_column(String(200), index=True)
+    created_at: Mapped[datetime] = mapped_column(_TS, default=utcnow)
+    completed_at: Mapped[datetime | None] = mapped_column(_TS)
+
+
+class PlaySession(Base):
+    """One sitting of a player (participant or designer test-playing)."""
+
+    __tablename__ = "sessions"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_uuid)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    participant_id: Mapped[int | None] = mapped_column(
+        ForeignKey("participants.id", ondelete="CASCADE"), index=True
+    )
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), index=True)
+    started_at: Mapped[datetime] = mapped_column(_TS, default=utcnow, index=True)
+    ended_at: Mapped[datetime | None] = mapped_column(_TS)
+
+
+class Episode(Base):
+    __tablename__ = "episodes"
+    __table_args__ = (Index("ix_episodes_study_status_env", "study_id", "status", "env_key"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_uuid)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    study_env_id: Mapped[int] = mapped_column(ForeignKey("study_environments.id"), index=True)
+    env_key: Mapped[str] = mapped_column(String(64), index=True)
+    session_id: Mapped[str | None] = mapped_column(
+        ForeignKey("sessions.id", ondelete="SET NULL"), index=True
+    )
+    participant_id: Mapped[int | None] = mapped_column(
+        ForeignKey("participants.id", ondelete="SET NULL"), index=True
+    )
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), index=True)
+    status: Mapped[str] = mapped_column(String(16), index=True, default=EpisodeStatus.recording)
+    end_reason: Mapped[str | None] = mapped_column(String(32))
+    error: Mapped[str | None] = mapped_column(Text)
+    seed: Mapped[int | None] = mapped_column(Integer)
+    steps: Mapped[int] = mapped_column(Integer, default=0, index=True)
+    total_reward: Mapped[float] = mapped_column(Float, default=0.0, index=True)
+    started_at: Mapped[datetime] = mapped_column(_TS, default=utcnow, index=True)
+    ended_at: Mapped[datetime | None] = mapped_column(_TS, index=True)
+    duration_s: Mapped[float | None] = mapped_column(Float)
+    storage_path: Mapped[str] = mapped_column(String(500))
+    latency_p50_ms: Mapped[float | None] = mapped_column(Float)
+    latency_p95_ms: Mapped[float | None] = mapped_column(Float)
+    frames_dropped: Mapped[int] = mapped_column(Integer, default=0)
+
+    tags: Mapped[list[EpisodeTag]] = relationship(cascade="all, delete-orphan")
+    step_tags: Mapped[list[StepTag]] = relationship(cascade="all, delete-orphan")
+    notes: Mapped[list[Note]] = relationship(cascade="all, delete-orphan")
+
+
+class EpisodeTag(Base):
+    __tablename__ = "episode_tags"
+    __table_args__ = (UniqueConstraint("episode_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    episode_id: Mapped[str] = mapped_column(
+        ForeignKey("episodes.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(64), index=True)
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(_TS, default=utcnow)
+
+
+class StepTag(Base):
+    """A tag on one step (start == end) or an inclusive range of steps."""
+
+    __tablename__ = "step_tags"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    episode_id: Mapped[str] = mapped_column(
+        ForeignKey("episodes.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(64), index=True)
+    start_step: Mapped[int] = mapped_column(Integer)
+    end_step: Mapped[int] = mapped_column(Integer)
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(_TS, default=utcnow)
+
+
+class Note(Base):
+    __tablename__ = "notes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    episode_id: Mapped[str] = mapped_column(
+        ForeignKey("episodes.id", ondelete="CASCADE"), index=True
+    )
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(_TS, default=utcnow)
+
+
+class ExportJob(Base):
+    __tablename__ = "export_jobs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    state: Mapped[str] = mapped_column(String(16), index=True, default=JobState.queued)
+    format: Mapped[str] = mapped_column(String(16), default="tfds")
+    selection: Mapped[dict[str, Any]] = mapped_column(JSON)
+    options: Mapped[dict[str, Any]] = mapped_column(JSON)
+    episodes_total: Mapped[int] = mapped_column(Integer, default=0)
+    episodes_done: Mapped[int] = mapped_column(Integer, default=0)
+    steps_done: Mapped[int] = mapped_column(Integer, default=0)
+    message: Mapped[str | None] = mapped_column(Text)
+    output_path: Mapped[str | None] = mapped_column(String(500))
+    created_at: Mapped[datetime] = mapped_column(_TS, default=utcnow, index=True)
+    started_at: Mapped[datetime | None] = mapped_column(_TS)
+    finished_at: Mapped[datetime | None] = mapped_column(_TS)

@@ -1,0 +1,47 @@
+"""Who is asking: a logged-in user (admin or designer) or a participant of one study."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from server.models import Role, Study
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The subject of every permission check.
+
+    A user principal has ``user_id`` and ``role``; a participant principal (a crowd worker who
+    came through a study's permalink) has ``study_id`` and ``participant_id`` and no user.
+    """
+
+    user_id: int | None = None
+    role: Role | None = None
+    study_id: int | None = None
+    participant_id: int | None = None
+
+    @classmethod
+    def for_user(cls, user_id: int, role: str) -> Principal:
+        return cls(user_id=user_id, role=Role(role))
+
+    @classmethod
+    def for_participant(cls, study_id: int, participant_id: int) -> Principal:
+        return cls(study_id=study_id, participant_id=participant_id)
+
+    @property
+    def is_user(self) -> bool:
+        return self.user_id is not None
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == Role.admin
+
+    def can_manage(self, study: Study) -> bool:
+        """Edit, export and review: the owner or an admin."""
+        return self.is_admin or (self.is_user and study.owner_id == self.user_id)
+
+    def can_play(self, study: Study) -> bool:
+        """Play episodes: whoever manages it (test-play) or a participant of this study."""
+        return self.can_manage(study) or (
+            self.participant_id is not None and self.study_id == study.id
+        )

@@ -1,0 +1,1 @@
+"""Business logic between the routes and the tables."""

@@ -1,0 +1,41 @@
+"""First start: migrate, create the first admin, load the sample studies."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from server.core.config import Settings
+from server.core.migrate import upgrade_head
+from server.models import Role, Study, User
+from server.services import studies, study_files, users
+
+log = logging.getLogger(__name__)
+
+
+def load_sample_studies(db: Session, folder: Path, owner_id: int) -> list[Study]:
+    """Import every ``*.yaml`` in ``folder`` as a draft owned by ``owner_id``."""
+    loaded = []
+    for path in sorted(Path(folder).glob("*.yaml")):
+        loaded.append(studies.create_study(db, owner_id, study_files.load_file(path)))
+    return loaded
+
+
+def bootstrap(settings: Settings, db: Session) -> str | None:
+    """Admin and sample studies on an empty database; returns a generated admin password."""
+    password = users.ensure_admin(db, settings.admin_email, settings.admin_password)
+    if settings.load_sample_studies and not db.scalar(select(func.count(Study.id))):
+        admin = db.scalar(select(User).where(User.role == Role.admin).order_by(User.id))
+        if admin is not None and settings.studies_dir.is_dir():
+            loaded = load_sample_studies(db, settings.studies_dir, admin.id)
+            log.info("loaded %d sample studies from %s", len(loaded), settings.studies_dir)
+    return password
+
+
+def prepare(settings: Settings) -> None:
+    """Create the data root and migrate the database to head."""
+    settings.data_root.mkdir(parents=True, exist_ok=True)
+    upgrade_head(settings.database_url)

@@ -1,0 +1,140 @@
+"""Studies: ownership, the draft/active/paused/closed lifecycle, permalinks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from server.core.security import new_token
+from server.errors import Conflict, Invalid, NotFound
+from server.models import Study, StudyEnvironment, StudyState, utcnow
+from server.principal import Principal
+from server.study_spec import StudySpec
+
+# state -> states it may move to
+TRANSITIONS: dict[StudyState, frozenset[StudyState]] = {
+    StudyState.draft: frozenset({StudyState.active}),
+    StudyState.active: frozenset({StudyState.paused, StudyState.closed}),
+    StudyState.paused: frozenset({StudyState.active, StudyState.closed}),
+    StudyState.closed: frozenset(),
+}
+EDITABLE = frozenset({StudyState.draft, StudyState.paused})
+
+# Checks an environment can be built here; returns problems as {"loc", "msg"} (runtime wires it).
+EnvValidator = Callable[[StudySpec], list[dict]]
+
+
+def _sync_environments(study: Study, spec: StudySpec) -> None:
+    """Mirror the spec's environments into rows, keeping ids of those that stay."""
+    existing = {env.env_key: env for env in study.environments}
+    rows = []
+    for position, env in enumerate(spec.environments):
+        row = existing.pop(env.id, None) or StudyEnvironment(env_key=env.id)
+        row.position = position
+        row.name = env.name
+        row.source_kind = env.source.kind
+        row.source_ref = env.source.id if env.source.kind == "gymnasium" else env.source.factory
+        row.mode = env.mode
+        rows.append(row)
+    study.environments = rows
+
+
+def create_study(db: Session, owner_id: int, spec: StudySpec) -> Study:
+    """A new draft owned by ``owner_id``."""
+    study = Study(
+        name=spec.name,
+        owner_id=owner_id,
+        state=StudyState.draft,
+        spec=spec.model_dump(mode="json"),
+    )
+    _sync_environments(study, spec)
+    db.add(study)
+    db.commit()
+    return study
+
+
+def visible_studies(
+    db: Session, principal: Principal, state: StudyState | None = None
+) -> Sequence[Study]:
+    """Studies the principal may manage: their own, or all for an admin."""
+    query = select(Study).options(selectinload(Study.environments)).order_by(Study.id.desc())
+    if not principal.is_admin:
+        query = query.where(Study.owner_id == principal.user_id)
+    if state is not None:
+        query = query.where(Study.state == state)
+    return db.scalars(query).all()
+
+
+def get_study(db: Session, principal: Principal, study_id: int) -> Study:
+    """The study if the principal may manage it; 404 otherwise (existence is not leaked)."""
+    study = db.get(Study, study_id)
+    if study is None or not principal.can_manage(study):
+        raise NotFound("No such study.")
+    return study
+
+
+def update_study(db: Session, study: Study, spec: StudySpec) -> Study:
+    """Replace the spec of a draft or paused study."""
+    if study.state not in EDITABLE:
+        raise Conflict(f"A {study.state} study cannot be edited; pause it first.")
+    used = {env.env_key for env in study.environments}
+    if study.state != StudyState.draft and not used <= {env.id for env in spec.environments}:
+        raise Conflict("Environments of a started study cannot be removed.")
+    study.spec = spec.model_dump(mode="json")
+    study.name = spec.name
+    _sync_environments(study, spec)
+    study.updated_at = utcnow()
+    db.commit()
+    return study
+
+
+def delete_study(db: Session, study: Study) -> None:
+    """Delete a draft (other states keep their episodes)."""
+    if study.state != StudyState.draft:
+        raise Conflict("Only draft studies can be deleted; close it instead.")
+    db.delete(study)
+    db.commit()
+
+
+def change_state(
+    db: Session, study: Study, target: StudyState, validate: EnvValidator | None = None
+) -> Study:
+    """Move along the lifecycle; the first activation creates the permalink token."""
+    current = StudyState(study.state)
+    if target not in TRANSITIONS[current]:
+        raise Conflict(f"A {current} study cannot become {target}.")
+    if target == StudyState.active and validate is not None:
+        problems = validate(StudySpec.model_validate(study.spec))
+        if problems:
+            raise Invalid(
+                "The study cannot start: some environments do not run here.", detail=problems
+            )
+    study.state = target
+    if target == StudyState.active and study.permalink_token is None:
+        study.permalink_token = new_token(16)
+    study.updated_at = utcnow()
+    db.commit()
+    return study
+
+
+def rotate_permalink(db: Session, study: Study) -> Study:
+    """Replace the permalink token; the old link stops working."""
+    if study.permalink_token is None:
+        raise Conflict("The study has no permalink yet: activate it first.")
+    study.permalink_token = new_token(16)
+    db.commit()
+    return study
+
+
+def spec_of(study: Study) -> StudySpec:
+    """The validated spec stored with a study."""
+    return StudySpec.model_validate(study.spec)
+
+
+def study_by_token(db: Session, token: str) -> Study | None:
+    """The study behind a permalink token, whatever its state."""
+    if not token:
+        return None
+    return db.scalar(select(Study).where(Study.permalink_token == token))

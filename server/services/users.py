@@ -1,0 +1,110 @@
+"""Accounts and logins."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from server.core import security
+from server.errors import Conflict, NotFound, Unauthorized
+from server.models import AuthSession, Role, User, utcnow
+from server.schemas import UserCreate, UserUpdate
+
+BAD_LOGIN = "Wrong email or password."
+
+
+def create_user(db: Session, body: UserCreate) -> User:
+    """A new account; the email must be unused."""
+    email = body.email.strip().lower()
+    if db.scalar(select(User.id).where(User.email == email)) is not None:
+        raise Conflict(f"A user with email {email} already exists.")
+    user = User(
+        email=email,
+        name=body.name,
+        role=body.role,
+        password_hash=security.hash_password(body.password),
+    )
+    db.add(user)
+    db.commit()
+    return user
+
+
+def update_user(db: Session, user_id: int, body: UserUpdate) -> User:
+    """Change name, password, role or active flag."""
+    user = db.get(User, user_id)
+    if user is None:
+        raise NotFound("No such user.")
+    if body.name is not None:
+        user.name = body.name
+    if body.password is not None:
+        user.password_hash = security.hash_password(body.password)
+        db.execute(delete(AuthSession).where(AuthSession.user_id == user.id))
+    if body.role is not None:
+        user.role = body.role
+    if body.is_active is not None:
+        user.is_active = body.is_active
+        if not body.is_active:
+            db.execute(delete(AuthSession).where(AuthSession.user_id == user.id))
+    db.commit()
+    return user
+
+
+def authenticate(db: Session, email: str, password: str) -> User:
+    """The active user with these credentials; one uniform error otherwise."""
+    user = db.scalar(select(User).where(User.email == email.strip().lower()))
+    ok = security.verify_password(password, user.password_hash if user else None)
+    if not ok or user is None or not user.is_active:
+        raise Unauthorized(BAD_LOGIN)
+    return user
+
+
+def start_login(db: Session, user: User, max_age_s: int) -> str:
+    """Create a login session and return its token (the cookie value)."""
+    token = security.new_token()
+    now = utcnow()
+    db.execute(delete(AuthSession).where(AuthSession.expires_at < now))
+    db.add(
+        AuthSession(
+            token_hash=security.token_digest(token),
+            user_id=user.id,
+            expires_at=now + timedelta(seconds=max_age_s),
+        )
+    )
+    db.commit()
+    return token
+
+
+def user_for_token(db: Session, token: str | None) -> User | None:
+    """The active user behind a session token, or None."""
+    if not token:
+        return None
+    row = db.get(AuthSession, security.token_digest(token))
+    if row is None:
+        return None
+    expires = row.expires_at if row.expires_at.tzinfo else row.expires_at.replace(tzinfo=UTC)
+    if expires < datetime.now(UTC):
+        return None
+    user = db.get(User, row.user_id)
+    return user if user is not None and user.is_active else None
+
+
+def end_login(db: Session, token: str | None) -> None:
+    """Forget a session token."""
+    if token:
+        db.execute(
+            delete(AuthSession).where(AuthSession.token_hash == security.token_digest(token))
+        )
+        db.commit()
+
+
+def ensure_admin(db: Session, email: str, password: str | None) -> str | None:
+    """Create the first admin when there are no users; return a generated password, if any."""
+    if db.scalar(select(func.count(User.id))):
+        return None
+    generated = None
+    if not password:
+        generated = password = security.new_token(12)
+    create_user(db, UserCreate(email=email, name="Admin", password=password, role=Role.admin))
+    return generated

@@ -1,0 +1,15 @@
+from server import __version__
+
+
+def test_health_reports_version_and_database(client):
+    res = client.get("/api/health")
+    assert res.status_code == 200
+    assert res.json() == {"status": "ok", "version": __version__, "database": "ok"}
+
+
+def test_openapi_describes_the_api(client):
+    res = client.get("/openapi.json")
+    assert res.status_code == 200
+    paths = res.json()["paths"]
+    assert "/api/studies/{study_id}/state" in paths
+    assert client.get("/docs").status_code == 200

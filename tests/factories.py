@@ -1,0 +1,72 @@
+"""Factories for rows and logged-in clients (used through the ``factory`` fixture)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
+
+from server.core import security
+from server.models import Role, Study, User
+from server.schemas import UserCreate
+from server.services import studies, study_files, users
+from server.study_spec import StudySpec
+
+ROOT = Path(__file__).resolve().parent.parent
+PASSWORD = "correct horse battery"
+_counter = itertools.count(1)
+
+
+def spec_dict(name: str = "A study", **env: Any) -> dict[str, Any]:
+    """A minimal valid spec as JSON (one CartPole environment, overridable)."""
+    environment = {
+        "id": "cartpole",
+        "name": "CartPole",
+        "source": {"kind": "gymnasium", "id": "CartPole-v1"},
+        **env,
+    }
+    return {"name": name, "environments": [environment]}
+
+
+class Factory:
+    """Makes users, studies and clients on one test database."""
+
+    def __init__(self, db: Session, app: FastAPI) -> None:
+        self.db = db
+        self.app = app
+        self._clients: list[TestClient] = []
+
+    def user(self, role: Role = Role.designer, email: str | None = None) -> User:
+        email = email or f"user{next(_counter)}@example.com"
+        return users.create_user(
+            self.db, UserCreate(email=email, password=PASSWORD, role=role, name=email)
+        )
+
+    def study(self, owner: User, spec: dict[str, Any] | None = None) -> Study:
+        return studies.create_study(
+            self.db, owner.id, StudySpec.model_validate(spec or spec_dict())
+        )
+
+    def sample_study(self, owner: User, file: str) -> Study:
+        return studies.create_study(
+            self.db, owner.id, study_files.load_file(ROOT / "studies" / file)
+        )
+
+    def client(self, user: User | None = None) -> TestClient:
+        """A client, logged in as ``user`` (with the CSRF header set) when given."""
+        client = TestClient(self.app)
+        client.__enter__()
+        self._clients.append(client)
+        if user is not None:
+            res = client.post("/api/auth/login", json={"email": user.email, "password": PASSWORD})
+            assert res.status_code == 200, res.text
+            client.headers[security.CSRF_HEADER] = res.json()["csrf_token"]
+        return client
+
+    def close(self) -> None:
+        for client in self._clients:
+            client.__exit__(None, None, None)
