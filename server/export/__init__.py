@@ -1,0 +1,40 @@
+"""Exporting recorded episodes as RLDS (TFDS) datasets or as envlogger logs, without TensorFlow.
+
+Entry point: :func:`export_dataset`; see docs/export.md for the format and its options.
+"""
+
+from server.export.card import EpisodeSummary
+from server.export.errors import (
+    ExportCanceledError,
+    ExportError,
+    IncompatibleEnvironmentsError,
+    InvalidEpisodeError,
+    ValueOutOfRangeError,
+)
+from server.export.export_job import (
+    EpisodeInput,
+    ExportFormat,
+    ExportOptions,
+    ExportResult,
+    check_compatible,
+    export_dataset,
+)
+from server.export.packaging import make_archive
+from server.export.tags import StepTag
+
+__all__ = [
+    "EpisodeInput",
+    "EpisodeSummary",
+    "ExportCanceledError",
+    "ExportError",
+    "ExportFormat",
+    "ExportOptions",
+    "ExportResult",
+    "IncompatibleEnvironmentsError",
+    "InvalidEpisodeError",
+    "StepTag",
+    "ValueOutOfRangeError",
+    "check_compatible",
+    "export_dataset",
+    "make_archive",
+]

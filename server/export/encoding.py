@@ -1,0 +1,139 @@
+"""Turning a realigned episode into one serialized ``tf.train.Example``, without TensorFlow.
+
+TFDS's ``FeaturesDict.encode_example`` and ``ExampleSerializer`` work without TensorFlow once
+images are encoded bytes, so image observations are encoded to PNG here (Pillow, lossless).
+Integers are range-checked first: TFDS silently truncates values that do not fit their dtype.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from dm_env import specs as dm_specs
+from PIL import Image
+from tensorflow_datasets.core import example_serializer
+
+from server.export.episode import RldsEpisode
+from server.export.errors import ExportError, ValueOutOfRangeError
+from server.export.features import is_image_spec, tag_field
+
+_PIL_MODES = {1: "L", 3: "RGB", 4: "RGBA"}
+
+
+def encode_png(image: np.ndarray) -> bytes:
+    """PNG bytes of a uint8 H x W x C image (C = 1, 3 or 4); fast, lossless compression."""
+    channels = image.shape[2]
+    pixels = image[:, :, 0] if channels == 1 else image
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(pixels), mode=_PIL_MODES[channels]).save(
+        buf, format="PNG", compress_level=1
+    )
+    return buf.getvalue()
+
+
+def check_range(values: np.ndarray, dtype: Any, where: str) -> None:
+    """Raise if an integer array holds values ``dtype`` cannot represent."""
+    target = np.dtype(dtype)
+    if target.kind not in "iu" or values.size == 0:
+        return
+    if values.dtype.kind not in "iub":
+        if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
+            raise ValueOutOfRangeError(f"{where}: non-finite value for integer dtype {target}")
+        if values.dtype.kind == "f" and not np.all(values == np.round(values)):
+            raise ValueOutOfRangeError(f"{where}: fractional value for integer dtype {target}")
+    info = np.iinfo(target)
+    low, high = values.min(), values.max()
+    if low < info.min or high > info.max:
+        raise ValueOutOfRangeError(
+            f"{where}: values in [{low}, {high}] do not fit {target} [{info.min}, {info.max}]"
+        )
+
+
+def _leaf_column(values: list[Any], spec: Any, where: str) -> list[Any]:
+    """Per-step values of one array spec, checked and ready for ``encode_example``."""
+    dtype = np.int64 if isinstance(spec, dm_specs.DiscreteArray) else np.dtype(spec.dtype)
+    if np.dtype(dtype).kind in "OUS":
+        return [str(v) for v in values]
+    try:
+        stacked = np.stack([np.asarray(v) for v in values])
+    except ValueError as exc:
+        raise ExportError(f"{where}: steps have different shapes ({exc})") from exc
+    if stacked.shape[1:] != tuple(spec.shape):
+        raise ExportError(f"{where}: recorded shape {stacked.shape[1:]} != spec {spec.shape}")
+    check_range(stacked, dtype, where)
+    if isinstance(spec, dm_specs.DiscreteArray):
+        check_range(stacked, np.dtype(spec.dtype), where)
+    if is_image_spec(spec):
+        return [encode_png(np.asarray(image, dtype=np.uint8)) for image in stacked]
+    return list(stacked.astype(dtype, copy=False))
+
+
+def spec_column(values: list[Any], spec: Any, where: str) -> Any:
+    """Per-step values of a nested spec as nested dicts of per-step lists."""
+    if isinstance(spec, dict):
+        return {
+            str(k): spec_column([v[k] for v in values], s, f"{where}/{k}") for k, s in spec.items()
+        }
+    return _leaf_column(values, spec, where)
+
+
+def episode_example(
+    episode: RldsEpisode,
+    metadata: Mapping[str, Any],
+    *,
+    keep_step_metadata: bool,
+    tag_columns: Mapping[str, np.ndarray],
+) -> dict[str, Any]:
+    """The example dict (episode metadata plus ``steps`` as dict of lists) to encode."""
+    specs = episode.specs
+    steps: dict[str, Any] = {
+        "observation": spec_column(episode.observations, specs.observation, "observation"),
+        "action": spec_column(episode.actions, specs.action, "action"),
+        "reward": spec_column(episode.rewards, specs.reward, "reward"),
+        "discount": spec_column(episode.discounts, specs.discount, "discount"),
+        "is_first": list(episode.is_first),
+        "is_last": list(episode.is_last),
+        "is_terminal": list(episode.is_terminal),
+    }
+    if keep_step_metadata:
+        steps["frame"] = list(episode.frames)
+        steps["input"] = list(episode.inputs)
+        steps["info"] = list(episode.infos)
+        steps["timing"] = {
+            key: [timing[key] for timing in episode.timings] for key in episode.timings[0]
+        }
+    for name, column in tag_columns.items():
+        if len(column) != len(episode):
+            raise ExportError(f"tag {name!r}: {len(column)} values for {len(episode)} steps")
+        steps[tag_field(name)] = [bool(x) for x in column]
+    seed = metadata.get("seed")
+    seed_value = -1 if seed is None else int(seed)
+    if not -(2**63) <= seed_value < 2**63:
+        raise ValueOutOfRangeError(f"seed {seed_value} does not fit int64")
+    return {
+        "steps": steps,
+        "episode_id": str(metadata.get("episode_id", "")),
+        "agent_id": str(metadata.get("agent_id", "")),
+        "study_id": str(metadata.get("study_id", "")),
+        "env_id": str(metadata.get("env_id", "")),
+        "env_config": str(metadata.get("env_config", "")),
+        "status": str(metadata.get("status", "")),
+        "seed": seed_value,
+        "tags": [str(t) for t in metadata.get("tags", ())],
+        "notes": str(metadata.get("notes", "")),
+    }
+
+
+class EpisodeSerializer:
+    """Encodes example dicts with a FeaturesDict and serializes them as tf.train.Example bytes."""
+
+    def __init__(self, features: Any) -> None:
+        self.features = features
+        self._serializer = example_serializer.ExampleSerializer(features.get_serialized_info())
+
+    def serialize(self, example: dict[str, Any]) -> bytes:
+        """The serialized ``tf.train.Example`` of one episode."""
+        return bytes(self._serializer.serialize_example(self.features.encode_example(example)))

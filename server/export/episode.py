@@ -1,0 +1,244 @@
+"""Reading one episode's envlogger log and realigning it into RLDS steps.
+
+envlogger records dm_env timesteps: (o_0) -> (a_0, r_0, d_0, o_1) -> ... -> (a_{T-1}, r, d, o_T),
+each with step metadata (server/recording/format.py). An RLDS step t holds o_t with the action
+taken at o_t and what followed it: a_t, r_t, d_t come from timestep t+1. The final observation
+o_T is the last step, its action, reward and discount zero-filled; it is terminal only when the
+environment terminated (dm_env LAST with discount 0; a truncation is LAST with discount 1).
+
+Step metadata moves the same way: ``frame`` and ``info`` describe o_t and stay with it;
+``input`` produced the action stored in timestep t+1, so it moves to step t with a_t; the
+timing of that action moves with it, and the frame acknowledgements are mapped back to the
+steps whose frames they are.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from server.export._envlogger import envlogger
+from server.export.errors import InvalidEpisodeError
+
+NO_INPUT = "null"
+UNKNOWN = -1
+TIMING_KEYS = (
+    "input_sent_ms",
+    "input_recv_ms",
+    "applied_ms",
+    "seen_step",
+    "frame_sent_ms",
+    "frame_drawn_ms",
+    "input_latency_ms",
+)
+
+
+@dataclass(frozen=True)
+class EnvSpecs:
+    """dm_env specs of the recorded environment (nested dicts of ``specs.Array``)."""
+
+    observation: Any
+    action: Any
+    reward: Any
+    discount: Any
+
+
+@dataclass
+class RldsEpisode:
+    """One episode as RLDS steps: list ``i`` of every field is step ``i``."""
+
+    specs: EnvSpecs
+    log_metadata: dict[str, Any]
+    observations: list[Any] = field(default_factory=list)
+    actions: list[Any] = field(default_factory=list)
+    rewards: list[Any] = field(default_factory=list)
+    discounts: list[Any] = field(default_factory=list)
+    is_first: list[bool] = field(default_factory=list)
+    is_last: list[bool] = field(default_factory=list)
+    is_terminal: list[bool] = field(default_factory=list)
+    frames: list[bytes] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    infos: list[str] = field(default_factory=list)
+    timings: list[dict[str, int]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.observations)
+
+    @property
+    def total_reward(self) -> float:
+        """The episode's return (the last step's reward is zero)."""
+        return float(sum(np.sum(r) for r in self.rewards))
+
+    @property
+    def terminated(self) -> bool:
+        """Whether the environment terminated (rather than a truncation or an interruption)."""
+        return bool(self.is_terminal and self.is_terminal[-1])
+
+    def truncated_at(self, last: int) -> RldsEpisode:
+        """This episode ending at step ``last``: it becomes the last step, not terminal."""
+        if not 0 <= last < len(self):
+            raise InvalidEpisodeError(f"cannot end an episode of {len(self)} steps at {last}")
+        if last == len(self) - 1 and not self.is_terminal[-1]:
+            return self
+        n = last + 1
+        cut = RldsEpisode(
+            specs=self.specs,
+            log_metadata=self.log_metadata,
+            observations=self.observations[:n],
+            actions=self.actions[:n],
+            rewards=self.rewards[:n],
+            discounts=self.discounts[:n],
+            is_first=self.is_first[:n],
+            is_last=self.is_last[:n],
+            is_terminal=self.is_terminal[:n],
+            frames=self.frames[:n],
+            inputs=self.inputs[:n],
+            infos=self.infos[:n],
+            timings=self.timings[:n],
+        )
+        cut.timings[-1] = dict(cut.timings[-1])
+        _zero_fill_last(cut)
+        cut.is_terminal[-1] = False
+        return cut
+
+
+def zeros_like_spec(spec: Any) -> Any:
+    """Zeros with a (nested) spec's shapes and dtypes."""
+    if isinstance(spec, dict):
+        return {k: zeros_like_spec(s) for k, s in spec.items()}
+    if isinstance(spec, list | tuple):
+        return type(spec)(zeros_like_spec(s) for s in spec)
+    return np.zeros(spec.shape, dtype=spec.dtype)
+
+
+def _zero_fill_last(episode: RldsEpisode) -> None:
+    specs = episode.specs
+    episode.actions[-1] = zeros_like_spec(specs.action)
+    episode.rewards[-1] = zeros_like_spec(specs.reward)
+    episode.discounts[-1] = zeros_like_spec(specs.discount)
+    episode.is_last[-1] = True
+    episode.inputs[-1] = NO_INPUT
+    timing = episode.timings[-1]
+    for key in ("input_sent_ms", "input_recv_ms", "applied_ms", "seen_step", "input_latency_ms"):
+        timing[key] = UNKNOWN
+
+
+def _timing(step: Any) -> dict[str, Any]:
+    data = step.custom_data or {}
+    text = data.get("timing")
+    if not text:
+        return {}
+    parsed = json.loads(text)
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _int_or_unknown(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else -1
+
+
+def realign_timings(raw: list[dict[str, Any]]) -> list[dict[str, int]]:
+    """Per-step timing from per-timestep records (``raw[t]`` was recorded with o_t).
+
+    The times of action a_t arrive with timestep t+1; ``acks`` give each step's frame
+    sent/drawn times; the input latency is from the input's sending to the drawing of the
+    frame it produced (both client clocks).
+    """
+    n = len(raw)
+    frame_times: dict[int, tuple[int, int]] = {}
+    for record in raw:
+        for ack in record.get("acks") or []:
+            if isinstance(ack, list | tuple) and len(ack) == 3:
+                index, sent, drawn = ack
+                frame_times[int(index)] = (_int_or_unknown(sent), _int_or_unknown(drawn))
+    out: list[dict[str, int]] = []
+    for t in range(n):
+        action = raw[t + 1] if t + 1 < n else {}
+        sent, drawn = frame_times.get(t, (UNKNOWN, UNKNOWN))
+        timing = {
+            "input_sent_ms": _int_or_unknown(action.get("input_sent")),
+            "input_recv_ms": _int_or_unknown(action.get("input_recv")),
+            "applied_ms": _int_or_unknown(action.get("applied")),
+            "seen_step": _int_or_unknown(action.get("seen_step")),
+            "frame_sent_ms": sent,
+            "frame_drawn_ms": drawn,
+            "input_latency_ms": UNKNOWN,
+        }
+        next_drawn = frame_times.get(t + 1, (UNKNOWN, UNKNOWN))[1]
+        if timing["input_sent_ms"] != UNKNOWN and next_drawn != UNKNOWN:
+            timing["input_latency_ms"] = next_drawn - timing["input_sent_ms"]
+        out.append(timing)
+    return out
+
+
+def realign(steps: list[Any], specs: EnvSpecs, log_metadata: dict[str, Any]) -> RldsEpisode:
+    """RLDS steps from one episode's envlogger ``StepData`` records (see the module doc)."""
+    if not steps:
+        raise InvalidEpisodeError("the episode's log holds no step")
+    if sum(1 for s in steps if s.timestep.first()) > 1:
+        raise InvalidEpisodeError("the log holds several episodes; one log per episode expected")
+    episode = RldsEpisode(specs=specs, log_metadata=log_metadata)
+    n = len(steps)
+    for t, step in enumerate(steps):
+        ts = step.timestep
+        data = step.custom_data or {}
+        nxt = steps[t + 1] if t + 1 < n else None
+        episode.observations.append(ts.observation)
+        episode.is_first.append(t == 0)
+        episode.is_last.append(nxt is None)
+        episode.frames.append(bytes(data.get("frame", b"")))
+        episode.infos.append(str(data.get("info", "{}")))
+        if nxt is None:
+            # dm_env marks a termination with discount 0; a truncation or a log that just
+            # stops (an abandoned episode) is not terminal.
+            episode.is_terminal.append(bool(ts.last() and ts.discount == 0.0))
+            episode.actions.append(None)
+            episode.rewards.append(None)
+            episode.discounts.append(None)
+            episode.inputs.append(NO_INPUT)
+        else:
+            episode.is_terminal.append(False)
+            episode.actions.append(nxt.action)
+            episode.rewards.append(np.asarray(nxt.timestep.reward, dtype=specs.reward.dtype))
+            episode.discounts.append(np.asarray(nxt.timestep.discount, dtype=specs.discount.dtype))
+            episode.inputs.append(str((nxt.custom_data or {}).get("input", NO_INPUT)))
+    episode.timings = realign_timings([_timing(s) for s in steps])
+    _zero_fill_last(episode)
+    return episode
+
+
+def read_specs(reader: Any) -> EnvSpecs:
+    """The environment specs envlogger stored with a log."""
+    return EnvSpecs(
+        observation=reader.observation_spec(),
+        action=reader.action_spec(),
+        reward=reader.reward_spec(),
+        discount=reader.discount_spec(),
+    )
+
+
+def log_metadata(reader: Any) -> dict[str, Any]:
+    """The log-level metadata (format.EPISODE_METADATA_KEYS), without envlogger's own specs."""
+    meta = reader.metadata() or {}
+    return {k: v for k, v in meta.items() if k != "environment_specs"}
+
+
+def read_episode(log_dir: Path) -> RldsEpisode:
+    """Read one episode's log (one envlogger log per episode) as RLDS steps."""
+    if not Path(log_dir).is_dir():
+        raise InvalidEpisodeError(f"no episode log at {log_dir}")
+    try:
+        with envlogger.Reader(str(log_dir)) as reader:
+            specs = read_specs(reader)
+            meta = log_metadata(reader)
+            steps = list(reader.steps)
+    except InvalidEpisodeError:
+        raise
+    except Exception as exc:  # the Riegeli reader raises plain RuntimeErrors/ValueErrors
+        raise InvalidEpisodeError(f"cannot read the episode log at {log_dir}: {exc}") from exc
+    if specs.observation is None or specs.action is None:
+        raise InvalidEpisodeError(f"the log at {log_dir} holds no environment specs")
+    return realign(steps, specs, meta)

@@ -1,0 +1,346 @@
+"""The export job: selected episodes in, a complete dataset folder out (or nothing at all).
+
+The job runner calls :func:`export_dataset` in a background process. Output is written to a
+hidden sibling folder and renamed into place only when complete, so a failed or canceled
+export leaves nothing half-written behind.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from server.export._envlogger import envlogger
+from server.export.card import EpisodeSummary, render_card
+from server.export.encoding import EpisodeSerializer, episode_example
+from server.export.envlogger_format import copy_episode_log, tags_document
+from server.export.episode import EnvSpecs, RldsEpisode, log_metadata, read_episode, read_specs
+from server.export.errors import (
+    ExportCanceledError,
+    ExportError,
+    IncompatibleEnvironmentsError,
+    InvalidEpisodeError,
+)
+from server.export.features import episode_features, specs_signature
+from server.export.tags import StepTag, first_end_step, tag_columns, validate_step_tags
+from server.export.tfds_writer import DEFAULT_MAX_SHARD_BYTES, DatasetWriter, check_dataset_name
+
+ProgressFn = Callable[[int, int, int], None]
+CancelFn = Callable[[], bool]
+CARD_FILE = "README.md"
+_EPISODE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class ExportFormat(StrEnum):
+    """What an export holds: an RLDS (TFDS) dataset or the raw envlogger logs."""
+
+    RLDS = "rlds"
+    ENVLOGGER = "envlogger"
+
+
+@dataclass(frozen=True)
+class EpisodeInput:
+    """One episode to export: its log and its database-side metadata."""
+
+    log_dir: Path
+    episode_id: str
+    agent_id: str  # salted hash of the participant
+    status: str = "completed"
+    tags: tuple[str, ...] = ()
+    step_tags: tuple[StepTag, ...] = ()
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """How to export.
+
+    ``step_tag_names``: the step tags that become ``tag:<name>`` fields (None: every name used
+    by the episodes). ``end_tags``: step tag names that end an episode at their first tagged
+    step (RLDS only; that step becomes the last one, not terminal).
+    """
+
+    name: str = "rlds_studio"
+    version: str = "1.0.0"
+    format: ExportFormat = ExportFormat.RLDS
+    keep_step_metadata: bool = True
+    step_tag_names: tuple[str, ...] | None = None
+    end_tags: tuple[str, ...] = ()
+    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES
+    max_episodes_per_shard: int | None = None
+    study: str = ""
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """A finished export: where it is and what it holds."""
+
+    path: Path
+    format: ExportFormat
+    episodes: tuple[EpisodeSummary, ...]
+    data_dir: Path | None = None  # the TFDS dataset folder (RLDS format)
+    shard_paths: tuple[Path, ...] = field(default_factory=tuple)
+
+    @property
+    def num_episodes(self) -> int:
+        """Episodes exported."""
+        return len(self.episodes)
+
+    @property
+    def num_steps(self) -> int:
+        """RLDS steps exported (observations, including each episode's last)."""
+        return sum(e.num_steps for e in self.episodes)
+
+
+def _check_inputs(episodes: Sequence[EpisodeInput], options: ExportOptions) -> None:
+    if not episodes:
+        raise ExportError("no episode selected")
+    check_dataset_name(options.name, options.version)
+    seen: set[str] = set()
+    for ep in episodes:
+        if not _EPISODE_ID_RE.match(ep.episode_id):
+            raise InvalidEpisodeError(f"episode id {ep.episode_id!r} is not a safe identifier")
+        if ep.episode_id in seen:
+            raise InvalidEpisodeError(f"episode {ep.episode_id} is selected twice")
+        seen.add(ep.episode_id)
+
+
+def _read_header(ep: EpisodeInput) -> tuple[EnvSpecs, dict[str, Any]]:
+    if not Path(ep.log_dir).is_dir():
+        raise InvalidEpisodeError(f"episode {ep.episode_id}: no log at {ep.log_dir}")
+    try:
+        with envlogger.Reader(str(ep.log_dir)) as reader:
+            return read_specs(reader), log_metadata(reader)
+    except Exception as exc:  # the Riegeli reader raises plain RuntimeErrors/ValueErrors
+        raise InvalidEpisodeError(f"episode {ep.episode_id}: unreadable log ({exc})") from exc
+
+
+def check_compatible(episodes: Sequence[EpisodeInput]) -> EnvSpecs:
+    """The episodes' common specs; raises if their environments' spaces differ."""
+    first: tuple[EpisodeInput, EnvSpecs, Any, str] | None = None
+    for ep in episodes:
+        specs, meta = _read_header(ep)
+        if specs.observation is None or specs.action is None:
+            raise InvalidEpisodeError(f"episode {ep.episode_id}: its log holds no specs")
+        logged_id = meta.get("episode_id")
+        if logged_id is not None and str(logged_id) != ep.episode_id:
+            raise InvalidEpisodeError(
+                f"episode {ep.episode_id}: its log at {ep.log_dir} is episode {logged_id}"
+            )
+        signature = specs_signature(specs)
+        env_id = str(meta.get("env_id", "?"))
+        if first is None:
+            first = (ep, specs, signature, env_id)
+        elif signature != first[2]:
+            raise IncompatibleEnvironmentsError(
+                "the selected episodes come from environments with different observation or "
+                f"action spaces: episode {first[0].episode_id} ({first[3]}) and episode "
+                f"{ep.episode_id} ({env_id}); export them separately"
+            )
+    assert first is not None
+    return first[1]
+
+
+def _prepare(ep: EpisodeInput, options: ExportOptions) -> RldsEpisode:
+    episode = read_episode(ep.log_dir)
+    validate_step_tags(ep.step_tags, len(episode), ep.episode_id)
+    end = first_end_step(ep.step_tags, options.end_tags)
+    return episode if end is None else episode.truncated_at(end)
+
+
+def _summary(ep: EpisodeInput, episode: RldsEpisode) -> EpisodeSummary:
+    return EpisodeSummary(
+        episode_id=ep.episode_id,
+        env_id=str(episode.log_metadata.get("env_id", "")),
+        status=ep.status,
+        num_steps=len(episode),
+        total_reward=episode.total_reward,
+        terminated=episode.terminated,
+    )
+
+
+def _options_text(options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
+    if options.format is ExportFormat.ENVLOGGER:
+        return ["logs copied as recorded (step tags and notes in each tags.json)"]
+    lines = [
+        "step metadata (frame JPEG, raw input, timing, env info): "
+        + ("kept" if options.keep_step_metadata else "stripped")
+    ]
+    if tag_names:
+        lines.append("step tag fields: " + ", ".join(f"`tag:{n}`" for n in tag_names))
+    if options.end_tags:
+        lines.append(
+            "episodes end at their first step tagged "
+            + ", ".join(f"`{n}`" for n in options.end_tags)
+            + " (not terminal; returns recomputed)"
+        )
+    return lines
+
+
+def export_dataset(
+    episodes: Sequence[EpisodeInput],
+    options: ExportOptions,
+    out_dir: Path,
+    progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> ExportResult:
+    """Export ``episodes`` into the new folder ``out_dir``.
+
+    ``progress(episodes_done, episodes_total, steps_done)`` is called after each episode;
+    ``cancel()`` is polled between episodes and, when true, ends the job with
+    :class:`ExportCanceledError`. On any error nothing is left at ``out_dir``.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.exists():
+        raise ExportError(f"the output folder {out_dir} already exists")
+    _check_inputs(episodes, options)
+    specs = check_compatible(episodes)
+    used = sorted({t.name for ep in episodes for t in ep.step_tags})
+    tag_names = sorted(set(options.step_tag_names)) if options.step_tag_names is not None else used
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.with_name(f".{out_dir.name}.partial-{uuid.uuid4().hex[:8]}")
+    tmp.mkdir()
+    try:
+        if options.format is ExportFormat.RLDS:
+            result = _write_rlds(episodes, options, specs, tag_names, tmp, progress, cancel)
+        else:
+            result = _write_envlogger(episodes, options, tmp, progress, cancel)
+        card = render_card(
+            title=options.name,
+            study=options.study or _study(episodes),
+            export_format=str(options.format),
+            episodes=result.episodes,
+            data_path=f"{options.name}/{options.version}",
+            options_text=_options_text(options, tag_names),
+        )
+        (tmp / CARD_FILE).write_text(card)
+        tmp.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return _moved(result, tmp, out_dir)
+
+
+def _study(episodes: Sequence[EpisodeInput]) -> str:
+    _specs, meta = _read_header(episodes[0])
+    return str(meta.get("study_id", ""))
+
+
+def _moved(result: ExportResult, tmp: Path, out_dir: Path) -> ExportResult:
+    def move(p: Path) -> Path:
+        return out_dir / p.relative_to(tmp)
+
+    return ExportResult(
+        path=out_dir,
+        format=result.format,
+        episodes=result.episodes,
+        data_dir=move(result.data_dir) if result.data_dir else None,
+        shard_paths=tuple(move(p) for p in result.shard_paths),
+    )
+
+
+def _check_cancel(cancel: CancelFn | None) -> None:
+    if cancel is not None and cancel():
+        raise ExportCanceledError("the export was canceled")
+
+
+def _write_rlds(
+    episodes: Sequence[EpisodeInput],
+    options: ExportOptions,
+    specs: EnvSpecs,
+    tag_names: Sequence[str],
+    tmp: Path,
+    progress: ProgressFn | None,
+    cancel: CancelFn | None,
+) -> ExportResult:
+    features = episode_features(
+        specs, keep_step_metadata=options.keep_step_metadata, step_tag_names=tag_names
+    )
+    serializer = EpisodeSerializer(features)
+    writer = DatasetWriter(
+        tmp,
+        options.name,
+        options.version,
+        features,
+        description=options.description or f"RLDS Studio export of study {options.study}",
+        metadata={"exporter": "rlds-studio", "format": "rlds", "study": options.study},
+        max_shard_bytes=options.max_shard_bytes,
+        max_episodes_per_shard=options.max_episodes_per_shard,
+    )
+    summaries: list[EpisodeSummary] = []
+    steps_done = 0
+    try:
+        for i, ep in enumerate(episodes):
+            _check_cancel(cancel)
+            episode = _prepare(ep, options)
+            columns = tag_columns(ep.step_tags, tag_names, len(episode))
+            example = episode_example(
+                episode,
+                {
+                    **episode.log_metadata,
+                    "episode_id": ep.episode_id,
+                    "agent_id": ep.agent_id,
+                    "status": ep.status,
+                    "tags": ep.tags,
+                    "notes": ep.notes,
+                },
+                keep_step_metadata=options.keep_step_metadata,
+                tag_columns=columns,
+            )
+            try:
+                writer.add(serializer.serialize(example))
+            except (ValueError, TypeError) as exc:
+                raise ExportError(f"episode {ep.episode_id}: cannot encode ({exc})") from exc
+            summaries.append(_summary(ep, episode))
+            steps_done += len(episode)
+            if progress is not None:
+                progress(i + 1, len(episodes), steps_done)
+        _check_cancel(cancel)
+        written = writer.finish()
+    finally:
+        writer.close()
+    return ExportResult(
+        path=tmp,
+        format=ExportFormat.RLDS,
+        episodes=tuple(summaries),
+        data_dir=written.data_dir,
+        shard_paths=tuple(written.shard_paths),
+    )
+
+
+def _write_envlogger(
+    episodes: Sequence[EpisodeInput],
+    options: ExportOptions,
+    tmp: Path,
+    progress: ProgressFn | None,
+    cancel: CancelFn | None,
+) -> ExportResult:
+    summaries: list[EpisodeSummary] = []
+    steps_done = 0
+    for i, ep in enumerate(episodes):
+        _check_cancel(cancel)
+        episode = read_episode(ep.log_dir)  # validates the log and gives the card's totals
+        validate_step_tags(ep.step_tags, len(episode), ep.episode_id)
+        doc = tags_document(
+            episode_id=ep.episode_id,
+            agent_id=ep.agent_id,
+            status=ep.status,
+            tags=ep.tags,
+            step_tags=ep.step_tags,
+            notes=ep.notes,
+        )
+        copy_episode_log(ep.log_dir, tmp, ep.episode_id, doc)
+        summaries.append(_summary(ep, episode))
+        steps_done += len(episode)
+        if progress is not None:
+            progress(i + 1, len(episodes), steps_done)
+    _check_cancel(cancel)
+    return ExportResult(path=tmp, format=ExportFormat.ENVLOGGER, episodes=tuple(summaries))

@@ -1,0 +1,129 @@
+"""TFDS features of an export, derived from the environment's dm_env specs.
+
+Layout follows ``tensorflow_datasets/rlds/rlds_base.py`` (``build_info``): a ``steps`` Dataset
+with ``observation``, ``action``, ``reward``, ``discount``, ``is_first``, ``is_last``,
+``is_terminal`` and the step metadata, beside the episode metadata fields.
+
+Spec mapping: an array spec becomes a Tensor of its shape and dtype (a Scalar when it has no
+shape); a ``DiscreteArray`` an int64 scalar; a dict a nested FeaturesDict; a uint8 H x W x C
+array (C = 1, 3 or 4) an Image stored as PNG. Rewards and discounts keep their spec's dtype
+(float64 for dm_env's Python floats, as in TFDS's own RLDS datasets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import tensorflow_datasets as tfds
+from dm_env import specs as dm_specs
+
+from server.export.episode import TIMING_KEYS, EnvSpecs
+from server.export.errors import ExportError
+
+tfds_features = tfds.features
+
+TAG_PREFIX = "tag:"
+STEP_METADATA_FIELDS = ("frame", "input", "timing", "info")
+EPISODE_TEXT_FIELDS = ("episode_id", "agent_id", "study_id", "env_id", "env_config", "status")
+
+
+def is_image_spec(spec: Any) -> bool:
+    """Whether an array spec is an image: uint8, H x W x C with C in 1, 3 or 4."""
+    shape = tuple(spec.shape)
+    return (
+        np.dtype(spec.dtype) == np.uint8
+        and len(shape) == 3
+        and shape[2] in (1, 3, 4)
+        and shape[0] > 1
+        and shape[1] > 1
+    )
+
+
+def spec_to_feature(spec: Any, path: str = "") -> Any:
+    """The TFDS feature holding values of a (nested) dm_env spec."""
+    if isinstance(spec, dict):
+        return tfds_features.FeaturesDict(
+            {str(k): spec_to_feature(s, f"{path}/{k}") for k, s in spec.items()}
+        )
+    if isinstance(spec, list | tuple):
+        raise ExportError(f"tuple spaces are not supported ({path or 'root'}); use a Dict space")
+    if not isinstance(spec, dm_specs.Array):
+        raise ExportError(f"unsupported spec at {path or 'root'}: {spec!r}")
+    if isinstance(spec, dm_specs.DiscreteArray):
+        return tfds_features.Scalar(dtype=np.int64)
+    dtype = np.dtype(spec.dtype)
+    if dtype.kind in "OUS":
+        return tfds_features.Text()
+    if is_image_spec(spec):
+        return tfds_features.Image(shape=tuple(spec.shape), dtype=np.uint8, encoding_format="png")
+    if tuple(spec.shape) == ():
+        return tfds_features.Scalar(dtype=dtype)
+    return tfds_features.Tensor(shape=tuple(spec.shape), dtype=dtype)
+
+
+def tag_field(name: str) -> str:
+    """The boolean step field of a step tag."""
+    return f"{TAG_PREFIX}{name}"
+
+
+def step_features(
+    env_specs: EnvSpecs, *, keep_step_metadata: bool, step_tag_names: Iterable[str]
+) -> dict[str, Any]:
+    """The features of one RLDS step."""
+    step: dict[str, Any] = {
+        "observation": spec_to_feature(env_specs.observation, "observation"),
+        "action": spec_to_feature(env_specs.action, "action"),
+        "reward": spec_to_feature(env_specs.reward, "reward"),
+        "discount": spec_to_feature(env_specs.discount, "discount"),
+        "is_first": np.bool_,
+        "is_last": np.bool_,
+        "is_terminal": np.bool_,
+    }
+    if keep_step_metadata:
+        step["frame"] = tfds_features.Image(shape=(None, None, 3), encoding_format="jpeg")
+        step["input"] = tfds_features.Text()
+        step["timing"] = tfds_features.FeaturesDict(dict.fromkeys(TIMING_KEYS, np.int64))
+        step["info"] = tfds_features.Text()
+    for name in sorted(set(step_tag_names)):
+        step[tag_field(name)] = np.bool_
+    return step
+
+
+def episode_features(
+    env_specs: EnvSpecs, *, keep_step_metadata: bool, step_tag_names: Iterable[str]
+) -> Any:
+    """The FeaturesDict of one exported episode: its steps and its metadata."""
+    return tfds_features.FeaturesDict(
+        {
+            "steps": tfds_features.Dataset(
+                step_features(
+                    env_specs,
+                    keep_step_metadata=keep_step_metadata,
+                    step_tag_names=step_tag_names,
+                )
+            ),
+            **{name: tfds_features.Text() for name in EPISODE_TEXT_FIELDS},
+            "seed": np.int64,
+            "tags": tfds_features.Sequence(tfds_features.Text()),
+            "notes": tfds_features.Text(),
+        }
+    )
+
+
+def specs_signature(env_specs: EnvSpecs) -> Any:
+    """A comparable description of the specs' structure, shapes and dtypes (not bounds)."""
+
+    def sig(spec: Any) -> Any:
+        if isinstance(spec, dict):
+            return tuple(sorted((str(k), sig(s)) for k, s in spec.items()))
+        if isinstance(spec, list | tuple):
+            return ("tuple", tuple(sig(s) for s in spec))
+        kind = "discrete" if isinstance(spec, dm_specs.DiscreteArray) else "array"
+        return (kind, tuple(spec.shape), str(np.dtype(spec.dtype)))
+
+    return tuple(
+        sig(s)
+        for s in (env_specs.observation, env_specs.action, env_specs.reward, env_specs.discount)
+    )

@@ -1,0 +1,150 @@
+"""A TensorFlow-free writer of a TFDS dataset directory that ``builder_from_directory`` loads.
+
+Layout: ``<root>/<name>/<version>/`` with ``dataset_info.json``, ``features.json`` and the
+TFRecord shards ``<name>-train.tfrecord-<i>-of-<n>`` (one serialized episode per record).
+The number of shards is known only at the end, so shards are written under provisional names
+and renamed by :meth:`DatasetWriter.finish`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tensorflow_datasets as tfds
+
+from server.export.errors import ExportError
+from server.export.tfrecord import TFRecordWriter
+
+SPLIT = "train"
+FILE_TEMPLATE = "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"
+DEFAULT_MAX_SHARD_BYTES = 200 * 1024 * 1024
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+_VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+def check_dataset_name(name: str, version: str) -> None:
+    """Raise unless ``name`` is a TFDS dataset name (snake_case) and ``version`` x.y.z."""
+    if not _NAME_RE.match(name):
+        raise ExportError(f"dataset name {name!r} must be snake_case: a-z, 0-9 and _")
+    if not _VERSION_RE.match(version):
+        raise ExportError(f"dataset version {version!r} must look like 1.0.0")
+
+
+def shard_filename(name: str, index: int, num_shards: int) -> str:
+    """The file name TFDS expects for shard ``index`` of ``num_shards``."""
+    return f"{name}-{SPLIT}.tfrecord-{index:05d}-of-{num_shards:05d}"
+
+
+@dataclass(frozen=True)
+class WrittenSplit:
+    """What :meth:`DatasetWriter.finish` wrote."""
+
+    data_dir: Path
+    shard_paths: list[Path]
+    shard_lengths: list[int]
+    num_bytes: int
+
+
+class DatasetWriter:
+    """Writes serialized episodes into size- or count-limited shards, then the metadata."""
+
+    def __init__(
+        self,
+        root: Path,
+        name: str,
+        version: str,
+        features: Any,
+        *,
+        description: str = "",
+        metadata: dict[str, Any] | None = None,
+        max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
+        max_episodes_per_shard: int | None = None,
+    ) -> None:
+        check_dataset_name(name, version)
+        if max_shard_bytes <= 0 or (
+            max_episodes_per_shard is not None and max_episodes_per_shard <= 0
+        ):
+            raise ExportError("shard limits must be positive")
+        self.name = name
+        self.version = version
+        self.features = features
+        self.description = description
+        self.metadata = metadata or {}
+        self.max_shard_bytes = max_shard_bytes
+        self.max_episodes_per_shard = max_episodes_per_shard
+        self.data_dir = Path(root) / name / version
+        self.data_dir.mkdir(parents=True, exist_ok=False)
+        self._shards: list[TFRecordWriter] = []
+
+    def _shard_for(self, size: int) -> TFRecordWriter:
+        current = self._shards[-1] if self._shards else None
+        if current is not None and current.num_records > 0:
+            full_bytes = current.num_bytes + size > self.max_shard_bytes
+            full_count = (
+                self.max_episodes_per_shard is not None
+                and current.num_records >= self.max_episodes_per_shard
+            )
+            if full_bytes or full_count:
+                current.close()
+                current = None
+        if current is None:
+            current = TFRecordWriter(self.data_dir / f".shard-{len(self._shards):05d}.partial")
+            self._shards.append(current)
+        return current
+
+    def add(self, serialized_episode: bytes) -> None:
+        """Append one serialized episode (a ``tf.train.Example``)."""
+        self._shard_for(len(serialized_episode) + 16).write(serialized_episode)
+
+    def close(self) -> None:
+        """Close open shard files (after a failure; :meth:`finish` closes them too)."""
+        for shard in self._shards:
+            shard.close()
+
+    def finish(self) -> WrittenSplit:
+        """Give shards their final names and write ``dataset_info.json`` and ``features.json``."""
+        self.close()
+        if not self._shards:
+            raise ExportError("no episode to write")
+        n = len(self._shards)
+        paths = []
+        for i, shard in enumerate(self._shards):
+            final = self.data_dir / shard_filename(self.name, i, n)
+            shard.path.rename(final)
+            paths.append(final)
+        lengths = [s.num_records for s in self._shards]
+        num_bytes = sum(s.num_bytes for s in self._shards)
+        self._write_info(lengths, num_bytes)
+        return WrittenSplit(self.data_dir, paths, lengths, num_bytes)
+
+    def _write_info(self, shard_lengths: list[int], num_bytes: int) -> None:
+        identity = tfds.core.DatasetIdentity(
+            name=self.name,
+            version=self.version,
+            data_dir=str(self.data_dir),
+            module_name="rlds_studio.export",
+        )
+        info = tfds.core.DatasetInfo(
+            builder=identity,
+            description=self.description,
+            features=self.features,
+            metadata=tfds.core.MetadataDict(self.metadata),
+        )
+        template = tfds.core.naming.ShardedFileTemplate(
+            data_dir=self.data_dir,
+            template=FILE_TEMPLATE,
+            dataset_name=self.name,
+            split=SPLIT,
+            filetype_suffix="tfrecord",
+        )
+        split = tfds.core.SplitInfo(
+            name=SPLIT,
+            shard_lengths=shard_lengths,
+            num_bytes=num_bytes,
+            filename_template=template,
+        )
+        info.set_splits(tfds.core.SplitDict([split]))
+        info.write_to_directory(self.data_dir)
