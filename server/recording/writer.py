@@ -1,0 +1,206 @@
+"""Per-episode envlogger (Riegeli) writer used inside an environment worker.
+
+One :class:`EpisodeWriter` records one episode of a dm_env environment to
+``episode_dir(data_root, study_id, episode_id)`` with the log-level metadata and per-step
+metadata of :mod:`server.recording.format`. Steps are flushed at least every
+``flush_interval_s`` (and on :meth:`EpisodeWriter.flush`), so a worker killed with
+SIGKILL loses at most about that much and the log stays readable.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import dm_env
+import numpy as np
+
+# envlogger 1.2's codec still uses ``np.unicode_``, removed in numpy 2. Alias it here, the one
+# place that imports envlogger for writing, before anything is encoded.
+if not hasattr(np, "unicode_"):
+    np.unicode_ = np.str_  # type: ignore[attr-defined]
+
+from envlogger import environment_logger  # noqa: E402
+from envlogger.backends import riegeli_backend_writer  # noqa: E402
+
+from server.recording import format as fmt  # noqa: E402
+
+# Frames are JPEG already and observations are mostly images: heavy compression costs more
+# CPU per step than it saves on disk. Small chunks keep each flush cheap.
+WRITER_OPTIONS = "transpose,zstd:1,chunk_size:256K"
+
+StepFn = Callable[[dm_env.TimeStep, Any, dm_env.Environment], dict[str, Any]]
+
+
+def to_json(value: Any) -> str:
+    """JSON text of ``value``; anything JSON cannot hold becomes its ``repr``."""
+    return json.dumps(value, default=_jsonable, separators=(",", ":"), allow_nan=False)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray) and value.size <= 64:
+        return value.tolist()
+    return repr(value)
+
+
+def info_json(info: Mapping[str, Any] | None) -> str:
+    """JSON text of an env ``info`` dict (non-JSON values, NaN included, as ``repr``)."""
+    try:
+        return to_json(dict(info or {}))
+    except ValueError:  # NaN / inf inside
+        return json.dumps({str(k): repr(v) for k, v in (info or {}).items()})
+
+
+def episode_metadata(
+    *, episode_id: str, study_id: int | str, env_id: str, env_config: str, seed: int | None
+) -> dict[str, Any]:
+    """Log-level metadata with exactly :data:`format.EPISODE_METADATA_KEYS`."""
+    meta = {
+        "format_version": fmt.FORMAT_VERSION,
+        "episode_id": episode_id,
+        "study_id": str(study_id),
+        "env_id": env_id,
+        "env_config": env_config,
+        "seed": -1 if seed is None else int(seed),
+    }
+    assert tuple(meta) == fmt.EPISODE_METADATA_KEYS
+    return meta
+
+
+class _TimedFlush:
+    """envlogger flush scheduler: flush the first step, then whenever ``interval`` passed."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.last = float("-inf")
+
+    def __call__(self, _data: Any) -> bool:
+        now = time.monotonic()
+        if now - self.last >= self.interval:
+            self.last = now
+            return True
+        return False
+
+
+class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
+    """The Riegeli backend with a public ``flush`` and an idempotent ``close``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._closed = False
+        super().__init__(**kwargs)
+
+    def flush(self) -> None:
+        if not self._closed:
+            self._data_writer.flush()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            super().close()
+
+
+class EpisodeWriter:
+    """Records one episode: wrap ``env`` (a dm_env) and step through :attr:`env`.
+
+    ``step_fn(timestep, action, env)`` must return the step metadata dict (keys
+    :data:`format.STEP_METADATA_KEYS`); it is called for every timestep, FIRST included.
+    """
+
+    def __init__(
+        self,
+        env: dm_env.Environment,
+        directory: Path,
+        metadata: dict[str, Any],
+        step_fn: StepFn,
+        *,
+        flush_interval_s: float = 0.5,
+        episode_end_fn: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._scheduler = _TimedFlush(flush_interval_s)
+        self._backend: _Backend | None = None
+        self._finalized = False
+
+        def make_backend(**kwargs: Any) -> _Backend:
+            self._backend = _Backend(**kwargs)
+            return self._backend
+
+        self.logger = environment_logger.EnvLogger(
+            env,
+            step_fn=step_fn,
+            metadata=dict(metadata),
+            backend=make_backend,
+            data_directory=str(self.directory),
+            max_episodes_per_file=1,
+            writer_options=WRITER_OPTIONS,
+            flush_scheduler=self._scheduler,
+        )
+        self.steps = 0
+        self.dirty = False
+
+    @property
+    def finalized(self) -> bool:
+        """True once :meth:`finalize` ran."""
+        return self._finalized
+
+    def reset(self) -> dm_env.TimeStep:
+        """Start the episode (records FIRST)."""
+        self._check_open()
+        timestep = self._recorded(self.logger.reset)
+        self.steps = 1
+        return timestep
+
+    def step(self, action: Any) -> dm_env.TimeStep:
+        """Step the wrapped env and record the timestep."""
+        self._check_open()
+        timestep = self._recorded(lambda: self.logger.step(action))
+        self.steps += 1
+        return timestep
+
+    def _recorded(self, call: Callable[[], dm_env.TimeStep]) -> dm_env.TimeStep:
+        flushed_before = self._scheduler.last
+        timestep = call()
+        # The scheduler moves ``last`` when envlogger flushed this very step.
+        self.dirty = self._scheduler.last == flushed_before
+        return timestep
+
+    def flush(self) -> None:
+        """Make everything recorded so far durable (readable after a crash)."""
+        if self._backend is not None and not self._finalized:
+            self._backend.flush()
+            self._scheduler.last = time.monotonic()
+            self.dirty = False
+
+    def flush_if_due(self) -> None:
+        """Flush when the last flush is older than the flush interval (idle workers)."""
+        if self.dirty and time.monotonic() - self._scheduler.last >= self._scheduler.interval:
+            self.flush()
+
+    def seconds_to_flush(self) -> float | None:
+        """Seconds until unflushed steps are due a flush (None when nothing is pending)."""
+        if not self.dirty or self._finalized:
+            return None
+        return max(0.0, self._scheduler.last + self._scheduler.interval - time.monotonic())
+
+    def finalize(self, episode_end: dict[str, Any] | None = None) -> None:
+        """Close the log (safe to call twice). ``episode_end`` becomes episode metadata."""
+        if self._finalized:
+            return
+        self._finalized = True
+        if self._backend is None:
+            return
+        try:
+            if episode_end is not None and self.steps:
+                self._backend.set_episode_metadata(episode_end)
+        finally:
+            self._backend.close()
+
+    def _check_open(self) -> None:
+        if self._finalized:
+            raise RuntimeError("the episode log is already finalized")

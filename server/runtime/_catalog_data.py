@@ -1,0 +1,223 @@
+"""The environments known to work here: default controls, mode, fps and settings schemas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.study_spec import AxisBinding, Controls
+
+
+def _schema(**props: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "additionalProperties": False}
+
+
+BOOL = {"type": "boolean"}
+
+
+def _entry(**fields: Any) -> dict[str, Any]:
+    """One catalog entry's fields (see ``catalog.CatalogEntry``)."""
+    return fields
+
+
+def num(lo: float | None = None, hi: float | None = None, **extra: Any) -> dict[str, Any]:
+    """A JSON Schema number with optional bounds."""
+    out: dict[str, Any] = {"type": "number", **extra}
+    if lo is not None:
+        out["minimum"] = lo
+    if hi is not None:
+        out["maximum"] = hi
+    return out
+
+
+def integer(lo: int | None = None, hi: int | None = None) -> dict[str, Any]:
+    """A JSON Schema integer with optional bounds."""
+    return {**num(lo, hi), "type": "integer"}
+
+
+ARROWS = {"ArrowLeft": "left", "ArrowRight": "right", "ArrowUp": "up", "ArrowDown": "down"}
+
+
+def _atari_keys() -> dict[str, str]:
+    """Keyboard combos → ALE action meanings (combos on arrows and Space)."""
+    keys = {"Space": "FIRE"}
+    dirs = {"UP": "ArrowUp", "DOWN": "ArrowDown", "LEFT": "ArrowLeft", "RIGHT": "ArrowRight"}
+    names = list(dirs) + ["UPRIGHT", "UPLEFT", "DOWNRIGHT", "DOWNLEFT"]
+    for name in names:
+        parts = [dirs[d] for d in ("UP", "DOWN") if name.startswith(d)]
+        parts += [dirs[d] for d in ("LEFT", "RIGHT") if name.endswith(d)]
+        keys["+".join(parts)] = name
+        keys["+".join([*parts, "Space"])] = name + "FIRE"
+    return keys
+
+
+ATARI_CONTROLS = Controls(
+    keys=_atari_keys(),
+    # Standard gamepad: A=0 fires, d-pad 12-15.
+    buttons={0: "FIRE", 12: "UP", 13: "DOWN", 14: "LEFT", 15: "RIGHT"},
+    axes=[
+        AxisBinding(axis=0, negative="LEFT", positive="RIGHT"),
+        AxisBinding(axis=1, negative="UP", positive="DOWN"),
+    ],
+    noop="NOOP",
+    labels={"Space": "fire", **ARROWS},
+)
+ATARI_SCHEMA = _schema(
+    mode=integer(0),
+    difficulty=integer(0),
+    repeat_action_probability=num(0, 1, default=0.25),
+    frameskip=integer(1, 16),
+    full_action_space=BOOL,
+    max_num_frames_per_episode=integer(1),
+)
+
+MINIGRID_CONTROLS = Controls(
+    keys={"ArrowLeft": 0, "ArrowRight": 1, "ArrowUp": 2, "KeyP": 3, "KeyD": 4, "Space": 5},
+    buttons={14: 0, 15: 1, 12: 2, 0: 5, 2: 3, 1: 4},
+    labels={
+        "ArrowLeft": "turn left",
+        "ArrowRight": "turn right",
+        "ArrowUp": "forward",
+        "KeyP": "pick up",
+        "KeyD": "drop",
+        "Space": "toggle / open",
+    },
+)
+MINIGRID_SCHEMA = _schema(max_steps=integer(1), see_through_walls=BOOL, agent_view_size=integer(3))
+
+
+def _lr(left: Any, right: Any, noop: Any, **labels: str) -> Controls:
+    return Controls(
+        keys={"ArrowLeft": left, "ArrowRight": right},
+        buttons={14: left, 15: right},
+        axes=[AxisBinding(axis=0, negative=left, positive=right)]
+        if isinstance(left, int)
+        else [AxisBinding(axis=0, dim=0, scale=float(right[0]))],
+        noop=noop,
+        labels=labels or {"ArrowLeft": "left", "ArrowRight": "right"},
+    )
+
+
+def _walker_controls() -> Controls:
+    keys: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    for dim, (plus, minus, joint) in enumerate(
+        [("KeyQ", "KeyA", "hip 1"), ("KeyW", "KeyS", "knee 1"), ("KeyO", "KeyL", "hip 2")]
+        + [("KeyP", "Semicolon", "knee 2")]
+    ):
+        keys[plus] = [1.0 if i == dim else 0.0 for i in range(4)]
+        keys[minus] = [-1.0 if i == dim else 0.0 for i in range(4)]
+        labels[plus], labels[minus] = f"{joint} +", f"{joint} -"
+    return Controls(keys=keys, axes=[AxisBinding(axis=i, dim=i) for i in range(4)], labels=labels)
+
+
+# Each entry: key, suite, Gymnasium id or dm_env factory, fixed kwargs, mode, fps, controls,
+# settings schema.
+ENTRIES: list[dict[str, Any]] = [
+    # -- classic control -------------------------------------------------------------------
+    _entry(key="CartPole", suite="classic", id="CartPole-v1", mode="async", fps=15,
+         controls=_lr(0, 1, 0), schema=_schema(sutton_barto_reward=BOOL)),
+    _entry(key="MountainCar", suite="classic", id="MountainCar-v0", mode="async", fps=30,
+         controls=_lr(0, 2, 1), schema=_schema(goal_velocity=num(0))),
+    _entry(key="MountainCarContinuous", suite="classic", id="MountainCarContinuous-v0",
+         mode="async", fps=30, controls=_lr([-1.0], [1.0], [0.0]),
+         schema=_schema(goal_velocity=num(0))),
+    _entry(key="Acrobot", suite="classic", id="Acrobot-v1", mode="async", fps=15,
+         controls=_lr(0, 2, 1, ArrowLeft="torque -1", ArrowRight="torque +1"), schema=_schema()),
+    _entry(key="Pendulum", suite="classic", id="Pendulum-v1", mode="async", fps=20,
+         controls=_lr([-2.0], [2.0], [0.0]), schema=_schema(g=num(0, 20))),
+    # -- Box2D ------------------------------------------------------------------------------
+    _entry(key="LunarLander", suite="box2d", id="LunarLander-v3", mode="async", fps=30,
+         controls=Controls(
+             keys={"ArrowUp": 2, "ArrowLeft": 1, "ArrowRight": 3},
+             buttons={12: 2, 0: 2, 14: 1, 15: 3},
+             axes=[AxisBinding(axis=0, negative=1, positive=3)],
+             noop=0,
+             labels={"ArrowUp": "main engine", "ArrowLeft": "left engine",
+                     "ArrowRight": "right engine"}),
+         schema=_schema(gravity=num(-11.99, -0.01), enable_wind=BOOL, wind_power=num(0, 20),
+                        turbulence_power=num(0, 2))),
+    _entry(key="LunarLanderContinuous", suite="box2d", id="LunarLanderContinuous-v3",
+         mode="async", fps=30,
+         controls=Controls(
+             keys={"ArrowUp": [1.0, 0.0], "ArrowLeft": [0.0, -1.0], "ArrowRight": [0.0, 1.0]},
+             axes=[AxisBinding(axis=1, dim=0, scale=-1.0), AxisBinding(axis=0, dim=1)],
+             noop=[-1.0, 0.0],
+             labels={"ArrowUp": "main engine", "ArrowLeft": "left engine",
+                     "ArrowRight": "right engine"}),
+         schema=_schema(gravity=num(-11.99, -0.01), enable_wind=BOOL, wind_power=num(0, 20),
+                        turbulence_power=num(0, 2))),
+    _entry(key="CarRacing", suite="box2d", id="CarRacing-v3", mode="async", fps=30,
+         controls=Controls(
+             keys={"ArrowLeft": [-1.0, 0.0, 0.0], "ArrowRight": [1.0, 0.0, 0.0],
+                   "ArrowUp": [0.0, 1.0, 0.0], "ArrowDown": [0.0, 0.0, 0.8]},
+             buttons={7: [0.0, 1.0, 0.0], 6: [0.0, 0.0, 0.8]},
+             axes=[AxisBinding(axis=0, dim=0)],
+             labels={"ArrowLeft": "steer left", "ArrowRight": "steer right",
+                     "ArrowUp": "gas", "ArrowDown": "brake"}),
+         schema=_schema(lap_complete_percent=num(0, 1), domain_randomize=BOOL)),
+    _entry(key="CarRacingDiscrete", suite="box2d", id="CarRacing-v3",
+         kwargs={"continuous": False}, mode="async", fps=30,
+         controls=Controls(
+             keys={"ArrowRight": 2, "ArrowLeft": 1, "ArrowUp": 3, "ArrowDown": 4},
+             buttons={15: 2, 14: 1, 7: 3, 6: 4}, noop=0,
+             labels={"ArrowLeft": "steer left", "ArrowRight": "steer right",
+                     "ArrowUp": "gas", "ArrowDown": "brake"}),
+         schema=_schema(continuous=BOOL, lap_complete_percent=num(0, 1), domain_randomize=BOOL)),
+    _entry(key="BipedalWalker", suite="box2d", id="BipedalWalker-v3", mode="async", fps=30,
+         controls=_walker_controls(), schema=_schema(hardcore=BOOL)),
+    # -- MiniGrid ---------------------------------------------------------------------------
+    *[
+        _entry(key=gid.removesuffix("-v0"), suite="minigrid", id=gid, mode="sync", fps=10,
+             controls=MINIGRID_CONTROLS, schema=MINIGRID_SCHEMA)
+        for gid in ("MiniGrid-Empty-8x8-v0", "MiniGrid-DoorKey-8x8-v0",
+                    "MiniGrid-FourRooms-v0", "MiniGrid-LavaGapS7-v0")
+    ],
+    # -- Atari (named ones; any other ALE/<Game>-v5 gets the same defaults) -----------------
+    *[
+        _entry(key=game, suite="atari", id=f"ALE/{game}-v5", mode="async", fps=15,
+             controls=ATARI_CONTROLS, schema=ATARI_SCHEMA)
+        for game in ("Pong", "Breakout", "SpaceInvaders", "MsPacman", "Seaquest", "Freeway")
+    ],
+    # -- optional suites ----------------------------------------------------------------------
+    *[
+        _entry(key=name, suite="mujoco", id=f"{name}-v5", mode="async", fps=20,
+             controls=Controls(axes=[AxisBinding(axis=i, dim=i) for i in range(dims)]),
+             schema=_schema(frame_skip=integer(1), reset_noise_scale=num(0)))
+        for name, dims in (("InvertedPendulum", 1), ("HalfCheetah", 6), ("Hopper", 3))
+    ],
+    _entry(key="Crafter", suite="crafter", factory="server.runtime.suites:crafter_env",
+         mode="sync", fps=10,
+         controls=Controls(
+             keys={"ArrowLeft": 1, "ArrowRight": 2, "ArrowUp": 3, "ArrowDown": 4,
+                   "Space": 5, "Tab": 6, "KeyT": 8, "KeyR": 7, "Digit1": 9, "Digit2": 10,
+                   "Digit3": 11, "Digit4": 12, "Digit5": 13, "Digit6": 14, "KeyQ": 15,
+                   "KeyE": 16},
+             noop=0,
+             labels={"Space": "collect / attack", "Tab": "sleep", "KeyR": "place stone",
+                     "KeyT": "place table"}),
+         schema=_schema(area=integer(16), size=integer(64, 1024), length=integer(1))),
+    _entry(key="MiniHack-Room", suite="nethack", id="MiniHack-Room-5x5-v0",
+         kwargs={"render_mode": None, "observation_keys": ["glyphs", "pixel"]}, mode="sync",
+         fps=10,
+         controls=Controls(keys={"ArrowUp": 0, "ArrowRight": 1, "ArrowDown": 2, "ArrowLeft": 3},
+                           buttons={12: 0, 15: 1, 13: 2, 14: 3}),
+         schema=_schema(max_episode_steps=integer(1))),
+    _entry(key="dm_control-cartpole-swingup", suite="dm_control", factory="dm_control.suite:load",
+         kwargs={"domain_name": "cartpole", "task_name": "swingup"}, mode="async", fps=30,
+         controls=Controls(keys={"ArrowLeft": [-1.0], "ArrowRight": [1.0]},
+                           axes=[AxisBinding(axis=0, dim=0)]),
+         schema=_schema(domain_name={"type": "string"}, task_name={"type": "string"},
+                        task_kwargs={"type": "object"}, environment_kwargs={"type": "object"})),
+]  # fmt: skip
+
+# suite → (modules that must import, pyproject optional-dependency group or None for core)
+SUITES: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "classic": (("gymnasium", "pygame"), None),
+    "box2d": (("gymnasium", "Box2D"), None),
+    "minigrid": (("minigrid",), None),
+    "atari": (("ale_py",), None),
+    "mujoco": (("mujoco",), "mujoco"),
+    "crafter": (("crafter",), "crafter"),
+    "nethack": (("nle", "minihack"), "nethack"),
+    "dm_control": (("dm_control",), "dm-control"),
+}

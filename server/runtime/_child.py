@@ -1,0 +1,320 @@
+"""The environment worker process: builds the env, steps it, encodes frames, records.
+
+Runs :func:`worker_main` in a child process. Protocol (see ``docs/runtime.md``):
+
+- app → worker: ``(command, payload, request_id)``; ``request_id`` is None when no reply
+  is wanted (async-mode input).
+- worker → app: ``("ready", info)`` or ``("failed", error)`` once at start, then
+  ``("reply", request_id, ok, result)`` and, in async mode, ``("event", step_event)`` pushed
+  unasked. ``error`` is ``(type, message, traceback)``.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import dm_env
+import numpy as np
+import simplejpeg
+
+from server.recording import format as fmt
+from server.recording.writer import EpisodeWriter, episode_metadata, info_json, to_json
+from server.runtime import _specs
+from server.runtime.adapters import EnvAdapter, build_adapter
+from server.runtime.catalog import default_controls, find_entry
+from server.runtime.input_mapping import ActionMapper
+from server.study_spec import EnvironmentSpec
+
+QUALITY = {"low": 50, "medium": 75, "high": 90}
+MAX_CATCH_UP_S = 0.5  # further behind than this, the async clock skips instead of racing
+
+
+class ProtocolError(RuntimeError):
+    """A command that makes no sense now (out of order, unknown, bad payload)."""
+
+
+def now_ms() -> float:
+    """Wall-clock milliseconds since the epoch (the unit of ``timing``)."""
+    return time.time() * 1000.0
+
+
+def error_tuple(exc: BaseException) -> tuple[str, str, str]:
+    """What crosses the pipe for an exception."""
+    return (type(exc).__name__, str(exc), traceback.format_exc())
+
+
+def encode_jpeg(frame: np.ndarray, quality: int) -> bytes:
+    """JPEG bytes of an H×W×3 uint8 frame, 4:2:0 subsampled."""
+    return simplejpeg.encode_jpeg(frame, quality=quality, colorspace="RGB", colorsubsampling="420")
+
+
+class Session:
+    """State of one worker: its env, the current episode and the async clock."""
+
+    def __init__(self, conn: Connection, spec: EnvironmentSpec, adapter: EnvAdapter,
+                 study_id: str, data_root: Path, flush_interval_s: float) -> None:  # fmt: skip
+        self.conn = conn
+        self.spec = spec
+        self.env = adapter
+        self.study_id = study_id
+        self.data_root = data_root
+        self.flush_interval_s = flush_interval_s
+        adapter.max_steps = spec.max_steps
+        adapter.max_duration_s = spec.max_duration_s
+        controls = spec.controls or default_controls(spec.source)
+        self.mapper = ActionMapper(adapter.action_spec(), controls, adapter.action_meanings)
+        self.quality = QUALITY[spec.image_quality]
+        if spec.camera:
+            adapter.set_camera(spec.camera)
+        self.writer: EpisodeWriter | None = None
+        self.episode_id: str | None = None
+        self.ended = True
+        self.step_index = -1
+        self.total = 0.0
+        # what the next recorded step carries
+        self.held_input: Any = None
+        self.held_timing: dict[str, Any] = {}
+        self.acks: list[Any] = []
+        self.fresh_input = False
+        self.jpeg = b""
+        # async clock
+        self.running = False
+        self.speed = 1.0
+        self.next_tick = 0.0
+
+    # -- info -------------------------------------------------------------------------------
+    def info(self) -> dict[str, Any]:
+        """What ``EnvWorker.info`` shows: specs, cameras, controls, fps, mode."""
+        entry = find_entry(self.spec.source)
+        return {
+            "observation_spec": _specs.describe(self.env.observation_spec()),
+            "action_spec": _specs.describe(self.env.action_spec()),
+            "action_meanings": self.env.action_meanings,
+            "cameras": list(self.env.cameras),
+            "camera": self.env.camera,
+            "controls": self.mapper.resolved(),
+            "fps": self.spec.fps,
+            "mode": self.spec.mode,
+            "catalog_key": entry.key if entry else None,
+        }
+
+    # -- recording --------------------------------------------------------------------------
+    def step_metadata(self, timestep: dm_env.TimeStep, _action: Any, _env: Any) -> dict:
+        """envlogger ``step_fn``: frame, input, timing and info of this timestep."""
+        self.jpeg = encode_jpeg(self.env.frame(), self.quality)
+        if timestep.first():
+            raw, timing = None, {}
+        elif self.fresh_input:
+            raw, timing = self.held_input, dict(self.held_timing)
+        else:  # async mode: the held input applied again
+            raw, timing = self.held_input, {}
+        self.fresh_input = False
+        timing["applied"] = now_ms()
+        if self.acks:
+            timing["acks"], self.acks = self.acks, []
+        return {
+            "frame": self.jpeg,
+            "input": to_json(raw),
+            "timing": to_json(timing),
+            "info": info_json(self.env.last_info),
+        }
+
+    def begin_episode(self, payload: dict[str, Any]) -> dict[str, Any]:
+        episode_id = str(payload["episode_id"])
+        seed = payload.get("seed")
+        if not self.ended or self.writer is not None:
+            self.end_episode({"reason": "replaced"})
+        self.env.set_seed(seed)
+        directory = fmt.episode_dir(self.data_root, self.study_id, episode_id)
+        meta = episode_metadata(
+            episode_id=episode_id, study_id=self.study_id, env_id=self.spec.id,
+            env_config=self.spec.model_dump_json(), seed=seed,
+        )  # fmt: skip
+        self.writer = EpisodeWriter(
+            self.env, directory, meta, self.step_metadata,
+            flush_interval_s=self.flush_interval_s,
+        )  # fmt: skip
+        self.episode_id, self.ended, self.step_index, self.total = episode_id, False, 0, 0.0
+        self.held_input, self.held_timing, self.acks = None, {}, []
+        try:
+            timestep = self.writer.reset()
+        except BaseException:
+            self._fail()
+            raise
+        if self.spec.mode == "async":
+            self.running = True
+            self.next_tick = time.monotonic() + self.period
+        return self.event(timestep)
+
+    def step(self) -> dict[str, Any]:
+        if self.writer is None or self.ended:
+            raise ProtocolError("no episode is running: call begin_episode first")
+        action = self.mapper(self.held_input)
+        try:
+            timestep = self.writer.step(action)
+        except BaseException:
+            self._fail()
+            raise
+        self.step_index += 1
+        self.total += float(timestep.reward or 0.0)
+        event = self.event(timestep)
+        if timestep.last():
+            self.ended, self.running = True, False
+            self._finalize(self.env.end_reason or "terminated")
+        return event
+
+    def event(self, timestep: dm_env.TimeStep) -> dict[str, Any]:
+        reason = self.env.end_reason if timestep.last() else None
+        return {
+            "episode_id": self.episode_id,
+            "step": self.step_index,
+            "reward": float(timestep.reward or 0.0),
+            "return": self.total,
+            "terminated": reason == "terminated",
+            "truncated": timestep.last() and reason != "terminated",
+            "end_reason": reason,
+            "frame": self.jpeg,
+            "worker_ms": now_ms(),
+        }
+
+    def _finalize(self, reason: str) -> dict[str, Any]:
+        summary = {"episode_id": self.episode_id, "end_reason": reason,
+                   "num_steps": self.step_index + 1, "total_reward": self.total}  # fmt: skip
+        if self.writer is not None:
+            self.writer.finalize(summary)
+            self.writer = None
+        return summary
+
+    def _fail(self) -> None:
+        self.ended, self.running = True, False
+        self._finalize("failed")
+
+    def end_episode(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """Finalize the log; safe when nothing runs (returns None then)."""
+        self.running = False
+        if self.writer is None:
+            return None
+        self.ended = True
+        return self._finalize(str(payload.get("reason") or "ended"))
+
+    # -- async clock ------------------------------------------------------------------------
+    @property
+    def period(self) -> float:
+        return 1.0 / (self.spec.fps * self.speed)
+
+    def tick_due(self) -> float | None:
+        """Seconds until the next async step (None when the clock is stopped)."""
+        if not self.running:
+            return None
+        return self.next_tick - time.monotonic()
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if now - self.next_tick > MAX_CATCH_UP_S:
+            self.next_tick = now  # far behind (e.g. the app stalled): skip, don't race
+        self.next_tick += self.period
+        try:
+            event = self.step()
+        except BaseException as exc:
+            self.conn.send(("error", error_tuple(exc)))
+            return
+        self.conn.send(("event", event))
+
+    # -- commands -------------------------------------------------------------------------
+    def handle(self, command: str, payload: Any) -> Any:
+        if command == "input":
+            self.held_input = payload.get("input")
+            self.held_timing = dict(payload.get("timing") or {})
+            self.held_timing.setdefault("worker_recv", now_ms())
+            self.acks.extend(payload.get("acks") or [])
+            self.fresh_input = True
+            return self.step() if self.spec.mode == "sync" else None
+        if command == "begin_episode":
+            return self.begin_episode(payload)
+        if command == "end_episode":
+            return self.end_episode(payload)
+        if command == "pause":
+            self.running = False
+            return None
+        if command == "resume":
+            if self.spec.mode == "async" and not self.ended:
+                self.running = True
+                self.next_tick = time.monotonic() + self.period
+            return None
+        if command == "set_speed":
+            speed = float(payload["speed"])
+            if not 0.05 <= speed <= 10:
+                raise ProtocolError("speed must be within [0.05, 10]")
+            last_tick = self.next_tick - self.period
+            self.speed = speed
+            self.next_tick = last_tick + self.period
+            return None
+        if command == "set_quality":
+            self.quality = QUALITY[payload["quality"]]
+            return None
+        if command == "set_camera":
+            self.env.set_camera(str(payload["camera"]))
+            return None
+        if command == "info":
+            return self.info()
+        if command == "ping":
+            return "pong"
+        raise ProtocolError(f"unknown command {command!r}")
+
+    def run(self) -> None:
+        """Serve commands (and the async clock) until ``close``."""
+        while True:
+            waits = [w for w in (self.tick_due(), self._flush_due()) if w is not None]
+            if self.conn.poll(max(0.0, min(waits)) if waits else None):
+                command, payload, rid = self.conn.recv()
+                if command == "close":
+                    self.end_episode({"reason": "closed"})
+                    self.conn.send(("reply", rid, True, None))
+                    return
+                try:
+                    result, ok = self.handle(command, payload or {}), True
+                except Exception as exc:
+                    result, ok = error_tuple(exc), False
+                if rid is not None:
+                    self.conn.send(("reply", rid, ok, result))
+                elif not ok:
+                    self.conn.send(("error", result))
+            due = self.tick_due()
+            if due is not None and due <= 0:
+                self.tick()
+            if self.writer is not None:
+                self.writer.flush_if_due()
+
+    def _flush_due(self) -> float | None:
+        return self.writer.seconds_to_flush() if self.writer is not None else None
+
+
+def worker_main(conn: Connection, spec_json: str, study_id: str, data_root: str,
+                flush_interval_s: float) -> None:  # fmt: skip
+    """Child process entry point."""
+    adapter: EnvAdapter | None = None
+    session: Session | None = None
+    try:
+        try:
+            spec = EnvironmentSpec.model_validate_json(spec_json)
+            adapter = build_adapter(spec.source)
+            session = Session(conn, spec, adapter, study_id, Path(data_root), flush_interval_s)
+            conn.send(("ready", session.info()))
+        except Exception as exc:
+            conn.send(("failed", error_tuple(exc)))
+            return
+        session.run()
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+        pass  # the app went away: fall through to close the episode and the env
+    finally:
+        try:
+            if session is not None:
+                session.end_episode({"reason": "worker_exit"})
+        finally:
+            if adapter is not None:
+                adapter.close()
+            conn.close()

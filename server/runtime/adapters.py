@@ -1,0 +1,306 @@
+"""One dm_env interface over Gymnasium and dm_env environments.
+
+:func:`build_adapter` turns an :class:`~server.study_spec.EnvironmentSpec` source into an
+:class:`EnvAdapter`: a ``dm_env.Environment`` (so envlogger can record it) that also renders
+frames per camera, takes a seed for the next reset, keeps the last ``info`` and knows why an
+episode ended (:data:`END_TERMINATED`, :data:`END_TRUNCATED`, :data:`END_MAX_STEPS`,
+:data:`END_MAX_DURATION`). Heavy suites are imported here, in the worker, only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from typing import Any
+
+import dm_env
+import numpy as np
+from dm_env import specs
+
+from server.runtime import _specs
+from server.study_spec import DmEnvSource, GymnasiumSource
+
+END_TERMINATED = "terminated"
+END_TRUNCATED = "truncated"
+END_MAX_STEPS = "max_steps"
+END_MAX_DURATION = "max_duration"
+
+DEFAULT_CAMERA = "default"
+_RENDER_SIZE = 480  # physics-rendered frames (dm_control), pixels per side
+
+REWARD_SPEC = specs.Array((), np.float64, name="reward")
+DISCOUNT_SPEC = specs.BoundedArray((), np.float64, 0.0, 1.0, name="discount")
+
+
+class EnvBuildError(RuntimeError):
+    """The environment could not be built (unknown id, missing suite, bad kwargs)."""
+
+
+def suite_modules(env_id: str) -> list[str]:
+    """Modules that register a Gymnasium id's suite (imported before ``gymnasium.make``)."""
+    if env_id.startswith("ALE/"):
+        return ["ale_py"]
+    if env_id.startswith(("MiniGrid-", "BabyAI-")):
+        return ["minigrid"]
+    if env_id.startswith("MiniHack-"):
+        return ["nle", "minihack"]
+    if env_id.startswith("NetHack"):
+        return ["nle"]
+    return []
+
+
+class EnvAdapter(dm_env.Environment):
+    """Base adapter: limits, end reasons, and the extras the worker needs."""
+
+    def __init__(self) -> None:
+        self.cameras: list[str] = [DEFAULT_CAMERA]
+        self.camera = DEFAULT_CAMERA
+        self.last_info: dict[str, Any] = {}
+        self.end_reason: str | None = None
+        self.action_meanings: list[str] | None = None
+        self.max_steps: int | None = None
+        self.max_duration_s: float | None = None
+        self._seed: int | None = None
+        self._steps = 0
+        self._started = 0.0
+
+    # -- what subclasses implement ------------------------------------------------------
+    def _reset(self, seed: int | None) -> dm_env.TimeStep:
+        raise NotImplementedError
+
+    def _step(self, action: Any) -> dm_env.TimeStep:
+        raise NotImplementedError
+
+    def frame(self) -> np.ndarray:
+        """The current frame (H×W×3 uint8) from :attr:`camera`."""
+        raise NotImplementedError
+
+    # -- dm_env ---------------------------------------------------------------------------
+    def set_seed(self, seed: int | None) -> None:
+        """Seed used by the next :meth:`reset`."""
+        self._seed = seed
+
+    def set_camera(self, camera: str) -> None:
+        """Switch the rendered view (ValueError for an unknown camera)."""
+        if camera not in self.cameras:
+            raise ValueError(f"unknown camera {camera!r}; known: {self.cameras}")
+        self.camera = camera
+
+    def reset(self) -> dm_env.TimeStep:
+        self.end_reason = None
+        self._steps = 0
+        self._started = time.monotonic()
+        return self._reset(self._seed)
+
+    def step(self, action: Any) -> dm_env.TimeStep:
+        timestep = self._step(action)
+        self._steps += 1
+        if timestep.last():
+            if self.end_reason is None:
+                self.end_reason = END_TRUNCATED if timestep.discount else END_TERMINATED
+            return timestep
+        if self.max_steps is not None and self._steps >= self.max_steps:
+            self.end_reason = END_MAX_STEPS
+        elif (
+            self.max_duration_s is not None
+            and time.monotonic() - self._started >= self.max_duration_s
+        ):
+            self.end_reason = END_MAX_DURATION
+        else:
+            return timestep
+        return dm_env.truncation(timestep.reward, timestep.observation)
+
+    def reward_spec(self) -> Any:
+        return REWARD_SPEC
+
+    def discount_spec(self) -> Any:
+        return DISCOUNT_SPEC
+
+
+class GymnasiumAdapter(EnvAdapter):
+    """A Gymnasium env seen as dm_env (terminated → discount 0, truncated → discount 1)."""
+
+    def __init__(self, env_id: str, kwargs: dict[str, Any]) -> None:
+        super().__init__()
+        import gymnasium as gym
+
+        for module in suite_modules(env_id):
+            mod = _import(module)
+            if module == "ale_py":
+                gym.register_envs(mod)
+        kwargs = dict(kwargs)
+        kwargs.setdefault("render_mode", "rgb_array")
+        try:
+            self.env = gym.make(env_id, **kwargs)
+        except gym.error.Error as exc:
+            raise EnvBuildError(f"cannot make {env_id!r}: {exc}") from exc
+        except TypeError as exc:
+            raise EnvBuildError(f"bad settings for {env_id!r}: {exc}") from exc
+        self.space = self.env.action_space
+        self._obs_spec = _specs.space_to_spec(self.env.observation_space, "observation")
+        self._act_spec = _specs.space_to_spec(self.space, "action")
+        meanings = getattr(self.env.unwrapped, "get_action_meanings", None)
+        if callable(meanings):
+            self.action_meanings = list(meanings())
+
+    def observation_spec(self) -> Any:
+        return self._obs_spec
+
+    def action_spec(self) -> Any:
+        return self._act_spec
+
+    def _reset(self, seed: int | None) -> dm_env.TimeStep:
+        obs, info = self.env.reset(seed=seed)
+        self.last_info = dict(info)
+        return dm_env.restart(_specs.to_spec_value(obs, self._obs_spec))
+
+    def _step(self, action: Any) -> dm_env.TimeStep:
+        obs, reward, terminated, truncated, info = self.env.step(
+            _specs.from_spec_value(action, self.space)
+        )
+        self.last_info = dict(info)
+        obs = _specs.to_spec_value(obs, self._obs_spec)
+        if terminated:
+            return dm_env.termination(float(reward), obs)
+        if truncated:
+            return dm_env.truncation(float(reward), obs)
+        return dm_env.transition(float(reward), obs)
+
+    def frame(self) -> np.ndarray:
+        return _as_rgb(self.env.render())
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class DmEnvAdapter(EnvAdapter):
+    """A dm_env built by ``module:function(**kwargs)``.
+
+    Frames come from, in order: ``env.render(camera=...)`` with ``env.cameras``; a MuJoCo
+    ``env.physics`` (one camera per model camera); the first H×W×3 uint8 observation.
+    """
+
+    def __init__(self, factory: str, kwargs: dict[str, Any]) -> None:
+        super().__init__()
+        module_name, _, func_name = factory.partition(":")
+        func = getattr(_import(module_name), func_name, None)
+        if not callable(func):
+            raise EnvBuildError(f"{factory!r}: {module_name} has no function {func_name!r}")
+        try:
+            self.env = func(**kwargs)
+        except TypeError as exc:
+            raise EnvBuildError(f"bad settings for {factory!r}: {exc}") from exc
+        if not isinstance(self.env, dm_env.Environment):
+            raise EnvBuildError(f"{factory!r} returned {type(self.env).__name__}, not dm_env")
+        self._physics = getattr(self.env, "physics", None)
+        self._obs: Any = None
+        self._source = "observation"
+        if callable(getattr(self.env, "render", None)) and getattr(self.env, "cameras", None):
+            self._source = "render"
+            self.cameras = [str(c) for c in self.env.cameras]
+        elif self._physics is not None:
+            self._source = "physics"
+            ncam = int(self._physics.model.ncam)
+            names = [self._physics.model.id2name(i, "camera") or str(i) for i in range(ncam)]
+            self.cameras = names or [DEFAULT_CAMERA]
+        elif _image_path(self.env.observation_spec()) is None:
+            raise EnvBuildError(f"{factory!r}: no render method and no image observation")
+        self.camera = self.cameras[0]
+
+    def observation_spec(self) -> Any:
+        return self.env.observation_spec()
+
+    def action_spec(self) -> Any:
+        return self.env.action_spec()
+
+    def reward_spec(self) -> Any:
+        return self.env.reward_spec()
+
+    def discount_spec(self) -> Any:
+        return self.env.discount_spec()
+
+    def _reset(self, seed: int | None) -> dm_env.TimeStep:
+        if seed is not None and callable(getattr(self.env, "seed", None)):
+            self.env.seed(seed)
+        return self._keep(self.env.reset())
+
+    def _step(self, action: Any) -> dm_env.TimeStep:
+        return self._keep(self.env.step(action))
+
+    def _keep(self, timestep: dm_env.TimeStep) -> dm_env.TimeStep:
+        obs = _copy_nest(timestep.observation)
+        self._obs = obs
+        self.last_info = dict(getattr(self.env, "info", None) or {})
+        return timestep._replace(observation=obs)
+
+    def frame(self) -> np.ndarray:
+        if self._source == "render":
+            return _as_rgb(self.env.render(camera=self.camera))
+        if self._source == "physics":
+            assert self._physics is not None
+            cam = self.cameras.index(self.camera) if self.camera in self.cameras else -1
+            return _as_rgb(
+                self._physics.render(height=_RENDER_SIZE, width=_RENDER_SIZE, camera_id=cam)
+            )
+        path = _image_path(self.env.observation_spec())
+        value = self._obs
+        for key in path or ():
+            value = value[key]
+        return _as_rgb(value)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def build_adapter(source: GymnasiumSource | DmEnvSource) -> EnvAdapter:
+    """Build the environment of a study source (raises :class:`EnvBuildError`)."""
+    if isinstance(source, GymnasiumSource):
+        return GymnasiumAdapter(source.id, source.kwargs)
+    return DmEnvAdapter(source.factory, source.kwargs)
+
+
+def _import(module: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise EnvBuildError(f"module {module!r} is not installed: {exc}") from exc
+
+
+def _image_path(spec: Any, path: tuple = ()) -> tuple | None:
+    """Where the first H×W×3 uint8 array sits in an observation spec nest."""
+    if isinstance(spec, dict):
+        items: Any = spec.items()
+    elif isinstance(spec, tuple | list):
+        items = enumerate(spec)
+    else:
+        ok = len(spec.shape) == 3 and spec.shape[-1] == 3 and np.dtype(spec.dtype) == np.uint8
+        return path if ok else None
+    for key, sub in items:
+        found = _image_path(sub, (*path, key))
+        if found is not None:
+            return found
+    return None
+
+
+def _copy_nest(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy_nest(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return type(value)(_copy_nest(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return value
+
+
+def _as_rgb(frame: Any) -> np.ndarray:
+    """A contiguous H×W×3 uint8 frame (grey → RGB, alpha dropped)."""
+    if frame is None:
+        raise RuntimeError("the environment rendered nothing")
+    arr = np.asarray(frame)
+    if arr.dtype != np.uint8:
+        arr = np.clip(arr, 0, 255).astype(np.uint8)
+    if arr.ndim == 2:
+        arr = np.repeat(arr[:, :, None], 3, axis=2)
+    elif arr.shape[-1] == 4:
+        arr = arr[:, :, :3]
+    return np.ascontiguousarray(arr)

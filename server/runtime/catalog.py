@@ -1,0 +1,212 @@
+"""Registry of environments known to work here, and validation of study environments.
+
+Each :class:`CatalogEntry` gives a source (Gymnasium id or dm_env factory, plus fixed
+kwargs), default controls, mode and fps, and a JSON Schema of its settings (kwargs) for the
+study editor. :func:`validate_environment` is what the study API calls: it returns messages,
+never raises, and imports a suite only when the study uses it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from server.runtime._catalog_data import ATARI_CONTROLS, ATARI_SCHEMA, ENTRIES, SUITES
+from server.study_spec import Controls, DmEnvSource, EnvironmentSpec, GymnasiumSource
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One known environment (a Gymnasium id, or a dm_env factory) with its defaults."""
+
+    key: str
+    suite: str
+    mode: str
+    fps: int
+    controls: Controls
+    schema: dict[str, Any]
+    id: str | None = None
+    factory: str | None = None
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def extra(self) -> str | None:
+        """The pyproject optional-dependency group that installs this suite (None: core)."""
+        return SUITES[self.suite][1]
+
+    def installed(self) -> bool:
+        """Whether every module the suite needs can be imported here."""
+        return suite_installed(self.suite)
+
+    def source(self) -> GymnasiumSource | DmEnvSource:
+        """The study source that builds this entry with its default settings."""
+        if self.id is not None:
+            return GymnasiumSource(id=self.id, kwargs=dict(self.kwargs))
+        assert self.factory is not None
+        return DmEnvSource(factory=self.factory, kwargs=dict(self.kwargs))
+
+    def public(self) -> dict[str, Any]:
+        """JSON-able description for the editor."""
+        return {
+            "key": self.key,
+            "suite": self.suite,
+            "source": self.source().model_dump(),
+            "mode": self.mode,
+            "fps": self.fps,
+            "controls": self.controls.model_dump(),
+            "settings_schema": self.schema,
+            "installed": self.installed(),
+            "extra": self.extra,
+        }
+
+
+CATALOG: dict[str, CatalogEntry] = {e["key"]: CatalogEntry(**e) for e in ENTRIES}
+
+
+@cache
+def suite_installed(suite: str) -> bool:
+    """True when all modules of ``suite`` are importable (checked without importing)."""
+    modules = SUITES[suite][0]
+    try:
+        return all(importlib.util.find_spec(m) is not None for m in modules)
+    except (ImportError, ValueError):
+        return False
+
+
+def find_entry(source: GymnasiumSource | DmEnvSource) -> CatalogEntry | None:
+    """The most specific entry matching ``source`` (its fixed kwargs all match), or None.
+
+    Any ``ALE/<Game>-v5`` id not listed gets a generic Atari entry.
+    """
+    best: CatalogEntry | None = None
+    for entry in CATALOG.values():
+        same = entry.id == source.id if isinstance(source, GymnasiumSource) else False
+        if isinstance(source, DmEnvSource):
+            same = entry.factory == source.factory
+        fixed = all(source.kwargs.get(k, _MISSING) == v for k, v in entry.kwargs.items())
+        if same and fixed and (best is None or len(entry.kwargs) > len(best.kwargs)):
+            best = entry
+    if best is None and isinstance(source, GymnasiumSource) and source.id.startswith("ALE/"):
+        best = CatalogEntry(
+            key=source.id, suite="atari", id=source.id, mode="async", fps=15,
+            controls=ATARI_CONTROLS, schema=ATARI_SCHEMA,
+        )  # fmt: skip
+    return best
+
+
+_MISSING = object()
+
+
+def default_controls(source: GymnasiumSource | DmEnvSource) -> Controls:
+    """The catalog's controls for ``source`` (empty controls when unknown)."""
+    entry = find_entry(source)
+    return entry.controls if entry is not None else Controls()
+
+
+def validate_environment(env_spec: EnvironmentSpec) -> list[str]:
+    """Why ``env_spec`` cannot run here (empty list when it can). Never raises."""
+    try:
+        return _validate(env_spec)
+    except Exception as exc:  # a broken suite import must not crash the study API
+        return [f"cannot check environment: {type(exc).__name__}: {exc}"]
+
+
+def _validate(env_spec: EnvironmentSpec) -> list[str]:
+    source = env_spec.source
+    entry = find_entry(source)
+    problems: list[str] = []
+    if entry is not None and not entry.installed():
+        hint = f" (pip install 'rlds-studio[{entry.extra}]')" if entry.extra else ""
+        return [f"the {entry.suite} suite needed by {entry.key!r} is not installed{hint}"]
+    if isinstance(source, GymnasiumSource):
+        problems += _check_gymnasium_id(source.id)
+    else:
+        problems += _check_factory(source.factory)
+    if problems:
+        return problems
+    if entry is not None:
+        problems += check_settings(source.kwargs, entry.schema, fixed=entry.kwargs)
+    if env_spec.controls is None and entry is None:
+        problems.append("no default controls for this environment: set 'controls'")
+    return problems
+
+
+def _check_gymnasium_id(env_id: str) -> list[str]:
+    from server.runtime.adapters import suite_modules
+
+    for module in suite_modules(env_id):
+        if importlib.util.find_spec(module) is None:
+            return [f"module {module!r} needed by {env_id!r} is not installed"]
+    return (
+        []
+        if env_id in _registered_ids(tuple(suite_modules(env_id)))
+        else [f"unknown Gymnasium environment id {env_id!r}"]
+    )
+
+
+@cache
+def _registered_ids(modules: tuple[str, ...]) -> frozenset[str]:
+    import gymnasium as gym
+
+    for module in modules:
+        mod = importlib.import_module(module)
+        if module == "ale_py":
+            gym.register_envs(mod)
+    return frozenset(gym.registry)
+
+
+def _check_factory(factory: str) -> list[str]:
+    module_name, _, func_name = factory.partition(":")
+    try:
+        if importlib.util.find_spec(module_name) is None:
+            return [f"module {module_name!r} is not installed"]
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        return [f"module {module_name!r} cannot be imported: {exc}"]
+    if not callable(getattr(module, func_name, None)):
+        return [f"{module_name!r} has no function {func_name!r}"]
+    return []
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "boolean": (bool,),
+    "integer": (int,),
+    "number": (int, float),
+    "string": (str,),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
+def check_settings(
+    kwargs: dict[str, Any], schema: dict[str, Any], *, fixed: dict[str, Any] | None = None
+) -> list[str]:
+    """Check kwargs against the small JSON Schema subset the catalog uses."""
+    props = schema.get("properties", {})
+    problems = []
+    for name, value in kwargs.items():
+        if fixed and name in fixed:
+            continue
+        prop = props.get(name)
+        if prop is None:
+            if schema.get("additionalProperties", True) is False:
+                problems.append(f"unknown setting {name!r}; known: {sorted(props)}")
+            continue
+        kinds = _TYPES.get(prop.get("type", ""), (object,))
+        wrong_bool = isinstance(value, bool) and bool not in kinds
+        if not isinstance(value, kinds) or wrong_bool:
+            problems.append(f"setting {name!r} must be of type {prop['type']}")
+            continue
+        if "minimum" in prop and value < prop["minimum"]:
+            problems.append(f"setting {name!r} must be >= {prop['minimum']}")
+        if "maximum" in prop and value > prop["maximum"]:
+            problems.append(f"setting {name!r} must be <= {prop['maximum']}")
+    return problems
+
+
+def catalog_public() -> list[dict[str, Any]]:
+    """Every entry as JSON for the editor (with its installed check)."""
+    return [entry.public() for entry in CATALOG.values()]

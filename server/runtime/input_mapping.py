@@ -1,0 +1,239 @@
+"""Browser input → environment action.
+
+Input is what the player page sends: ``{"keys": [KeyboardEvent.code, ...], "buttons":
+{index: value}, "axes": [float, ...]}``. :class:`ActionMapper` turns it into an action of the
+environment's dm_env action spec:
+
+- scalar integer spec (Gymnasium ``Discrete``): the *most specific* active binding wins - a
+  ``+`` combo such as ``ArrowUp+Space`` beats ``ArrowUp`` when both keys are held; ties go to
+  the binding whose keys were pressed last (later in ``keys``). Values may be action
+  indices or, for envs that name their actions (Atari), action meanings such as ``"FIRE"``.
+- anything else (Box, MultiDiscrete, MultiBinary, Dict, Tuple): the action is the flattened
+  vector of all leaves; active key/button bindings add their vectors to the noop vector
+  (a binding covered by an active combo is skipped), axes add ``value * scale`` to their
+  ``dim`` outside the dead zone; the result is clipped to the bounds and rounded for integer
+  leaves.
+
+Nothing pressed gives the noop. Malformed input (unknown keys, NaN, wrong types, out of
+range values) is ignored or clamped; mapping never raises.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from dm_env import specs
+
+from server.study_spec import Controls
+
+_MAX_KEYS = 32
+_MAX_AXES = 16
+_PRESSED = 0.5  # a gamepad button counts as pressed above this value
+
+
+@dataclass(frozen=True)
+class _Binding:
+    parts: frozenset[str]
+    value: Any  # int (discrete) or np.ndarray (vector)
+    name: str
+
+
+def _leaves(spec: Any) -> list[Any]:
+    if isinstance(spec, dict):
+        return [leaf for k in spec for leaf in _leaves(spec[k])]
+    if isinstance(spec, tuple | list):
+        return [leaf for s in spec for leaf in _leaves(s)]
+    return [spec]
+
+
+def _bounds(spec: Any) -> tuple[np.ndarray, np.ndarray]:
+    shape = spec.shape
+    if isinstance(spec, specs.BoundedArray):
+        lo = np.broadcast_to(np.asarray(spec.minimum, dtype=np.float64), shape)
+        hi = np.broadcast_to(np.asarray(spec.maximum, dtype=np.float64), shape)
+        return lo.reshape(-1), hi.reshape(-1)
+    size = int(np.prod(shape))
+    return np.full(size, -np.inf), np.full(size, np.inf)
+
+
+class ActionMapper:
+    """Maps sanitized browser input to actions of ``action_spec`` under ``controls``."""
+
+    def __init__(
+        self, action_spec: Any, controls: Controls, meanings: list[str] | None = None
+    ) -> None:
+        self.spec = action_spec
+        self.controls = controls
+        self.meanings = meanings or []
+        self.problems: list[str] = []
+        leaves = _leaves(action_spec)
+        self.discrete = (
+            len(leaves) == 1
+            and leaves[0] is action_spec
+            and action_spec.shape == ()
+            and np.issubdtype(np.dtype(action_spec.dtype), np.integer)
+        )
+        self._leaves = leaves
+        los, his = zip(*(_bounds(leaf) for leaf in leaves), strict=True)
+        self.low = np.concatenate(los)
+        self.high = np.concatenate(his)
+        self.size = self.low.size
+        self._integer = np.concatenate(
+            [
+                np.full(int(np.prod(leaf.shape)), np.issubdtype(np.dtype(leaf.dtype), np.integer))
+                for leaf in leaves
+            ]
+        )
+        self.bindings: list[_Binding] = []
+        for combo, value in controls.keys.items():
+            self._bind(frozenset(p for p in combo.split("+") if p), value, combo)
+        for button, value in controls.buttons.items():
+            self._bind(frozenset({f"button:{button}"}), value, f"button {button}")
+        for ax in controls.axes:
+            if self.discrete:
+                for sign, bound in (("-", ax.negative), ("+", ax.positive)):
+                    if bound is not None:
+                        self._bind(frozenset({f"axis:{ax.axis}{sign}"}), bound, f"axis {ax.axis}")
+            elif ax.dim >= self.size:
+                self.problems.append(f"axis {ax.axis}: dim {ax.dim} out of range")
+        self.noop = self._noop()
+
+    # -- construction -----------------------------------------------------------------------
+    def _convert(self, value: Any) -> Any:
+        """A control value as an action index / vector, or None when invalid here."""
+        if self.discrete:
+            if isinstance(value, str):
+                if value in self.meanings:
+                    return self.meanings.index(value) + int(self.low[0])
+                return int(value) if value.lstrip("-").isdigit() else None
+            if isinstance(value, bool | list) or not float(value).is_integer():
+                return None
+            ok = self.low[0] <= value <= self.high[0]
+            return int(value) if ok else None
+        if isinstance(value, str):
+            return None
+        vec = np.asarray(value, dtype=np.float64).reshape(-1)
+        if vec.size == 1 and self.size > 1:
+            return None
+        if vec.size != self.size or not np.all(np.isfinite(vec)):
+            return None
+        return vec
+
+    def _bind(self, parts: frozenset[str], value: Any, name: str) -> None:
+        if self.discrete and isinstance(value, str) and value.isupper() and self.meanings:
+            if value not in self.meanings:
+                return  # generic defaults name actions this game lacks: not a problem
+        converted = self._convert(value) if parts else None
+        if converted is None:
+            self.problems.append(f"control {name!r}: value {value!r} does not fit the actions")
+            return
+        self.bindings.append(_Binding(parts, converted, name))
+
+    def _noop(self) -> Any:
+        if self.controls.noop is not None:
+            converted = self._convert(self.controls.noop)
+            if converted is not None:
+                return converted
+            self.problems.append(f"noop {self.controls.noop!r} does not fit the actions")
+        if self.discrete:
+            return int(np.clip(0, self.low[0], self.high[0]))
+        return np.clip(np.zeros(self.size), self.low, self.high)
+
+    # -- mapping ------------------------------------------------------------------------
+    def pressed(self, raw: Any) -> list[str]:
+        """Active input tokens in press order (keys, ``button:i``, ``axis:i±``)."""
+        if not isinstance(raw, dict):
+            return []
+        tokens: list[str] = []
+        keys = raw.get("keys")
+        if isinstance(keys, list | tuple):
+            tokens += [k for k in keys[:_MAX_KEYS] if isinstance(k, str) and len(k) <= 64]
+        buttons = raw.get("buttons")
+        if isinstance(buttons, list):
+            buttons = dict(enumerate(buttons))
+        if isinstance(buttons, dict):
+            for idx, value in list(buttons.items())[:_MAX_KEYS]:
+                if _number(value) > _PRESSED:
+                    tokens.append(f"button:{idx}")
+        for i, value in enumerate(self.axes(raw)):
+            if abs(value) > self.controls.deadzone:
+                tokens.append(f"axis:{i}{'-' if value < 0 else '+'}")
+        return tokens
+
+    @staticmethod
+    def axes(raw: Any) -> list[float]:
+        """Axis values clamped to [-1, 1]; NaN and non-numbers become 0."""
+        axes = raw.get("axes") if isinstance(raw, dict) else None
+        if not isinstance(axes, list | tuple):
+            return []
+        return [max(-1.0, min(1.0, _number(v))) for v in axes[:_MAX_AXES]]
+
+    def _active(self, tokens: list[str]) -> list[_Binding]:
+        held = set(tokens)
+        active = [b for b in self.bindings if b.parts <= held]
+        return [b for b in active if not any(b.parts < other.parts for other in active)]
+
+    def __call__(self, raw: Any) -> Any:
+        """The action for one input message (the noop when nothing valid is pressed)."""
+        tokens = self.pressed(raw)
+        active = self._active(tokens)
+        if self.discrete:
+            if not active:
+                return np.int64(self.noop)
+            order = {t: i for i, t in enumerate(tokens)}
+            best = max(active, key=lambda b: (len(b.parts), max(order[p] for p in b.parts)))
+            return np.int64(best.value)
+        vec = np.array(self.noop, dtype=np.float64)
+        for binding in active:
+            vec += binding.value
+        axes = self.axes(raw)
+        for ax in self.controls.axes:
+            if ax.axis < len(axes) and ax.dim < self.size:
+                value = axes[ax.axis]
+                if abs(value) > self.controls.deadzone:
+                    vec[ax.dim] += value * ax.scale
+        vec = np.clip(vec, self.low, self.high)
+        vec = np.where(self._integer, np.round(vec), vec)
+        return self._unflatten(vec)
+
+    def _unflatten(self, vec: np.ndarray) -> Any:
+        pos = 0
+
+        def build(spec: Any) -> Any:
+            nonlocal pos
+            if isinstance(spec, dict):
+                return {k: build(s) for k, s in spec.items()}
+            if isinstance(spec, tuple | list):
+                return type(spec)(build(s) for s in spec)
+            n = int(np.prod(spec.shape))
+            leaf = vec[pos : pos + n].astype(spec.dtype).reshape(spec.shape)
+            pos += n
+            return leaf
+
+        return build(self.spec)
+
+    def resolved(self) -> dict[str, Any]:
+        """The bindings in force, JSON-able (for the player's legend)."""
+
+        def show(value: Any) -> Any:
+            return value.tolist() if isinstance(value, np.ndarray) else value
+
+        return {
+            "bindings": {b.name: show(b.value) for b in self.bindings},
+            "noop": show(self.noop),
+            "labels": dict(self.controls.labels),
+            "deadzone": self.controls.deadzone,
+            "axes": [a.model_dump() for a in self.controls.axes],
+            "problems": list(self.problems),
+        }
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float) and math.isfinite(value):
+        return float(value)
+    return 0.0

@@ -1,0 +1,330 @@
+"""Async facade over one environment worker process (see the package docstring)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import multiprocessing
+import select
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Literal
+
+from server.runtime._child import worker_main
+from server.study_spec import EnvironmentSpec
+
+# forkserver: the server process pre-imports the runtime once, so each worker starts by a
+# cheap fork of a clean, thread-free process (spawn re-imports numpy/gymnasium per worker).
+START_METHOD = "forkserver"
+_PRELOAD = ["server.runtime._child"]
+
+
+class WorkerError(RuntimeError):
+    """Base class of runtime errors seen by the app."""
+
+
+class WorkerTimeout(WorkerError):
+    """The worker did not answer in time; it has been killed."""
+
+
+class WorkerClosed(WorkerError):
+    """The worker is closed or died (use after close, crash, kill)."""
+
+
+class RemoteError(WorkerError):
+    """An exception raised in the worker: ``kind`` (type name), message and traceback."""
+
+    def __init__(self, kind: str, message: str, traceback: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+        self.traceback = traceback
+
+
+@dataclass(frozen=True, slots=True)
+class StepEvent:
+    """One recorded timestep as the player needs it (``step`` 0 is the first frame)."""
+
+    episode_id: str
+    step: int
+    reward: float
+    return_: float
+    terminated: bool
+    truncated: bool
+    end_reason: str | None
+    frame: bytes  # JPEG
+    worker_ms: float  # wall clock (ms since the epoch) when the event left the worker
+
+    @property
+    def done(self) -> bool:
+        """True on the episode's last step."""
+        return self.terminated or self.truncated
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> StepEvent:
+        data = dict(data)
+        data["return_"] = data.pop("return")
+        return cls(**data)
+
+
+def _settle(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _context() -> Any:
+    ctx = multiprocessing.get_context(START_METHOD)
+    if START_METHOD == "forkserver":
+        ctx.set_forkserver_preload(_PRELOAD)
+    return ctx
+
+
+class EnvWorker:
+    """One environment worker process, driven with awaitable methods."""
+
+    def __init__(self, process: Any, conn: Connection, reply_timeout: float) -> None:
+        self._process = process
+        self._conn = conn
+        self.reply_timeout = reply_timeout
+        self.info: dict[str, Any] = {}
+        self._loop = asyncio.get_running_loop()
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._ready: asyncio.Future[Any] = self._loop.create_future()
+        self._events: asyncio.Queue[Any] = asyncio.Queue()
+        self._closed = False
+        self._dead = False
+        self._loop.add_reader(conn.fileno(), self._on_readable)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    @classmethod
+    async def start(
+        cls,
+        env_spec: EnvironmentSpec,
+        *,
+        study_id: int | str,
+        data_root: Path | str,
+        timeout: float = 60.0,
+        reply_timeout: float = 10.0,
+        flush_interval_s: float = 0.5,
+    ) -> EnvWorker:
+        """Start a worker and build its environment (WorkerTimeout / RemoteError on failure)."""
+        ctx = _context()
+        parent, child = ctx.Pipe(duplex=True)
+        process = ctx.Process(
+            target=worker_main,
+            args=(child, env_spec.model_dump_json(), str(study_id), str(data_root),
+                  flush_interval_s),
+            daemon=True,
+            name=f"env-worker-{env_spec.id}",
+        )  # fmt: skip
+        # Starting a forkserver process blocks briefly (first use starts the server).
+        await asyncio.to_thread(process.start)
+        child.close()
+        worker = cls(process, parent, reply_timeout)
+        try:
+            worker.info = await worker._wait(worker._ready, timeout)
+        except BaseException:
+            await worker.close(timeout=1.0)
+            raise
+        return worker
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id."""
+        return self._process.pid
+
+    @property
+    def alive(self) -> bool:
+        """True while the worker can take commands."""
+        return not (self._closed or self._dead)
+
+    async def close(self, timeout: float = 5.0) -> None:
+        """Ask the worker to finish (episode finalized, env closed), then make sure it exits.
+
+        Sends ``close``, waits up to ``timeout`` for it to exit, then terminates and finally
+        kills it. Safe to call twice.
+        """
+        if self._closed:
+            return
+        was_alive = self.alive
+        self._closed = True
+        if was_alive:
+            try:
+                await self._request("close", None, timeout, closing=True)
+            except WorkerError:
+                pass
+        await self._reap(timeout)
+
+    async def _reap(self, timeout: float) -> None:
+        for stop, wait in ((None, timeout), ("terminate", 1.0), ("kill", 5.0)):
+            if stop is not None and self._process.is_alive():
+                getattr(self._process, stop)()
+            if await self._exited(wait):
+                break
+        self._shutdown()
+        self._process.join(0)
+        self._process.close()
+
+    async def _exited(self, timeout: float) -> bool:
+        if not self._process.is_alive():
+            return True
+        done = self._loop.create_future()
+        sentinel = self._process.sentinel
+        self._loop.add_reader(sentinel, lambda: _settle(done))
+        try:
+            await asyncio.wait_for(done, timeout)
+        except TimeoutError:
+            pass
+        finally:
+            self._loop.remove_reader(sentinel)
+        return not self._process.is_alive()
+
+    # -- commands ---------------------------------------------------------------------------
+    async def begin_episode(self, episode_id: str, seed: int | None = None) -> StepEvent:
+        """Reset with ``seed`` and start recording; returns the first frame's event."""
+        payload = {"episode_id": episode_id, "seed": seed}
+        return StepEvent.from_wire(await self._request("begin_episode", payload))
+
+    async def send_input(
+        self, input: Any, timing: dict[str, Any] | None = None, acks: list[Any] | None = None
+    ) -> StepEvent | None:
+        """Sync mode: step with ``input`` and return the event. Async: update the held input."""
+        payload = {"input": input, "timing": timing or {}, "acks": acks or []}
+        if self.info.get("mode") == "async":
+            await self._send("input", payload, None)
+            return None
+        return StepEvent.from_wire(await self._request("input", payload))
+
+    async def events(self) -> AsyncIterator[StepEvent]:
+        """Async-mode step events as the worker pushes them; ends when the worker closes.
+
+        An environment error during an async step is raised here as :class:`RemoteError`.
+        """
+        while True:
+            item = await self._events.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    async def pause(self) -> None:
+        """Stop the async clock (no effect in sync mode)."""
+        await self._request("pause", None)
+
+    async def resume(self) -> None:
+        """Restart the async clock from now."""
+        await self._request("resume", None)
+
+    async def set_speed(self, speed: float) -> None:
+        """Async clock speed factor in [0.05, 10] (1 = the env's fps)."""
+        await self._request("set_speed", {"speed": speed})
+
+    async def set_quality(self, quality: Literal["low", "medium", "high"]) -> None:
+        """JPEG quality of the following frames."""
+        await self._request("set_quality", {"quality": quality})
+
+    async def set_camera(self, camera: str) -> None:
+        """Render from another camera (one of ``info['cameras']``)."""
+        await self._request("set_camera", {"camera": camera})
+
+    async def end_episode(self, reason: str) -> dict[str, Any] | None:
+        """Finalize the episode's log; returns its summary, None if none was open."""
+        return await self._request("end_episode", {"reason": reason})
+
+    async def ping(self) -> None:
+        """Round trip to the worker (health check)."""
+        await self._request("ping", None)
+
+    # -- plumbing ---------------------------------------------------------------------------
+    async def _request(
+        self, command: str, payload: Any, timeout: float | None = None, closing: bool = False
+    ) -> Any:
+        if self._closed and not closing:
+            raise WorkerClosed("the worker is closed")
+        rid = next(self._ids)
+        future = self._loop.create_future()
+        self._pending[rid] = future
+        try:
+            await self._send(command, payload, rid, closing=closing)
+            return await self._wait(future, timeout or self.reply_timeout)
+        finally:
+            self._pending.pop(rid, None)
+
+    async def _send(self, command: str, payload: Any, rid: int | None, closing: bool = False):
+        if self._dead or (self._closed and not closing):
+            raise WorkerClosed("the worker is closed")
+        fd = self._conn.fileno()
+        # Never block the event loop on a full pipe (a stuck worker): wait until writable.
+        if not select.select([], [fd], [], 0)[1]:
+            writable = self._loop.create_future()
+            self._loop.add_writer(fd, lambda: _settle(writable))
+            try:
+                await self._wait(writable, self.reply_timeout)
+            finally:
+                self._loop.remove_writer(fd)
+        try:
+            self._conn.send((command, payload, rid))
+        except OSError as exc:
+            self._on_dead()
+            raise WorkerClosed(f"the worker is gone: {exc}") from exc
+
+    async def _wait(self, future: asyncio.Future[Any], timeout: float) -> Any:
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except TimeoutError:
+            if not future.done():
+                # A worker that misses a deadline is stuck: kill it so it frees its core.
+                self._kill()
+                raise WorkerTimeout(f"no answer from the worker within {timeout:g} s") from None
+            return future.result()
+
+    def _on_readable(self) -> None:
+        try:
+            while self._conn.poll():
+                self._dispatch(self._conn.recv())
+        except (EOFError, OSError):
+            self._on_dead()
+
+    def _dispatch(self, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "event":
+            self._events.put_nowait(StepEvent.from_wire(message[1]))
+        elif kind == "reply":
+            _, rid, ok, result = message
+            future = self._pending.get(rid)
+            if future is not None and not future.done():
+                if ok:
+                    future.set_result(result)
+                else:
+                    future.set_exception(RemoteError(*result))
+        elif kind == "error":
+            self._events.put_nowait(RemoteError(*message[1]))
+        elif kind == "ready" and not self._ready.done():
+            self._ready.set_result(message[1])
+        elif kind == "failed" and not self._ready.done():
+            self._ready.set_exception(RemoteError(*message[1]))
+
+    def _kill(self) -> None:
+        if self._process.is_alive():
+            self._process.kill()
+        self._on_dead()
+
+    def _on_dead(self) -> None:
+        if self._dead:
+            return
+        self._dead = True
+        self._loop.remove_reader(self._conn.fileno())
+        error = WorkerClosed(f"the worker exited (code {self._process.exitcode})")
+        for future in [self._ready, *self._pending.values()]:
+            if not future.done():
+                future.set_exception(error)
+                future.exception()  # mark retrieved: nobody may be waiting any more
+        self._events.put_nowait(None)
+
+    def _shutdown(self) -> None:
+        self._on_dead()
+        self._conn.close()
