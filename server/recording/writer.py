@@ -18,15 +18,8 @@ from typing import Any
 import dm_env
 import numpy as np
 
-# envlogger 1.2's codec still uses ``np.unicode_``, removed in numpy 2. Alias it here, the one
-# place that imports envlogger for writing, before anything is encoded.
-if not hasattr(np, "unicode_"):
-    np.unicode_ = np.str_  # type: ignore[attr-defined]
-
-from envlogger import environment_logger  # noqa: E402
-from envlogger.backends import riegeli_backend_writer  # noqa: E402
-
-from server.recording import format as fmt  # noqa: E402
+from server.recording import format as fmt
+from server.recording._envlogger import environment_logger, envlogger, riegeli_backend_writer
 
 # Frames are JPEG already and observations are mostly images: heavy compression costs more
 # CPU per step than it saves on disk. Small chunks keep each flush cheap.
@@ -102,6 +95,11 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
         if not self._closed:
             self._closed = True
             super().close()
+
+
+def open_reader(directory: Path | str) -> Any:
+    """An ``envlogger.Reader`` over one episode's log (use as a context manager)."""
+    return envlogger.Reader(data_directory=str(directory))
 
 
 class EpisodeWriter:

@@ -108,7 +108,9 @@ class ActionMapper:
             if isinstance(value, str):
                 if value in self.meanings:
                     return self.meanings.index(value) + int(self.low[0])
-                return int(value) if value.lstrip("-").isdigit() else None
+                if not value.lstrip("-").isdigit():
+                    return None
+                value = int(value)
             if isinstance(value, bool | list) or not float(value).is_integer():
                 return None
             ok = self.low[0] <= value <= self.high[0]

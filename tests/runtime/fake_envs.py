@@ -1,0 +1,104 @@
+"""Small real dm_env environments for runtime tests (importable by worker processes).
+
+They sleep, raise or exit for real; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import dm_env
+import numpy as np
+from dm_env import specs
+
+
+class CounterEnv(dm_env.Environment):
+    """8×8 RGB observation filled with the step count; reward = action; two cameras.
+
+    The observation buffer is reused between steps on purpose (recording must copy it).
+    """
+
+    cameras = ("front", "top")
+
+    def __init__(
+        self,
+        episode_len: int = 5,
+        step_sleep: float = 0.0,
+        crash_at: int | None = None,
+        exit_at: int | None = None,
+    ) -> None:
+        self.episode_len = episode_len
+        self.step_sleep = step_sleep
+        self.crash_at = crash_at
+        self.exit_at = exit_at
+        self.t = 0
+        self.offset = 0
+        self.buffer = np.zeros((8, 8, 3), dtype=np.uint8)
+
+    def seed(self, seed: int) -> None:
+        self.offset = seed % 7
+
+    def _obs(self) -> np.ndarray:
+        self.buffer[...] = (self.t + self.offset) % 256
+        return self.buffer
+
+    def reset(self) -> dm_env.TimeStep:
+        self.t = 0
+        return dm_env.restart(self._obs())
+
+    def step(self, action: Any) -> dm_env.TimeStep:
+        if self.step_sleep:
+            time.sleep(self.step_sleep)
+        self.t += 1
+        if self.crash_at is not None and self.t >= self.crash_at:
+            raise ValueError(f"boom at step {self.t}")
+        if self.exit_at is not None and self.t >= self.exit_at:
+            os._exit(3)  # like a segfault: no cleanup at all
+        reward = float(np.asarray(action))
+        if self.t >= self.episode_len:
+            return dm_env.termination(reward, self._obs())
+        return dm_env.transition(reward, self._obs())
+
+    def render(self, camera: str = "front") -> np.ndarray:
+        frame = np.zeros((16, 16, 3), dtype=np.uint8)
+        frame[..., 0 if camera == "front" else 2] = 40 * (self.t % 6)
+        return frame
+
+    def observation_spec(self) -> specs.Array:
+        return specs.Array((8, 8, 3), np.uint8, name="observation")
+
+    def action_spec(self) -> specs.DiscreteArray:
+        return specs.DiscreteArray(3, dtype=np.int64, name="action")
+
+
+def counter(**kwargs: Any) -> CounterEnv:
+    """A well-behaved counter env."""
+    return CounterEnv(**kwargs)
+
+
+def slow_start(delay: float = 30.0) -> CounterEnv:
+    """An env whose construction takes ``delay`` seconds."""
+    time.sleep(delay)
+    return CounterEnv()
+
+
+def broken_start() -> CounterEnv:
+    """An env whose construction raises."""
+    raise RuntimeError("cannot build this env")
+
+
+def not_an_env() -> object:
+    """A factory returning something that is not a dm_env."""
+    return object()
+
+
+def image_obs() -> dm_env.Environment:
+    """An env without render(): frames come from its image observation."""
+
+    class _ImageObs(CounterEnv):
+        render = None  # type: ignore[assignment]
+        cameras = ()  # type: ignore[assignment]
+
+    return _ImageObs()
