@@ -164,6 +164,8 @@ def _check_factory(factory: str) -> list[str]:
         if importlib.util.find_spec(module_name) is None:
             return [f"module {module_name!r} is not installed"]
         module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        return [f"module {exc.name!r} needed by {factory!r} is not installed"]
     except ImportError as exc:
         return [f"module {module_name!r} cannot be imported: {exc}"]
     if not callable(getattr(module, func_name, None)):

@@ -1,0 +1,88 @@
+"""EpisodeWriter: metadata, finalize semantics, flushing, JSON helpers."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from server.recording import format as fmt
+from server.recording.writer import (
+    EpisodeWriter,
+    episode_metadata,
+    info_json,
+    open_reader,
+    to_json,
+)
+from tests.runtime.fake_envs import CounterEnv
+
+
+def meta(seed=5):
+    return episode_metadata(
+        episode_id="e1", study_id=3, env_id="counter", env_config="{}", seed=seed
+    )
+
+
+def step_fn(timestep, action, env):
+    return {"frame": b"\xff\xd8jpeg", "input": to_json(None), "timing": "{}", "info": "{}"}
+
+
+def test_episode_metadata_has_the_format_keys():
+    m = meta()
+    assert tuple(m) == fmt.EPISODE_METADATA_KEYS
+    assert m["format_version"] == fmt.FORMAT_VERSION and m["study_id"] == "3"
+    assert meta(seed=None)["seed"] == -1
+
+
+def test_write_finalize_twice_and_read_back(tmp_path):
+    env = CounterEnv(episode_len=3)
+    writer = EpisodeWriter(env, tmp_path / "ep", meta(), step_fn)
+    writer.reset()
+    for action in (1, 2, 1):
+        writer.step(np.int64(action))
+    writer.finalize({"end_reason": "terminated"})
+    writer.finalize({"end_reason": "other"})  # no-op
+    assert writer.finalized
+    with pytest.raises(RuntimeError):
+        writer.step(np.int64(0))
+    with open_reader(tmp_path / "ep") as reader:
+        steps = list(reader.steps)
+        assert reader.metadata()["episode_id"] == "e1"
+        assert list(reader.episode_metadata()) == [{"end_reason": "terminated"}]
+        assert reader.discount_spec().dtype == np.float64
+    assert [s.custom_data["frame"] for s in steps] == [b"\xff\xd8jpeg"] * 4
+    assert [int(s.timestep.observation[0, 0, 0]) for s in steps] == [0, 1, 2, 3]
+
+
+def test_finalize_without_steps_is_safe(tmp_path):
+    writer = EpisodeWriter(CounterEnv(), tmp_path / "empty", meta(), step_fn)
+    writer.finalize({"end_reason": "canceled"})
+    writer.finalize()
+    assert writer.finalized
+
+
+def test_flush_bookkeeping(tmp_path):
+    writer = EpisodeWriter(CounterEnv(episode_len=99), tmp_path / "f", meta(), step_fn,
+                           flush_interval_s=3600)  # fmt: skip
+    writer.reset()  # the first step is flushed at once
+    assert not writer.dirty and writer.seconds_to_flush() is None
+    writer.step(np.int64(1))
+    assert writer.dirty and 0 < writer.seconds_to_flush() <= 3600
+    writer.flush()
+    assert not writer.dirty
+    writer.finalize()
+    assert writer.seconds_to_flush() is None
+
+
+def test_json_helpers_never_fail():
+    assert json.loads(to_json({"a": np.float32(1.5), "b": np.arange(3)})) == {
+        "a": 1.5,
+        "b": [0, 1, 2],
+    }
+    assert json.loads(to_json({"o": object()}))["o"].startswith("<object")
+    assert json.loads(info_json({"x": math.nan, "y": 1}))["x"] == "nan"
+    assert json.loads(info_json(None)) == {}
+    big = json.loads(info_json({"img": np.zeros((100, 100))}))
+    assert isinstance(big["img"], str)

@@ -1,0 +1,89 @@
+"""Catalog entries, settings checks and validate_environment's messages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from server.runtime.catalog import (
+    CATALOG,
+    catalog_public,
+    check_settings,
+    default_controls,
+    find_entry,
+    validate_environment,
+)
+from server.study_spec import EnvironmentSpec, GymnasiumSource
+
+REQUIRED_SUITES = {"classic", "box2d", "minigrid", "atari"}
+
+
+def env(source: dict, **fields) -> EnvironmentSpec:
+    return EnvironmentSpec(id="e", name="E", source=source, **fields)
+
+
+def test_catalog_covers_the_suites_and_core_ones_are_installed():
+    suites = {entry.suite for entry in CATALOG.values()}
+    assert suites >= REQUIRED_SUITES | {"mujoco", "crafter", "nethack", "dm_control"}
+    for entry in CATALOG.values():
+        if entry.suite in REQUIRED_SUITES:
+            assert entry.installed(), entry.key
+            assert entry.extra is None
+        else:
+            assert entry.extra is not None
+    public = catalog_public()
+    assert json.loads(json.dumps(public))[0]["settings_schema"]["type"] == "object"
+
+
+@pytest.mark.parametrize("key", [k for k, e in CATALOG.items() if e.installed()])
+def test_installed_entries_validate_cleanly(key):
+    entry = CATALOG[key]
+    assert validate_environment(env(entry.source().model_dump())) == []
+
+
+def test_unknown_ids_and_factories_give_messages():
+    assert validate_environment(env({"kind": "gymnasium", "id": "NoSuchEnv-v9"})) == [
+        "unknown Gymnasium environment id 'NoSuchEnv-v9'"
+    ]
+    assert "no function" in validate_environment(env({"kind": "dm_env", "factory": "os:nope"}))[0]
+    msg = validate_environment(env({"kind": "dm_env", "factory": "no_such_pkg.x:make"}))[0]
+    assert "not installed" in msg
+
+
+def test_missing_optional_suite_names_the_extra():
+    for key, entry in CATALOG.items():
+        if not entry.installed():
+            (msg,) = validate_environment(env(entry.source().model_dump()))
+            assert f"rlds-studio[{entry.extra}]" in msg, key
+
+
+def test_generic_atari_and_settings_checks():
+    entry = find_entry(GymnasiumSource(id="ALE/Tennis-v5"))
+    assert entry is not None and entry.suite == "atari"
+    problems = validate_environment(
+        env({"kind": "gymnasium", "id": "ALE/Tennis-v5", "kwargs": {"frameskip": "4", "x": 1}})
+    )
+    assert len(problems) == 2
+    schema = CATALOG["LunarLander"].schema
+    assert check_settings({"gravity": -5.0, "enable_wind": True}, schema) == []
+    assert check_settings({"gravity": 3}, schema) == ["setting 'gravity' must be <= -0.01"]
+    assert check_settings({"enable_wind": 1}, schema) == [
+        "setting 'enable_wind' must be of type boolean"
+    ]
+
+
+def test_variants_pick_the_most_specific_entry():
+    discrete = find_entry(GymnasiumSource(id="CarRacing-v3", kwargs={"continuous": False}))
+    assert discrete is not None and discrete.key == "CarRacingDiscrete"
+    assert default_controls(GymnasiumSource(id="CarRacing-v3")).keys["ArrowUp"] == [0, 1, 0]
+
+
+def test_registered_but_uncatalogued_env_needs_controls():
+    spec = env({"kind": "gymnasium", "id": "phys2d/CartPole-v1"})
+    (message,) = validate_environment(spec)
+    assert message == "no default controls for this environment: set 'controls'"
+    with_controls = env(
+        {"kind": "gymnasium", "id": "phys2d/CartPole-v1"}, controls={"keys": {"KeyA": 0}}
+    )
+    assert validate_environment(with_controls) == []

@@ -1,0 +1,144 @@
+"""Every installed catalog environment passes the same end-to-end check.
+
+Through a real worker: reset, mapped inputs, steps, frames and recording; then the log is
+read back with ``envlogger.Reader`` and every step's observation, action, reward, discount
+and metadata is compared with what was sent and with an in-process replay (same seed, same
+actions) of the same adapter.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from server.recording.format import STEP_METADATA_KEYS, episode_dir
+from server.recording.writer import open_reader
+from server.runtime import EnvWorker
+from server.runtime.adapters import build_adapter
+from server.runtime.catalog import CATALOG
+from server.runtime.input_mapping import ActionMapper
+from server.study_spec import EnvironmentSpec
+from tests.runtime.conftest import run
+
+INSTALLED = [entry for entry in CATALOG.values() if entry.installed()]
+MAX_STEPS = 5
+SEED = 11
+
+
+def sample_inputs(controls: Any) -> list[dict[str, Any]]:
+    """A few inputs exercising the entry's own bindings, axes and the noop."""
+    inputs: list[dict[str, Any]] = [{"keys": combo.split("+")} for combo in controls.keys][:3]
+    inputs += [{"keys": []}, {"axes": [0.7, -0.7, 0.3, 0.9], "buttons": {"0": 1.0}}]
+    return inputs + [{"keys": []}] * MAX_STEPS
+
+
+def assert_same(recorded: Any, expected: Any) -> None:
+    """Equal values, nest structure and dtypes."""
+    if isinstance(expected, dict):
+        assert set(recorded) == set(expected)
+        for key in expected:
+            assert_same(recorded[key], expected[key])
+    elif isinstance(expected, tuple | list):
+        assert len(recorded) == len(expected)
+        for r, e in zip(recorded, expected, strict=True):
+            assert_same(r, e)
+    elif isinstance(expected, str):
+        assert str(recorded) == expected
+    else:
+        recorded, expected = np.asarray(recorded), np.asarray(expected)
+        assert recorded.dtype == expected.dtype
+        np.testing.assert_array_equal(recorded, expected)
+
+
+def replay(spec: EnvironmentSpec, inputs: list[dict[str, Any]], steps: int) -> list[tuple]:
+    """In-process run of the same adapter: [(timestep, action)] for FIRST and each step."""
+    adapter = build_adapter(spec.source)
+    try:
+        adapter.max_steps = spec.max_steps
+        mapper = ActionMapper(
+            adapter.action_spec(), CATALOG_CONTROLS[spec.name], adapter.action_meanings
+        )
+        adapter.set_seed(SEED)
+        out = [(adapter.reset(), None)]
+        for raw in inputs[:steps]:
+            action = mapper(raw)
+            out.append((adapter.step(action), action))
+        specs_ = (adapter.observation_spec(), adapter.action_spec())
+    finally:
+        adapter.close()
+    return out, specs_
+
+
+CATALOG_CONTROLS = {entry.key: entry.controls for entry in INSTALLED}
+
+
+@pytest.mark.parametrize("entry", INSTALLED, ids=lambda e: e.key)
+def test_catalog_environment_conformance(entry, data_root):
+    spec = EnvironmentSpec(
+        id="conformance", name=entry.key, source=entry.source(), max_steps=MAX_STEPS
+    )
+    inputs = sample_inputs(entry.controls)
+
+    async def scenario():
+        worker = await EnvWorker.start(spec, study_id="conf", data_root=data_root, timeout=60)
+        try:
+            assert worker.info["controls"]["problems"] == []
+            events = [await worker.begin_episode("ep", SEED)]
+            for i, raw in enumerate(inputs):
+                timing = {"input_sent": 1000.0 + i, "seen_step": i}
+                events.append(await worker.send_input(raw, timing))
+                if events[-1].done:
+                    break
+            await worker.end_episode("completed")
+            return events
+        finally:
+            await worker.close()
+
+    events = run(scenario())
+    assert events[-1].done and len(events) <= MAX_STEPS + 1
+    assert all(e.frame[:2] == b"\xff\xd8" for e in events)
+    expected, (obs_spec, act_spec) = replay(spec, inputs, len(events) - 1)
+
+    with open_reader(episode_dir(data_root, "conf", "ep")) as reader:
+        steps = list(reader.steps)
+        meta = reader.metadata()
+    assert meta["env_id"] == "conformance" and meta["seed"] == SEED
+    assert EnvironmentSpec.model_validate_json(meta["env_config"]) == spec
+    assert len(steps) == len(events) == len(expected)
+    for i, (step, event, (timestep, action)) in enumerate(
+        zip(steps, events, expected, strict=True)
+    ):
+        assert step.timestep.step_type == timestep.step_type
+        assert_same(step.timestep.observation, timestep.observation)
+        if i == 0:
+            assert step.action is None
+        else:
+            assert_same(step.action, action)
+            assert float(step.timestep.reward) == timestep.reward == event.reward
+            assert float(step.timestep.discount) == float(timestep.discount)
+        _validate(obs_spec, step.timestep.observation)
+        if step.action is not None:
+            _validate(act_spec, step.action)
+        data = step.custom_data
+        assert tuple(data) == STEP_METADATA_KEYS or set(data) == set(STEP_METADATA_KEYS)
+        assert data["frame"] == event.frame
+        assert json.loads(data["input"]) == (None if i == 0 else inputs[i - 1])
+        timing = json.loads(data["timing"])
+        if i:
+            assert timing["input_sent"] == 1000.0 + i - 1 and timing["seen_step"] == i - 1
+        assert isinstance(json.loads(data["info"]), dict)
+    assert float(steps[-1].timestep.discount) == (0.0 if events[-1].terminated else 1.0)
+
+
+def _validate(spec: Any, value: Any) -> None:
+    if isinstance(spec, dict):
+        for key, sub in spec.items():
+            _validate(sub, value[key])
+    elif isinstance(spec, tuple):
+        for sub, v in zip(spec, value, strict=True):
+            _validate(sub, v)
+    elif np.dtype(spec.dtype) != np.dtype(object):
+        spec.validate(np.asarray(value))
