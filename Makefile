@@ -52,7 +52,7 @@ chromium:
 
 ## consumer-venv: TensorFlow + tensorflow-datasets + rlds, to load exports as a researcher would
 consumer-venv:
-	@:
+	PYTHON=$(PYTHON) tests/export/make_consumer_venv.sh
 
 bench: $(VENV)/.test-stamp
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

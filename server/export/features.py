@@ -7,7 +7,8 @@ with ``observation``, ``action``, ``reward``, ``discount``, ``is_first``, ``is_l
 Spec mapping: an array spec becomes a Tensor of its shape and dtype (a Scalar when it has no
 shape); a ``DiscreteArray`` an int64 scalar; a dict a nested FeaturesDict; a uint8 H x W x C
 array (C = 1, 3 or 4) an Image stored as PNG. Rewards and discounts keep their spec's dtype
-(float64 for dm_env's Python floats, as in TFDS's own RLDS datasets).
+(float64 for dm_env's Python floats, as in TFDS's own RLDS datasets). float64 values are stored
+as raw bytes so that they stay exact (a plain TFDS float64 feature goes through float32).
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ def spec_to_feature(spec: Any, path: str = "") -> Any:
         return tfds_features.Text()
     if is_image_spec(spec):
         return tfds_features.Image(shape=tuple(spec.shape), dtype=np.uint8, encoding_format="png")
+    if dtype == np.float64:
+        # tf.train.Example only has float32 lists: TFDS would round float64 values to float32.
+        # Raw bytes keep them exact (the reader decodes them with tf.io.decode_raw).
+        return tfds_features.Tensor(
+            shape=tuple(spec.shape), dtype=dtype, encoding=tfds_features.Encoding.BYTES
+        )
     if tuple(spec.shape) == ():
         return tfds_features.Scalar(dtype=dtype)
     return tfds_features.Tensor(shape=tuple(spec.shape), dtype=dtype)

@@ -1,0 +1,123 @@
+"""What an export must hold, computed from recordings' ground truth (not from the exporter).
+
+Expected episodes are flat dicts ``{"steps/observation/image": array, "episode_id": "e1", ...}``
+saved to a ``.npz`` (arrays, no pickles: the consumer venv runs numpy 1.26) that
+``consumer_check.py`` compares with what TensorFlow reads back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from server.export.tags import StepTag
+from tests.export._recordings import Recording
+
+
+def _flat(prefix: str, values: list[Any]) -> dict[str, np.ndarray]:
+    first = values[0]
+    if isinstance(first, dict):
+        out: dict[str, np.ndarray] = {}
+        for key in first:
+            out.update(_flat(f"{prefix}/{key}", [v[key] for v in values]))
+        return out
+    return {prefix: np.stack([np.asarray(v) for v in values])}
+
+
+def expected_episode(
+    rec: Recording,
+    *,
+    agent_id: str = "agent-x",
+    status: str = "completed",
+    tags: Sequence[str] = (),
+    notes: str = "",
+    step_tags: Sequence[StepTag] = (),
+    tag_names: Iterable[str] = (),
+    end_tags: Iterable[str] = (),
+    keep_step_metadata: bool = True,
+) -> dict[str, Any]:
+    """The flat expected content of one exported episode."""
+    n = rec.num_steps
+    ends = [t.start for t in step_tags if t.name in set(end_tags)]
+    last = min(ends) if ends else n - 1
+    terminal = rec.terminated and last == n - 1
+    zero_action = np.zeros_like(np.asarray(rec.actions[0])) if rec.actions else None
+    actions = [rec.actions[t] if t < last else zero_action for t in range(last + 1)]
+    rewards = [rec.rewards[t] if t < last else 0.0 for t in range(last + 1)]
+    discounts = [
+        0.0 if t == last else (0.0 if rec.terminated and t == n - 2 else 1.0)
+        for t in range(last + 1)
+    ]
+    steps: dict[str, Any] = {}
+    steps.update(_flat("steps/observation", rec.observations[: last + 1]))
+    steps.update(_flat("steps/action", actions))
+    steps["steps/reward"] = np.asarray(rewards, dtype=np.float64)
+    steps["steps/discount"] = np.asarray(discounts, dtype=np.float64)
+    steps["steps/is_first"] = np.arange(last + 1) == 0
+    steps["steps/is_last"] = np.arange(last + 1) == last
+    steps["steps/is_terminal"] = (np.arange(last + 1) == last) & terminal
+    if keep_step_metadata:
+        steps["steps/frame"] = list(rec.frames[: last + 1])  # JPEG bytes
+        steps["steps/info"] = np.asarray(rec.infos[: last + 1])
+        inputs = [json.dumps(rec.inputs[t]) if t < last else "null" for t in range(last + 1)]
+        steps["steps/input"] = np.asarray(inputs)
+        acked = n - 1  # the final frame's ack is never recorded
+        timing: dict[str, list[int]] = {}
+        for t in range(last + 1):
+            action = rec.timings[t + 1] if t < last else {}
+            sent, drawn = rec.frame_times[t] if t < acked else (-1, -1)
+            next_drawn = rec.frame_times[t + 1][1] if t + 1 < acked else -1
+            values = {
+                "applied_ms": action.get("applied", -1),
+                "frame_drawn_ms": drawn,
+                "frame_sent_ms": sent,
+                "input_latency_ms": (
+                    next_drawn - action["input_sent"]
+                    if "input_sent" in action and next_drawn != -1
+                    else -1
+                ),
+                "input_recv_ms": action.get("input_recv", -1),
+                "input_sent_ms": action.get("input_sent", -1),
+                "seen_step": action.get("seen_step", -1),
+            }
+            for key, value in values.items():
+                timing.setdefault(key, []).append(value)
+        for key, value_list in timing.items():
+            steps[f"steps/timing/{key}"] = np.asarray(value_list, dtype=np.int64)
+    for name in sorted(set(tag_names)):
+        column = np.zeros(n, dtype=bool)
+        for tag in step_tags:
+            if tag.name == name:
+                column[tag.start : tag.end + 1] = True
+        steps[f"steps/tag:{name}"] = column[: last + 1]
+    return {
+        **steps,
+        "episode_id": rec.episode_id,
+        "agent_id": agent_id,
+        "study_id": "study-1",
+        "env_id": rec.env_id,
+        "env_config": json.dumps(rec.env_config, sort_keys=True),
+        "seed": np.int64(rec.seed),
+        "status": status,
+        "tags": np.asarray(list(tags), dtype=str),
+        "notes": notes,
+        "_return": float(sum(rewards)),
+        "_length": last + 1,
+    }
+
+
+def save_expected(path: Path, episodes: list[dict[str, Any]]) -> None:
+    """Save expected episodes as one ``.npz`` (JPEG lists as bytes plus offsets)."""
+    arrays: dict[str, np.ndarray] = {}
+    for i, episode in enumerate(episodes):
+        for key, value in episode.items():
+            if isinstance(value, list):  # lists of encoded bytes
+                arrays[f"{i}|jpeg|{key}"] = np.frombuffer(b"".join(value), dtype=np.uint8)
+                arrays[f"{i}|jpegoff|{key}"] = np.cumsum([0] + [len(v) for v in value])
+            else:
+                arrays[f"{i}|{key}"] = np.asarray(value)
+    np.savez(path, **arrays)

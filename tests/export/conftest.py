@@ -1,0 +1,114 @@
+"""Fixtures for the exporter tests: real Gymnasium episodes recorded with envlogger."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import ale_py
+import gymnasium as gym
+import minigrid.wrappers
+import pytest
+
+from server.export import EpisodeInput, StepTag
+from tests.export._recordings import Recording, record_episode
+
+ROOT = Path(__file__).resolve().parents[2]
+CONSUMER_PYTHON = ROOT / ".consumer-venv" / "bin" / "python"
+CHECK_SCRIPT = Path(__file__).resolve().parent / "consumer_check.py"
+
+gym.register_envs(ale_py)
+
+
+def make_cartpole(max_steps: int = 500) -> Callable[[], gym.Env]:
+    """CartPole (vector observations, discrete actions) with a time limit."""
+    return lambda: gym.make("CartPole-v1", render_mode="rgb_array", max_episode_steps=max_steps)
+
+
+def make_pong(max_steps: int = 30) -> Callable[[], gym.Env]:
+    """ALE Pong with RGB image observations (210 x 160 x 3 uint8)."""
+    return lambda: gym.make(
+        "ALE/Pong-v5", obs_type="rgb", render_mode="rgb_array", max_episode_steps=max_steps
+    )
+
+
+def make_minigrid() -> gym.Env:
+    """MiniGrid with a Dict observation: an RGB image and a discrete direction."""
+    env = gym.make("MiniGrid-Empty-5x5-v0", render_mode="rgb_array", max_steps=12)
+    env = minigrid.wrappers.RGBImgPartialObsWrapper(env, tile_size=4)
+    return gym.wrappers.FilterObservation(env, ["direction", "image"])
+
+
+def make_lunar() -> gym.Env:
+    """LunarLander with continuous (Box) actions, cut short by a time limit."""
+    return gym.make(
+        "LunarLander-v3", continuous=True, render_mode="rgb_array", max_episode_steps=15
+    )
+
+
+@pytest.fixture(scope="session")
+def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recording]]:
+    """Recorded episodes per environment, shared by the tests (they never modify them)."""
+    root = tmp_path_factory.mktemp("logs")
+
+    def rec(env_id: str, make: Callable[[], gym.Env], name: str, seed: int) -> Recording:
+        return record_episode(make, root / name, env_id=env_id, episode_id=name, seed=seed)
+
+    return {
+        # seed 1 terminates by itself; seed 2 is cut by a 9-step time limit (truncated).
+        "cartpole": [
+            rec("CartPole-v1", make_cartpole(), "cp-1", 1),
+            rec("CartPole-v1", make_cartpole(9), "cp-2", 2),
+            rec("CartPole-v1", make_cartpole(), "cp-3", 3),
+        ],
+        "pong": [
+            rec("ALE/Pong-v5", make_pong(), "pong-1", 11),
+            rec("ALE/Pong-v5", make_pong(12), "pong-2", 12),
+        ],
+        "minigrid": [rec("MiniGrid-Empty-5x5-v0", make_minigrid, "grid-1", 21)],
+        "lunar": [rec("LunarLander-v3", make_lunar, "lunar-1", 31)],
+    }
+
+
+def episode_input(
+    rec: Recording,
+    *,
+    step_tags: tuple[StepTag, ...] = (),
+    tags: tuple[str, ...] = (),
+    notes: str = "",
+    status: str = "completed",
+) -> EpisodeInput:
+    """The job's input for a recording, with the test's DB-side metadata."""
+    return EpisodeInput(
+        log_dir=rec.log_dir,
+        episode_id=rec.episode_id,
+        agent_id="agent-x",
+        status=status,
+        tags=tags,
+        step_tags=step_tags,
+        notes=notes,
+    )
+
+
+@pytest.fixture
+def consumer() -> Callable[..., str]:
+    """Run consumer_check.py with the consumer venv; fails (not skips) when it is absent."""
+
+    def run(*args: str) -> str:
+        if not CONSUMER_PYTHON.exists():
+            pytest.fail(
+                f"the consumer venv ({CONSUMER_PYTHON.parent.parent}) is missing: "
+                "run `make consumer-venv` (make test builds it)"
+            )
+        proc = subprocess.run(
+            [str(CONSUMER_PYTHON), str(CHECK_SCRIPT), *args],
+            capture_output=True,
+            text=True,
+            timeout=280,
+            env={"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"},
+        )
+        assert proc.returncode == 0, f"consumer check failed:\n{proc.stdout}\n{proc.stderr[-5000:]}"
+        return proc.stdout
+
+    return run

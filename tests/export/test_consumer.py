@@ -1,0 +1,119 @@
+"""Exports loaded as a researcher would: real TensorFlow, tensorflow-datasets and rlds.
+
+Each test exports recordings in the main venv, saves the values it expects from the
+recordings' ground truth, and runs consumer_check.py with .consumer-venv/bin/python.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from server.export import ExportFormat, ExportOptions, StepTag, export_dataset
+from tests.export._expected import expected_episode, save_expected
+from tests.export._recordings import Recording
+from tests.export.conftest import episode_input
+
+pytestmark = pytest.mark.consumer
+
+
+def _last_json(out: str) -> dict:
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("env", ["cartpole", "pong", "minigrid", "lunar"])
+def test_every_value_loads_back(
+    env: str,
+    recordings: dict[str, list[Recording]],
+    consumer: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    recs = recordings[env]
+    tags = (StepTag("jump", 0, 1), StepTag("good", 1, 1))
+    inputs = [episode_input(r, step_tags=tags, tags=("a", "b"), notes="n") for r in recs]
+    result = export_dataset(
+        inputs, ExportOptions(name="ds", max_episodes_per_shard=1), tmp_path / "out"
+    )
+    assert len(result.shard_paths) == len(recs)
+    expected = [
+        expected_episode(r, tags=("a", "b"), notes="n", step_tags=tags, tag_names=("good", "jump"))
+        for r in recs
+    ]
+    save_expected(tmp_path / "expected.npz", expected)
+    report = _last_json(consumer("values", str(result.data_dir), str(tmp_path / "expected.npz")))
+    assert report == {
+        "mode": "values",
+        "episodes": len(recs),
+        "steps": sum(r.num_steps for r in recs),
+    }
+
+
+def test_stripped_and_truncated_by_end_tag(
+    recordings: dict[str, list[Recording]], consumer: Callable[..., str], tmp_path: Path
+) -> None:
+    recs = recordings["cartpole"]
+    ends = {"cp-1": 4, "cp-3": 2}
+    inputs, expected = [], []
+    for r in recs:
+        tags = (
+            (StepTag("crash", ends[r.episode_id], ends[r.episode_id]),)
+            if r.episode_id in ends
+            else ()
+        )
+        tags += (StepTag("mark", 0, 2),)
+        inputs.append(episode_input(r, step_tags=tags))
+        expected.append(
+            expected_episode(
+                r,
+                step_tags=tags,
+                tag_names=("mark",),
+                end_tags=("crash",),
+                keep_step_metadata=False,
+            )
+        )
+    options = ExportOptions(
+        name="cut", keep_step_metadata=False, step_tag_names=("mark",), end_tags=("crash",)
+    )
+    result = export_dataset(inputs, options, tmp_path / "out")
+    assert [e.num_steps for e in result.episodes] == [5, recs[1].num_steps, 3]
+    assert not any(e.terminated for e in result.episodes[::2])
+    save_expected(tmp_path / "expected.npz", expected)
+    report = _last_json(consumer("values", str(result.data_dir), str(tmp_path / "expected.npz")))
+    assert report["episodes"] == 3 and report["steps"] == 5 + recs[1].num_steps + 3
+
+
+@pytest.mark.parametrize("env", ["cartpole", "pong", "minigrid", "lunar"])
+def test_same_tensors_as_tfds_reference_reader(
+    env: str,
+    recordings: dict[str, list[Recording]],
+    consumer: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    recs = recordings[env]
+    logs = tmp_path / "logs"
+    for r in recs:  # rlds_base walks one folder for every log under it
+        shutil.copytree(r.log_dir, logs / r.episode_id)
+    result = export_dataset([episode_input(r) for r in recs], ExportOptions(), tmp_path / "out")
+    report = _last_json(
+        consumer("reference", str(result.data_dir), str(logs), str(tmp_path / "ref"))
+    )
+    assert report["episodes"] == len(recs)
+    assert report["fields_compared"] > 0
+
+
+def test_envlogger_format_reads_back(
+    recordings: dict[str, list[Recording]], consumer: Callable[..., str], tmp_path: Path
+) -> None:
+    recs = recordings["cartpole"]
+    result = export_dataset(
+        [episode_input(r) for r in recs],
+        ExportOptions(format=ExportFormat.ENVLOGGER),
+        tmp_path / "out",
+    )
+    save_expected(tmp_path / "expected.npz", [expected_episode(r) for r in recs])
+    report = _last_json(consumer("envlogger", str(result.path), str(tmp_path / "expected.npz")))
+    assert report == {"mode": "envlogger", "episodes": len(recs)}

@@ -1,0 +1,86 @@
+"""Realigning envlogger timesteps into RLDS steps, against what the recorder fed envlogger."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from server.export.episode import read_episode, realign_timings
+from server.export.errors import InvalidEpisodeError
+from tests.export._recordings import Recording
+
+
+def test_sar_alignment(recordings: dict[str, list[Recording]]) -> None:
+    for rec in recordings["cartpole"] + recordings["lunar"]:
+        ep = read_episode(rec.log_dir)
+        n = rec.num_steps
+        assert len(ep) == n
+        for t in range(n):
+            np.testing.assert_array_equal(ep.observations[t], rec.observations[t])
+        for t in range(n - 1):
+            np.testing.assert_array_equal(ep.actions[t], rec.actions[t])
+            assert ep.rewards[t] == rec.rewards[t]
+        # The final observation: zero-filled action, reward and discount.
+        np.testing.assert_array_equal(ep.actions[-1], np.zeros_like(rec.actions[0]))
+        assert ep.rewards[-1] == 0.0 and ep.discounts[-1] == 0.0
+        assert ep.is_first == [True] + [False] * (n - 1)
+        assert ep.is_last == [False] * (n - 1) + [True]
+        assert ep.is_terminal == [False] * (n - 1) + [rec.terminated]
+        assert ep.total_reward == pytest.approx(sum(rec.rewards))
+
+
+def test_termination_and_truncation(recordings: dict[str, list[Recording]]) -> None:
+    terminated, truncated = recordings["cartpole"][0], recordings["cartpole"][1]
+    assert terminated.terminated and truncated.truncated  # the fixture's premise
+    ep = read_episode(terminated.log_dir)
+    assert ep.is_terminal[-1] and ep.discounts[-2] == 0.0 and ep.terminated
+    ep = read_episode(truncated.log_dir)
+    assert not ep.is_terminal[-1] and ep.discounts[-2] == 1.0 and not ep.terminated
+
+
+def test_metadata_moves_with_its_step(recordings: dict[str, list[Recording]]) -> None:
+    rec = recordings["pong"][0]
+    ep = read_episode(rec.log_dir)
+    assert ep.frames == rec.frames  # the frame of o_t stays with o_t
+    assert ep.infos == rec.infos
+    assert [json.loads(x) for x in ep.inputs] == rec.inputs + [None]  # input goes with a_t
+    for t in range(len(ep) - 1):
+        timing = ep.timings[t]
+        assert timing["input_sent_ms"] == rec.timings[t + 1]["input_sent"]
+        assert timing["applied_ms"] == rec.timings[t + 1]["applied"]
+        assert timing["seen_step"] == t
+        assert (timing["frame_sent_ms"], timing["frame_drawn_ms"]) == rec.frame_times[t]
+    assert ep.timings[-1]["input_sent_ms"] == -1 and ep.timings[-1]["frame_drawn_ms"] == -1
+    assert ep.log_metadata["episode_id"] == rec.episode_id and ep.log_metadata["seed"] == rec.seed
+
+
+def test_realign_timings_latency_and_unknowns() -> None:
+    raw = [
+        {"applied": 5, "acks": []},
+        {"input_sent": 10, "input_recv": 12, "applied": 14, "seen_step": 0, "acks": [[0, 6, 8]]},
+        {"input_sent": 20, "acks": [[1, 16, 30]]},
+    ]
+    out = realign_timings(raw)
+    assert out[0]["input_sent_ms"] == 10 and out[0]["frame_drawn_ms"] == 8
+    assert out[0]["input_latency_ms"] == 30 - 10  # input sent -> its frame drawn
+    assert out[1]["input_recv_ms"] == -1 and out[1]["input_latency_ms"] == -1
+    assert out[2]["frame_sent_ms"] == -1 and out[2]["applied_ms"] == -1
+
+
+def test_truncated_at(recordings: dict[str, list[Recording]]) -> None:
+    rec = recordings["cartpole"][0]
+    ep = read_episode(rec.log_dir)
+    cut = ep.truncated_at(3)
+    assert len(cut) == 4 and cut.is_last[-1] and not cut.is_terminal[-1]
+    assert cut.rewards[-1] == 0.0 and cut.inputs[-1] == "null"
+    assert cut.total_reward == pytest.approx(sum(rec.rewards[:3]))
+    assert ep.timings[3]["input_sent_ms"] != -1  # the original is untouched
+    with pytest.raises(InvalidEpisodeError):
+        ep.truncated_at(len(ep))
+
+
+def test_missing_log_is_a_clear_error(tmp_path) -> None:
+    with pytest.raises(InvalidEpisodeError, match="no episode log"):
+        read_episode(tmp_path / "nope")

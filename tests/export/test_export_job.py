@@ -1,0 +1,146 @@
+"""The export job in the main venv: layout, shards, options, errors, cancel, packaging."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from server.export import (
+    ExportCanceledError,
+    ExportError,
+    ExportFormat,
+    ExportOptions,
+    IncompatibleEnvironmentsError,
+    InvalidEpisodeError,
+    StepTag,
+    export_dataset,
+    make_archive,
+)
+from server.export._envlogger import envlogger
+from server.export.tfrecord import read_records
+from tests.export._recordings import Recording
+from tests.export.conftest import episode_input
+
+
+def test_rlds_layout_and_card(recordings: dict[str, list[Recording]], tmp_path: Path) -> None:
+    recs = recordings["cartpole"]
+    progress: list[tuple[int, int, int]] = []
+    result = export_dataset(
+        [episode_input(r) for r in recs],
+        ExportOptions(name="demo", max_episodes_per_shard=2, study="My study"),
+        tmp_path / "out",
+        progress=lambda *a: progress.append(a),
+    )
+    data_dir = tmp_path / "out" / "demo" / "1.0.0"
+    assert result.data_dir == data_dir
+    names = sorted(p.name for p in data_dir.iterdir())
+    assert names == [
+        "dataset_info.json",
+        "demo-train.tfrecord-00000-of-00002",
+        "demo-train.tfrecord-00001-of-00002",
+        "features.json",
+        "metadata.json",
+    ]
+    info = json.loads((data_dir / "dataset_info.json").read_text())
+    assert info["name"] == "demo" and info["version"] == "1.0.0"
+    assert info["splits"][0]["shardLengths"] == ["2", "1"]
+    assert [len(list(read_records(p))) for p in result.shard_paths] == [2, 1]
+    steps = [r.num_steps for r in recs]
+    assert progress[-1] == (3, 3, sum(steps)) and len(progress) == 3
+    card = (tmp_path / "out" / "README.md").read_text()
+    returns = [sum(r.rewards) for r in recs]
+    assert "My study" in card and f"Steps: {sum(steps)}" in card and "`CartPole-v1` | 3" in card
+    assert f"{np.mean(returns):.4g} | {min(returns):.4g} | {max(returns):.4g}" in card
+    assert 'tfds.builder_from_directory("demo/1.0.0")' in card
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folder left
+
+
+def test_shards_split_by_size(recordings: dict[str, list[Recording]], tmp_path: Path) -> None:
+    recs = recordings["pong"]
+    result = export_dataset(
+        [episode_input(r) for r in recs], ExportOptions(max_shard_bytes=1), tmp_path / "out"
+    )
+    assert len(result.shard_paths) == 2  # one episode per shard once a shard is over budget
+
+
+def test_different_spaces_are_refused(
+    recordings: dict[str, list[Recording]], tmp_path: Path
+) -> None:
+    episodes = [episode_input(recordings["cartpole"][0]), episode_input(recordings["pong"][0])]
+    with pytest.raises(IncompatibleEnvironmentsError, match="different observation or action"):
+        export_dataset(episodes, ExportOptions(), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_cancel_and_failure_leave_nothing(
+    recordings: dict[str, list[Recording]], tmp_path: Path
+) -> None:
+    recs = recordings["cartpole"]
+    calls = []
+
+    def cancel() -> bool:
+        calls.append(1)
+        return len(calls) > 2
+
+    with pytest.raises(ExportCanceledError):
+        export_dataset(
+            [episode_input(r) for r in recs], ExportOptions(), tmp_path / "a", cancel=cancel
+        )
+    bad = episode_input(recs[1], step_tags=(StepTag("x", 0, 10_000),))
+    with pytest.raises(InvalidEpisodeError, match="outside the episode"):
+        export_dataset([episode_input(recs[0]), bad], ExportOptions(), tmp_path / "b")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_inputs(recordings: dict[str, list[Recording]], tmp_path: Path) -> None:
+    rec = recordings["cartpole"][0]
+    with pytest.raises(ExportError, match="no episode"):
+        export_dataset([], ExportOptions(), tmp_path / "o")
+    with pytest.raises(ExportError, match="snake_case"):
+        export_dataset([episode_input(rec)], ExportOptions(name="Bad-Name"), tmp_path / "o")
+    with pytest.raises(InvalidEpisodeError, match="twice"):
+        export_dataset([episode_input(rec)] * 2, ExportOptions(), tmp_path / "o")
+    (tmp_path / "exists").mkdir()
+    with pytest.raises(ExportError, match="already exists"):
+        export_dataset([episode_input(rec)], ExportOptions(), tmp_path / "exists")
+
+
+def test_envlogger_format(recordings: dict[str, list[Recording]], tmp_path: Path) -> None:
+    rec = recordings["cartpole"][0]
+    tag = StepTag("nice", 1, 2)
+    result = export_dataset(
+        [episode_input(rec, step_tags=(tag,), tags=("t",), notes="hello")],
+        ExportOptions(format=ExportFormat.ENVLOGGER),
+        tmp_path / "out",
+    )
+    folder = tmp_path / "out" / "episodes" / rec.episode_id
+    doc = json.loads((folder / "tags.json").read_text())
+    assert doc["step_tags"] == [{"name": "nice", "start": 1, "end": 2}] and doc["notes"] == "hello"
+    with envlogger.Reader(str(folder)) as reader:
+        obs = [s.timestep.observation for s in reader.steps]
+    np.testing.assert_array_equal(np.stack(obs), np.stack(rec.observations))
+    assert result.num_steps == rec.num_steps
+    assert "envlogger.Reader" in (tmp_path / "out" / "README.md").read_text()
+
+
+@pytest.mark.parametrize("fmt", ["zip", "tar.gz"])
+def test_packaging(recordings: dict[str, list[Recording]], tmp_path: Path, fmt: str) -> None:
+    result = export_dataset(
+        [episode_input(recordings["cartpole"][0])], ExportOptions(), tmp_path / "out"
+    )
+    archive = make_archive(result.path, fmt)
+    assert archive.name == f"out.{fmt}"
+    if fmt == "zip":
+        with zipfile.ZipFile(archive) as zf:
+            names = set(zf.namelist())
+    else:
+        with tarfile.open(archive) as tf:
+            names = {m.name for m in tf.getmembers() if m.isfile()}
+    assert "out/README.md" in names
+    assert "out/rlds_studio/1.0.0/rlds_studio-train.tfrecord-00000-of-00001" in names
+    assert not list(tmp_path.glob(".*partial"))

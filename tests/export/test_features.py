@@ -1,0 +1,92 @@
+"""Features derived from dm_env specs, and the value checks before encoding."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+from dm_env import specs
+from PIL import Image
+
+from server.export.encoding import check_range, encode_png, spec_column
+from server.export.episode import EnvSpecs
+from server.export.errors import ExportError, ValueOutOfRangeError
+from server.export.features import episode_features, spec_to_feature, specs_signature
+
+f = tfds.features
+
+
+def _specs(obs: object) -> EnvSpecs:
+    return EnvSpecs(
+        observation=obs,
+        action=specs.DiscreteArray(3, dtype=np.int32),
+        reward=specs.Array((), np.float64),
+        discount=specs.BoundedArray((), np.float64, 0.0, 1.0),
+    )
+
+
+def test_spec_mapping() -> None:
+    box = spec_to_feature(specs.BoundedArray((4,), np.float32, -1.0, 1.0))
+    assert isinstance(box, f.Tensor) and box.shape == (4,) and box.np_dtype == np.float32
+    discrete = spec_to_feature(specs.DiscreteArray(5, dtype=np.int32))
+    assert discrete.shape == () and discrete.np_dtype == np.int64
+    image = spec_to_feature(specs.Array((210, 160, 3), np.uint8))
+    assert isinstance(image, f.Image) and image.shape == (210, 160, 3)
+    small_int = spec_to_feature(specs.Array((2, 3), np.uint8))  # not an image: no channels
+    assert type(small_int) is f.Tensor
+    nested = spec_to_feature(
+        {"image": specs.Array((8, 8, 3), np.uint8), "dir": specs.Array((), np.int64)}
+    )
+    assert isinstance(nested, f.FeaturesDict) and set(nested.keys()) == {"image", "dir"}
+    exact = spec_to_feature(specs.Array((), np.float64))
+    assert exact.np_dtype == np.float64 and exact._encoding == f.Encoding.BYTES
+    with pytest.raises(ExportError, match="tuple"):
+        spec_to_feature((specs.Array((), np.int64),))
+
+
+def test_episode_features_layout() -> None:
+    feats = episode_features(
+        _specs(specs.Array((4,), np.float32)), keep_step_metadata=True, step_tag_names=["b", "a"]
+    )
+    step_keys = set(feats["steps"].feature.keys())
+    assert step_keys == {
+        "observation", "action", "reward", "discount", "is_first", "is_last", "is_terminal",
+        "frame", "input", "timing", "info", "tag:a", "tag:b",
+    }  # fmt: skip
+    assert set(feats.keys()) == {
+        "steps", "episode_id", "agent_id", "study_id", "env_id", "env_config", "seed",
+        "status", "tags", "notes",
+    }  # fmt: skip
+    stripped = episode_features(
+        _specs(specs.Array((4,), np.float32)), keep_step_metadata=False, step_tag_names=[]
+    )
+    assert "frame" not in stripped["steps"].feature.keys()
+
+
+def test_signature_ignores_bounds_not_shapes() -> None:
+    a = _specs(specs.BoundedArray((4,), np.float32, -1.0, 1.0))
+    b = _specs(specs.BoundedArray((4,), np.float32, -2.0, 2.0))
+    c = _specs(specs.BoundedArray((5,), np.float32, -1.0, 1.0))
+    assert specs_signature(a) == specs_signature(b) != specs_signature(c)
+
+
+def test_int_range_is_validated() -> None:
+    check_range(np.array([0, 255]), np.uint8, "ok")
+    with pytest.raises(ValueOutOfRangeError, match="do not fit uint8"):
+        check_range(np.array([0, 256]), np.uint8, "obs")
+    with pytest.raises(ValueOutOfRangeError, match="do not fit int32"):
+        spec_column([np.int64(2**40)], specs.Array((), np.int32), "action")
+    with pytest.raises(ValueOutOfRangeError, match="fractional"):
+        check_range(np.array([0.5]), np.int64, "x")
+    with pytest.raises(ExportError, match="shape"):
+        spec_column([np.zeros(3)], specs.Array((4,), np.float32), "obs")
+
+
+def test_png_is_lossless() -> None:
+    rng = np.random.default_rng(0)
+    for channels in (1, 3, 4):
+        image = rng.integers(0, 256, (7, 9, channels), dtype=np.uint8)
+        decoded = np.asarray(Image.open(io.BytesIO(encode_png(image))))
+        np.testing.assert_array_equal(decoded.reshape(image.shape), image)
