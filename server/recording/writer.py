@@ -21,9 +21,10 @@ import numpy as np
 from server.recording import format as fmt
 from server.recording._envlogger import environment_logger, envlogger, riegeli_backend_writer
 
-# Frames are JPEG already and observations are mostly images: heavy compression costs more
-# CPU per step than it saves on disk. Small chunks keep each flush cheap.
-WRITER_OPTIONS = "transpose,zstd:1,chunk_size:256K"
+# Measured on Pong (benchmarks/step_overhead.py): zstd:1 keeps ~1 KiB/step like the default
+# "transpose,brotli:6,chunk_size:1M" at the same median step time, without brotli's
+# tens-of-ms stall each time a 1 MB chunk is compressed (a visible hitch at 30 fps).
+WRITER_OPTIONS = "zstd:1,chunk_size:256K"
 
 StepFn = Callable[[dm_env.TimeStep, Any, dm_env.Environment], dict[str, Any]]
 

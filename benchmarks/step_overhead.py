@@ -1,0 +1,150 @@
+"""Per-step overhead of the runtime (worker round trip + JPEG encode + envlogger record).
+
+For each case, in the same run: the bare ``env.step + env.render`` time in this process, and
+the time of one sync-mode ``EnvWorker.send_input`` round trip (map input, step, render,
+encode, record, reply) through a real worker. Also splits out encode and record costs
+measured in-process. Prints JSON (milliseconds; medians and 90th percentiles).
+
+    .venv/bin/python benchmarks/step_overhead.py [--steps 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+
+from server.recording.writer import EpisodeWriter, episode_metadata  # noqa: E402
+from server.runtime import EnvWorker  # noqa: E402
+from server.runtime._child import QUALITY, encode_jpeg  # noqa: E402
+from server.runtime.adapters import build_adapter  # noqa: E402
+from server.study_spec import EnvironmentSpec  # noqa: E402
+
+CASES = {
+    "atari_210x160": {"kind": "gymnasium", "id": "ALE/Pong-v5"},
+    "minigrid_512x512": {
+        "kind": "gymnasium",
+        "id": "MiniGrid-Empty-8x8-v0",
+        "kwargs": {"tile_size": 64, "max_steps": 100_000},
+    },
+}
+
+
+def stats(samples: list[float]) -> dict[str, float]:
+    """Median and p90 in milliseconds."""
+    ms = sorted(s * 1000 for s in samples)
+    return {"median": round(statistics.median(ms), 4), "p90": round(ms[int(len(ms) * 0.9)], 4)}
+
+
+def bare(spec: EnvironmentSpec, steps: int) -> dict[str, Any]:
+    """env.step + render in this process; then encode and record costs in isolation."""
+    adapter = build_adapter(spec.source)
+    env = adapter.env  # the Gymnasium env itself
+    env.reset(seed=0)
+    step_render, encode = [], []
+    frame = None
+    for i in range(steps + 50):
+        t0 = time.perf_counter()
+        _, _, terminated, truncated, _ = env.step(0)
+        frame = env.render()
+        t1 = time.perf_counter()
+        encode_jpeg(np.ascontiguousarray(frame), QUALITY["medium"])
+        t2 = time.perf_counter()
+        if terminated or truncated:
+            env.reset()
+        if i >= 50:
+            step_render.append(t1 - t0)
+            encode.append(t2 - t1)
+    assert frame is not None
+    # record only: the adapter's dm_env step vs the same step through EpisodeWriter
+    jpeg = encode_jpeg(np.ascontiguousarray(frame), QUALITY["medium"])
+    record_fn = lambda *_: {"frame": jpeg, "input": "{}", "timing": "{}", "info": "{}"}  # noqa: E731
+    with tempfile.TemporaryDirectory() as tmp:
+        meta = episode_metadata(episode_id="b", study_id=0, env_id="b", env_config="{}", seed=0)
+        writer = EpisodeWriter(adapter, Path(tmp) / "b", meta, record_fn)
+        writer.reset()
+        plain, recorded = [], []
+        action = np.int64(0)
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            ts = adapter.step(action)
+            t1 = time.perf_counter()
+            ts2 = writer.step(action)
+            t2 = time.perf_counter()
+            plain.append(t1 - t0)
+            recorded.append(t2 - t1)
+            if ts.last() or ts2.last():
+                writer.finalize()
+                break
+        writer.finalize()
+    adapter.close()
+    return {
+        "frame_shape": list(np.asarray(frame).shape),
+        "jpeg_bytes": len(jpeg),
+        "step_render": step_render,
+        "encode": encode,
+        "dm_step": plain,
+        "dm_step_recorded": recorded,
+    }
+
+
+async def through_worker(spec: EnvironmentSpec, steps: int, data_root: str) -> list[float]:
+    """send_input round trips of a sync-mode worker."""
+    worker = await EnvWorker.start(spec, study_id="bench", data_root=data_root)
+    try:
+        await worker.begin_episode("bench", 0)
+        times = []
+        for i in range(steps + 50):
+            t0 = time.perf_counter()
+            event = await worker.send_input({"keys": []}, {"input_sent": time.time() * 1000})
+            if i >= 50:
+                times.append(time.perf_counter() - t0)
+            assert event is not None
+            if event.done:
+                await worker.begin_episode(f"bench{i}", 0)
+        await worker.end_episode("benchmark")
+        return times
+    finally:
+        await worker.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=1000)
+    args = parser.parse_args()
+    report: dict[str, Any] = {"steps": args.steps}
+    for name, source in CASES.items():
+        spec = EnvironmentSpec(id="bench", name=name, source=source, controls={"noop": 0})
+        with tempfile.TemporaryDirectory() as tmp:
+            round_trips = asyncio.run(through_worker(spec, args.steps, tmp))
+        local = bare(spec, args.steps)
+        base = statistics.median(local["step_render"])
+        full = statistics.median(round_trips)
+        record = statistics.median(local["dm_step_recorded"]) - statistics.median(local["dm_step"])
+        report[name] = {
+            "frame_shape": local["frame_shape"],
+            "jpeg_bytes_q75": local["jpeg_bytes"],
+            "bare_step_render_ms": stats(local["step_render"]),
+            "worker_round_trip_ms": stats(round_trips),
+            "overhead_ms": round((full - base) * 1000, 4),
+            "ratio": round(full / base, 3),
+            "parts_ms": {
+                "jpeg_encode": stats(local["encode"]),
+                "record_median": round(record * 1000, 4),
+            },
+        }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
