@@ -41,7 +41,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     host = args.host or settings.host
     port = args.port or settings.port
     print(f"  RLDS Studio on http://{host}:{port}  (API docs at /docs)", flush=True)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", ws="websockets")
+    uvicorn.run(
+        create_app(settings), host=host, port=port, log_level="info", ws="websockets-sansio"
+    )
     return 0
 
 
