@@ -139,6 +139,7 @@ class GymnasiumAdapter(EnvAdapter):
         self.space = self.env.action_space
         self._obs_spec = _specs.space_to_spec(self.env.observation_space, "observation")
         self._act_spec = _specs.space_to_spec(self.space, "action")
+        self._last_obs: Any = None
         meanings = getattr(self.env.unwrapped, "get_action_meanings", None)
         if callable(meanings):
             self.action_meanings = list(meanings())
@@ -152,14 +153,15 @@ class GymnasiumAdapter(EnvAdapter):
     def _reset(self, seed: int | None) -> dm_env.TimeStep:
         obs, info = self.env.reset(seed=seed)
         self.last_info = dict(info)
-        return dm_env.restart(_specs.to_spec_value(obs, self._obs_spec))
+        self._last_obs = _specs.to_spec_value(obs, self._obs_spec)
+        return dm_env.restart(self._last_obs)
 
     def _step(self, action: Any) -> dm_env.TimeStep:
         obs, reward, terminated, truncated, info = self.env.step(
             _specs.from_spec_value(action, self.space)
         )
         self.last_info = dict(info)
-        obs = _specs.to_spec_value(obs, self._obs_spec)
+        obs = self._last_obs = _specs.to_spec_value(obs, self._obs_spec)
         if terminated:
             return dm_env.termination(float(reward), obs)
         if truncated:
@@ -167,7 +169,17 @@ class GymnasiumAdapter(EnvAdapter):
         return dm_env.transition(float(reward), obs)
 
     def frame(self) -> np.ndarray:
-        return _as_rgb(self.env.render())
+        if self.env.render_mode == "rgb_array":
+            return _as_rgb(self.env.render())
+        # Suites without rgb_array rendering (NetHack's "pixel" observation): use the image
+        # inside the last observation.
+        path = _image_path(self._obs_spec)
+        if path is None:
+            raise RuntimeError("the environment has no rgb_array render and no image observation")
+        value = self._last_obs
+        for key in path:
+            value = value[key]
+        return _as_rgb(value)
 
     def close(self) -> None:
         self.env.close()

@@ -165,8 +165,9 @@ class EnvWorker:
             if await self._exited(wait):
                 break
         self._shutdown()
-        self._process.join(0)
-        self._process.close()
+        if not self._process.is_alive():  # else unkillable (D state): leave it to the OS
+            self._process.join(0)
+            self._process.close()
 
     async def _exited(self, timeout: float) -> bool:
         if not self._process.is_alive():
@@ -177,10 +178,16 @@ class EnvWorker:
         try:
             await asyncio.wait_for(done, timeout)
         except TimeoutError:
-            pass
+            return not self._process.is_alive()
         finally:
             self._loop.remove_reader(sentinel)
-        return not self._process.is_alive()
+        # With "spawn" the sentinel fires when the child's fds close, slightly before it can
+        # be reaped: poll briefly instead of blocking the loop in join().
+        for _ in range(200):
+            if not self._process.is_alive():
+                return True
+            await asyncio.sleep(0.005)
+        return False
 
     # -- commands ---------------------------------------------------------------------------
     async def begin_episode(self, episode_id: str, seed: int | None = None) -> StepEvent:
