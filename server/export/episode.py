@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from server.export._envlogger import envlogger
 from server.export.errors import InvalidEpisodeError
+from server.recording._envlogger import envlogger
 
 NO_INPUT = "null"
 UNKNOWN = -1

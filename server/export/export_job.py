@@ -16,7 +16,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from server.export._envlogger import envlogger
 from server.export.card import EpisodeSummary, render_card
 from server.export.encoding import EpisodeSerializer, episode_example
 from server.export.envlogger_format import copy_episode_log, tags_document
@@ -30,6 +29,7 @@ from server.export.errors import (
 from server.export.features import episode_features, specs_signature
 from server.export.tags import StepTag, first_end_step, tag_columns, validate_step_tags
 from server.export.tfds_writer import DEFAULT_MAX_SHARD_BYTES, DatasetWriter, check_dataset_name
+from server.recording._envlogger import envlogger
 
 ProgressFn = Callable[[int, int, int], None]
 CancelFn = Callable[[], bool]

@@ -1,9 +1,9 @@
-"""Record real Gymnasium episodes as envlogger logs, following server/recording/format.py.
+"""Record real Gymnasium episodes as envlogger logs with the worker's EpisodeWriter.
 
-Test-only stand-in for the worker-side recorder: a small Gymnasium -> dm_env adapter, an
-envlogger ``step_fn`` that stores the per-step metadata (frame JPEG, input, timing, info) and
-the log-level metadata. Each recording also keeps what was fed to envlogger, independently of
-any reader, so tests can compare an export with what really happened.
+A small Gymnasium -> dm_env adapter and a ``step_fn`` that stores the per-step metadata of
+server/recording/format.py (frame JPEG, input, timing, info) and the log-level metadata.
+Each recording also keeps what was fed to envlogger, independently of any reader, so tests
+can compare an export with what really happened.
 """
 
 from __future__ import annotations
@@ -14,17 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import dm_env
-import envlogger
 import gymnasium as gym
 import numpy as np
 import simplejpeg
 from dm_env import specs
 
 from server.recording.format import FORMAT_VERSION
-
-# envlogger 1.2's codec still uses the alias removed in numpy 2.
-if not hasattr(np, "unicode_"):
-    np.unicode_ = np.str_  # type: ignore[attr-defined]
+from server.recording.writer import EpisodeWriter
 
 
 def space_to_spec(space: gym.Space, name: str = "") -> Any:
@@ -192,21 +188,21 @@ def record_episode(
         "seed": seed,
     }
     log_dir.mkdir(parents=True, exist_ok=True)
-    with envlogger.EnvLogger(
-        dm,
-        data_directory=str(log_dir),
-        metadata=metadata,
-        step_fn=lambda timestep, action, env: dict(dm.metadata_now),
-    ) as env:
-        ts = env.reset()
+    writer = EpisodeWriter(
+        dm, log_dir, metadata, lambda timestep, action, env: dict(dm.metadata_now)
+    )
+    try:
+        ts = writer.reset()
         rec.observations.append(ts.observation)
         while not ts.last():
             action = to_spec_value(gym_env.action_space.sample(), dm.action_spec())
-            ts = env.step(action)
+            ts = writer.step(action)
             rec.actions.append(action)
             rec.rewards.append(float(ts.reward))
             rec.observations.append(ts.observation)
         rec.terminated = ts.discount == 0.0
         rec.truncated = not rec.terminated
+    finally:
+        writer.finalize()
     gym_env.close()
     return rec

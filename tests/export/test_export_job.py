@@ -21,8 +21,8 @@ from server.export import (
     export_dataset,
     make_archive,
 )
-from server.export._envlogger import envlogger
 from server.export.tfrecord import read_records
+from server.recording._envlogger import envlogger
 from tests.export._recordings import Recording
 from tests.export.conftest import episode_input
 
