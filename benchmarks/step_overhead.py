@@ -98,22 +98,23 @@ def bare(spec: EnvironmentSpec, steps: int) -> dict[str, Any]:
     }
 
 
-async def through_worker(spec: EnvironmentSpec, steps: int, data_root: str) -> list[float]:
-    """send_input round trips of a sync-mode worker."""
+async def through_worker(spec: EnvironmentSpec, steps: int, data_root: str) -> tuple[list, list]:
+    """send_input round trips of a sync-mode worker, and the worker's own time per step."""
     worker = await EnvWorker.start(spec, study_id="bench", data_root=data_root)
     try:
         await worker.begin_episode("bench", 0)
-        times = []
+        times, work = [], []
         for i in range(steps + 50):
             t0 = time.perf_counter()
             event = await worker.send_input({"keys": []}, {"input_sent": time.time() * 1000})
+            assert event is not None
             if i >= 50:
                 times.append(time.perf_counter() - t0)
-            assert event is not None
+                work.append(event.work_ms / 1000)
             if event.done:
                 await worker.begin_episode(f"bench{i}", 0)
         await worker.end_episode("benchmark")
-        return times
+        return times, work
     finally:
         await worker.close()
 
@@ -126,7 +127,7 @@ def main() -> None:
     for name, source in CASES.items():
         spec = EnvironmentSpec(id="bench", name=name, source=source, controls={"noop": 0})
         with tempfile.TemporaryDirectory() as tmp:
-            round_trips = asyncio.run(through_worker(spec, args.steps, tmp))
+            round_trips, work = asyncio.run(through_worker(spec, args.steps, tmp))
         local = bare(spec, args.steps)
         base = statistics.median(local["step_render"])
         full = statistics.median(round_trips)
@@ -136,6 +137,7 @@ def main() -> None:
             "jpeg_bytes_q75": local["jpeg_bytes"],
             "bare_step_render_ms": stats(local["step_render"]),
             "worker_round_trip_ms": stats(round_trips),
+            "in_worker_ms": stats(work),
             "overhead_ms": round((full - base) * 1000, 4),
             "ratio": round(full / base, 3),
             "parts_ms": {

@@ -18,7 +18,7 @@ API for the app (all methods are coroutines unless noted; none blocks the event 
 
 ``StepEvent``: episode_id, step, reward, return_, terminated, truncated, end_reason
 (``terminated``, ``truncated``, ``max_steps``, ``max_duration``), frame (JPEG bytes),
-worker_ms; ``done``. An episode that ends (LAST step) is finalized by the worker at once.
+worker_ms, work_ms; ``done``. An episode that ends (LAST step) is finalized by the worker at once.
 
 Errors: :class:`WorkerTimeout` (the worker was killed), :class:`WorkerClosed` (use after
 close, or the process died), :class:`RemoteError` (an exception in the worker: ``kind``,

@@ -153,6 +153,7 @@ class Session:
     def step(self) -> dict[str, Any]:
         if self.writer is None or self.ended:
             raise ProtocolError("no episode is running: call begin_episode first")
+        started = time.perf_counter()
         action = self.mapper(self.held_input)
         try:
             timestep = self.writer.step(action)
@@ -161,13 +162,12 @@ class Session:
             raise
         self.step_index += 1
         self.total += float(timestep.reward or 0.0)
-        event = self.event(timestep)
         if timestep.last():
             self.ended, self.running = True, False
             self._finalize(self.env.end_reason or "terminated")
-        return event
+        return self.event(timestep, started)
 
-    def event(self, timestep: dm_env.TimeStep) -> dict[str, Any]:
+    def event(self, timestep: dm_env.TimeStep, started: float | None = None) -> dict[str, Any]:
         reason = self.env.end_reason if timestep.last() else None
         return {
             "episode_id": self.episode_id,
@@ -179,6 +179,7 @@ class Session:
             "end_reason": reason,
             "frame": self.jpeg,
             "worker_ms": now_ms(),
+            "work_ms": 0.0 if started is None else (time.perf_counter() - started) * 1000,
         }
 
     def _finalize(self, reason: str) -> dict[str, Any]:

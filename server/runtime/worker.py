@@ -56,6 +56,7 @@ class StepEvent:
     end_reason: str | None
     frame: bytes  # JPEG
     worker_ms: float  # wall clock (ms since the epoch) when the event left the worker
+    work_ms: float  # time the worker spent on this step: map, step, render, encode, record
 
     @property
     def done(self) -> bool:
