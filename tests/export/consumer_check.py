@@ -4,6 +4,7 @@ Usage:
     consumer_check.py values <data_dir> <expected.npz>
     consumer_check.py reference <data_dir> <logs_root> <work_dir>
     consumer_check.py envlogger <export_dir> <expected.npz>
+    consumer_check.py reference-time <data_dir> <logs_root> <work_dir>   (benchmarks/export.py)
 
 Each mode prints one JSON line of what it checked and exits non-zero on the first mismatch.
 """
@@ -231,6 +232,16 @@ def check_reference(data_dir: str, logs_root: str, work_dir: str) -> None:
     )
 
 
+def time_reference(data_dir: str, logs_root: str, work_dir: str) -> None:
+    """Time TFDS's own envlogger -> RLDS builder (read logs, encode, write TFRecords)."""
+    builder = _reference_builder(data_dir, logs_root, work_dir)
+    started = time.perf_counter()
+    builder.download_and_prepare()
+    seconds = time.perf_counter() - started
+    episodes = builder.info.splits["train"].num_examples
+    print(json.dumps({"mode": "reference-time", "seconds": seconds, "episodes": episodes}))
+
+
 def check_envlogger(export_dir: str, expected_path: str) -> None:
     """The envlogger-format export reads back with envlogger.Reader, tags.json beside it."""
     import envlogger
@@ -278,6 +289,8 @@ def main(argv: list[str]) -> None:
         check_reference(*args)
     elif mode == "envlogger":
         check_envlogger(*args)
+    elif mode == "reference-time":
+        time_reference(*args)
     else:
         fail(f"unknown mode {mode}")
 
