@@ -99,6 +99,9 @@ def episode_example(
         "is_terminal": list(episode.is_terminal),
     }
     if keep_step_metadata:
+        if not all(episode.frames):
+            # An empty JPEG would only fail later, when TensorFlow decodes it.
+            raise ExportError("some steps have no recorded frame: export without step metadata")
         steps["frame"] = list(episode.frames)
         steps["input"] = list(episode.inputs)
         steps["info"] = list(episode.infos)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
 from server.export.episode import read_episode, realign_timings
 from server.export.errors import InvalidEpisodeError
-from tests.export._recordings import Recording
+from server.recording.writer import EpisodeWriter
+from tests.export._recordings import GymDmEnv, Recording, to_spec_value
 
 
 def test_sar_alignment(recordings: dict[str, list[Recording]]) -> None:
@@ -84,3 +86,18 @@ def test_truncated_at(recordings: dict[str, list[Recording]]) -> None:
 def test_missing_log_is_a_clear_error(tmp_path) -> None:
     with pytest.raises(InvalidEpisodeError, match="no episode log"):
         read_episode(tmp_path / "nope")
+
+
+def test_interrupted_log_ends_unterminated(tmp_path) -> None:
+    """An abandoned episode's log stops at a MID timestep: its last step is not terminal."""
+    env = gym.make("CartPole-v1")
+    dm = GymDmEnv(env, 5, lambda action, info: None)
+    dm.metadata_now = {"frame": b"\xff\xd8", "input": "null", "timing": "{}", "info": "{}"}
+    writer = EpisodeWriter(dm, tmp_path / "log", {"episode_id": "x"}, lambda *a: dm.metadata_now)
+    writer.reset()
+    for _ in range(3):
+        writer.step(to_spec_value(1, dm.action_spec()))
+    writer.finalize()
+    ep = read_episode(tmp_path / "log")
+    assert len(ep) == 4 and ep.is_last[-1] and not ep.is_terminal[-1]
+    assert ep.discounts[-2] == 1.0 and ep.actions[-1] == 0
