@@ -82,20 +82,54 @@ class _TimedFlush:
 
 
 class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
-    """The Riegeli backend with a public ``flush`` and an idempotent ``close``."""
+    """The Riegeli backend with deferred records, a public ``flush``, idempotent ``close``.
+
+    With ``defer`` set, steps are kept until :meth:`commit` so the worker can reply to the
+    player first and encode + write the step right after.
+    """
 
     def __init__(self, **kwargs: Any) -> None:
         self._closed = False
+        self.defer = False
+        self.dirty = False  # records written since the last flush
+        self.pending: list[tuple[Any, bool]] = []
         super().__init__(**kwargs)
 
+    def _record_step(self, data: Any, is_new_episode: bool) -> None:
+        if self.defer:
+            self.pending.append((data, is_new_episode))
+        else:
+            self._write(data, is_new_episode)
+
+    def _write(self, data: Any, is_new_episode: bool) -> None:
+        scheduler = self._flush_scheduler
+        before = scheduler.last
+        super()._record_step(data, is_new_episode)
+        # The scheduler moves ``last`` when envlogger flushed this very step.
+        self.dirty = scheduler.last == before
+
+    def commit(self) -> None:
+        while self.pending and not self._closed:
+            self._write(*self.pending.pop(0))
+
     def flush(self) -> None:
+        self.commit()
         if not self._closed:
             self._data_writer.flush()
+            self._flush_scheduler.last = time.monotonic()
+            self.dirty = False
+
+    def set_episode_metadata(self, data: Any) -> None:
+        self.commit()
+        super().set_episode_metadata(data)
 
     def close(self) -> None:
         if not self._closed:
-            self._closed = True
-            super().close()
+            try:
+                self.commit()
+            finally:
+                self._closed = True
+                super().close()
 
 
 def open_reader(directory: Path | str) -> Any:
@@ -108,6 +142,8 @@ class EpisodeWriter:
 
     ``step_fn(timestep, action, env)`` must return the step metadata dict (keys
     :data:`format.STEP_METADATA_KEYS`); it is called for every timestep, FIRST included.
+    With ``defer_records`` each step is encoded and written at the next :meth:`commit`
+    (or flush / finalize) instead of inside :meth:`step`.
     """
 
     def __init__(
@@ -118,7 +154,7 @@ class EpisodeWriter:
         step_fn: StepFn,
         *,
         flush_interval_s: float = 0.5,
-        episode_end_fn: Callable[[], dict[str, Any]] | None = None,
+        defer_records: bool = False,
     ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -140,8 +176,9 @@ class EpisodeWriter:
             writer_options=WRITER_OPTIONS,
             flush_scheduler=self._scheduler,
         )
-        self.steps = 0
-        self.dirty = False
+        assert self._backend is not None
+        self._backend.defer = defer_records
+        self.steps: int = 0
 
     @property
     def finalized(self) -> bool:
@@ -151,30 +188,34 @@ class EpisodeWriter:
     def reset(self) -> dm_env.TimeStep:
         """Start the episode (records FIRST)."""
         self._check_open()
-        timestep = self._recorded(self.logger.reset)
+        timestep = self.logger.reset()
         self.steps = 1
         return timestep
 
     def step(self, action: Any) -> dm_env.TimeStep:
         """Step the wrapped env and record the timestep."""
         self._check_open()
-        timestep = self._recorded(lambda: self.logger.step(action))
+        timestep = self.logger.step(action)
         self.steps += 1
         return timestep
 
-    def _recorded(self, call: Callable[[], dm_env.TimeStep]) -> dm_env.TimeStep:
-        flushed_before = self._scheduler.last
-        timestep = call()
-        # The scheduler moves ``last`` when envlogger flushed this very step.
-        self.dirty = self._scheduler.last == flushed_before
-        return timestep
+    def commit(self) -> None:
+        """Write the steps held back by ``defer_records`` (no-op otherwise)."""
+        if self._backend is not None and not self._finalized:
+            self._backend.commit()
+
+    @property
+    def dirty(self) -> bool:
+        """True when recorded steps are not flushed yet."""
+        backend = self._backend
+        return (
+            backend is not None and not self._finalized and (backend.dirty or bool(backend.pending))
+        )
 
     def flush(self) -> None:
         """Make everything recorded so far durable (readable after a crash)."""
         if self._backend is not None and not self._finalized:
             self._backend.flush()
-            self._scheduler.last = time.monotonic()
-            self.dirty = False
 
     def flush_if_due(self) -> None:
         """Flush when the last flush is older than the flush interval (idle workers)."""
@@ -183,7 +224,7 @@ class EpisodeWriter:
 
     def seconds_to_flush(self) -> float | None:
         """Seconds until unflushed steps are due a flush (None when nothing is pending)."""
-        if not self.dirty or self._finalized:
+        if not self.dirty:
             return None
         return max(0.0, self._scheduler.last + self._scheduler.interval - time.monotonic())
 

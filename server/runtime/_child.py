@@ -136,7 +136,7 @@ class Session:
         )  # fmt: skip
         self.writer = EpisodeWriter(
             self.env, directory, meta, self.step_metadata,
-            flush_interval_s=self.flush_interval_s,
+            flush_interval_s=self.flush_interval_s, defer_records=True,
         )  # fmt: skip
         self.episode_id, self.ended, self.step_index, self.total = episode_id, False, 0, 0.0
         self.held_input, self.held_timing, self.acks = None, {}, []
@@ -284,11 +284,27 @@ class Session:
                     self.conn.send(("reply", rid, ok, result))
                 elif not ok:
                     self.conn.send(("error", result))
+                self.commit()
             due = self.tick_due()
             if due is not None and due <= 0:
                 self.tick()
+                self.commit()
             if self.writer is not None:
                 self.writer.flush_if_due()
+
+    def commit(self) -> None:
+        """Write the step(s) just replied to: recording happens off the reply's path."""
+        if self.writer is None:
+            return
+        try:
+            self.writer.commit()
+        except Exception as exc:
+            error = error_tuple(exc)
+            try:
+                self._fail()  # closes the log with what could be written
+            except Exception:
+                self.writer = None
+            self.conn.send(("error", error))
 
     def _flush_due(self) -> float | None:
         return self.writer.seconds_to_flush() if self.writer is not None else None

@@ -86,3 +86,18 @@ def test_json_helpers_never_fail():
     assert json.loads(info_json(None)) == {}
     big = json.loads(info_json({"img": np.zeros((100, 100))}))
     assert isinstance(big["img"], str)
+
+
+def test_deferred_records_are_written_on_commit_and_finalize(tmp_path):
+    writer = EpisodeWriter(CounterEnv(episode_len=99), tmp_path / "d", meta(), step_fn,
+                           defer_records=True)  # fmt: skip
+    writer.reset()
+    writer.step(np.int64(1))
+    assert writer.dirty and writer.seconds_to_flush() is not None
+    writer.commit()
+    writer.step(np.int64(2))
+    writer.finalize({"end_reason": "canceled"})  # commits the held step first
+    with open_reader(tmp_path / "d") as reader:
+        steps = list(reader.steps)
+        assert list(reader.episode_metadata()) == [{"end_reason": "canceled"}]
+    assert [float(s.timestep.reward) for s in steps[1:]] == [1.0, 2.0]
