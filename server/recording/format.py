@@ -44,6 +44,22 @@ EPISODE_METADATA_KEYS = (
 )
 STEP_METADATA_KEYS = ("frame", "input", "timing", "info")
 
+# Envlogger *episode* metadata (``Reader.episode_metadata()``), written when the worker
+# finalizes the episode; absent when the worker was killed before that (read such a log by
+# its steps: its episode index is empty too).
+EPISODE_END_METADATA_KEYS = ("episode_id", "end_reason", "num_steps", "total_reward")
+# end_reason values set by the runtime; the app may pass its own to ``end_episode``
+# (e.g. "canceled", "abandoned"). Only END_TERMINATED means the env terminated.
+END_TERMINATED = "terminated"
+END_TRUNCATED = "truncated"  # the environment's own time limit
+END_MAX_STEPS = "max_steps"  # the study's max_steps
+END_MAX_DURATION = "max_duration"  # the study's max_duration_s
+END_FAILED = "failed"  # the environment raised
+END_REPLACED = "replaced"  # a new episode began before this one ended
+END_CLOSED = "closed"  # the worker was closed mid-episode
+# Extra ``timing`` keys written by the worker besides the ones above: ``worker_recv``
+# (ms since the epoch when the worker received the input).
+
 EPISODES_DIR = "episodes"
 EXPORTS_DIR = "exports"
 

@@ -127,7 +127,7 @@ class Session:
         episode_id = str(payload["episode_id"])
         seed = payload.get("seed")
         if not self.ended or self.writer is not None:
-            self.end_episode({"reason": "replaced"})
+            self.end_episode({"reason": fmt.END_REPLACED})
         self.env.set_seed(seed)
         directory = fmt.episode_dir(self.data_root, self.study_id, episode_id)
         meta = episode_metadata(
@@ -183,8 +183,8 @@ class Session:
         }
 
     def _finalize(self, reason: str) -> dict[str, Any]:
-        summary = {"episode_id": self.episode_id, "end_reason": reason,
-                   "num_steps": self.step_index + 1, "total_reward": self.total}  # fmt: skip
+        values = (self.episode_id, reason, self.step_index + 1, self.total)
+        summary = dict(zip(fmt.EPISODE_END_METADATA_KEYS, values, strict=True))
         if self.writer is not None:
             self.writer.finalize(summary)
             self.writer = None
@@ -192,7 +192,7 @@ class Session:
 
     def _fail(self) -> None:
         self.ended, self.running = True, False
-        self._finalize("failed")
+        self._finalize(fmt.END_FAILED)
 
     def end_episode(self, payload: dict[str, Any]) -> dict[str, Any] | None:
         """Finalize the log; safe when nothing runs (returns None then)."""
@@ -273,7 +273,7 @@ class Session:
             if self.conn.poll(max(0.0, min(waits)) if waits else None):
                 command, payload, rid = self.conn.recv()
                 if command == "close":
-                    self.end_episode({"reason": "closed"})
+                    self.end_episode({"reason": fmt.END_CLOSED})
                     self.conn.send(("reply", rid, True, None))
                     return
                 try:

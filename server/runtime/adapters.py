@@ -17,13 +17,14 @@ import dm_env
 import numpy as np
 from dm_env import specs
 
+from server.recording.format import (  # noqa: E402  (re-exported here for the runtime)
+    END_MAX_DURATION,
+    END_MAX_STEPS,
+    END_TERMINATED,
+    END_TRUNCATED,
+)
 from server.runtime import _specs
 from server.study_spec import DmEnvSource, GymnasiumSource
-
-END_TERMINATED = "terminated"
-END_TRUNCATED = "truncated"
-END_MAX_STEPS = "max_steps"
-END_MAX_DURATION = "max_duration"
 
 DEFAULT_CAMERA = "default"
 _RENDER_SIZE = 480  # physics-rendered frames (dm_control), pixels per side
