@@ -1,0 +1,331 @@
+"""The designer's landing page in real Chromium: login, studies, lifecycle, users."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from server.models import Role, Study, StudyState, User
+from tests.factories import PASSWORD, ROOT, Factory, spec_dict
+
+pytestmark = pytest.mark.browser
+
+BAD_SPEC = """name: Broken
+environments:
+  - id: Not A Slug
+    name: Broken env
+    source: {kind: gymnasium}
+"""
+
+
+def log_in(page: Page, base: str, user: User, password: str = PASSWORD) -> None:
+    """Open the landing page and log in through the form, as a person would."""
+    page.goto(base + "/")
+    form = page.get_by_role("form", name="Log in")
+    form.get_by_label("Email").fill(user.email)
+    form.get_by_label("Password").fill(password)
+    form.get_by_role("button", name="Log in").click()
+
+
+def study_row(page: Page, name: str):  # type: ignore[no-untyped-def]
+    return page.locator("#studies-body tr", has_text=name)
+
+
+def fresh(db: Session, study_id: int) -> Study | None:
+    """The study as the database holds it now (the browser wrote through the server)."""
+    db.expire_all()
+    return db.get(Study, study_id)
+
+
+def test_wrong_password_shows_the_api_error(live_server: str, page: Page, factory: Factory):
+    user = factory.user()
+    log_in(page, live_server, user, password="not the password")
+    expect(page).to_have_title("RLDS Studio")
+    expect(page.get_by_role("alert")).to_have_text("Wrong email or password.")
+    expect(page.locator("#app-view")).to_be_hidden()
+
+
+def test_login_shows_the_empty_state_and_survives_a_reload(
+    live_server: str, page: Page, factory: Factory
+):
+    user = factory.user()
+    log_in(page, live_server, user)
+    expect(page.locator("#whoami")).to_contain_text(f"Signed in as {user.name}")
+    expect(page.get_by_text("No studies yet — import a study file or create one")).to_be_visible()
+    expect(page.locator("#users-section")).to_be_hidden()
+
+    page.reload()
+    expect(page.locator("#whoami")).to_contain_text(user.name)
+    expect(page.locator("#studies-empty")).to_be_visible()
+
+    page.get_by_role("button", name="Log out").click()
+    expect(page.get_by_role("heading", name="Log in")).to_be_visible()
+    page.reload()
+    expect(page.get_by_role("heading", name="Log in")).to_be_visible()
+    expect(page.locator("#app-view")).to_be_hidden()
+
+
+def test_new_study_dialog_imports_the_example_as_a_draft(
+    live_server: str, page: Page, factory: Factory, db: Session
+):
+    user = factory.user()
+    log_in(page, live_server, user)
+    page.get_by_role("button", name="New study").first.click()
+    dialog = page.get_by_role("dialog", name="New study")
+    expect(dialog.get_by_label("Study file (YAML)")).to_have_value(re.compile("CartPole-v1"))
+    dialog.get_by_role("button", name="Create draft").click()
+
+    expect(dialog).to_be_hidden()
+    row = study_row(page, "My first study")
+    expect(row).to_contain_text("Draft")
+    expect(row).to_contain_text("CartPole")
+    expect(row).to_contain_text("just now")
+    expect(page.locator("#detail-name")).to_have_text("My first study")
+    expect(page.locator("#spec-yaml")).to_contain_text("id: CartPole-v1")
+
+    studies = db.scalars(select(Study).where(Study.owner_id == user.id)).all()
+    assert [(s.name, s.state) for s in studies] == [("My first study", StudyState.draft)]
+
+
+def test_invalid_study_shows_the_field_paths(
+    live_server: str, page: Page, factory: Factory, db: Session
+):
+    user = factory.user()
+    log_in(page, live_server, user)
+    expect(page.locator("#studies-empty")).to_be_visible()
+    page.keyboard.press("n")
+    dialog = page.get_by_role("dialog", name="New study")
+    dialog.get_by_label("Study file (YAML)").fill(BAD_SPEC)
+    dialog.get_by_role("button", name="Create draft").click()
+
+    error = dialog.get_by_role("alert")
+    expect(error).to_contain_text("The study spec is not valid.")
+    expect(error).to_contain_text("environments.0.id: String should match pattern")
+    expect(error).to_contain_text("environments.0.source.gymnasium.id: Field required")
+    expect(dialog).to_be_visible()
+
+    dialog.get_by_label("Study file (YAML)").fill("name: [unclosed")
+    dialog.get_by_role("button", name="Create draft").click()
+    expect(error).to_contain_text("The study file is not valid YAML.")
+    expect(error).to_contain_text("body:")
+    assert db.scalars(select(Study)).all() == []
+
+
+def test_import_file_picker_creates_a_draft(
+    live_server: str, page: Page, factory: Factory, db: Session
+):
+    user = factory.user()
+    log_in(page, live_server, user)
+    expect(page.locator("#studies-empty")).to_be_visible()
+    with page.expect_file_chooser() as chooser:
+        page.get_by_role("button", name="Import file…").first.click()
+    chooser.value.set_files(ROOT / "studies" / "cartpole.yaml")
+
+    expect(study_row(page, "CartPole balance")).to_contain_text("Draft")
+    assert db.scalar(select(Study.name).where(Study.owner_id == user.id)) == "CartPole balance"
+
+
+def test_activate_shows_the_permalink_and_rotating_replaces_it(
+    live_server: str, page: Page, factory: Factory, db: Session
+):
+    user = factory.user()
+    study = factory.study(user, spec_dict("Balance"))
+    log_in(page, live_server, user)
+    page.get_by_role("button", name="Balance").click()
+    expect(page.get_by_role("link", name="Test-play")).to_have_attribute(
+        "href", f"/player.html?study={study.id}"
+    )
+    expect(page.locator("#permalink")).to_be_hidden()
+    expect(page.get_by_role("button", name="Pause")).to_have_count(0)
+
+    page.get_by_role("button", name="Activate").click()
+    expect(page.locator("#detail-state")).to_have_text("Active")
+    expect(study_row(page, "Balance")).to_contain_text("Active")
+    link = page.get_by_label("Link for participants")
+    expect(link).to_have_value(re.compile(r"/player\.html\?token="))
+    first = fresh(db, study.id)
+    assert first is not None and first.state == StudyState.active
+    old_token = first.permalink_token
+    expect(link).to_have_value(f"{live_server}/player.html?token={old_token}")
+
+    page.get_by_role("button", name="Copy").click()
+    expect(page.locator("#toasts")).to_contain_text("Link copied.")
+
+    page.get_by_role("button", name="Rotate link").click()
+    expect(link).not_to_have_value(f"{live_server}/player.html?token={old_token}")
+    rotated = fresh(db, study.id)
+    assert rotated is not None and rotated.permalink_token != old_token
+    expect(link).to_have_value(f"{live_server}/player.html?token={rotated.permalink_token}")
+
+
+def test_activation_problems_are_shown(live_server: str, page: Page, factory: Factory, db: Session):
+    user = factory.user()
+    spec = spec_dict("Nowhere", source={"kind": "gymnasium", "id": "NoSuchEnv-v0"})
+    study = factory.study(user, spec)
+    log_in(page, live_server, user)
+    page.get_by_role("button", name="Nowhere").click()
+    page.get_by_role("button", name="Activate").click()
+    error = page.locator("#detail-error")
+    expect(error).to_contain_text("The study cannot start")
+    expect(error).to_contain_text("spec.environments.0.source:")
+    fresh_study = fresh(db, study.id)
+    assert fresh_study is not None and fresh_study.state == StudyState.draft
+
+
+def test_pause_resume_and_close(live_server: str, page: Page, factory: Factory, db: Session):
+    user = factory.user()
+    study = factory.study(user, spec_dict("Lifecycle"))
+    log_in(page, live_server, user)
+    page.get_by_role("button", name="Lifecycle").click()
+    lifecycle = page.locator("#lifecycle")
+    page.get_by_role("button", name="Activate").click()
+    expect(lifecycle.get_by_role("button")).to_have_text(["Pause", "Close study"])
+
+    page.get_by_role("button", name="Pause").click()
+    expect(page.locator("#detail-state")).to_have_text("Paused")
+    expect(lifecycle.get_by_role("button")).to_have_text(["Resume", "Close study"])
+    paused = fresh(db, study.id)
+    assert paused is not None and paused.state == StudyState.paused
+
+    page.get_by_role("button", name="Resume").click()
+    expect(page.locator("#detail-state")).to_have_text("Active")
+
+    page.get_by_role("button", name="Close study").click()
+    confirm = page.get_by_role("dialog", name="Close this study?")
+    confirm.get_by_role("button", name="Cancel").click()
+    expect(confirm).to_be_hidden()
+    expect(page.locator("#detail-state")).to_have_text("Active")
+
+    page.get_by_role("button", name="Close study").click()
+    confirm.get_by_role("button", name="Close study").click()
+    expect(page.locator("#detail-state")).to_have_text("Closed")
+    expect(lifecycle.get_by_role("button")).to_have_count(0)
+    expect(page.locator("#permalink")).to_be_hidden()
+    closed = fresh(db, study.id)
+    assert closed is not None and closed.state == StudyState.closed
+
+
+def test_editing_the_spec_saves_drafts_and_explains_409(
+    live_server: str, page: Page, factory: Factory, db: Session
+):
+    user = factory.user()
+    study = factory.study(user, spec_dict("Editable"))
+    log_in(page, live_server, user)
+    page.get_by_role("button", name="Editable").click()
+    editor = page.get_by_label("Edit the spec (JSON)")
+    expect(editor).to_have_value(re.compile('"name": "Editable"'))
+
+    editor.fill(editor.input_value().replace('"name": "Editable"', '"name": "Renamed"'))
+    page.get_by_role("button", name="Save changes").click()
+    expect(study_row(page, "Renamed")).to_be_visible()
+    expect(page.locator("#spec-yaml")).to_contain_text("name: Renamed")
+    saved = fresh(db, study.id)
+    assert saved is not None and saved.name == "Renamed"
+
+    editor.fill("{not json")
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.locator("#detail-error")).to_contain_text("The spec is not valid JSON")
+
+    page.get_by_role("button", name="Discard edits").click()
+    page.get_by_role("button", name="Activate").click()
+    expect(page.locator("#detail-state")).to_have_text("Active")
+    expect(page.locator("#edit-hint")).to_contain_text("pause it first")
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.locator("#detail-error")).to_have_text(
+        "A active study cannot be edited; pause it first."
+    )
+
+
+def test_delete_a_draft(live_server: str, page: Page, factory: Factory, db: Session):
+    user = factory.user()
+    keep = factory.study(user, spec_dict("Keep me"))
+    doomed = factory.study(user, spec_dict("Delete me"))
+    log_in(page, live_server, user)
+    page.get_by_role("button", name="Delete me").click()
+    page.get_by_role("button", name="Delete draft").click()
+    page.get_by_role("dialog", name="Delete this draft?").get_by_role(
+        "button", name="Delete draft"
+    ).click()
+
+    expect(study_row(page, "Delete me")).to_have_count(0)
+    expect(study_row(page, "Keep me")).to_be_visible()
+    expect(page.locator("#detail")).to_be_hidden()
+    assert fresh(db, doomed.id) is None
+    assert fresh(db, keep.id) is not None
+
+
+def test_filter_by_state_and_shortcuts(live_server: str, page: Page, factory: Factory):
+    user = factory.user()
+    factory.study(user, spec_dict("Still a draft"))
+    log_in(page, live_server, user)
+    expect(study_row(page, "Still a draft")).to_be_visible()
+    expect(page.locator(".shortcuts")).to_contain_text("new study")
+
+    page.keyboard.press("/")
+    expect(page.get_by_label("State")).to_be_focused()
+    page.get_by_label("State").select_option("active")
+    expect(page.get_by_text("No active studies")).to_be_visible()
+    expect(study_row(page, "Still a draft")).to_have_count(0)
+    page.get_by_label("State").select_option("draft")
+    expect(study_row(page, "Still a draft")).to_be_visible()
+
+    page.locator("body").click()
+    page.keyboard.press("n")
+    dialog = page.get_by_role("dialog", name="New study")
+    expect(dialog).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+
+    page.get_by_role("button", name="Still a draft").click()
+    expect(page.locator("#detail")).to_be_visible()
+    page.locator("body").click()
+    page.keyboard.press("Escape")
+    expect(page.locator("#detail")).to_be_hidden()
+
+
+def test_another_designers_studies_are_not_shown(live_server: str, page: Page, factory: Factory):
+    me = factory.user()
+    other = factory.user()
+    factory.study(me, spec_dict("Mine"))
+    factory.study(other, spec_dict("Theirs"))
+    log_in(page, live_server, me)
+    expect(study_row(page, "Mine")).to_be_visible()
+    expect(page.locator("#studies-body tr")).to_have_count(1)
+    expect(page.get_by_text("Theirs")).to_have_count(0)
+
+
+def test_admin_creates_and_deactivates_a_user(
+    live_server: str, page: Page, factory: Factory, db: Session
+):
+    admin = factory.user(role=Role.admin)
+    log_in(page, live_server, admin)
+    users = page.locator("#users-section")
+    expect(users.get_by_role("heading", name="Users")).to_be_visible()
+    expect(users.locator("#users-body tr", has_text=admin.email)).to_contain_text("you")
+
+    users.get_by_label("Email").fill("new.designer@example.com")
+    users.get_by_label("Name").fill("New Designer")
+    users.get_by_label("Password (8+ characters)").fill("short")
+    users.get_by_role("button", name="Create user").click()
+    expect(users.locator("#user-form-error")).to_contain_text("password:")
+
+    users.get_by_label("Password (8+ characters)").fill("a long enough password")
+    users.get_by_role("button", name="Create user").click()
+    row = users.locator("#users-body tr", has_text="new.designer@example.com")
+    expect(row).to_contain_text("designer")
+    expect(row).to_contain_text("Active")
+    db.expire_all()
+    created = db.scalar(select(User).where(User.email == "new.designer@example.com"))
+    assert created is not None and created.role == Role.designer and created.is_active
+
+    row.get_by_role("button", name="Deactivate").click()
+    page.get_by_role("dialog", name="Deactivate this user?").get_by_role(
+        "button", name="Deactivate"
+    ).click()
+    expect(row).to_contain_text("Deactivated")
+    db.expire_all()
+    assert db.get(User, created.id).is_active is False  # type: ignore[union-attr]
