@@ -1,0 +1,173 @@
+"""The player: participant entry, the page's study view, and the play WebSocket.
+
+Designers test-play any study they manage with their session cookie; participants come
+through the study's permalink, give their participant id and get a signed play ticket
+that the WebSocket presents (``docs/protocol.md``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, FastAPI, WebSocket
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
+
+from server.api.deps import CurrentPrincipal, SessionDep, SettingsDep
+from server.core import security
+from server.errors import Conflict, NotFound
+from server.models import Study, StudyState
+from server.player import protocol as p
+from server.player import tickets
+from server.player.connection import Connection, close_quietly
+from server.player.registry import Registry
+from server.player.session import LiveSession
+from server.player.views import study_view
+from server.principal import Principal
+from server.services import episodes, studies, users
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    yield
+    registry: Registry | None = getattr(app.state, "player_registry", None)
+    if registry is not None:
+        await registry.close_all()
+
+
+router = APIRouter(tags=["player"], lifespan=_lifespan)
+
+
+class JoinIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    token: str = Field(min_length=1, max_length=64, description="The study's permalink token.")
+    participant_id: str = Field(
+        min_length=1, max_length=200, pattern=r"^[\w.@:+-]+$",
+        description="The participant's id (Prolific, MTurk, ...): letters, digits, ._@:+-",
+    )  # fmt: skip
+
+
+class PlayerStudyOut(BaseModel):
+    """What the player page needs: the study, its environments, and how to connect."""
+
+    study: dict[str, Any]
+    ticket: str | None = None
+    participant_id: str | None = None
+    protocol: int = p.PROTOCOL_VERSION
+
+
+@router.post(
+    "/api/play/join", response_model=PlayerStudyOut, summary="Join a study as a participant"
+)
+def join(body: JoinIn, db: SessionDep, settings: SettingsDep) -> PlayerStudyOut:
+    """Find or create the participant behind a permalink; returns a play ticket."""
+    study = studies.study_by_token(db, body.token)
+    if study is None:
+        raise NotFound("This study link is not valid (it may have been replaced).")
+    if study.state != StudyState.active:
+        raise Conflict("This study is not accepting participants right now.")
+    participant = episodes.find_or_create_participant(db, study, body.participant_id)
+    principal = Principal.for_participant(study.id, participant.id)
+    counts = episodes.completed_counts(db, study.id, principal)
+    return PlayerStudyOut(
+        study=study_view(study.id, studies.spec_of(study), counts),
+        ticket=tickets.issue(settings.secret_key, study.id, participant.id),
+        participant_id=participant.external_id,
+    )
+
+
+@router.get(
+    "/api/play/studies/{study_id}", response_model=PlayerStudyOut, summary="A study to test-play"
+)
+def test_play(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> PlayerStudyOut:
+    """The player's view of a study you manage (any state: test-play)."""
+    study = studies.get_study(db, principal, study_id)
+    counts = episodes.completed_counts(db, study.id, principal)
+    return PlayerStudyOut(study=study_view(study.id, studies.spec_of(study), counts))
+
+
+def _same_origin(websocket: WebSocket) -> bool:
+    """Cookie-authenticated sockets must come from our own pages (no cross-site hijack)."""
+    origin = websocket.headers.get("origin")
+    if origin is None:
+        return True  # not a browser
+    return urlsplit(origin).netloc == websocket.headers.get("host")
+
+
+def _authenticate(
+    db: Session, websocket: WebSocket, secret_key: str
+) -> tuple[Principal, Study] | str:
+    """The player and study of a new socket, or why it is refused."""
+    ticket_text = websocket.query_params.get("ticket")
+    if ticket_text:
+        ticket = tickets.verify(secret_key, ticket_text)
+        if ticket is None:
+            return "invalid or expired play ticket"
+        study = db.get(Study, ticket.study_id)
+        if study is None or study.state != StudyState.active:
+            return "the study is not accepting participants"
+        return Principal.for_participant(study.id, ticket.participant_id), study
+    user = users.user_for_token(db, websocket.cookies.get(security.SESSION_COOKIE))
+    if user is None:
+        return "log in or join the study first"
+    if not _same_origin(websocket):
+        return "cross-origin socket refused"
+    study_id = websocket.query_params.get("study", "")
+    study = db.get(Study, int(study_id)) if study_id.isdigit() else None
+    principal = Principal.for_user(user.id, user.role)
+    if study is None or not principal.can_play(study):
+        return "no such study, or not yours"
+    return principal, study
+
+
+def registry_of(app: Any) -> Registry:
+    """The app's live play sessions."""
+    registry: Registry | None = getattr(app.state, "player_registry", None)
+    if registry is None:
+        registry = app.state.player_registry = Registry()
+    return registry
+
+
+@router.websocket("/ws/play")
+async def play_socket(websocket: WebSocket) -> None:
+    """The player's socket: ``?ticket=`` (participant) or ``?study=`` (designer cookie),
+    plus ``&session=<id>`` to resume a session after a reload or a dropped connection."""
+    app = websocket.app
+    settings = app.state.settings
+    sessionmaker = app.state.sessionmaker
+
+    def auth() -> tuple[Principal, Study] | str:
+        with sessionmaker() as db:
+            return _authenticate(db, websocket, settings.secret_key)
+
+    found = await asyncio.to_thread(auth)
+    if isinstance(found, str):
+        await close_quietly(websocket, p.CLOSE_POLICY, found)
+        return
+    principal, study = found
+    registry = registry_of(app)
+    wanted = websocket.query_params.get("session")
+    live = registry.get(wanted)
+    if live is not None and (live.study_id != study.id or not live.owned_by(principal)):
+        await close_quietly(websocket, p.CLOSE_POLICY, "this play session is not yours")
+        return
+    resumed = live is not None
+    if live is None:
+
+        def start() -> str:
+            with sessionmaker() as db:
+                return episodes.start_session(db, study.id, principal)
+
+        live = LiveSession(
+            session_id=await asyncio.to_thread(start), study_id=study.id,
+            spec=studies.spec_of(study), principal=principal, settings=settings,
+            db=sessionmaker, on_closed=registry.remove,
+            workers_in_use=registry.workers_in_use,
+        )  # fmt: skip
+        registry.add(live)
+    await websocket.accept()
+    await Connection(websocket, live).serve(resumed)

@@ -1,0 +1,1 @@
+"""The player: WebSocket protocol, live play sessions and their connections."""

@@ -1,0 +1,73 @@
+"""Bookkeeping of one running episode: progress, frame acks and input latency."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+_KEEP_STEPS = 256  # frame-sent times kept for steps whose ack has not come yet
+
+
+def now_ms() -> float:
+    """Wall-clock milliseconds since the epoch (the unit of recorded timing)."""
+    return time.time() * 1000.0
+
+
+@dataclass
+class EpisodeRun:
+    """One episode as the player session tracks it."""
+
+    id: str
+    index: int  # 1, 2, ... within the play session (the frame header's episode index)
+    env_id: str
+    seed: int | None
+    started: float = field(default_factory=time.monotonic)
+    step: int = 0
+    return_: float = 0.0
+    end_reason: str | None = None
+    frames_dropped: int = 0
+    latencies_ms: list[float] = field(default_factory=list)
+    last_frame: bytes | None = None
+    last_raw: dict[str, Any] = field(default_factory=dict)
+    # client time of the input not yet applied (async) / of the input applied at a step
+    pending_input_ms: float | None = None
+    forwarded_ms: float = 0.0  # server time the pending input went to the worker
+    input_ms: dict[int, float] = field(default_factory=dict)
+    sent_ms: dict[int, float] = field(default_factory=dict)
+    acks: list[list[float | int | None]] = field(default_factory=list)
+
+    @property
+    def steps(self) -> int:
+        """Recorded timesteps so far (the first observation included)."""
+        return self.step + 1
+
+    def applied(self, step: int, client_ms: float | None) -> None:
+        """The input sent at ``client_ms`` (client clock) took effect at ``step``."""
+        self.step, self.pending_input_ms = max(self.step, step), None
+        if client_ms is not None:
+            self.input_ms[step] = client_ms
+            self._prune(self.input_ms, step)
+
+    def frame_sent(self, step: int, server_ms: float) -> None:
+        """The frame of ``step`` left the server."""
+        self.sent_ms[step] = server_ms
+        self._prune(self.sent_ms, step)
+
+    def frame_drawn(self, step: int, drawn_ms: float) -> None:
+        """The client drew the frame of ``step``: queue the ack, measure the latency."""
+        self.acks.append([step, self.sent_ms.pop(step, None), drawn_ms])
+        sent = self.input_ms.pop(step, None)
+        if sent is not None and drawn_ms >= sent:
+            self.latencies_ms.append(drawn_ms - sent)
+
+    def take_acks(self) -> list[list[float | int | None]]:
+        """Acks not yet handed to the worker."""
+        acks, self.acks = self.acks, []
+        return acks
+
+    @staticmethod
+    def _prune(table: dict[int, float], step: int) -> None:
+        if len(table) > _KEEP_STEPS:
+            for old in [s for s in table if s < step - _KEEP_STEPS]:
+                del table[old]

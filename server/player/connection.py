@@ -1,0 +1,125 @@
+"""One player WebSocket: a receiver task and a sender task, each cancelling the other.
+
+The receiver validates each message (size, JSON, type, fields, rate) and hands it to the
+live session; the sender drains the connection's :class:`Outbox` (control messages first,
+frames bounded, oldest frame dropped when the client falls behind).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from server.player import protocol as p
+from server.player.outbox import Close, Frame, Outbox, RateLimiter
+from server.player.session import LiveSession
+
+log = logging.getLogger(__name__)
+
+INPUT_RATE = 120.0  # inputs per second (a 60 Hz gamepad poll plus keys) ...
+INPUT_BURST = 120.0  # ... with bursts up to this many
+MESSAGE_RATE = 400.0  # every message, acks included
+MESSAGE_BURST = 400.0
+MAX_DROPPED_INPUTS = 240  # inputs over the limit before the socket is closed as a flood
+MAX_BAD_MESSAGES = 20  # malformed messages before the socket is closed
+
+
+class Connection:
+    """Serve ``websocket`` (already accepted) for ``live`` until either side goes away."""
+
+    def __init__(self, websocket: WebSocket, live: LiveSession) -> None:
+        self.ws = websocket
+        self.live = live
+        self.outbox = Outbox()
+        self.inputs = RateLimiter(INPUT_RATE, INPUT_BURST)
+        self.messages = RateLimiter(MESSAGE_RATE, MESSAGE_BURST)
+        self.dropped_inputs = 0
+        self.bad_messages = 0
+
+    async def serve(self, resumed: bool) -> None:
+        """Attach to the session, run both tasks, detach when one ends."""
+        await self.live.attach(self.outbox, resumed)
+        sender = asyncio.create_task(self._send_loop(), name="player-sender")
+        receiver = asyncio.create_task(self._receive_loop(), name="player-receiver")
+        try:
+            await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sender, receiver):
+                task.cancel()
+            await asyncio.gather(sender, receiver, return_exceptions=True)
+            await self.live.detach(self.outbox)
+            if self.ws.application_state == WebSocketState.CONNECTED:
+                with contextlib.suppress(Exception):
+                    await self.ws.close(1000)
+
+    async def _send_loop(self) -> None:
+        while True:
+            item = await self.outbox.get()
+            if isinstance(item, Close):
+                await self.ws.close(item.code, item.reason)
+                return
+            if isinstance(item, Frame):
+                await self.ws.send_bytes(item.data)
+                self.live.frame_sent(item)
+            else:
+                await self.ws.send_text(item)
+
+    async def _receive_loop(self) -> None:
+        while True:
+            message = await self.ws.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            if self.outbox.closing:
+                continue
+            if not self.messages.allow():
+                self._abuse("flood", "too many messages")
+                continue
+            text = message.get("text")
+            if text is None:
+                self._bad("binary", "binary messages are not accepted: send JSON text")
+                continue
+            try:
+                msg = p.parse_client(text)
+            except p.BadMessage as exc:
+                if exc.code == "too_large":
+                    self._abuse(exc.code, exc.message)
+                else:
+                    self._bad(exc.code, exc.message)
+                continue
+            if msg.type == "input" and not self._input_allowed():
+                continue
+            # shielded: a vanishing socket must not interrupt a state change half-way
+            task = asyncio.ensure_future(self.live.handle(msg, self.outbox))
+            await asyncio.shield(task)
+
+    def _input_allowed(self) -> bool:
+        if self.inputs.allow():
+            if self.inputs.tokens >= self.inputs.burst - 1:
+                self.dropped_inputs = 0
+            return True
+        self.dropped_inputs += 1
+        if self.dropped_inputs == 1:
+            self.outbox.error("rate_limited", f"inputs are limited to {INPUT_RATE:g} per second")
+        if self.dropped_inputs > MAX_DROPPED_INPUTS:
+            self._abuse("flood", "input flood")
+        return False
+
+    def _bad(self, code: str, message: str) -> None:
+        self.bad_messages += 1
+        self.outbox.error(code, message)
+        if self.bad_messages > MAX_BAD_MESSAGES:
+            self._abuse("too_many_errors", "too many invalid messages")
+
+    def _abuse(self, code: str, message: str) -> None:
+        log.info("closing player socket of session %s: %s", self.live.id, message)
+        self.outbox.error(code, message)
+        self.outbox.close(p.CLOSE_POLICY, message)
+
+
+async def close_quietly(websocket: WebSocket, code: int, reason: str) -> None:
+    """Refuse or close a socket without raising (it may already be gone)."""
+    with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+        await websocket.close(code, reason)

@@ -1,0 +1,38 @@
+"""The live play sessions of this process, keyed by play session id."""
+
+from __future__ import annotations
+
+import asyncio
+
+from server.player.session import LiveSession
+
+
+class Registry:
+    """Sessions that are running or waiting for their player to reconnect."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, LiveSession] = {}
+
+    def get(self, session_id: str | None) -> LiveSession | None:
+        """The live session with this id, if any."""
+        return self.sessions.get(session_id or "")
+
+    def add(self, live: LiveSession) -> None:
+        """Track a new session."""
+        self.sessions[live.id] = live
+
+    def remove(self, live: LiveSession) -> None:
+        """Forget a closed session."""
+        if self.sessions.get(live.id) is live:
+            del self.sessions[live.id]
+
+    def workers_in_use(self) -> int:
+        """Environment workers currently running."""
+        return sum(1 for live in self.sessions.values() if live.worker is not None)
+
+    async def close_all(self) -> None:
+        """Close every session (app shutdown): episodes abandoned, workers stopped."""
+        await asyncio.gather(
+            *(live.close("the server is shutting down") for live in list(self.sessions.values())),
+            return_exceptions=True,
+        )

@@ -1,0 +1,517 @@
+"""One live play session: its env worker, the current episode and the state machine.
+
+Phases: ``idle`` (may start an episode) → ``starting`` → ``playing`` ⇄ ``paused`` →
+``ended`` (the env ended it: ask to save) → ``idle``; ``closed`` at the end. A session
+outlives its WebSocket for ``settings.reconnect_grace_s`` so a reload resumes it.
+All state changes happen under one lock; database writes run in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from server.core.config import Settings
+from server.models import EpisodeStatus
+from server.player import protocol as p
+from server.player._run import EpisodeRun, now_ms
+from server.player.outbox import Frame, Outbox
+from server.player.views import controls_legend, study_view
+from server.principal import Principal
+from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
+from server.services import episodes
+from server.study_spec import StudySpec
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+ACK_FLUSH = 30  # async mode: hand acks to the worker at least this often (in frames)
+
+
+class Phase(enum.StrEnum):
+    idle = "idle"
+    starting = "starting"
+    playing = "playing"
+    paused = "paused"
+    ended = "ended"
+    closed = "closed"
+
+
+ACTIVE = frozenset({Phase.playing, Phase.paused})
+
+
+class PlayError(Exception):
+    """A message that cannot be served now; answered with an ``error`` message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _wrong(phase: Phase, what: str) -> PlayError:
+    return PlayError("wrong_state", f"cannot {what} now (the session is {phase})")
+
+
+class LiveSession:
+    """A player's session; messages come from :mod:`server.player.connection`."""
+
+    def __init__(self, *, session_id: str, study_id: int, spec: StudySpec,
+                 principal: Principal, settings: Settings, db: sessionmaker[Session],
+                 on_closed: Callable[[LiveSession], None],
+                 workers_in_use: Callable[[], int]) -> None:  # fmt: skip
+        self.id = session_id
+        self.study_id = study_id
+        self.spec = spec
+        self.principal = principal
+        self.settings = settings
+        self._sessions = db
+        self._on_closed = on_closed
+        self._workers_in_use = workers_in_use
+        self.phase = Phase.idle
+        self.lock = asyncio.Lock()
+        self.outbox: Outbox | None = None
+        self.worker: EnvWorker | None = None
+        self.env_id: str | None = None
+        self.run: EpisodeRun | None = None
+        self.episodes_started = 0
+        self.speed = 1.0
+        self.quality: str | None = None
+        self.camera: str | None = None
+        self.lost_connection = False
+        self._pause_timer: asyncio.Task[None] | None = None
+        self._grace_timer: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- helpers ------------------------------------------------------------------------
+    async def db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn(db, ...)`` with its own database session in a thread."""
+
+        def work() -> T:
+            with self._sessions() as session:
+                return fn(session, *args, **kwargs)
+
+        return await asyncio.to_thread(work)
+
+    def owned_by(self, principal: Principal) -> bool:
+        """True when ``principal`` is the player of this session."""
+        if self.principal.participant_id is not None:
+            return principal.participant_id == self.principal.participant_id
+        return principal.user_id is not None and principal.user_id == self.principal.user_id
+
+    def send(self, message: dict[str, Any]) -> None:
+        """A control message to the player, if connected."""
+        if self.outbox is not None:
+            self.outbox.send(message)
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _episode_view(self) -> dict[str, Any] | None:
+        run = self.run
+        if run is None:
+            return None
+        return {"id": run.id, "index": run.index, "env_id": run.env_id, "seed": run.seed,
+                "step": run.step, "return": run.return_}  # fmt: skip
+
+    def _env_view(self) -> dict[str, Any] | None:
+        if self.worker is None:
+            return None
+        info = self.worker.info
+        return {"type": "env_ready", "env_id": self.env_id, "mode": info.get("mode"),
+                "fps": info.get("fps"), "cameras": info.get("cameras") or [],
+                "camera": info.get("camera"), "speed": self.speed,
+                "quality": self.quality or self.spec.environment(self.env_id or "").image_quality,
+                "controls": controls_legend(info)}  # fmt: skip
+
+    # -- connection -----------------------------------------------------------------------
+    async def attach(self, outbox: Outbox, resumed: bool) -> None:
+        """A connection takes over the session: hello, env, episode and its last frame."""
+        async with self.lock:
+            if self.outbox is not None and self.outbox is not outbox:
+                self.outbox.close(p.CLOSE_REPLACED, "the session was opened elsewhere")
+            self.outbox = outbox
+            if self._grace_timer is not None:
+                self._grace_timer.cancel()
+                self._grace_timer = None
+            counts = await self.db(episodes.completed_counts, self.study_id, self.principal)
+            outbox.send({"type": "hello", "protocol": p.PROTOCOL_VERSION, "session_id": self.id,
+                         "resumed": resumed, "phase": self.phase,
+                         "study": study_view(self.study_id, self.spec, counts),
+                         "episode": self._episode_view()})  # fmt: skip
+            env = self._env_view()
+            if env is not None:
+                outbox.send(env)
+            run = self.run
+            if run is not None and run.last_frame is not None:
+                outbox.frame(Frame(run.index, run.step, run.last_frame))
+            if self.phase == Phase.ended and run is not None:
+                outbox.send(self._ended_message(run))
+            if self.lost_connection and self.phase == Phase.paused:
+                self._arm_pause_timer()
+            self.lost_connection = False
+
+    async def detach(self, outbox: Outbox) -> None:
+        """The connection went away: pause, and abandon unless it comes back in time."""
+        async with self.lock:
+            if self.outbox is not outbox or self.phase == Phase.closed:
+                return
+            self.outbox = None
+            if self.phase == Phase.playing:
+                await self._pause_worker()
+                self.phase = Phase.paused
+            self.lost_connection = True
+            self._grace_timer = self._spawn(self._expire(self.settings.reconnect_grace_s))
+
+    async def _expire(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        async with self.lock:
+            self._grace_timer = None
+            if self.outbox is None:  # nobody came back
+                await self._shutdown("the connection was not resumed in time")
+
+    def _arm_pause_timer(self) -> None:
+        self._disarm_pause_timer()
+        self._pause_timer = self._spawn(self._pause_expired(self.spec.pause_timeout_s))
+
+    def _disarm_pause_timer(self) -> None:
+        if self._pause_timer is not None:
+            self._pause_timer.cancel()
+            self._pause_timer = None
+
+    async def _pause_expired(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        async with self.lock:
+            self._pause_timer = None
+            if self.phase == Phase.paused:
+                await self._abandon("pause_timeout")
+                message = "The pause lasted too long: the episode was abandoned."
+                self.send({"type": "error", "code": "pause_timeout", "message": message})
+
+    def frame_sent(self, frame: Frame) -> None:
+        """Called by the sender once a frame is on the wire."""
+        run = self.run
+        if run is not None and run.index == frame.episode:
+            run.frame_sent(frame.step, now_ms())
+
+    # -- messages -----------------------------------------------------------------------
+    async def handle(self, msg: Any, outbox: Outbox) -> None:
+        """Serve one validated client message; problems go back as ``error`` messages."""
+        handler = getattr(self, f"_on_{msg.type}")
+        try:
+            async with self.lock:
+                if self.phase == Phase.closed:
+                    raise PlayError("closed", "the session is over")
+                await handler(msg)
+        except PlayError as exc:
+            outbox.send({"type": "error", "code": exc.code, "message": exc.message,
+                         "for": msg.type})  # fmt: skip
+        except Exception:
+            log.exception("player message %s failed in session %s", msg.type, self.id)
+            message = "the server could not do this; it has been logged"
+            outbox.send({"type": "error", "code": "internal", "for": msg.type, "message": message})
+
+    async def _on_ping(self, msg: p.PingMsg) -> None:
+        self.send({"type": "pong", "client_ms": msg.client_ms, "server_ms": now_ms()})
+
+    async def _on_start(self, msg: p.StartMsg) -> None:
+        if self.phase != Phase.idle:
+            raise _wrong(self.phase, "start an episode")
+        try:
+            env = self.spec.environment(msg.env_id)
+        except KeyError:
+            raise PlayError("unknown_env", f"the study has no environment {msg.env_id!r}") from None
+        if self.principal.participant_id is not None:
+            done = await self.db(episodes.completed_counts, self.study_id, self.principal)
+            if done.get(env.id, 0) >= env.episodes_per_participant:
+                raise PlayError("quota_reached", f"you have played all episodes of {env.name}")
+        self.phase = Phase.starting
+        try:
+            await self._begin(env.id)
+        finally:
+            if self.phase == Phase.starting:
+                self.phase = Phase.idle
+
+    async def _begin(self, env_id: str) -> None:
+        env = self.spec.environment(env_id)
+        if self.worker is None or self.env_id != env_id or not self.worker.alive:
+            await self._close_worker()
+            if not self._slots_left():
+                raise PlayError("busy", "the server is at capacity; try again in a minute")
+            try:
+                await self._start_worker(env_id)
+            except WorkerError as exc:
+                log.warning("environment %s did not start: %s", env_id, exc)
+                raise PlayError("env_failed", f"the environment did not start: {exc}") from None
+        seed = await self.db(episodes.next_seed, self.study_id, env, self.principal)
+        row = await self.db(
+            episodes.create_episode, study_id=self.study_id, env_key=env_id, session_id=self.id,
+            principal=self.principal, seed=seed, data_root=self.settings.data_root,
+        )  # fmt: skip
+        self.episodes_started += 1
+        run = EpisodeRun(id=row.id, index=self.episodes_started, env_id=env_id, seed=seed)
+        self.run = run
+        assert self.worker is not None
+        try:
+            first = await self.worker.begin_episode(run.id, seed)
+        except WorkerError as exc:
+            await self._fail(exc)
+            return
+        self.phase = Phase.playing
+        self.send({"type": "episode_started", "episode": self._episode_view()})
+        self._show(first)
+
+    async def _start_worker(self, env_id: str) -> None:
+        env = self.spec.environment(env_id)
+        worker = await EnvWorker.start(
+            env, study_id=self.study_id, data_root=self.settings.data_root,
+            timeout=self.settings.worker_start_timeout_s,
+            reply_timeout=self.settings.worker_timeout_s,
+        )  # fmt: skip
+        self.worker, self.env_id = worker, env_id
+        if env.mode == "async":
+            if self.speed != 1.0:
+                await worker.set_speed(self.speed)
+            self._spawn(self._pump(worker))
+        if self.quality is not None:
+            await worker.set_quality(self.quality)  # type: ignore[arg-type]
+        self.camera = None
+        self.send(self._env_view() or {})
+
+    def _slots_left(self) -> bool:
+        return self._workers_in_use() < self.settings.max_workers
+
+    async def _on_input(self, msg: p.InputMsg) -> None:
+        run = self.run
+        if self.phase != Phase.playing or run is None or self.worker is None:
+            raise _wrong(self.phase, "send input")
+        timing = {"input_sent": msg.client_ms, "input_recv": now_ms(), "seen_step": msg.seen_step}
+        run.last_raw = msg.raw()
+        try:
+            event = await self.worker.send_input(run.last_raw, timing, run.take_acks())
+        except WorkerError as exc:
+            await self._fail(exc)
+            return
+        if event is None:  # async: applied at the next tick
+            run.pending_input_ms, run.forwarded_ms = msg.client_ms, now_ms()
+        else:
+            run.applied(event.step, msg.client_ms)
+            await self._on_event(event)
+
+    async def _on_ack(self, msg: p.AckMsg) -> None:
+        run = self.run
+        if run is None or msg.episode != run.index or msg.step > run.step:
+            return  # a late ack of an earlier episode, or nonsense: nothing to record
+        run.frame_drawn(msg.step, msg.drawn_ms)
+        if (self.phase == Phase.playing and self.worker is not None
+                and self.worker.info.get("mode") == "async" and len(run.acks) >= ACK_FLUSH
+                and run.pending_input_ms is None):  # fmt: skip
+            # re-send the held input (no fresh client time) so the acks get recorded
+            timing = {"input_recv": now_ms(), "seen_step": msg.step}
+            with contextlib.suppress(WorkerError):  # the pump reports a dead worker
+                await self.worker.send_input(run.last_raw, timing, run.take_acks())
+
+    async def _on_pause(self, _msg: p.PauseMsg) -> None:
+        if self.phase != Phase.playing:
+            raise _wrong(self.phase, "pause")
+        if await self._pause_worker():
+            self.phase = Phase.paused
+            self._arm_pause_timer()
+            self.send({"type": "paused", "timeout_s": self.spec.pause_timeout_s})
+
+    async def _pause_worker(self) -> bool:
+        assert self.worker is not None and self.run is not None
+        try:
+            await self.worker.pause()
+        except WorkerError as exc:
+            await self._fail(exc)
+            return False
+        run = self.run
+        await self.db(episodes.record_progress, run.id, run.steps, run.return_)
+        return True
+
+    async def _on_resume(self, _msg: p.ResumeMsg) -> None:
+        if self.phase != Phase.paused or self.worker is None:
+            raise _wrong(self.phase, "resume")
+        self._disarm_pause_timer()
+        try:
+            await self.worker.resume()
+        except WorkerError as exc:
+            await self._fail(exc)
+            return
+        self.phase = Phase.playing
+        self.send({"type": "resumed"})
+
+    async def _on_cancel(self, _msg: p.CancelMsg) -> None:
+        if self.phase not in ACTIVE:
+            raise _wrong(self.phase, "cancel")
+        await self._stop(EpisodeStatus.canceled, "canceled")
+
+    async def _on_save(self, msg: p.SaveMsg) -> None:
+        run = self.run
+        if self.phase != Phase.ended or run is None:
+            raise _wrong(self.phase, "save")
+        status = EpisodeStatus.completed if msg.keep else EpisodeStatus.rejected
+        await self._finish(run, status)
+
+    async def _on_set_speed(self, msg: p.SpeedMsg) -> None:
+        mode = self.spec.environment(self.env_id).mode if self.env_id else None
+        if mode != "async" or self.worker is None:
+            raise PlayError("not_async", "speed applies to real-time (async) environments only")
+        await self._worker_call(self.worker.set_speed(msg.speed))
+        self.speed = msg.speed
+        self.send({"type": "setting", "speed": msg.speed})
+
+    async def _on_set_quality(self, msg: p.QualityMsg) -> None:
+        if self.worker is not None:
+            await self._worker_call(self.worker.set_quality(msg.quality))
+        self.quality = msg.quality
+        self.send({"type": "setting", "quality": msg.quality})
+
+    async def _on_set_camera(self, msg: p.CameraMsg) -> None:
+        if self.worker is None or msg.camera not in (self.worker.info.get("cameras") or []):
+            raise PlayError("unknown_camera", f"no camera {msg.camera!r} here")
+        await self._worker_call(self.worker.set_camera(msg.camera))
+        self.camera = msg.camera
+        self.send({"type": "setting", "camera": msg.camera})
+
+    async def _on_end_session(self, _msg: p.EndSessionMsg) -> None:
+        if self.phase not in (Phase.idle,):
+            raise _wrong(self.phase, "end the session (cancel or save the episode first)")
+        await self._shutdown("ended by the player")
+
+    async def _worker_call(self, coro: Any) -> None:
+        try:
+            await coro
+        except RemoteError as exc:
+            if exc.kind == "ProtocolError" or exc.kind in ("KeyError", "ValueError"):
+                raise PlayError("rejected", exc.message) from None
+            await self._fail(exc)
+        except WorkerError as exc:
+            await self._fail(exc)
+
+    # -- events ---------------------------------------------------------------------------
+    async def _pump(self, worker: EnvWorker) -> None:
+        """Async mode: forward the worker's clock-driven events until it closes."""
+        error: BaseException | None = None
+        try:
+            async for event in worker.events():
+                async with self.lock:
+                    if worker is self.worker:
+                        await self._on_event(event, clock=True)
+        except RemoteError as exc:
+            error = exc
+        async with self.lock:
+            if worker is self.worker:  # not closed on purpose: it crashed or died
+                await self._fail(error or WorkerError("the environment worker exited"))
+
+    async def _on_event(self, event: StepEvent, clock: bool = False) -> None:
+        run = self.run
+        if run is None or event.episode_id != run.id or self.phase not in ACTIVE:
+            return
+        # async: the held input counts as applied at the first step the worker began after
+        # it was forwarded (a step already under way when it arrived did not use it)
+        if clock and run.pending_input_ms is not None:
+            if event.worker_ms - event.work_ms >= run.forwarded_ms:
+                run.applied(event.step, run.pending_input_ms)
+        run.step, run.return_ = event.step, event.return_
+        self._show(event)
+        if event.done:
+            run.end_reason = event.end_reason
+            self._disarm_pause_timer()
+            self.phase = Phase.ended
+            await self.db(episodes.record_progress, run.id, run.steps, run.return_)
+            self.send(self._ended_message(run))
+
+    def _ended_message(self, run: EpisodeRun) -> dict[str, Any]:
+        return {"type": "episode_ended", "episode_id": run.id, "index": run.index,
+                "steps": run.steps, "return": run.return_, "end_reason": run.end_reason,
+                "ask_save": True}  # fmt: skip
+
+    def _show(self, event: StepEvent) -> None:
+        run = self.run
+        assert run is not None
+        data = p.pack_frame(run.index, event.step, now_ms(), event.return_, event.frame)
+        run.last_frame = data
+        run.step = max(run.step, event.step)
+        if self.outbox is None:
+            run.frames_dropped += 1
+            return
+        dropped = self.outbox.frame(Frame(run.index, event.step, data))
+        if dropped is not None and dropped.episode == run.index:
+            run.frames_dropped += 1
+
+    # -- endings --------------------------------------------------------------------------
+    async def _finish(self, run: EpisodeRun, status: EpisodeStatus, error: str | None = None,
+                      end_reason: str | None = None) -> None:  # fmt: skip
+        result = episodes.EpisodeResult(
+            status=status, steps=run.steps, total_reward=run.return_,
+            end_reason=end_reason or run.end_reason, error=error,
+            latencies_ms=run.latencies_ms, frames_dropped=run.frames_dropped,
+        )  # fmt: skip
+        await self.db(episodes.finish_episode, run.id, result)
+        self.run = None
+        self.phase = Phase.idle
+        self._disarm_pause_timer()
+        counts = await self.db(episodes.completed_counts, self.study_id, self.principal)
+        self.send({"type": "episode_saved", "episode_id": run.id, "status": status,
+                   "steps": run.steps, "return": run.return_, "completed": counts})  # fmt: skip
+
+    async def _stop(self, status: EpisodeStatus, reason: str) -> None:
+        """End the running episode early (cancel, abandon): finalize its log, then the row."""
+        run = self.run
+        assert run is not None
+        if self.worker is not None:
+            try:
+                await self.worker.end_episode(reason)
+            except WorkerError as exc:  # the log is closed by the dying worker; keep the row
+                log.warning("end_episode failed: %s", exc)
+        await self._finish(run, status, end_reason=reason)
+
+    async def _abandon(self, reason: str) -> None:
+        if self.run is not None and self.phase in (*ACTIVE, Phase.ended):
+            await self._stop(EpisodeStatus.abandoned, reason)
+
+    async def _fail(self, exc: BaseException) -> None:
+        """The environment crashed or its worker died: the episode is ``failed``."""
+        message = exc.message if isinstance(exc, RemoteError) else str(exc)
+        kind = exc.kind if isinstance(exc, RemoteError) else type(exc).__name__
+        log.warning("environment failure in session %s: %s: %s", self.id, kind, message)
+        text = f"The environment failed ({kind}: {message[:300]})"
+        await self._close_worker()
+        run = self.run
+        if run is not None and self.phase != Phase.ended:
+            await self._finish(run, EpisodeStatus.failed, error=text, end_reason="failed")
+            self.send({"type": "episode_failed", "episode_id": run.id, "message": text})
+        self.phase = Phase.idle if self.phase != Phase.closed else Phase.closed
+
+    async def _close_worker(self) -> None:
+        worker, self.worker, self.env_id = self.worker, None, None
+        if worker is not None:
+            await worker.close(timeout=self.settings.worker_timeout_s)
+
+    async def _shutdown(self, reason: str) -> None:
+        if self.phase == Phase.closed:
+            return
+        await self._abandon("disconnected")
+        await self._close_worker()
+        self.phase = Phase.closed
+        self._disarm_pause_timer()
+        await self.db(episodes.end_session, self.id)
+        if self.outbox is not None:
+            self.outbox.send({"type": "session_ended", "reason": reason})
+            self.outbox.close(p.CLOSE_ENDED, reason)
+        self._on_closed(self)
+
+    async def close(self, reason: str) -> None:
+        """End the session: abandon a running episode, stop the worker, stamp the row."""
+        async with self.lock:
+            await self._shutdown(reason)

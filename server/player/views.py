@@ -1,0 +1,63 @@
+"""What the player page shows of a study: names, instructions as safe HTML, controls legend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from markdown_it import MarkdownIt
+
+from server.study_spec import EnvironmentSpec, StudySpec
+
+# html disabled: raw HTML in a study's markdown is shown as text, never run.
+_md = MarkdownIt("commonmark", {"html": False, "linkify": False})
+
+
+def render_markdown(text: str) -> str:
+    """Safe HTML of a designer's markdown."""
+    return _md.render(text or "")
+
+
+def environment_view(env: EnvironmentSpec, completed: int = 0) -> dict[str, Any]:
+    """One environment as the page lists it."""
+    return {
+        "id": env.id,
+        "name": env.name,
+        "mode": env.mode,
+        "fps": env.fps,
+        "instructions_html": render_markdown(env.instructions),
+        "episodes_per_participant": env.episodes_per_participant,
+        "completed": completed,
+    }
+
+
+def study_view(
+    study_id: int, spec: StudySpec, completed: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """The study as the page shows it before and while playing."""
+    done = completed or {}
+    return {
+        "id": study_id,
+        "name": spec.name,
+        "description": spec.description,
+        "instructions_html": render_markdown(spec.instructions),
+        "pause_timeout_s": spec.pause_timeout_s,
+        "environments": [environment_view(e, done.get(e.id, 0)) for e in spec.environments],
+    }
+
+
+def controls_legend(info: dict[str, Any]) -> dict[str, Any]:
+    """Legend rows and the bound browser keys, from a worker's resolved controls."""
+    controls = info.get("controls") or {}
+    labels: dict[str, str] = controls.get("labels") or {}
+    meanings: list[str] = info.get("action_meanings") or []
+    rows = []
+    keys: set[str] = set()
+    for name, value in (controls.get("bindings") or {}).items():
+        short = name.removeprefix("button ")
+        label = labels.get(name) or labels.get(short)
+        if label is None and isinstance(value, int) and 0 <= value < len(meanings):
+            label = meanings[value].replace("_", " ").lower()
+        rows.append({"input": name, "label": label or f"action {value}"})
+        if not name.startswith(("button ", "axis ")):
+            keys.update(p for p in name.split("+") if p)
+    return {"legend": rows, "keys": sorted(keys), "deadzone": controls.get("deadzone", 0.15)}

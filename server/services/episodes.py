@@ -1,0 +1,192 @@
+"""Play sessions and episodes: the rows the player writes (the env workers never do).
+
+Every function takes a SQLAlchemy session and commits; the player calls them from a thread
+so the event loop never waits on the database.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from server.errors import Conflict, NotFound
+from server.models import (
+    Episode,
+    EpisodeStatus,
+    Participant,
+    PlaySession,
+    Study,
+    StudyEnvironment,
+    utcnow,
+)
+from server.principal import Principal
+from server.recording.format import episode_dir
+from server.study_spec import EnvironmentSpec
+
+FINAL = frozenset(EpisodeStatus) - {EpisodeStatus.recording}
+
+
+@dataclass
+class EpisodeResult:
+    """What the player knows when an episode stops."""
+
+    status: EpisodeStatus
+    steps: int  # recorded timesteps (RLDS steps), the first observation included
+    total_reward: float
+    end_reason: str | None = None
+    error: str | None = None
+    latencies_ms: list[float] = field(default_factory=list)
+    frames_dropped: int = 0
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The ``q`` percentile (0-100, linear interpolation) or None without values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def find_or_create_participant(db: Session, study: Study, external_id: str) -> Participant:
+    """The participant with this external id in this study (created on first visit)."""
+    query = select(Participant).where(
+        Participant.study_id == study.id, Participant.external_id == external_id
+    )
+    participant = db.scalar(query)
+    if participant is None:
+        participant = Participant(study_id=study.id, external_id=external_id)
+        db.add(participant)
+        db.commit()
+    return participant
+
+
+def start_session(db: Session, study_id: int, principal: Principal) -> str:
+    """A new play session row; returns its id."""
+    row = PlaySession(
+        study_id=study_id, participant_id=principal.participant_id, user_id=principal.user_id
+    )
+    db.add(row)
+    db.commit()
+    return row.id
+
+
+def end_session(db: Session, session_id: str) -> None:
+    """Stamp the session's end (idempotent)."""
+    row = db.get(PlaySession, session_id)
+    if row is not None and row.ended_at is None:
+        row.ended_at = utcnow()
+        db.commit()
+
+
+def _player_filter(principal: Principal) -> object:
+    if principal.participant_id is not None:
+        return Episode.participant_id == principal.participant_id
+    return Episode.user_id == principal.user_id
+
+
+def completed_counts(db: Session, study_id: int, principal: Principal) -> dict[str, int]:
+    """Completed episodes per environment key for this player."""
+    rows = db.execute(
+        select(Episode.env_key, func.count())
+        .where(
+            Episode.study_id == study_id,
+            Episode.status == EpisodeStatus.completed,
+            _player_filter(principal),  # type: ignore[arg-type]
+        )
+        .group_by(Episode.env_key)
+    ).all()
+    return {key: int(n) for key, n in rows}
+
+
+def next_seed(db: Session, study_id: int, env: EnvironmentSpec, principal: Principal) -> int:
+    """The study's seeds in turn for this player, or a random seed when it lists none."""
+    if not env.seeds:
+        return random.randrange(2**31)
+    played = db.scalar(
+        select(func.count()).where(
+            Episode.study_id == study_id,
+            Episode.env_key == env.id,
+            _player_filter(principal),  # type: ignore[arg-type]
+        )
+    )
+    return env.seeds[int(played or 0) % len(env.seeds)]
+
+
+def create_episode(
+    db: Session,
+    *,
+    study_id: int,
+    env_key: str,
+    session_id: str,
+    principal: Principal,
+    seed: int | None,
+    data_root: Path,
+) -> Episode:
+    """A new ``recording`` episode whose log goes to ``episode_dir``."""
+    study_env = db.scalar(
+        select(StudyEnvironment).where(
+            StudyEnvironment.study_id == study_id, StudyEnvironment.env_key == env_key
+        )
+    )
+    if study_env is None:
+        raise NotFound(f"The study has no environment {env_key!r}.")
+    episode = Episode(
+        study_id=study_id,
+        study_env_id=study_env.id,
+        env_key=env_key,
+        session_id=session_id,
+        participant_id=principal.participant_id,
+        user_id=principal.user_id,
+        seed=seed,
+        status=EpisodeStatus.recording,
+        storage_path="",
+    )
+    db.add(episode)
+    db.flush()
+    episode.storage_path = str(episode_dir(data_root, study_id, episode.id))
+    db.commit()
+    return episode
+
+
+def record_progress(db: Session, episode_id: str, steps: int, total_reward: float) -> None:
+    """Steps and return so far of a recording episode."""
+    episode = db.get(Episode, episode_id)
+    if episode is not None and episode.status == EpisodeStatus.recording:
+        episode.steps = steps
+        episode.total_reward = total_reward
+        db.commit()
+
+
+def finish_episode(db: Session, episode_id: str, result: EpisodeResult) -> Episode:
+    """Give a recording episode its final status and summary (once)."""
+    if result.status not in FINAL:
+        raise ValueError(f"{result.status} is not a final status")
+    episode = db.get(Episode, episode_id)
+    if episode is None:
+        raise NotFound("No such episode.")
+    if episode.status != EpisodeStatus.recording:
+        raise Conflict(f"The episode is already {episode.status}.")
+    ended: datetime = utcnow()
+    episode.status = result.status
+    episode.steps = result.steps
+    episode.total_reward = result.total_reward
+    episode.end_reason = result.end_reason
+    episode.error = result.error
+    episode.ended_at = ended
+    started = episode.started_at
+    if started.tzinfo is None:  # SQLite drops the zone
+        started = started.replace(tzinfo=ended.tzinfo)
+    episode.duration_s = max(0.0, (ended - started).total_seconds())
+    episode.latency_p50_ms = percentile(result.latencies_ms, 50)
+    episode.latency_p95_ms = percentile(result.latencies_ms, 95)
+    episode.frames_dropped = result.frames_dropped
+    db.commit()
+    return episode

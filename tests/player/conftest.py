@@ -1,0 +1,94 @@
+"""Player test helpers: studies on real envs, a protocol client over TestClient sockets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session
+
+from server.models import Study, StudyState, User
+from server.player.protocol import unpack_frame
+from server.services import studies
+from tests.factories import Factory
+
+FAKE = "tests.runtime.fake_envs"
+
+
+def counter_env(env_id: str = "counter", **kwargs: Any) -> dict[str, Any]:
+    """A study environment on the runtime's fake counter env (sync, keys A/B)."""
+    extra = {k: kwargs.pop(k) for k in list(kwargs) if k in {"mode", "fps", "seeds",
+             "episodes_per_participant", "max_steps"}}  # fmt: skip
+    return {
+        "id": env_id,
+        "name": env_id.title(),
+        "source": {"kind": "dm_env", "factory": f"{FAKE}:counter", "kwargs": kwargs},
+        "controls": {"keys": {"KeyA": 1, "KeyB": 2}, "noop": 0, "labels": {"KeyA": "one"}},
+        "instructions": "Press **A**.",
+        **extra,
+    }
+
+
+def spec(*envs: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """A study spec with these environments."""
+    return {"name": "Player test", "instructions": "# Hi\n<script>x</script>",
+            "environments": list(envs), **fields}  # fmt: skip
+
+
+def activate(db: Session, study: Study) -> Study:
+    """Make a study active (it gets a permalink token)."""
+    return studies.change_state(db, study, StudyState.active)
+
+
+class Player:
+    """A protocol client on a TestClient WebSocket session."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.frames: list[tuple[int, int, float, float, bytes]] = []
+        self.seen: list[dict[str, Any]] = []
+
+    def send(self, **message: Any) -> None:
+        self.ws.send_text(json.dumps(message))
+
+    def receive(self) -> dict[str, Any] | tuple[int, int, float, float, bytes]:
+        message = self.ws.receive()
+        if message["type"] == "websocket.close":
+            raise ConnectionError(message.get("code"))
+        if message.get("bytes") is not None:
+            frame = unpack_frame(message["bytes"])
+            self.frames.append(frame)
+            return frame
+        data = json.loads(message["text"])
+        self.seen.append(data)
+        return data
+
+    def until(self, kind: str, limit: int = 2000) -> dict[str, Any]:
+        """Messages until one of ``kind`` (frames are kept in ``frames``)."""
+        for _ in range(limit):
+            got = self.receive()
+            if isinstance(got, dict) and got["type"] == kind:
+                return got
+        raise AssertionError(f"no {kind!r} message")
+
+    def frame(self) -> tuple[int, int, float, float, bytes]:
+        """The next frame (control messages are kept in ``seen``)."""
+        for _ in range(200):
+            got = self.receive()
+            if isinstance(got, tuple):
+                return got
+        raise AssertionError("no frame")
+
+    def step(self, keys: list[str], client_ms: float = 1000.0) -> tuple[Any, ...]:
+        """Sync mode: one input, its frame, and the ack of that frame."""
+        seen = self.frames[-1][1] if self.frames else -1
+        self.send(type="input", keys=keys, client_ms=client_ms, seen_step=seen)
+        frame = self.frame()
+        self.send(type="ack", episode=frame[0], step=frame[1], drawn_ms=client_ms + 5)
+        return frame
+
+
+@pytest.fixture
+def designer(factory: Factory) -> User:
+    return factory.user()
