@@ -17,7 +17,7 @@ import dm_env
 import numpy as np
 from dm_env import specs
 
-from server.recording.format import (  # noqa: E402  (re-exported here for the runtime)
+from server.recording.format import (  # re-exported for the runtime
     END_MAX_DURATION,
     END_MAX_STEPS,
     END_TERMINATED,
