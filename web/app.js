@@ -184,7 +184,9 @@ function showView(name) {
 
 function onSessionLost() {
   state.user = null;
-  state.selected = null;
+  state.studies = [];
+  closeDetail();
+  for (const dialog of document.querySelectorAll("dialog[open]")) dialog.close();
   showView("login");
   showError($("#login-error"), new Error("Your session has ended; log in again."));
 }
@@ -236,8 +238,7 @@ async function logout() {
     }
   }
   state.user = null;
-  state.selected = null;
-  history.replaceState(null, "", location.pathname);
+  state.studies = [];
   closeDetail();
   showError($("#login-error"), null);
   showView("login");
@@ -353,7 +354,7 @@ async function openStudy(id, { quiet = false } = {}) {
       api("GET", `/api/studies/${id}/export`),
     ]);
   } catch (error) {
-    if (!quiet) toast(error.message, "error");
+    if (!quiet && error.status !== 401) toast(error.message, "error");
     return;
   }
   showError($("#detail-error"), null);

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -31,7 +32,7 @@ def log_in(page: Page, base: str, user: User, password: str = PASSWORD) -> None:
     form.get_by_role("button", name="Log in").click()
 
 
-def study_row(page: Page, name: str):  # type: ignore[no-untyped-def]
+def study_row(page: Page, name: str) -> Locator:
     return page.locator("#studies-body tr", has_text=name)
 
 
@@ -115,8 +116,8 @@ def test_invalid_study_shows_the_field_paths(
     assert db.scalars(select(Study)).all() == []
 
 
-def test_import_file_picker_creates_a_draft(
-    live_server: str, page: Page, factory: Factory, db: Session
+def test_import_file_picker_creates_a_draft_or_shows_the_problems(
+    live_server: str, page: Page, factory: Factory, db: Session, tmp_path: Path
 ):
     user = factory.user()
     log_in(page, live_server, user)
@@ -127,6 +128,16 @@ def test_import_file_picker_creates_a_draft(
 
     expect(study_row(page, "CartPole balance")).to_contain_text("Draft")
     assert db.scalar(select(Study.name).where(Study.owner_id == user.id)) == "CartPole balance"
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BAD_SPEC, encoding="utf-8")
+    with page.expect_file_chooser() as chooser:
+        page.get_by_role("button", name="Import file…").first.click()
+    chooser.value.set_files(bad)
+    error = page.locator("#list-error")
+    expect(error).to_contain_text("Could not import bad.yaml: The study spec is not valid.")
+    expect(error).to_contain_text("environments.0.id:")
+    expect(page.locator("#studies-body tr")).to_have_count(1)
 
 
 def test_activate_shows_the_permalink_and_rotating_replaces_it(
@@ -159,6 +170,10 @@ def test_activate_shows_the_permalink_and_rotating_replaces_it(
     expect(link).not_to_have_value(f"{live_server}/player.html?token={old_token}")
     rotated = fresh(db, study.id)
     assert rotated is not None and rotated.permalink_token != old_token
+    expect(link).to_have_value(f"{live_server}/player.html?token={rotated.permalink_token}")
+
+    page.reload()  # the open study is kept in the URL
+    expect(page.locator("#detail-name")).to_have_text("Balance")
     expect(link).to_have_value(f"{live_server}/player.html?token={rotated.permalink_token}")
 
 
@@ -328,4 +343,20 @@ def test_admin_creates_and_deactivates_a_user(
     ).click()
     expect(row).to_contain_text("Deactivated")
     db.expire_all()
-    assert db.get(User, created.id).is_active is False  # type: ignore[union-attr]
+    deactivated = db.get(User, created.id)
+    assert deactivated is not None and deactivated.is_active is False
+
+
+def test_a_lost_session_returns_to_the_login_form(
+    live_server: str, page: Page, factory: Factory, db: Session
+):
+    user = factory.user()
+    factory.study(user, spec_dict("Orphan"))
+    log_in(page, live_server, user)
+    expect(study_row(page, "Orphan")).to_be_visible()
+    admin = factory.client(factory.user(role=Role.admin))
+    assert admin.patch(f"/api/users/{user.id}", json={"is_active": False}).status_code == 200
+
+    page.get_by_role("button", name="Orphan").click()
+    expect(page.get_by_role("heading", name="Log in")).to_be_visible()
+    expect(page.get_by_role("alert")).to_have_text("Your session has ended; log in again.")
