@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from pathlib import Path
 from typing import Any
@@ -12,13 +13,18 @@ from sqlalchemy.orm import Session
 
 from server.core import security
 from server.models import Role, Study, User
-from server.schemas import UserCreate
-from server.services import studies, study_files, users
+from server.services import studies, study_files
 from server.study_spec import StudySpec
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "correct horse battery"
 _counter = itertools.count(1)
+
+
+@functools.cache
+def _password_hash() -> str:
+    # argon2 is slow on purpose; tests hash the shared password once.
+    return security.hash_password(PASSWORD)
 
 
 def spec_dict(name: str = "A study", **env: Any) -> dict[str, Any]:
@@ -41,10 +47,12 @@ class Factory:
         self._clients: list[TestClient] = []
 
     def user(self, role: Role = Role.designer, email: str | None = None) -> User:
+        """An active account with password :data:`PASSWORD` (hashed once per test run)."""
         email = email or f"user{next(_counter)}@example.com"
-        return users.create_user(
-            self.db, UserCreate(email=email, password=PASSWORD, role=role, name=email)
-        )
+        user = User(email=email, name=email, role=role, password_hash=_password_hash())
+        self.db.add(user)
+        self.db.commit()
+        return user
 
     def study(self, owner: User, spec: dict[str, Any] | None = None) -> Study:
         return studies.create_study(

@@ -54,6 +54,9 @@ def load_yaml(text: str) -> StudySpec:
 def dump_yaml(spec: StudySpec) -> str:
     """A study file's text: defaults left out, keys in the model's order."""
     data = spec.model_dump(mode="json", exclude_defaults=True)
+    for env, model in zip(data["environments"], spec.environments, strict=True):
+        # The discriminator is a default too; files always name it.
+        env["source"] = {"kind": model.source.kind, **env["source"]}
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
 
 
@@ -73,3 +76,10 @@ def json_schema() -> dict[str, Any]:
 def json_schema_text() -> str:
     """The schema as the text committed in docs/."""
     return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    # Regenerates docs/study-schema.json.
+    target = Path(__file__).resolve().parents[2] / "docs" / "study-schema.json"
+    target.write_text(json_schema_text(), encoding="utf-8")
+    print(f"wrote {target}")
