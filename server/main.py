@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server import __version__
-from server.api.routes import auth, health, play, studies, users
+from server.api.routes import auth, episodes, health, play, studies, users
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError
@@ -138,7 +138,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessionmaker = make_sessionmaker(engine)
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     _install_error_handlers(app)
-    for module in (health, auth, users, studies, play):
+    for module in (health, auth, users, studies, play, episodes):
         app.include_router(module.router)
     app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
     return app

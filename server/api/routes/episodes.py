@@ -1,0 +1,320 @@
+"""Episodes: list and filter a study's episodes, tag them, take notes and replay them."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
+
+from server.api.deps import CurrentPrincipal, SessionDep, SettingsDep
+from server.models import Episode, EpisodeStatus
+from server.services import replay, review, studies
+
+router = APIRouter(tags=["episodes"])
+
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such episode or study, or not yours."}
+}
+_cache_lock = threading.Lock()
+
+
+# --- schemas ------------------------------------------------------------------------------
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TagIn(_Body):
+    name: str = Field(min_length=1, max_length=64)
+
+
+class StepTagIn(_Body):
+    name: str = Field(min_length=1, max_length=64)
+    start: int = Field(ge=0, description="First tagged step.")
+    end: int | None = Field(default=None, ge=0, description="Last tagged step (inclusive).")
+
+
+class NoteIn(_Body):
+    body: str = Field(min_length=1, max_length=10_000)
+
+
+class StepTagPublic(BaseModel):
+    id: int
+    name: str
+    start: int
+    end: int
+
+
+class NotePublic(BaseModel):
+    id: int
+    body: str
+    author_id: int | None
+    created_at: datetime
+
+
+class EpisodeSummary(BaseModel):
+    id: str
+    study_id: int
+    env_key: str
+    status: EpisodeStatus
+    end_reason: str | None
+    participant: str = Field(description="External id, or user:<id> for a designer's play.")
+    seed: int | None
+    steps: int
+    total_reward: float
+    started_at: datetime
+    ended_at: datetime | None
+    duration_s: float | None
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    frames_dropped: int
+    tags: list[str]
+
+
+class EpisodeDetail(EpisodeSummary):
+    error: str | None
+    step_tags: list[StepTagPublic]
+    notes: list[NotePublic]
+
+
+class EpisodeList(BaseModel):
+    items: list[EpisodeSummary]
+    total: int
+    offset: int
+    limit: int
+    tag_names: list[str] = Field(description="Every tag name used in the study.")
+
+
+def _summary(episode: Episode, externals: dict[int, str]) -> dict[str, Any]:
+    return {
+        "id": episode.id,
+        "study_id": episode.study_id,
+        "env_key": episode.env_key,
+        "status": episode.status,
+        "end_reason": episode.end_reason,
+        "participant": review.agent_key(episode, externals),
+        "seed": episode.seed,
+        "steps": episode.steps,
+        "total_reward": episode.total_reward,
+        "started_at": episode.started_at,
+        "ended_at": episode.ended_at,
+        "duration_s": episode.duration_s,
+        "latency_p50_ms": episode.latency_p50_ms,
+        "latency_p95_ms": episode.latency_p95_ms,
+        "frames_dropped": episode.frames_dropped,
+        "tags": sorted(t.name for t in episode.tags),
+    }
+
+
+def _detail(db: Session, episode: Episode) -> EpisodeDetail:
+    base = _summary(episode, review.external_ids(db, [episode]))
+    step_tags = sorted(episode.step_tags, key=lambda t: (t.start_step, t.end_step, t.id))
+    return EpisodeDetail(
+        **base,
+        error=episode.error,
+        step_tags=[
+            StepTagPublic(id=t.id, name=t.name, start=t.start_step, end=t.end_step)
+            for t in step_tags
+        ],
+        notes=[
+            NotePublic.model_validate(n, from_attributes=True) for n in review.notes_of(episode)
+        ],
+    )
+
+
+def _cache(request: Request) -> replay.ReaderCache:
+    state = request.app.state
+    with _cache_lock:
+        if getattr(state, "replay_cache", None) is None:
+            state.replay_cache = replay.ReaderCache()
+    cache: replay.ReaderCache = state.replay_cache
+    return cache
+
+
+# --- routes -------------------------------------------------------------------------------
+@router.get(
+    "/api/studies/{study_id}/episodes",
+    response_model=EpisodeList,
+    summary="List a study's episodes",
+    responses=NOT_FOUND,
+)
+def list_episodes(
+    study_id: int,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    status: Annotated[list[EpisodeStatus] | None, Query()] = None,
+    env: Annotated[list[str] | None, Query(description="Environment keys")] = None,
+    participant: Annotated[list[str] | None, Query(description="External ids or user:<id>")] = None,
+    tag: Annotated[list[str] | None, Query(description="Required episode tags (all)")] = None,
+    exclude_tag: Annotated[list[str] | None, Query(description="Excluded episode tags")] = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    sort: str = review.DEFAULT_SORT,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=review.MAX_PAGE)] = 50,
+) -> EpisodeList:
+    """Episodes of one of your studies, filtered (repeat a parameter for several values)."""
+    study = studies.get_study(db, principal, study_id)
+    flt = review.EpisodeFilter(
+        statuses=[str(s) for s in status or []],
+        env_keys=env or [],
+        participants=participant or [],
+        tags=tag or [],
+        exclude_tags=exclude_tag or [],
+        since=since,
+        until=until,
+    )
+    page = review.list_episodes(db, study, flt, sort=sort, offset=offset, limit=limit)
+    externals = review.external_ids(db, page.items)
+    return EpisodeList(
+        items=[EpisodeSummary(**_summary(e, externals)) for e in page.items],
+        total=page.total,
+        offset=page.offset,
+        limit=page.limit,
+        tag_names=review.tag_names(db, study.id),
+    )
+
+
+@router.get(
+    "/api/episodes/{episode_id}",
+    response_model=EpisodeDetail,
+    summary="Read an episode",
+    responses=NOT_FOUND,
+)
+def read_episode(episode_id: str, db: SessionDep, principal: CurrentPrincipal) -> EpisodeDetail:
+    """An episode with its tags, step tags and notes."""
+    return _detail(db, review.get_episode(db, principal, episode_id))
+
+
+@router.post(
+    "/api/episodes/{episode_id}/tags",
+    response_model=EpisodeDetail,
+    status_code=201,
+    summary="Tag an episode",
+    responses=NOT_FOUND,
+)
+def add_tag(
+    episode_id: str, body: TagIn, db: SessionDep, principal: CurrentPrincipal
+) -> EpisodeDetail:
+    """Add an episode tag (adding it twice keeps one)."""
+    episode = review.get_episode(db, principal, episode_id)
+    review.add_tag(db, episode, body.name, principal.user_id)
+    return _detail(db, episode)
+
+
+@router.delete(
+    "/api/episodes/{episode_id}/tags/{name}",
+    status_code=204,
+    summary="Remove an episode tag",
+    responses=NOT_FOUND,
+)
+def remove_tag(episode_id: str, name: str, db: SessionDep, principal: CurrentPrincipal) -> Response:
+    """Remove an episode tag."""
+    review.remove_tag(db, review.get_episode(db, principal, episode_id), name)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/api/episodes/{episode_id}/step-tags",
+    response_model=StepTagPublic,
+    status_code=201,
+    summary="Tag a step or a range of steps",
+    responses={**NOT_FOUND, 422: {"description": "The range is outside the episode's steps."}},
+)
+def add_step_tag(
+    episode_id: str, body: StepTagIn, db: SessionDep, principal: CurrentPrincipal
+) -> StepTagPublic:
+    """Tag step ``start`` or steps ``start..end`` (inclusive, within 0..steps-1)."""
+    episode = review.get_episode(db, principal, episode_id)
+    tag = review.add_step_tag(db, episode, body.name, body.start, body.end, principal.user_id)
+    return StepTagPublic(id=tag.id, name=tag.name, start=tag.start_step, end=tag.end_step)
+
+
+@router.delete(
+    "/api/episodes/{episode_id}/step-tags/{tag_id}",
+    status_code=204,
+    summary="Remove a step tag",
+    responses=NOT_FOUND,
+)
+def remove_step_tag(
+    episode_id: str, tag_id: int, db: SessionDep, principal: CurrentPrincipal
+) -> Response:
+    """Remove one step tag."""
+    review.remove_step_tag(db, review.get_episode(db, principal, episode_id), tag_id)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/api/episodes/{episode_id}/notes",
+    response_model=list[NotePublic],
+    summary="List an episode's notes",
+    responses=NOT_FOUND,
+)
+def list_notes(episode_id: str, db: SessionDep, principal: CurrentPrincipal) -> list[NotePublic]:
+    """The episode's notes, oldest first."""
+    episode = review.get_episode(db, principal, episode_id)
+    return [NotePublic.model_validate(n, from_attributes=True) for n in review.notes_of(episode)]
+
+
+@router.post(
+    "/api/episodes/{episode_id}/notes",
+    response_model=NotePublic,
+    status_code=201,
+    summary="Add a note",
+    responses=NOT_FOUND,
+)
+def add_note(
+    episode_id: str, body: NoteIn, db: SessionDep, principal: CurrentPrincipal
+) -> NotePublic:
+    """A note on the episode (exported with it)."""
+    episode = review.get_episode(db, principal, episode_id)
+    note = review.add_note(db, episode, body.body, principal.user_id)
+    return NotePublic.model_validate(note, from_attributes=True)
+
+
+@router.get(
+    "/api/episodes/{episode_id}/frames/{step}",
+    response_class=Response,
+    summary="The frame of a step (JPEG)",
+    responses={**NOT_FOUND, 200: {"content": {"image/jpeg": {}}}},
+)
+def read_frame(
+    episode_id: str,
+    step: int,
+    request: Request,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+) -> Response:
+    """The JPEG the player saw at step ``step`` (0 = the first observation)."""
+    episode = review.get_episode(db, principal, episode_id)
+    log = review.log_dir(episode, settings.data_root)
+    version = (episode.status, episode.steps)
+    jpeg = replay.frame(_cache(request), log, step, version)
+    final = episode.status != EpisodeStatus.recording
+    headers = {"Cache-Control": "private, max-age=3600" if final else "no-store"}
+    return Response(jpeg, media_type="image/jpeg", headers=headers)
+
+
+@router.get(
+    "/api/episodes/{episode_id}/steps",
+    summary="Per-step action and reward (for a timeline)",
+    responses=NOT_FOUND,
+)
+def read_steps(
+    episode_id: str,
+    request: Request,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+    start: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=replay.MAX_STEPS_PAGE)] = 200,
+) -> dict[str, Any]:
+    """Steps ``start..start+limit-1``: action a_t, reward r_t and the RLDS flags."""
+    episode = review.get_episode(db, principal, episode_id)
+    log = review.log_dir(episode, settings.data_root)
+    version = (episode.status, episode.steps)
+    return replay.steps_summary(_cache(request), log, start, limit, version)

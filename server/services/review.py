@@ -1,0 +1,260 @@
+"""Reviewing a study's episodes: filters, episode and step tags, notes.
+
+Every function that takes a principal checks ownership through :func:`studies.get_study`:
+another designer's episode is a 404, like a missing one. Statuses are never changed here;
+they come from the player.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session, selectinload
+
+from server.errors import DomainError, Invalid, NotFound
+from server.models import Episode, EpisodeTag, Note, Participant, StepTag, Study
+from server.principal import Principal
+from server.services import studies
+
+# Sort keys the list accepts ("-" prefix: descending).
+SORTS: dict[str, Any] = {
+    "started_at": Episode.started_at,
+    "ended_at": Episode.ended_at,
+    "total_reward": Episode.total_reward,
+    "steps": Episode.steps,
+    "duration_s": Episode.duration_s,
+    "status": Episode.status,
+    "env_key": Episode.env_key,
+}
+DEFAULT_SORT = "-started_at"
+MAX_PAGE = 500
+USER_PREFIX = "user:"
+
+
+@dataclass(frozen=True)
+class EpisodeFilter:
+    """Which of a study's episodes to show or export (empty fields do not filter)."""
+
+    statuses: Sequence[str] = ()
+    env_keys: Sequence[str] = ()
+    participants: Sequence[str] = ()  # external ids, or "user:<id>" for designers' test plays
+    tags: Sequence[str] = ()  # required: every one of them
+    exclude_tags: Sequence[str] = ()  # none of them
+    since: datetime | None = None
+    until: datetime | None = None
+    episode_ids: Sequence[str] = field(default=())
+
+
+@dataclass(frozen=True)
+class EpisodePage:
+    """One page of a filtered list."""
+
+    items: list[Episode]
+    total: int
+    offset: int
+    limit: int
+
+
+def agent_key(episode: Episode, external_ids: dict[int, str]) -> str:
+    """What identifies the player: the participant's external id or ``user:<id>``."""
+    if episode.participant_id is not None and episode.participant_id in external_ids:
+        return external_ids[episode.participant_id]
+    return f"{USER_PREFIX}{episode.user_id}" if episode.user_id is not None else "unknown"
+
+
+def filtered(study_id: int, flt: EpisodeFilter) -> Select[Any]:
+    """The select of a study's episodes matching ``flt``."""
+    query = select(Episode).where(Episode.study_id == study_id)
+    if flt.episode_ids:
+        query = query.where(Episode.id.in_(list(flt.episode_ids)))
+    if flt.statuses:
+        query = query.where(Episode.status.in_(list(flt.statuses)))
+    if flt.env_keys:
+        query = query.where(Episode.env_key.in_(list(flt.env_keys)))
+    if flt.participants:
+        externals = [p for p in flt.participants if not p.startswith(USER_PREFIX)]
+        user_ids = [
+            int(p[len(USER_PREFIX) :])
+            for p in flt.participants
+            if p.startswith(USER_PREFIX) and p[len(USER_PREFIX) :].isdigit()
+        ]
+        by_participant = Episode.participant_id.in_(
+            select(Participant.id).where(
+                Participant.study_id == study_id, Participant.external_id.in_(externals)
+            )
+        )
+        query = query.where(
+            by_participant | (Episode.participant_id.is_(None) & Episode.user_id.in_(user_ids))
+        )
+    for tag in dict.fromkeys(flt.tags):
+        query = query.where(
+            Episode.id.in_(select(EpisodeTag.episode_id).where(EpisodeTag.name == tag))
+        )
+    if flt.exclude_tags:
+        query = query.where(
+            Episode.id.not_in(
+                select(EpisodeTag.episode_id).where(EpisodeTag.name.in_(list(flt.exclude_tags)))
+            )
+        )
+    if flt.since is not None:
+        query = query.where(Episode.started_at >= flt.since)
+    if flt.until is not None:
+        query = query.where(Episode.started_at <= flt.until)
+    return query
+
+
+def list_episodes(
+    db: Session,
+    study: Study,
+    flt: EpisodeFilter,
+    *,
+    sort: str = DEFAULT_SORT,
+    offset: int = 0,
+    limit: int = 50,
+) -> EpisodePage:
+    """One page of the study's episodes matching ``flt``, sorted by ``sort``."""
+    column = SORTS.get(sort.removeprefix("-"))
+    if column is None:
+        raise Invalid(
+            f"Unknown sort {sort!r}.",
+            detail=[{"loc": ["query", "sort"], "msg": f"one of {sorted(SORTS)} (- for desc)"}],
+        )
+    query = filtered(study.id, flt)
+    total = db.scalar(select(func.count()).select_from(query.subquery())) or 0
+    order = column.desc() if sort.startswith("-") else column.asc()
+    rows = db.scalars(
+        query.options(selectinload(Episode.tags))
+        .order_by(order, Episode.id)
+        .offset(offset)
+        .limit(min(limit, MAX_PAGE))
+    ).all()
+    return EpisodePage(items=list(rows), total=int(total), offset=offset, limit=limit)
+
+
+def external_ids(db: Session, episodes: Sequence[Episode]) -> dict[int, str]:
+    """Participant id -> external id for the given episodes."""
+    ids = {e.participant_id for e in episodes if e.participant_id is not None}
+    if not ids:
+        return {}
+    rows = db.execute(
+        select(Participant.id, Participant.external_id).where(Participant.id.in_(ids))
+    )
+    return {int(pid): str(ext) for pid, ext in rows.tuples()}
+
+
+def get_episode(db: Session, principal: Principal, episode_id: str) -> Episode:
+    """An episode of a study the principal manages; 404 otherwise."""
+    episode = db.get(Episode, episode_id)
+    if episode is None:
+        raise NotFound("No such episode.")
+    try:
+        studies.get_study(db, principal, episode.study_id)
+    except NotFound:
+        raise NotFound("No such episode.") from None
+    return episode
+
+
+def log_dir(episode: Episode, data_root: Path) -> Path:
+    """The episode's log folder, refused (400) when it is not inside the data root."""
+    root = Path(data_root).resolve()
+    path = Path(episode.storage_path).resolve()
+    if not episode.storage_path or not path.is_relative_to(root):
+        raise DomainError("The episode's log is not inside the data root.")
+    return path
+
+
+def _check_tag_name(name: str, loc: str) -> str:
+    name = name.strip()
+    if not name or len(name) > 64 or any(c in name for c in ",\n\r\t"):
+        raise Invalid(
+            "A tag name is 1 to 64 characters without commas, tabs or newlines.",
+            detail=[{"loc": ["body", loc], "msg": "bad tag name"}],
+        )
+    return name
+
+
+def add_tag(db: Session, episode: Episode, name: str, author_id: int | None) -> EpisodeTag:
+    """Tag the episode (adding an existing tag is a no-op returning it)."""
+    name = _check_tag_name(name, "name")
+    for tag in episode.tags:
+        if tag.name == name:
+            return tag
+    tag = EpisodeTag(episode_id=episode.id, name=name, author_id=author_id)
+    episode.tags.append(tag)
+    db.commit()
+    return tag
+
+
+def remove_tag(db: Session, episode: Episode, name: str) -> None:
+    """Remove an episode tag; 404 when the episode does not have it."""
+    for tag in list(episode.tags):
+        if tag.name == name:
+            episode.tags.remove(tag)
+            db.commit()
+            return
+    raise NotFound(f"The episode has no tag {name!r}.")
+
+
+def add_step_tag(
+    db: Session, episode: Episode, name: str, start: int, end: int | None, author_id: int | None
+) -> StepTag:
+    """Tag step ``start`` or the inclusive range ``start..end`` (inside the episode's steps)."""
+    name = _check_tag_name(name, "name")
+    end = start if end is None else end
+    if not 0 <= start <= end < episode.steps:
+        last = episode.steps - 1
+        raise Invalid(
+            f"Steps {start}..{end} are not inside the episode's steps 0..{last}."
+            if episode.steps
+            else "The episode has no step to tag.",
+            detail=[{"loc": ["body", "start"], "msg": f"0 <= start <= end <= {last}"}],
+        )
+    for tag in episode.step_tags:
+        if (tag.name, tag.start_step, tag.end_step) == (name, start, end):
+            return tag
+    tag = StepTag(
+        episode_id=episode.id, name=name, start_step=start, end_step=end, author_id=author_id
+    )
+    episode.step_tags.append(tag)
+    db.commit()
+    return tag
+
+
+def remove_step_tag(db: Session, episode: Episode, tag_id: int) -> None:
+    """Remove one step tag of the episode by id."""
+    for tag in list(episode.step_tags):
+        if tag.id == tag_id:
+            episode.step_tags.remove(tag)
+            db.commit()
+            return
+    raise NotFound("The episode has no such step tag.")
+
+
+def add_note(db: Session, episode: Episode, body: str, author_id: int | None) -> Note:
+    """A note on the episode."""
+    body = body.strip()
+    if not body:
+        raise Invalid(
+            "A note cannot be empty.", detail=[{"loc": ["body", "body"], "msg": "empty note"}]
+        )
+    note = Note(episode_id=episode.id, body=body, author_id=author_id)
+    episode.notes.append(note)
+    db.commit()
+    return note
+
+
+def notes_of(episode: Episode) -> list[Note]:
+    """The episode's notes, oldest first."""
+    return sorted(episode.notes, key=lambda n: (n.created_at, n.id))
+
+
+def tag_names(db: Session, study_id: int) -> list[str]:
+    """Every episode and step tag name used in a study (for filter pickers)."""
+    ep = select(EpisodeTag.name).join(Episode).where(Episode.study_id == study_id)
+    st = select(StepTag.name).join(Episode).where(Episode.study_id == study_id)
+    return sorted(set(db.scalars(ep).all()) | set(db.scalars(st).all()))
