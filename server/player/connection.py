@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 
-from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from server.player import protocol as p
 from server.player.outbox import Close, Frame, Outbox, RateLimiter
@@ -25,6 +25,19 @@ MESSAGE_RATE = 400.0  # every message, acks included
 MESSAGE_BURST = 400.0
 MAX_DROPPED_INPUTS = 240  # inputs over the limit before the socket is closed as a flood
 MAX_BAD_MESSAGES = 20  # malformed messages before the socket is closed
+_background: set[asyncio.Future[None]] = set()
+
+
+def _keep(task: asyncio.Future[None]) -> None:
+    """Hold a reference until ``task`` ends, then collect its outcome."""
+    _background.add(task)
+    task.add_done_callback(_settled)
+
+
+def _settled(task: asyncio.Future[None]) -> None:
+    _background.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.error("player connection task failed", exc_info=task.exception())
 
 
 class Connection:
@@ -47,15 +60,19 @@ class Connection:
         try:
             await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            # Nothing here awaits: the server may cancel this handler as soon as the client
+            # is gone. Detaching waits for the session lock and may pause the worker, so it
+            # runs in its own task, which that cancellation cannot cut short.
             for task in (sender, receiver):
                 task.cancel()
-            await asyncio.gather(sender, receiver, return_exceptions=True)
-            await self.live.detach(self.outbox)
-            if self.ws.application_state == WebSocketState.CONNECTED:
-                with contextlib.suppress(Exception):
-                    await self.ws.close(1000)
+                _keep(task)
+            _keep(asyncio.ensure_future(self.live.detach(self.outbox)))
 
     async def _send_loop(self) -> None:
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):  # client gone
+            await self._send_all()
+
+    async def _send_all(self) -> None:
         while True:
             item = await self.outbox.get()
             if isinstance(item, Close):

@@ -139,6 +139,10 @@ class LiveSession:
             if self.outbox is not None and self.outbox is not outbox:
                 self.outbox.close(p.CLOSE_REPLACED, "the session was opened elsewhere")
             self.outbox = outbox
+            if resumed and self.phase == Phase.playing:  # taken over from a live connection
+                if await self._pause_worker():
+                    self.phase = Phase.paused
+                    self.lost_connection = True
             if self._grace_timer is not None:
                 self._grace_timer.cancel()
                 self._grace_timer = None

@@ -1,0 +1,180 @@
+"""Episode endings over the protocol: reject, cancel, pause, timeouts, reconnect, crashes."""
+
+from __future__ import annotations
+
+import time
+
+from server.models import Episode, EpisodeStatus
+from server.recording.writer import open_reader
+from tests.player.conftest import Player, counter_env, spec
+
+
+def _open(client, study):
+    return client.websocket_connect(f"/ws/play?study={study.id}")
+
+
+def _start(player, env_id="counter"):
+    player.until("hello")
+    player.send(type="start", env_id=env_id)
+    episode = player.until("episode_started")["episode"]
+    player.frame()
+    return episode
+
+
+def _row(db, episode_id):
+    row = db.get(Episode, episode_id)
+    db.refresh(row)
+    return row
+
+
+def _wait_status(db, episode_id, status, seconds=15.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        row = _row(db, episode_id)
+        if row.status == status:
+            return row
+        time.sleep(0.05)
+    raise AssertionError(f"episode is {row.status}, expected {status}")
+
+
+def test_reject_after_the_end(factory, designer, db):
+    study = factory.study(designer, spec(counter_env(episode_len=2)))
+    with _open(factory.client(designer), study) as ws:
+        player = Player(ws)
+        episode = _start(player)
+        player.step(["KeyB"])
+        player.send(type="save", keep=True)  # wrong state: still playing
+        assert player.until("error")["code"] == "wrong_state"
+        player.step(["KeyB"])
+        player.until("episode_ended")
+        player.send(type="cancel")  # wrong state: ended, waiting for save
+        assert player.until("error")["code"] == "wrong_state"
+        player.send(type="save", keep=False)
+        assert player.until("episode_saved")["status"] == "rejected"
+    row = _row(db, episode["id"])
+    assert row.status == EpisodeStatus.rejected and row.steps == 3 and row.total_reward == 4.0
+
+
+def test_cancel_keeps_the_recorded_steps(factory, designer, db):
+    study = factory.study(designer, spec(counter_env(episode_len=50)))
+    with _open(factory.client(designer), study) as ws:
+        player = Player(ws)
+        episode = _start(player)
+        for _ in range(4):
+            player.step(["KeyA"])
+        player.send(type="cancel")
+        saved = player.until("episode_saved")
+        assert saved["status"] == "canceled"
+        player.send(type="start", env_id="counter")  # the next episode, same worker
+        second = player.until("episode_started")["episode"]
+        assert second["index"] == 2 and second["id"] != episode["id"]
+    row = _row(db, episode["id"])
+    assert row.status == EpisodeStatus.canceled and row.steps == 5 and row.end_reason == "canceled"
+    with open_reader(row.storage_path) as reader:
+        assert len(list(reader.steps)) == 5
+
+
+def test_pause_resume_and_pause_timeout(factory, designer, db):
+    study = factory.study(designer, spec(counter_env(episode_len=50), pause_timeout_s=0.5))
+    with _open(factory.client(designer), study) as ws:
+        player = Player(ws)
+        episode = _start(player)
+        player.step(["KeyA"])
+        player.send(type="pause")
+        assert player.until("paused")["timeout_s"] == 0.5
+        player.send(type="input", keys=["KeyA"], client_ms=1.0)
+        assert player.until("error")["code"] == "wrong_state"
+        player.send(type="resume")
+        player.until("resumed")
+        player.step(["KeyA"])
+        player.send(type="pause")
+        player.until("paused")
+        saved = player.until("episode_saved")  # the pause outlived the study's timeout
+        assert saved["status"] == "abandoned"
+        assert player.until("error")["code"] == "pause_timeout"
+    row = _row(db, episode["id"])
+    assert row.status == EpisodeStatus.abandoned and row.steps == 3
+    assert row.end_reason == "pause_timeout"
+
+
+def test_reload_resumes_the_same_episode_paused(factory, designer, db):
+    study = factory.study(designer, spec(counter_env(episode_len=6)))
+    client = factory.client(designer)
+    with _open(client, study) as ws:
+        player = Player(ws)
+        episode = _start(player)
+        session_id = player.seen[0]["session_id"]
+        player.step(["KeyA"])
+        player.step(["KeyA"])
+    with client.websocket_connect(f"/ws/play?study={study.id}&session={session_id}") as ws:
+        player = Player(ws)
+        hello = player.until("hello")
+        assert hello["resumed"] is True and hello["phase"] == "paused"
+        assert hello["episode"]["id"] == episode["id"] and hello["episode"]["step"] == 2
+        assert player.frame()[1] == 2  # the last frame again
+        player.send(type="resume")
+        player.until("resumed")
+        steps = [player.step(["KeyB"])[1] for _ in range(4)]
+        assert steps == [3, 4, 5, 6]
+        player.until("episode_ended")
+        player.send(type="save", keep=True)
+        player.until("episode_saved")
+    row = _row(db, episode["id"])
+    assert row.status == EpisodeStatus.completed and row.steps == 7
+    with open_reader(row.storage_path) as reader:
+        assert len(list(reader.steps)) == 7
+
+
+def test_dropped_connection_not_resumed_is_abandoned(factory, designer, db, app):
+    app.state.settings.reconnect_grace_s = 0.3
+    study = factory.study(designer, spec(counter_env(episode_len=50)))
+    with _open(factory.client(designer), study) as ws:
+        player = Player(ws)
+        episode = _start(player)
+        player.step(["KeyA"])
+    row = _wait_status(db, episode["id"], EpisodeStatus.abandoned)
+    assert row.steps == 2 and row.end_reason == "disconnected"
+
+
+def test_env_crash_fails_the_episode_and_the_player_can_go_on(factory, designer, db):
+    study = factory.study(designer, spec(counter_env(episode_len=50, crash_at=2)))
+    with _open(factory.client(designer), study) as ws:
+        player = Player(ws)
+        episode = _start(player)
+        player.step(["KeyA"])
+        player.send(type="input", keys=["KeyA"], client_ms=5.0)
+        failed = player.until("episode_failed")
+        assert "boom at step 2" in failed["message"]
+        player.send(type="start", env_id="counter")  # a fresh worker
+        assert player.until("episode_started")["episode"]["index"] == 2
+    row = _row(db, episode["id"])
+    assert row.status == EpisodeStatus.failed and "boom" in row.error and row.steps == 2
+
+
+def test_worker_process_death_fails_the_episode(factory, designer, db):
+    study = factory.study(designer, spec(counter_env(episode_len=50, exit_at=1)))
+    with _open(factory.client(designer), study) as ws:
+        player = Player(ws)
+        episode = _start(player)
+        player.send(type="input", keys=["KeyA"], client_ms=5.0)
+        assert "exited" in player.until("episode_failed")["message"]
+    assert _row(db, episode["id"]).status == EpisodeStatus.failed
+
+
+def test_participant_quota_and_seeds_in_turn(factory, designer, db):
+    from tests.player.conftest import activate
+
+    env = counter_env(episode_len=1, episodes_per_participant=1, seeds=[5, 6])
+    study = activate(db, factory.study(designer, spec(env)))
+    anon = factory.client()
+    body = anon.post("/api/play/join", json={"token": study.permalink_token, "participant_id": "q"})
+    with anon.websocket_connect(f"/ws/play?ticket={body.json()['ticket']}") as ws:
+        player = Player(ws)
+        episode = _start(player)
+        assert episode["seed"] == 5
+        player.step(["KeyA"])
+        player.until("episode_ended")
+        player.send(type="save", keep=True)
+        assert player.until("episode_saved")["completed"] == {"counter": 1}
+        player.send(type="start", env_id="counter")
+        assert player.until("error")["code"] == "quota_reached"
