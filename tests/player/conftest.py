@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
 from sqlalchemy.orm import Session
 
-from server.models import Study, StudyState, User
+from server.models import Episode, Study, StudyState, User
 from server.player.protocol import unpack_frame
 from server.services import studies
 from tests.factories import Factory
@@ -39,6 +40,24 @@ def spec(*envs: dict[str, Any], **fields: Any) -> dict[str, Any]:
 def activate(db: Session, study: Study) -> Study:
     """Make a study active (it gets a permalink token)."""
     return studies.change_state(db, study, StudyState.active)
+
+
+def row_of(db, episode_id):
+    """The episode row as the database has it now."""
+    row = db.get(Episode, episode_id)
+    db.refresh(row)
+    return row
+
+
+def wait_status(db, episode_id, status, seconds=15.0):
+    """Poll until the episode has ``status`` (the app writes it from another thread)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        row = row_of(db, episode_id)
+        if row.status == status:
+            return row
+        time.sleep(0.05)
+    raise AssertionError(f"episode is {row.status}, expected {status}")
 
 
 class Player:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import time
-
-from server.models import Episode, EpisodeStatus
+from server.models import EpisodeStatus
 from server.recording.writer import open_reader
-from tests.player.conftest import Player, counter_env, spec
+from tests.player.conftest import Player, counter_env, row_of, spec, wait_status
 
 
 def _open(client, study):
@@ -19,22 +17,6 @@ def _start(player, env_id="counter"):
     episode = player.until("episode_started")["episode"]
     player.frame()
     return episode
-
-
-def _row(db, episode_id):
-    row = db.get(Episode, episode_id)
-    db.refresh(row)
-    return row
-
-
-def _wait_status(db, episode_id, status, seconds=15.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        row = _row(db, episode_id)
-        if row.status == status:
-            return row
-        time.sleep(0.05)
-    raise AssertionError(f"episode is {row.status}, expected {status}")
 
 
 def test_reject_after_the_end(factory, designer, db):
@@ -51,7 +33,7 @@ def test_reject_after_the_end(factory, designer, db):
         assert player.until("error")["code"] == "wrong_state"
         player.send(type="save", keep=False)
         assert player.until("episode_saved")["status"] == "rejected"
-    row = _row(db, episode["id"])
+    row = row_of(db, episode["id"])
     assert row.status == EpisodeStatus.rejected and row.steps == 3 and row.total_reward == 4.0
 
 
@@ -68,7 +50,7 @@ def test_cancel_keeps_the_recorded_steps(factory, designer, db):
         player.send(type="start", env_id="counter")  # the next episode, same worker
         second = player.until("episode_started")["episode"]
         assert second["index"] == 2 and second["id"] != episode["id"]
-    row = _row(db, episode["id"])
+    row = row_of(db, episode["id"])
     assert row.status == EpisodeStatus.canceled and row.steps == 5 and row.end_reason == "canceled"
     with open_reader(row.storage_path) as reader:
         assert len(list(reader.steps)) == 5
@@ -92,7 +74,7 @@ def test_pause_resume_and_pause_timeout(factory, designer, db):
         saved = player.until("episode_saved")  # the pause outlived the study's timeout
         assert saved["status"] == "abandoned"
         assert player.until("error")["code"] == "pause_timeout"
-    row = _row(db, episode["id"])
+    row = row_of(db, episode["id"])
     assert row.status == EpisodeStatus.abandoned and row.steps == 3
     assert row.end_reason == "pause_timeout"
 
@@ -119,7 +101,7 @@ def test_reload_resumes_the_same_episode_paused(factory, designer, db):
         player.until("episode_ended")
         player.send(type="save", keep=True)
         player.until("episode_saved")
-    row = _row(db, episode["id"])
+    row = row_of(db, episode["id"])
     assert row.status == EpisodeStatus.completed and row.steps == 7
     with open_reader(row.storage_path) as reader:
         assert len(list(reader.steps)) == 7
@@ -132,7 +114,7 @@ def test_dropped_connection_not_resumed_is_abandoned(factory, designer, db, app)
         player = Player(ws)
         episode = _start(player)
         player.step(["KeyA"])
-    row = _wait_status(db, episode["id"], EpisodeStatus.abandoned)
+    row = wait_status(db, episode["id"], EpisodeStatus.abandoned)
     assert row.steps == 2 and row.end_reason == "disconnected"
 
 
@@ -147,7 +129,7 @@ def test_env_crash_fails_the_episode_and_the_player_can_go_on(factory, designer,
         assert "boom at step 2" in failed["message"]
         player.send(type="start", env_id="counter")  # a fresh worker
         assert player.until("episode_started")["episode"]["index"] == 2
-    row = _row(db, episode["id"])
+    row = row_of(db, episode["id"])
     assert row.status == EpisodeStatus.failed and "boom" in row.error and row.steps == 2
 
 
@@ -158,7 +140,7 @@ def test_worker_process_death_fails_the_episode(factory, designer, db):
         episode = _start(player)
         player.send(type="input", keys=["KeyA"], client_ms=5.0)
         assert "exited" in player.until("episode_failed")["message"]
-    assert _row(db, episode["id"]).status == EpisodeStatus.failed
+    assert row_of(db, episode["id"]).status == EpisodeStatus.failed
 
 
 def test_participant_quota_and_seeds_in_turn(factory, designer, db):

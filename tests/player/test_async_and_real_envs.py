@@ -1,0 +1,108 @@
+"""Real-time (async) play and real Gymnasium environments over the protocol."""
+
+from __future__ import annotations
+
+import json
+
+from server.models import EpisodeStatus
+from server.recording.writer import open_reader
+from tests.player.conftest import Player, counter_env, row_of, spec
+
+CARTPOLE = {
+    "id": "cartpole", "name": "CartPole", "mode": "async", "fps": 60, "max_steps": 40,
+    "source": {"kind": "gymnasium", "id": "CartPole-v1"},
+    "controls": {"keys": {"ArrowLeft": 0, "ArrowRight": 1}, "noop": 0,
+                 "labels": {"ArrowLeft": "push left"}},
+}  # fmt: skip
+DOORKEY = {
+    "id": "doorkey", "name": "DoorKey", "mode": "sync", "max_steps": 5, "seeds": [1],
+    "source": {"kind": "gymnasium", "id": "MiniGrid-DoorKey-5x5-v0"},
+    "controls": {"keys": {"ArrowLeft": 0, "ArrowRight": 1, "ArrowUp": 2}},
+}  # fmt: skip
+
+
+def _drain_until_ended(player):
+    """Receive (acking every frame) until the episode ends."""
+    for _ in range(5000):
+        got = player.receive()
+        if isinstance(got, tuple):
+            player.send(type="ack", episode=got[0], step=got[1], drawn_ms=2e12)
+        elif got["type"] == "episode_ended":
+            return got
+    raise AssertionError("the episode did not end")
+
+
+def test_async_cartpole_plays_by_the_clock(factory, designer, db):
+    study = factory.study(designer, spec(CARTPOLE))
+    with factory.client(designer).websocket_connect(f"/ws/play?study={study.id}") as ws:
+        player = Player(ws)
+        player.until("hello")
+        player.send(type="start", env_id="cartpole")
+        env = player.until("env_ready")
+        assert env["mode"] == "async" and env["fps"] == 60
+        assert {"input": "ArrowLeft", "label": "push left"} in env["controls"]["legend"]
+        assert env["controls"]["keys"] == ["ArrowLeft", "ArrowRight"]
+        episode = player.until("episode_started")["episode"]
+        player.send(type="input", keys=["ArrowRight"], client_ms=1.9e12, seen_step=0)
+        player.send(type="set_speed", speed=2.0)
+        assert player.until("setting")["speed"] == 2.0
+        player.send(type="set_quality", quality="low")
+        assert player.until("setting")["quality"] == "low"
+        ended = _drain_until_ended(player)
+        assert ended["steps"] >= 2 and ended["end_reason"] in ("terminated", "max_steps")
+        player.send(type="save", keep=True)
+        assert player.until("episode_saved")["status"] == "completed"
+    row = row_of(db, episode["id"])
+    assert row.status == EpisodeStatus.completed and row.steps == ended["steps"]
+    with open_reader(row.storage_path) as reader:
+        steps = list(reader.steps)
+    assert len(steps) == row.steps  # every step recorded, whatever reached the screen
+    inputs = [json.loads(s.custom_data["input"]) for s in steps[1:]]
+    assert {"keys": ["ArrowRight"], "buttons": {}, "axes": []} in inputs
+    sent = [json.loads(s.custom_data["timing"]).get("input_sent") for s in steps]
+    assert 1.9e12 in sent  # the fresh input's client time, on the step that applied it
+
+
+def test_async_pause_resume_and_camera(factory, designer, db):
+    env = counter_env(episode_len=100_000, mode="async", fps=30)
+    study = factory.study(designer, spec(env))
+    with factory.client(designer).websocket_connect(f"/ws/play?study={study.id}") as ws:
+        player = Player(ws)
+        player.until("hello")
+        player.send(type="start", env_id="counter")
+        cameras = player.until("env_ready")["cameras"]
+        assert cameras == ["front", "top"]
+        episode = player.until("episode_started")["episode"]
+        player.frame()
+        player.frame()  # the clock steps without input
+        player.send(type="set_camera", camera="top")
+        assert player.until("setting")["camera"] == "top"
+        player.send(type="pause")
+        player.until("paused")
+        player.send(type="resume")
+        player.until("resumed")
+        player.frame()
+        player.send(type="cancel")
+        saved = player.until("episode_saved")
+    row = row_of(db, episode["id"])
+    assert saved["status"] == "canceled" and row.status == EpisodeStatus.canceled
+    assert row.steps >= 3
+
+
+def test_minigrid_sync_episode_truncated_by_max_steps(factory, designer, db):
+    study = factory.study(designer, spec(DOORKEY))
+    with factory.client(designer).websocket_connect(f"/ws/play?study={study.id}") as ws:
+        player = Player(ws)
+        player.until("hello")
+        player.send(type="start", env_id="doorkey")
+        episode = player.until("episode_started")["episode"]
+        assert episode["seed"] == 1
+        player.frame()
+        steps = [player.step(["ArrowLeft"])[1] for _ in range(5)]
+        ended = player.until("episode_ended")
+        assert steps == [1, 2, 3, 4, 5] and ended["end_reason"] == "max_steps"
+        player.send(type="save", keep=True)
+        player.until("episode_saved")
+    row = row_of(db, episode["id"])
+    assert row.status == EpisodeStatus.completed and row.steps == 6
+    assert row.latency_p50_ms == 5.0

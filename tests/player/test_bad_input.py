@@ -1,0 +1,153 @@
+"""Bad input: every problem gets an error naming it; abuse closes with 1008; steps are kept."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from server.models import EpisodeStatus
+from server.player.outbox import Frame, Outbox
+from server.player.protocol import MAX_MESSAGE_BYTES, BadMessage, parse_client
+from server.recording.writer import open_reader
+from tests.player.conftest import Player, counter_env, spec, wait_status
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("{not json", "bad_json"),
+        ("[1, 2]", "bad_message"),
+        ('{"type": "teleport"}', "unknown_type"),
+        ('{"no": "type"}', "unknown_type"),
+        ('{"type": "input", "keys": ["KeyA"]}', "invalid"),  # client_ms missing
+        ('{"type": "input", "client_ms": 1, "axes": [2.0]}', "invalid"),
+        ('{"type": "input", "client_ms": 1, "extra": 1}', "invalid"),
+        ('{"type": "set_speed", "speed": 100}', "invalid"),
+        ('{"type": "set_quality", "quality": "ultra"}', "invalid"),
+        ('{"type": "save"}', "invalid"),
+        ('{"type": "start", "env_id": ""}', "invalid"),
+        ('{"type": "ack", "episode": 1, "step": -1, "drawn_ms": 1}', "invalid"),
+    ],
+)
+def test_parse_names_the_problem(text, code):
+    with pytest.raises(BadMessage) as err:
+        parse_client(text)
+    assert err.value.code == code and err.value.message
+
+
+def test_parse_accepts_every_client_message():
+    samples = [
+        {"type": "input", "keys": ["KeyA"], "buttons": {"0": 1.0}, "axes": [0.5], "client_ms": 1,
+         "seen_step": 3},
+        {"type": "ack", "episode": 1, "step": 2, "drawn_ms": 3.5},
+        {"type": "start", "env_id": "x"}, {"type": "pause"}, {"type": "resume"},
+        {"type": "cancel"}, {"type": "save", "keep": False}, {"type": "set_speed", "speed": 2},
+        {"type": "set_quality", "quality": "low"}, {"type": "set_camera", "camera": "top"},
+        {"type": "end_session"}, {"type": "ping", "client_ms": 4},
+    ]  # fmt: skip
+    assert [parse_client(json.dumps(m)).type for m in samples] == [m["type"] for m in samples]
+    assert parse_client(json.dumps(samples[0])).raw()["buttons"] == {0: 1.0}
+    with pytest.raises(BadMessage) as err:
+        parse_client(json.dumps({"type": "ping", "pad": "x" * MAX_MESSAGE_BYTES}))
+    assert err.value.code == "too_large"
+
+
+def test_outbox_drops_the_oldest_frame_never_control_messages():
+    box = Outbox(max_frames=2)
+    assert box.frame(Frame(1, 1, b"a")) is None and box.frame(Frame(1, 2, b"b")) is None
+    assert box.frame(Frame(1, 3, b"c")).step == 1  # the oldest waiting frame goes
+    box.send({"type": "x"})
+    import asyncio
+
+    async def drain():
+        return [await box.get() for _ in range(3)]
+
+    first, *frames = asyncio.run(drain())
+    assert json.loads(first)["type"] == "x" and [f.step for f in frames] == [2, 3]
+
+
+def _playing(factory, designer, **env):
+    study = factory.study(designer, spec(counter_env(**env)))
+    ws_cm = factory.client(designer).websocket_connect(f"/ws/play?study={study.id}")
+    ws = ws_cm.__enter__()
+    player = Player(ws)
+    player.until("hello")
+    player.send(type="start", env_id="counter")
+    episode = player.until("episode_started")["episode"]
+    player.frame()
+    return ws_cm, player, episode
+
+
+def test_soft_errors_keep_the_socket_open(factory, designer, db):
+    ws_cm, player, episode = _playing(factory, designer, episode_len=50)
+    try:
+        player.step(["KeyA"])
+        for text, code in [("{oops", "bad_json"), ('{"type": "warp"}', "unknown_type"),
+                           ('{"type": "pause", "x": 1}', "invalid")]:  # fmt: skip
+            player.ws.send_text(text)
+            assert player.until("error")["code"] == code
+        player.ws.send_bytes(b"\x00\x01")
+        assert player.until("error")["code"] == "binary"
+        player.send(type="set_speed", speed=2.0)  # a sync env has no speed
+        assert player.until("error")["code"] == "not_async"
+        player.send(type="set_camera", camera="nowhere")
+        assert player.until("error")["code"] == "unknown_camera"
+        player.send(type="start", env_id="counter")
+        assert player.until("error") == {
+            "type": "error", "code": "wrong_state", "for": "start",
+            "message": "cannot start an episode now (the session is playing)",
+        }  # fmt: skip
+        player.send(type="end_session")
+        assert player.until("error")["code"] == "wrong_state"
+        player.step(["KeyA"])  # still playing
+    finally:
+        ws_cm.__exit__(None, None, None)
+
+
+def _closed_with_policy(player):
+    codes = []
+    with pytest.raises(ConnectionError) as err:
+        for _ in range(5000):
+            got = player.receive()
+            if isinstance(got, dict) and got["type"] == "error":
+                codes.append(got["code"])
+    assert err.value.args[0] == 1008
+    return codes
+
+
+def test_oversized_message_closes_with_1008_and_keeps_the_steps(factory, designer, db, app):
+    app.state.settings.reconnect_grace_s = 0.2
+    ws_cm, player, episode = _playing(factory, designer, episode_len=50)
+    try:
+        player.step(["KeyA"])
+        player.ws.send_text(json.dumps({"type": "ping", "pad": "x" * (70 * 1024)}))
+        assert "too_large" in _closed_with_policy(player)
+    finally:
+        ws_cm.__exit__(None, None, None)
+    row = wait_status(db, episode["id"], EpisodeStatus.abandoned)
+    assert row.steps == 2
+    with open_reader(row.storage_path) as reader:
+        assert len(list(reader.steps)) == 2
+
+
+def test_input_flood_is_limited_then_closed(factory, designer):
+    ws_cm, player, _ = _playing(factory, designer, episode_len=100_000)
+    try:
+        for i in range(800):
+            player.send(type="input", keys=["KeyA"], client_ms=float(i))
+        codes = _closed_with_policy(player)
+        assert "rate_limited" in codes and "flood" in codes
+    finally:
+        ws_cm.__exit__(None, None, None)
+
+
+def test_many_malformed_messages_close_the_socket(factory, designer):
+    ws_cm, player, _ = _playing(factory, designer, episode_len=50)
+    try:
+        for _ in range(30):
+            player.ws.send_text("nope")
+        codes = _closed_with_policy(player)
+        assert codes.count("bad_json") > 10 and "too_many_errors" in codes
+    finally:
+        ws_cm.__exit__(None, None, None)
