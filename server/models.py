@@ -19,6 +19,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    TypeDecorator,
     UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -65,7 +66,24 @@ class JobState(enum.StrEnum):
     canceled = "canceled"
 
 
-_TS = DateTime(timezone=True)
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every database (SQLite drops the zone on its own)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value
+
+
+_TS = UTCDateTime()
 
 
 class User(Base):

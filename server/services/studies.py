@@ -26,6 +26,11 @@ EDITABLE = frozenset({StudyState.draft, StudyState.paused})
 EnvValidator = Callable[[StudySpec], list[dict]]
 
 
+def _a(state: str) -> str:
+    """'a draft', 'an active' study."""
+    return f"an {state}" if state[0] in "aeiou" else f"a {state}"
+
+
 def _sync_environments(study: Study, spec: StudySpec) -> None:
     """Mirror the spec's environments into rows, keeping ids of those that stay."""
     existing = {env.env_key: env for env in study.environments}
@@ -78,7 +83,7 @@ def get_study(db: Session, principal: Principal, study_id: int) -> Study:
 def update_study(db: Session, study: Study, spec: StudySpec) -> Study:
     """Replace the spec of a draft or paused study."""
     if study.state not in EDITABLE:
-        raise Conflict(f"A {study.state} study cannot be edited; pause it first.")
+        raise Conflict(f"{_a(study.state).capitalize()} study cannot be edited; pause it first.")
     used = {env.env_key for env in study.environments}
     if study.state != StudyState.draft and not used <= {env.id for env in spec.environments}:
         raise Conflict("Environments of a started study cannot be removed.")
@@ -104,7 +109,7 @@ def change_state(
     """Move along the lifecycle; the first activation creates the permalink token."""
     current = StudyState(study.state)
     if target not in TRANSITIONS[current]:
-        raise Conflict(f"A {current} study cannot become {target}.")
+        raise Conflict(f"{_a(current).capitalize()} study cannot become {target}.")
     if target == StudyState.active and validate is not None:
         problems = validate(StudySpec.model_validate(study.spec))
         if problems:
