@@ -16,10 +16,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server import __version__
-from server.api.routes import auth, episodes, health, play, studies, users
+from server.api.routes import auth, episodes, exports, health, play, studies, users
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError
+from server.export.jobs import JobManager
 
 log = logging.getLogger(__name__)
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
@@ -127,7 +128,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.data_root.mkdir(parents=True, exist_ok=True)
+        app.state.export_jobs.start()
         yield
+        app.state.export_jobs.stop()
         engine.dispose()
 
     app = FastAPI(
@@ -136,9 +139,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
+    app.state.export_jobs = JobManager(
+        settings.data_root, app.state.sessionmaker, settings.export_workers
+    )
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     _install_error_handlers(app)
-    for module in (health, auth, users, studies, play, episodes):
+    for module in (health, auth, users, studies, play, episodes, exports):
         app.include_router(module.router)
     app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
     return app

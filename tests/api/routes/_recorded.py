@@ -30,9 +30,9 @@ def _mountain_car() -> gym.Env:
 
 
 def record_set(root: Path) -> dict[str, list[Recording]]:
-    """Four short CartPole episodes and one MountainCar episode (different spaces)."""
+    """Five short CartPole episodes and one MountainCar episode (different spaces)."""
     out: dict[str, list[Recording]] = {"cartpole": [], "mountaincar": []}
-    for i, steps in enumerate((8, 12, 6, 10)):
+    for i, steps in enumerate((8, 12, 6, 10, 5)):
         episode_id = f"cp{i}".ljust(32, "0")
         out["cartpole"].append(
             record_episode(

@@ -1,0 +1,232 @@
+"""Export jobs: start one for a study, follow its progress, cancel it, download the result."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, cast
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import FileResponse, StreamingResponse
+from pydantic import BaseModel
+
+from server.api.deps import CurrentPrincipal, SessionDep, SettingsDep
+from server.errors import Conflict
+from server.export.jobs import JobManager
+from server.models import ExportJob, JobState
+from server.recording.format import export_dir
+from server.services import exports, studies
+
+router = APIRouter(tags=["exports"])
+
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such export, or not yours."}}
+CANCEL_WAIT_S = 15.0
+_CHUNK = 1 << 16
+
+
+class ExportJobPublic(BaseModel):
+    id: int
+    study_id: int
+    state: JobState
+    format: str
+    archive: str
+    name: str
+    episodes_total: int
+    episodes_done: int
+    steps_total: int
+    steps_done: int
+    progress: float
+    message: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    download_url: str | None
+    options: dict[str, Any]
+    selection: dict[str, Any]
+
+
+def public(job: ExportJob) -> ExportJobPublic:
+    """The job as the API shows it (``progress`` in 0..1)."""
+    total = job.episodes_total or 0
+    done = job.episodes_done or 0
+    progress = 1.0 if job.state == JobState.succeeded else (done / total if total else 0.0)
+    return ExportJobPublic(
+        id=job.id,
+        study_id=job.study_id,
+        state=JobState(job.state),
+        format=job.format,
+        archive=str(job.options.get("archive", "zip")),
+        name=str(job.options.get("name", "")),
+        episodes_total=total,
+        episodes_done=done,
+        steps_total=int(job.selection.get("steps_total", 0)),
+        steps_done=job.steps_done or 0,
+        progress=progress,
+        message=job.message,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+        download_url=f"/api/exports/{job.id}/download" if job.state == JobState.succeeded else None,
+        options=job.options,
+        selection={k: v for k, v in job.selection.items() if k != "episode_ids"},
+    )
+
+
+def _manager(request: Request) -> JobManager:
+    manager: JobManager = request.app.state.export_jobs
+    return manager
+
+
+@router.post(
+    "/api/studies/{study_id}/exports",
+    response_model=ExportJobPublic,
+    status_code=202,
+    summary="Start an export",
+    responses={
+        404: {"description": "No such study, or not yours."},
+        422: {"description": "Empty selection, unknown episode, incompatible environments."},
+    },
+)
+def create_export(
+    study_id: int,
+    body: exports.ExportCreate,
+    request: Request,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+) -> ExportJobPublic:
+    """Queue an export of the selected episodes; poll ``GET /api/exports/{id}``."""
+    study = studies.get_study(db, principal, study_id)
+    assert principal.user_id is not None
+    job, payload = exports.create_job(
+        db,
+        study,
+        principal.user_id,
+        body,
+        secret_key=settings.secret_key,
+        data_root=settings.data_root,
+    )
+    _manager(request).submit(payload)
+    return public(job)
+
+
+@router.get(
+    "/api/studies/{study_id}/exports",
+    response_model=list[ExportJobPublic],
+    summary="List a study's exports",
+    responses={404: {"description": "No such study, or not yours."}},
+)
+def list_exports(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> list[Any]:
+    """The study's export jobs, newest first."""
+    study = studies.get_study(db, principal, study_id)
+    return [public(j) for j in exports.jobs_of(db, study)]
+
+
+@router.get(
+    "/api/exports/{job_id}",
+    response_model=ExportJobPublic,
+    summary="An export's state and progress",
+    responses=NOT_FOUND,
+)
+def read_export(job_id: int, db: SessionDep, principal: CurrentPrincipal) -> ExportJobPublic:
+    """State, episodes and steps done, and the download link once it succeeded."""
+    return public(exports.get_job(db, principal, job_id))
+
+
+@router.post(
+    "/api/exports/{job_id}/cancel",
+    response_model=ExportJobPublic,
+    summary="Cancel an export",
+    responses={**NOT_FOUND, 409: {"description": "The export has already finished."}},
+)
+def cancel_export(
+    job_id: int, request: Request, db: SessionDep, principal: CurrentPrincipal
+) -> ExportJobPublic:
+    """Stop a queued or running export; its output is removed."""
+    job = exports.get_job(db, principal, job_id)
+    if job.state not in exports.ACTIVE:
+        raise Conflict(f"The export has already {job.state}.")
+    _manager(request).cancel(job.id, wait=CANCEL_WAIT_S)
+    db.refresh(job)
+    return public(job)
+
+
+@router.delete(
+    "/api/exports/{job_id}",
+    status_code=204,
+    summary="Cancel or delete an export",
+    responses=NOT_FOUND,
+)
+def delete_export(
+    job_id: int,
+    request: Request,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+) -> Response:
+    """Cancel an active export, or delete a finished one and its output."""
+    job = exports.get_job(db, principal, job_id)
+    if job.state in exports.ACTIVE:
+        _manager(request).cancel(job.id, wait=CANCEL_WAIT_S)
+        return Response(status_code=204)
+    shutil.rmtree(export_dir(settings.data_root, job.id), ignore_errors=True)
+    db.delete(job)
+    db.commit()
+    return Response(status_code=204)
+
+
+def _zip_stream(folder: Path) -> Iterator[bytes]:
+    """A zip of ``folder`` produced while it is sent (no temporary file)."""
+
+    class _Sink:
+        def __init__(self) -> None:
+            self.parts: list[bytes] = []
+
+        def write(self, data: bytes) -> int:
+            self.parts.append(bytes(data))
+            return len(data)
+
+        def flush(self) -> None:
+            pass
+
+    sink = _Sink()
+    with zipfile.ZipFile(cast(IO[bytes], sink), "w", compression=zipfile.ZIP_STORED) as zf:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            arcname = (Path(folder.name) / path.relative_to(folder)).as_posix()
+            with open(path, "rb") as src, zf.open(arcname, "w", force_zip64=True) as dst:
+                while chunk := src.read(_CHUNK):
+                    dst.write(chunk)
+                    if sink.parts:
+                        yield b"".join(sink.parts)
+                        sink.parts.clear()
+    if sink.parts:
+        yield b"".join(sink.parts)
+
+
+@router.get(
+    "/api/exports/{job_id}/download",
+    summary="Download an export",
+    response_class=Response,
+    responses={
+        **NOT_FOUND,
+        400: {"description": "Not finished, or its output is outside the data root."},
+        200: {"content": {"application/zip": {}, "application/gzip": {}}},
+    },
+)
+def download_export(
+    job_id: int, db: SessionDep, principal: CurrentPrincipal, settings: SettingsDep
+) -> Response:
+    """The archive (zip or tar.gz); a folder export is streamed as a zip made on the fly."""
+    job = exports.get_job(db, principal, job_id)
+    path = exports.output_file(job, settings.data_root)
+    if path.is_dir():
+        return StreamingResponse(
+            _zip_stream(path),
+            media_type="application/zip",
+            headers={"Content-Disposition": f'attachment; filename="{path.name}.zip"'},
+        )
+    media = "application/zip" if path.suffix == ".zip" else "application/gzip"
+    return FileResponse(path, media_type=media, filename=path.name)

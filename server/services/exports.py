@@ -1,0 +1,279 @@
+"""Export jobs on the app side: what to export, checks before queuing, rows and downloads.
+
+The export itself runs in a background process (:mod:`server.export.jobs`); this module
+turns a designer's selection into the exporter's inputs and refuses bad requests early with a
+422 that says what is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from server.core.security import salted_hash
+from server.errors import DomainError, Invalid, NotFound
+from server.export import (
+    EpisodeInput,
+    ExportError,
+    ExportFormat,
+    ExportOptions,
+    StepTag,
+    check_compatible,
+)
+from server.export.jobs import JobPayload
+from server.models import Episode, EpisodeStatus, ExportJob, JobState, Study
+from server.principal import Principal
+from server.services import review, studies
+
+ACTIVE = frozenset({JobState.queued, JobState.running})
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExportSelection(_Body):
+    """Explicit episode ids, or a filter over the study's episodes."""
+
+    episode_ids: list[str] | None = Field(
+        default=None, description="Export exactly these episodes (the filter is then ignored)."
+    )
+    environments: list[str] = Field(default_factory=list, description="Environment keys.")
+    statuses: list[EpisodeStatus] = Field(default_factory=lambda: [EpisodeStatus.completed])
+    tags: list[str] = Field(default_factory=list, description="Required episode tags (all).")
+    exclude_tags: list[str] = Field(default_factory=list)
+    participants: list[str] = Field(default_factory=list, description="External ids, user:<id>.")
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+class ExportOptionsIn(_Body):
+    """How to export (see docs/export.md)."""
+
+    format: Literal["tfds", "envlogger"] = "tfds"
+    strip_step_metadata: bool = False
+    step_tags: list[str] | None = Field(
+        default=None, description="Step tag names that become tag:<name> fields (None: all)."
+    )
+    end_tags: list[str] = Field(default_factory=list)
+    archive: Literal["folder", "zip", "tar.gz"] = "zip"
+    name: str | None = Field(
+        default=None, max_length=64, description="Dataset name (snake_case); default from study."
+    )
+
+
+class ExportCreate(_Body):
+    selection: ExportSelection = Field(default_factory=ExportSelection)
+    options: ExportOptionsIn = Field(default_factory=ExportOptionsIn)
+
+
+def dataset_name(study: Study, requested: str | None) -> str:
+    """The requested name, or a snake_case one made from the study's name."""
+    if requested:
+        return requested
+    slug = re.sub(r"[^a-z0-9]+", "_", study.name.lower()).strip("_")
+    if not slug or not slug[0].isalpha():
+        slug = f"study_{slug}".rstrip("_")
+    return slug[:60]
+
+
+def selection_filter(sel: ExportSelection) -> review.EpisodeFilter:
+    """The review filter equivalent to a selection's filter fields."""
+    return review.EpisodeFilter(
+        statuses=[str(s) for s in sel.statuses],
+        env_keys=sel.environments,
+        participants=sel.participants,
+        tags=sel.tags,
+        exclude_tags=sel.exclude_tags,
+        since=sel.since,
+        until=sel.until,
+    )
+
+
+def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
+    """The selected episodes of ``study``; 422 naming what is wrong when there are none."""
+    load = (
+        selectinload(Episode.tags),
+        selectinload(Episode.step_tags),
+        selectinload(Episode.notes),
+    )
+    if sel.episode_ids is not None:
+        ids = list(dict.fromkeys(sel.episode_ids))
+        if not ids:
+            raise Invalid(
+                "Select at least one episode.",
+                detail=[{"loc": ["body", "selection", "episode_ids"], "msg": "empty selection"}],
+            )
+        rows = db.scalars(
+            select(Episode).options(*load).where(Episode.id.in_(ids), Episode.study_id == study.id)
+        ).all()
+        found = {e.id: e for e in rows}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise Invalid(
+                f"No episode {', '.join(missing[:5])} in this study.",
+                detail=[
+                    {"loc": ["body", "selection", "episode_ids"], "msg": f"unknown episode {i}"}
+                    for i in missing
+                ],
+            )
+        episodes = [found[i] for i in ids]
+    else:
+        query = review.filtered(study.id, selection_filter(sel))
+        episodes = list(db.scalars(query.options(*load).order_by(Episode.started_at, Episode.id)))
+        if not episodes:
+            raise Invalid(
+                "No episode matches the selection (only completed episodes are exported "
+                "unless you choose other statuses).",
+                detail=[{"loc": ["body", "selection"], "msg": "matches no episode"}],
+            )
+    recording = [e.id for e in episodes if e.status == EpisodeStatus.recording]
+    if recording:
+        raise Invalid(
+            f"Episode {recording[0]} is still being recorded; export it once it has ended.",
+            detail=[{"loc": ["body", "selection"], "msg": f"episode {recording[0]} recording"}],
+        )
+    return episodes
+
+
+def episode_inputs(
+    db: Session, episodes: list[Episode], secret_key: str, data_root: Path
+) -> list[EpisodeInput]:
+    """The exporter's inputs: log folders, pseudonymous agent ids, tags and notes."""
+    externals = review.external_ids(db, episodes)
+    inputs = []
+    for e in episodes:
+        inputs.append(
+            EpisodeInput(
+                log_dir=review.log_dir(e, data_root),
+                episode_id=e.id,
+                agent_id=salted_hash(secret_key, review.agent_key(e, externals)),
+                status=str(e.status),
+                tags=tuple(sorted(t.name for t in e.tags)),
+                step_tags=tuple(
+                    StepTag(t.name, t.start_step, t.end_step)
+                    for t in sorted(e.step_tags, key=lambda t: (t.start_step, t.id))
+                ),
+                notes="\n\n".join(n.body for n in review.notes_of(e)),
+            )
+        )
+    return inputs
+
+
+def check_inputs(episodes: list[Episode], inputs: list[EpisodeInput]) -> None:
+    """Cheap checks before queuing: logs exist; one log per environment has the same spaces."""
+    for ep in inputs:
+        if not ep.log_dir.is_dir():
+            raise Invalid(
+                f"Episode {ep.episode_id} has no log on disk; it cannot be exported.",
+                detail=[{"loc": ["body", "selection"], "msg": f"episode {ep.episode_id}: no log"}],
+            )
+    one_per_env: dict[str, EpisodeInput] = {}
+    for row, ep in zip(episodes, inputs, strict=True):
+        one_per_env.setdefault(row.env_key, ep)
+    try:
+        check_compatible(list(one_per_env.values()))
+    except ExportError as exc:
+        raise Invalid(
+            f"Cannot export this selection: {exc}.",
+            detail=[{"loc": ["body", "selection"], "msg": str(exc)}],
+        ) from exc
+
+
+def library_options(study: Study, opts: ExportOptionsIn) -> ExportOptions:
+    """The exporter's options for the API's."""
+    from server.export.tfds_writer import check_dataset_name
+
+    options = ExportOptions(
+        name=dataset_name(study, opts.name),
+        format=ExportFormat.ENVLOGGER if opts.format == "envlogger" else ExportFormat.RLDS,
+        keep_step_metadata=not opts.strip_step_metadata,
+        step_tag_names=tuple(opts.step_tags) if opts.step_tags is not None else None,
+        end_tags=tuple(opts.end_tags),
+        study=f"{study.name} (study {study.id})",
+    )
+    try:
+        check_dataset_name(options.name, options.version)
+    except ExportError as exc:
+        raise Invalid(
+            f"Bad dataset name: {exc}.",
+            detail=[{"loc": ["body", "options", "name"], "msg": str(exc)}],
+        ) from exc
+    return options
+
+
+def create_job(
+    db: Session,
+    study: Study,
+    owner_id: int,
+    body: ExportCreate,
+    *,
+    secret_key: str,
+    data_root: Path,
+) -> tuple[ExportJob, JobPayload]:
+    """Check the request, insert a ``queued`` job row and return what the runner needs."""
+    episodes = resolve(db, study, body.selection)
+    options = library_options(study, body.options)
+    inputs = episode_inputs(db, episodes, secret_key, data_root)
+    check_inputs(episodes, inputs)
+    selection: dict[str, Any] = {
+        "request": body.selection.model_dump(mode="json"),
+        "episode_ids": [e.id for e in episodes],
+        "steps_total": sum(e.steps for e in episodes),
+    }
+    job = ExportJob(
+        study_id=study.id,
+        owner_id=owner_id,
+        state=JobState.queued,
+        format=body.options.format,
+        selection=selection,
+        options={**body.options.model_dump(mode="json"), "name": options.name},
+        episodes_total=len(episodes),
+    )
+    db.add(job)
+    db.commit()
+    payload = JobPayload(
+        job_id=job.id,
+        episodes=tuple(inputs),
+        options=options,
+        archive=body.options.archive,
+        data_root=Path(data_root),
+    )
+    return job, payload
+
+
+def get_job(db: Session, principal: Principal, job_id: int) -> ExportJob:
+    """A job of a study the principal manages; 404 otherwise."""
+    job = db.get(ExportJob, job_id)
+    if job is None:
+        raise NotFound("No such export.")
+    try:
+        studies.get_study(db, principal, job.study_id)
+    except NotFound:
+        raise NotFound("No such export.") from None
+    return job
+
+
+def jobs_of(db: Session, study: Study) -> list[ExportJob]:
+    """A study's export jobs, newest first."""
+    query = select(ExportJob).where(ExportJob.study_id == study.id).order_by(ExportJob.id.desc())
+    return list(db.scalars(query))
+
+
+def output_file(job: ExportJob, data_root: Path) -> Path:
+    """The finished job's output, refused (400) unless it is inside the data root."""
+    if job.state != JobState.succeeded or not job.output_path:
+        raise DomainError(f"The export is {job.state}: there is nothing to download.")
+    root = Path(data_root).resolve()
+    path = (root / job.output_path).resolve()
+    if not path.is_relative_to(root):
+        raise DomainError("The export's output is not inside the data root.")
+    if not path.exists():
+        raise NotFound("The export's output is gone.")
+    return path

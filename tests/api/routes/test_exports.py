@@ -1,0 +1,273 @@
+"""Export jobs end to end on really recorded episodes: background process, progress,
+download, cancel, failures that leave nothing behind, and the bad inputs."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from server.core.security import salted_hash
+from server.export import StepTag
+from server.main import create_app
+from server.models import ExportJob, JobState, Role
+from server.recording.format import EXPORTS_DIR, export_dir
+from tests.api.routes._recorded import Inserter, record_set, two_env_spec
+from tests.export._expected import expected_episode, save_expected
+from tests.export._recordings import Recording
+from tests.export.conftest import CHECK_SCRIPT, CONSUMER_PYTHON
+
+FINISHED = {"succeeded", "failed", "canceled"}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recording]]:
+    """Real envlogger logs, recorded once for this module."""
+    return record_set(tmp_path_factory.mktemp("recorded"))
+
+
+@pytest.fixture
+def world(factory, db, settings, recorded):  # type: ignore[no-untyped-def]
+    """A study with three completed CartPole episodes, an abandoned one and a MountainCar one."""
+    owner = factory.user()
+    study = factory.study(owner, two_env_spec())
+    ins = Inserter(db, settings.data_root)
+    cp = recorded["cartpole"]
+    eps = [
+        ins.add(study, cp[0], tags=("good",), minutes_ago=50),
+        ins.add(study, cp[1], minutes_ago=40),
+        ins.add(study, cp[2], tags=("good",), minutes_ago=30),
+        ins.add(study, cp[3], status="abandoned", minutes_ago=20),
+        ins.add(study, recorded["mountaincar"][0], env_key="mountaincar", minutes_ago=10),
+    ]
+    return {"owner": owner, "study": study, "episodes": eps, "client": factory.client(owner)}
+
+
+def wait_done(client, job_id: int, deadline_s: float = 120.0) -> dict:  # type: ignore[no-untyped-def]
+    """Poll the job until it finishes (the deadline only stops a hung test)."""
+    end = time.monotonic() + deadline_s
+    while True:
+        body = client.get(f"/api/exports/{job_id}").json()
+        if body["state"] in FINISHED or time.monotonic() > end:
+            return body
+        time.sleep(0.1)
+
+
+def start(client, study_id: int, selection: dict | None = None, **options) -> dict:  # type: ignore[no-untyped-def]
+    res = client.post(
+        f"/api/studies/{study_id}/exports",
+        json={"selection": selection or {"environments": ["cartpole"]}, "options": options},
+    )
+    assert res.status_code == 202, res.text
+    return res.json()
+
+
+def _leftovers(data_root: Path) -> list[str]:
+    root = data_root / EXPORTS_DIR
+    return sorted(p.name for p in root.iterdir()) if root.exists() else []
+
+
+def test_authorization(world, factory, client) -> None:  # type: ignore[no-untyped-def]
+    sid = world["study"].id
+    body = {"selection": {"environments": ["cartpole"]}}
+    assert client.post(f"/api/studies/{sid}/exports", json=body).status_code == 401
+    other = factory.client(factory.user())
+    assert other.post(f"/api/studies/{sid}/exports", json=body).status_code == 404
+    job = start(world["client"], sid, archive="folder")
+    for url in (f"/api/exports/{job['id']}", f"/api/exports/{job['id']}/download"):
+        assert client.get(url).status_code == 401
+        assert other.get(url).status_code == 404
+    admin = factory.client(factory.user(Role.admin))
+    assert wait_done(admin, job["id"])["state"] == "succeeded"
+    assert admin.get(f"/api/studies/{sid}/exports").json()[0]["id"] == job["id"]
+    assert other.get(f"/api/studies/{sid}/exports").status_code == 404
+
+
+def test_zip_export_end_to_end(world, settings, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    cp = recorded["cartpole"]
+    job = start(c, sid, name="demo", archive="zip")
+    assert job["state"] in {"queued", "running"} and job["episodes_total"] == 3
+    done = wait_done(c, job["id"])
+    assert done["state"] == "succeeded", done
+    steps = sum(r.num_steps for r in cp[:3])
+    assert done["steps_total"] == steps
+    assert (done["episodes_done"], done["episodes_total"], done["steps_done"]) == (3, 3, steps)
+    assert done["progress"] == 1.0 and done["download_url"] == f"/api/exports/{job['id']}/download"
+    res = c.get(done["download_url"])
+    assert res.status_code == 200 and res.headers["content-type"] == "application/zip"
+    assert 'filename="demo.zip"' in res.headers["content-disposition"]
+    with zipfile.ZipFile(io.BytesIO(res.content)) as zf:
+        names = zf.namelist()
+        zf.extractall(tmp_path / "unzipped")
+    assert "demo/README.md" in names
+    data_dir = tmp_path / "unzipped" / "demo" / "demo" / "1.0.0"
+    files = sorted(p.name for p in data_dir.iterdir())
+    assert "dataset_info.json" in files and "features.json" in files
+    assert any(".tfrecord-" in f for f in files)
+    info = json.loads((data_dir / "dataset_info.json").read_text())
+    assert info["name"] == "demo"
+    assert _leftovers(settings.data_root) == [str(job["id"])]
+    assert [p.name for p in export_dir(settings.data_root, job["id"]).iterdir()] == ["demo.zip"]
+
+
+def test_tar_gz_with_explicit_ids_and_envlogger_format(world) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    ids = [world["episodes"][3].id, world["episodes"][0].id]  # abandoned ones may be chosen
+    job = start(c, sid, {"episode_ids": ids}, format="envlogger", archive="tar.gz", name="raw")
+    done = wait_done(c, job["id"])
+    assert done["state"] == "succeeded", done
+    res = c.get(done["download_url"])
+    assert res.headers["content-type"] == "application/gzip"
+    assert 'filename="raw.tar.gz"' in res.headers["content-disposition"]
+    with tarfile.open(fileobj=io.BytesIO(res.content), mode="r:gz") as tf:
+        names = tf.getnames()
+    for episode_id in ids:
+        assert f"raw/episodes/{episode_id}/tags.json" in names
+
+
+def test_folder_export_streams_a_zip(world) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    job = start(c, sid, {"tags": ["good"]}, archive="folder", name="good_ones")
+    done = wait_done(c, job["id"])
+    assert done["state"] == "succeeded" and done["episodes_total"] == 2
+    res = c.get(done["download_url"])
+    assert 'filename="good_ones.zip"' in res.headers["content-disposition"]
+    with zipfile.ZipFile(io.BytesIO(res.content)) as zf:
+        assert zf.testzip() is None
+        names = zf.namelist()
+    assert "good_ones/good_ones/1.0.0/dataset_info.json" in names
+
+
+@pytest.mark.consumer
+def test_job_export_loads_in_tfds(world, settings, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    ep = world["episodes"][0]
+    c.post(f"/api/episodes/{ep.id}/step-tags", json={"name": "wobble", "start": 1, "end": 2})
+    c.post(f"/api/episodes/{ep.id}/notes", json={"body": "looks fine"})
+    job = start(c, sid, {"episode_ids": [ep.id]}, name="ds", archive="zip")
+    done = wait_done(c, job["id"])
+    assert done["state"] == "succeeded", done
+    with zipfile.ZipFile(io.BytesIO(c.get(done["download_url"]).content)) as zf:
+        zf.extractall(tmp_path / "x")
+    rec = recorded["cartpole"][0]
+    want = expected_episode(
+        rec,
+        agent_id=salted_hash(settings.secret_key, "worker-1"),
+        tags=("good",),
+        notes="looks fine",
+        step_tags=(StepTag("wobble", 1, 2),),
+        tag_names=("wobble",),
+    )
+    save_expected(tmp_path / "expected.npz", [want])
+    if not CONSUMER_PYTHON.exists():
+        pytest.fail("the consumer venv is missing: run `make consumer-venv`")
+    proc = subprocess.run(
+        [str(CONSUMER_PYTHON), str(CHECK_SCRIPT), "values"]
+        + [str(tmp_path / "x" / "ds" / "ds" / "1.0.0"), str(tmp_path / "expected.npz")],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        env={"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report == {"mode": "values", "episodes": 1, "steps": rec.num_steps}
+
+
+def test_cancel_removes_output(world, settings) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    job = start(c, sid)
+    res = c.post(f"/api/exports/{job['id']}/cancel")
+    assert res.status_code == 200
+    done = wait_done(c, job["id"])
+    assert done["state"] == "canceled" and done["download_url"] is None
+    assert _leftovers(settings.data_root) == []
+    assert c.post(f"/api/exports/{job['id']}/cancel").status_code == 409
+    assert c.get(f"/api/exports/{job['id']}/download").status_code == 400
+    assert c.delete(f"/api/exports/{job['id']}").status_code == 204
+    assert c.get(f"/api/exports/{job['id']}").status_code == 404
+
+
+def test_failed_job_leaves_nothing(world, settings) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    # The pre-check opens one log per environment (the first); break the last one's steps.
+    broken = Path(world["episodes"][2].storage_path)
+    for path in broken.rglob("*steps*.riegeli"):
+        path.write_bytes(b"not a riegeli file")
+    job = start(c, sid, archive="zip")
+    done = wait_done(c, job["id"])
+    assert done["state"] == "failed"
+    assert world["episodes"][2].id in done["message"]
+    assert _leftovers(settings.data_root) == []
+
+
+def test_bad_inputs(world, db) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    url = f"/api/studies/{sid}/exports"
+
+    def post(selection: dict, **options) -> tuple[int, str]:  # type: ignore[no-untyped-def]
+        res = c.post(url, json={"selection": selection, "options": options})
+        return res.status_code, json.dumps(res.json())
+
+    assert post({"episode_ids": []})[0] == 422
+    status, text = post({"tags": ["nonexistent"]})
+    assert status == 422 and "No episode matches" in text
+    assert post({"statuses": ["failed"]})[0] == 422
+    status, text = post({"episode_ids": ["f" * 32]})
+    assert status == 422 and "f" * 32 in text
+    status, text = post({"environments": []})  # both envs: different spaces
+    assert status == 422 and "different observation or action spaces" in text
+    assert post({"environments": ["cartpole"]}, name="Not A Name")[0] == 422
+    assert post({"environments": ["cartpole"]}, archive="rar")[0] == 422
+    assert post({"environments": ["cartpole"]}, format="hdf5")[0] == 422
+    assert db.query(ExportJob).count() == 0  # nothing was queued
+
+
+def test_other_designers_episode_is_named(world, factory, db, settings, recorded) -> None:  # type: ignore[no-untyped-def]
+    stranger = factory.user()
+    theirs = factory.study(stranger)
+    ep = Inserter(db, settings.data_root).add(theirs, recorded["cartpole"][4])
+    res = world["client"].post(
+        f"/api/studies/{world['study'].id}/exports",
+        json={"selection": {"episode_ids": [world["episodes"][0].id, ep.id]}},
+    )
+    assert res.status_code == 422 and ep.id in res.text
+
+
+def test_restart_marks_running_jobs_failed(world, db, settings) -> None:  # type: ignore[no-untyped-def]
+    job = ExportJob(
+        study_id=world["study"].id,
+        owner_id=world["owner"].id,
+        state=JobState.running,
+        selection={},
+        options={},
+    )
+    db.add(job)
+    db.commit()
+    leftover = export_dir(settings.data_root, job.id)
+    leftover.mkdir(parents=True)
+    (leftover / "half.zip").write_bytes(b"half")
+    with TestClient(create_app(settings)):
+        pass  # startup recovers, shutdown stops the (idle) job manager
+    db.refresh(job)
+    assert job.state == JobState.failed and "restarted" in (job.message or "")
+    assert not leftover.exists()
+
+
+def test_download_outside_data_root_is_refused(world, db) -> None:  # type: ignore[no-untyped-def]
+    c = world["client"]
+    job = start(c, world["study"].id, archive="zip")
+    assert wait_done(c, job["id"])["state"] == "succeeded"
+    row = db.get(ExportJob, job["id"])
+    db.refresh(row)
+    row.output_path = "../../../etc/passwd"
+    db.commit()
+    assert c.get(f"/api/exports/{job['id']}/download").status_code == 400
