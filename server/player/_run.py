@@ -36,6 +36,15 @@ class EpisodeRun:
     input_ms: dict[int, float] = field(default_factory=dict)
     sent_ms: dict[int, float] = field(default_factory=dict)
     acks: list[list[float | int | None]] = field(default_factory=list)
+    stats_at: float = 0.0  # when the player last got a latency figure (monotonic)
+
+    def stats_due(self, every_s: float = 1.0) -> bool:
+        """True (and restarts the period) when the player should get fresh figures."""
+        now = time.monotonic()
+        if self.latencies_ms and now - self.stats_at >= every_s:
+            self.stats_at = now
+            return True
+        return False
 
     @property
     def steps(self) -> int:

@@ -315,6 +315,9 @@ class LiveSession:
         if run is None or msg.episode != run.index or msg.step > run.step:
             return  # a late ack of an earlier episode, or nonsense: nothing to record
         run.frame_drawn(msg.step, msg.drawn_ms)
+        if run.stats_due():
+            recent = episodes.percentile(run.latencies_ms[-60:], 50)
+            self.send({"type": "stats", "latency_ms": recent, "frames_dropped": run.frames_dropped})
         if (self.phase == Phase.playing and self.worker is not None
                 and self.worker.info.get("mode") == "async" and len(run.acks) >= ACK_FLUSH
                 and run.pending_input_ms is None):  # fmt: skip
