@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError
-from server.models import Role, User
+from server.models import EpisodeStatus, Role, User
 from server.schemas import UserCreate
 from server.services import bootstrap, studies, study_files, users
 
@@ -85,6 +85,83 @@ def cmd_create_user(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
+    """List a study's episodes as a table."""
+    from server.models import Study
+    from server.services import review
+
+    with _session(settings) as db:
+        study = db.get(Study, args.study)
+        if study is None:
+            print(f"no study {args.study}", file=sys.stderr)
+            return 1
+        flt = review.EpisodeFilter(statuses=args.status or [], tags=args.tag or [])
+        page = review.list_episodes(db, study, flt, sort="started_at", limit=review.MAX_PAGE)
+        externals = review.external_ids(db, page.items)
+        print(f"{'episode':32}  {'env':12} {'status':10} {'steps':>6} {'return':>9}  participant")
+        for e in page.items:
+            print(
+                f"{e.id:32}  {e.env_key[:12]:12} {e.status:10} {e.steps:6d} "
+                f"{e.total_reward:9.3f}  {review.agent_key(e, externals)}"
+                + (f"  [{', '.join(sorted(t.name for t in e.tags))}]" if e.tags else "")
+            )
+        shown = len(page.items)
+        more = f" (first {shown})" if page.total > shown else ""
+        print(f"{page.total} episode(s){more}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    """Export a study's episodes to --out, with a progress bar."""
+    from tqdm import tqdm
+
+    from server.export import ExportError
+    from server.export.jobs import write_output
+    from server.models import Study
+    from server.services import exports
+
+    out = Path(args.out)
+    if args.archive != "folder" and not out.name.endswith(f".{args.archive}"):
+        out = out.with_name(f"{out.name}.{args.archive}")
+    with _session(settings) as db:
+        study = db.get(Study, args.study)
+        if study is None:
+            print(f"no study {args.study}", file=sys.stderr)
+            return 1
+        selection = exports.ExportSelection(
+            statuses=args.status or ["completed"],
+            environments=args.env or [],
+            tags=args.tag or [],
+            exclude_tags=args.exclude_tag or [],
+        )
+        fmt = "envlogger" if args.format == "envlogger" else "tfds"
+        opts = exports.ExportOptionsIn(
+            format=fmt,
+            strip_step_metadata=args.strip,
+            end_tags=args.end_tag or [],
+            archive=args.archive,
+            name=args.name,
+        )
+        episodes = exports.resolve(db, study, selection)
+        options = exports.library_options(study, opts)
+        inputs = exports.episode_inputs(db, episodes, settings.secret_key, settings.data_root)
+        exports.check_inputs(episodes, inputs)
+    total_steps = sum(e.steps for e in episodes)
+    with tqdm(total=total_steps, unit="step", desc=f"export {len(inputs)} episodes") as bar:
+
+        def progress(done: int, total: int, steps: int) -> None:
+            bar.set_postfix_str(f"{done}/{total} episodes")
+            bar.update(steps - bar.n)
+
+        try:
+            path = write_output(inputs, options, args.archive, out, progress=progress)
+        except ExportError as exc:
+            print(f"error: export failed: {exc}", file=sys.stderr)
+            return 2
+    print(f"exported {len(inputs)} episodes ({total_steps} steps) to {path}")
+    return 0
+
+
 def _owner(db: Session, email: str) -> User:
     user = db.scalar(select(User).where(User.email == email.lower()))
     if user is None:
@@ -118,6 +195,31 @@ def build_parser() -> argparse.ArgumentParser:
     user.add_argument("--password", help="prompted when left out")
     user.add_argument("--role", choices=[r.value for r in Role], default=Role.designer.value)
     user.set_defaults(func=cmd_create_user)
+
+    eps = sub.add_parser("episodes", help="list a study's episodes")
+    eps.add_argument("--study", type=int, required=True)
+    eps.add_argument("--status", action="append", choices=[s.value for s in EpisodeStatus])
+    eps.add_argument("--tag", action="append", help="required episode tag (repeatable)")
+    eps.set_defaults(func=cmd_episodes)
+
+    export = sub.add_parser("export", help="export a study's episodes as an RLDS dataset")
+    export.add_argument("--study", type=int, required=True)
+    export.add_argument(
+        "--status",
+        action="append",
+        choices=[s.value for s in EpisodeStatus],
+        help="episode status to include (repeatable; default: completed)",
+    )
+    export.add_argument("--env", action="append", help="environment key (repeatable)")
+    export.add_argument("--tag", action="append", help="required episode tag (repeatable)")
+    export.add_argument("--exclude-tag", action="append", help="excluded episode tag")
+    export.add_argument("--end-tag", action="append", help="step tag that ends an episode")
+    export.add_argument("--strip", action="store_true", help="strip step metadata")
+    export.add_argument("--format", choices=["tfds", "envlogger"], default="tfds")
+    export.add_argument("--archive", choices=["folder", "zip", "tar.gz"], default="folder")
+    export.add_argument("--name", help="dataset name (snake_case; default from the study)")
+    export.add_argument("--out", required=True, help="folder, or archive file, to create")
+    export.set_defaults(func=cmd_export)
     return parser
 
 

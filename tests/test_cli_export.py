@@ -1,0 +1,135 @@
+"""``rlds-studio export`` and ``rlds-studio episodes`` on really recorded episodes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from server.core.config import Settings
+from tests.api.routes._recorded import Inserter, record_set, two_env_spec
+from tests.export._recordings import Recording
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recording]]:
+    """Real envlogger logs, recorded once for this module."""
+    return record_set(tmp_path_factory.mktemp("recorded"))
+
+
+def run_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+    """The console script in a subprocess, on the test's database and data root."""
+    env = {
+        **os.environ,
+        "STUDIO_DATABASE_URL": settings.database_url,
+        "STUDIO_DATA_ROOT": str(settings.data_root),
+        "STUDIO_SECRET_KEY": settings.secret_key,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "server.cli", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+@pytest.fixture
+def study(factory, db, settings, recorded):  # type: ignore[no-untyped-def]
+    """A study with two completed CartPole episodes, one rejected, one MountainCar."""
+    owner = factory.user()
+    study = factory.study(owner, two_env_spec())
+    ins = Inserter(db, settings.data_root)
+    cp = recorded["cartpole"]
+    ins.add(study, cp[0], tags=("good",), minutes_ago=3)
+    ins.add(study, cp[1], minutes_ago=2)
+    ins.add(study, cp[2], status="rejected", minutes_ago=1)
+    ins.add(study, recorded["mountaincar"][0], env_key="mountaincar")
+    return study
+
+
+def test_episodes_lists_the_study(settings, study, recorded) -> None:  # type: ignore[no-untyped-def]
+    res = run_cli(settings, "episodes", "--study", str(study.id))
+    assert res.returncode == 0, res.stderr
+    for rec in recorded["cartpole"][:3]:
+        assert rec.episode_id in res.stdout
+    assert "[good]" in res.stdout and "4 episode(s)" in res.stdout
+    res = run_cli(settings, "episodes", "--study", str(study.id), "--status", "rejected")
+    assert "1 episode(s)" in res.stdout and recorded["cartpole"][2].episode_id in res.stdout
+
+
+def test_export_zip_with_progress(settings, study, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "out" / "dataset"
+    res = run_cli(
+        settings,
+        "export",
+        "--study",
+        str(study.id),
+        "--env",
+        "cartpole",
+        "--archive",
+        "zip",
+        "--name",
+        "cli_ds",
+        "--strip",
+        "--out",
+        str(out),
+    )
+    assert res.returncode == 0, res.stderr
+    steps = recorded["cartpole"][0].num_steps + recorded["cartpole"][1].num_steps
+    assert f"exported 2 episodes ({steps} steps)" in res.stdout
+    assert "2/2 episodes" in res.stderr and "100%" in res.stderr  # tqdm's bar
+    archive = tmp_path / "out" / "dataset.zip"
+    with zipfile.ZipFile(archive) as zf:
+        names = zf.namelist()
+        info = json.loads(zf.read("cli_ds/cli_ds/1.0.0/dataset_info.json"))
+        features = zf.read("cli_ds/cli_ds/1.0.0/features.json").decode()
+    assert "cli_ds/README.md" in names and info["name"] == "cli_ds"
+    assert '"frame"' not in features  # --strip dropped the step metadata
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["dataset.zip"]  # no temp left
+
+
+def test_export_refuses_bad_selections(settings, study, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "x"
+    res = run_cli(settings, "export", "--study", str(study.id), "--out", str(out))
+    assert res.returncode == 2 and "different observation or action spaces" in res.stderr
+    res = run_cli(
+        settings, "export", "--study", str(study.id), "--tag", "missing", "--out", str(out)
+    )
+    assert res.returncode == 2 and "No episode matches" in res.stderr
+    res = run_cli(settings, "export", "--study", "999", "--out", str(out))
+    assert res.returncode == 1 and "no study 999" in res.stderr
+    assert not out.exists()
+
+
+def test_export_envlogger_folder(settings, study, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "raw"
+    res = run_cli(
+        settings,
+        "export",
+        "--study",
+        str(study.id),
+        "--format",
+        "envlogger",
+        "--env",
+        "cartpole",
+        "--status",
+        "completed",
+        "--status",
+        "rejected",
+        "--exclude-tag",
+        "good",
+        "--out",
+        str(out),
+    )
+    assert res.returncode == 0, res.stderr
+    got = sorted(p.name for p in (out / "episodes").iterdir())
+    assert got == sorted(r.episode_id for r in recorded["cartpole"][1:3])
