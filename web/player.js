@@ -372,6 +372,7 @@ function readPad(pad) {
   pad.buttons.forEach((b, i) => { const v = typeof b === "number" ? b : b.value || (b.pressed ? 1 : 0); if (v > 0.05) buttons[i] = Math.round(v * 100) / 100; });
   const axes = [...pad.axes].map((v) => (Math.abs(v) < state.deadzone ? 0 : Math.round(v * 100) / 100));
   const signature = JSON.stringify([buttons, axes]);
+  $("gamepad-status").dataset.buttons = Object.keys(buttons).join(",");
   const before = state.pad;
   state.pad = { index: pad.index, buttons, axes, signature };
   if (signature === before.signature || state.phase !== "playing") return;
@@ -392,7 +393,10 @@ function wire() {
   canvas.addEventListener("blur", () => { $("stage").dataset.focused = "false"; releaseAll(true); });
   document.addEventListener("keydown", (e) => {
     if (e.target === canvas || $("play-view").hidden || $("save-dialog").open) return;
+    if (["INPUT", "SELECT", "TEXTAREA"].includes(e.target.tagName)) return;
     if (e.code === PLAYER_KEYS.start && state.phase === "idle" && e.target.tagName !== "BUTTON") { e.preventDefault(); startEpisode(); }
+    if (e.code === PLAYER_KEYS.pause) { e.preventDefault(); togglePause(); }
+    if (e.code === PLAYER_KEYS.cancel) { e.preventDefault(); cancelEpisode(); }
   });
   $("start-btn").addEventListener("click", startEpisode);
   $("next-btn").addEventListener("click", startEpisode);

@@ -9,7 +9,8 @@ from playwright.sync_api import expect
 
 from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
-from tests.player.conftest import activate, counter_env, spec
+from tests.factories import PASSWORD
+from tests.player.conftest import activate, counter_env, spec, wait_status
 
 pytestmark = pytest.mark.browser
 
@@ -68,3 +69,144 @@ def test_keyboard_episode_to_the_end_and_saved(live_server, page, factory, desig
     acked = [a[0] for t in timing for a in t.get("acks", [])]
     assert acked == sorted(acked) and 0 in acked  # frames drawn were acknowledged
     assert row.latency_p50_ms is not None and row.latency_p95_ms >= row.latency_p50_ms
+
+
+def test_reject_at_the_end(live_server, page, factory, designer, db):
+    study = _participant(page, live_server, factory, designer, db, counter_env(episode_len=2))
+    _play(page)
+    page.keyboard.press("KeyA")
+    page.keyboard.press("KeyA")
+    page.get_by_role("button", name="Discard").click()
+    expect(page.locator("#after-save-text")).to_contain_text("Episode discarded.")
+    assert _episode(db, study).status == EpisodeStatus.rejected
+
+
+def test_cancel_with_the_delete_key(live_server, page, factory, designer, db):
+    study = _participant(page, live_server, factory, designer, db, counter_env(episode_len=50))
+    _play(page)
+    page.keyboard.press("KeyA")
+    expect(page.locator("#st-step")).to_have_text("1")
+    page.keyboard.press("Delete")
+    expect(page.locator("#after-save-text")).to_contain_text("Episode canceled.")
+    row = _episode(db, study)
+    assert row.status == EpisodeStatus.canceled and row.steps == 2
+
+
+def test_pause_and_resume(live_server, page, factory, designer, db):
+    env = counter_env(episode_len=3)
+    study = _participant(page, live_server, factory, designer, db, env)
+    _play(page)
+    page.keyboard.press("KeyA")
+    page.keyboard.press("Escape")
+    expect(page.locator("#st-phase")).to_have_text("paused")
+    expect(page.locator("#overlay")).to_contain_text("Paused")
+    page.keyboard.press("KeyA")  # ignored while paused
+    page.get_by_role("button", name="Resume").click()
+    expect(page.locator("#st-phase")).to_have_text("playing")
+    page.locator("#screen").click()
+    page.keyboard.press("KeyB")
+    page.keyboard.press("KeyB")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
+    row = _episode(db, study)
+    assert row.status == EpisodeStatus.completed and row.steps == 4 and row.total_reward == 5.0
+
+
+def test_reload_mid_episode_resumes_without_losing_a_step(live_server, page, factory, designer, db):
+    study = _participant(page, live_server, factory, designer, db, counter_env(episode_len=4))
+    _play(page)
+    page.keyboard.press("KeyA")
+    page.keyboard.press("KeyB")
+    expect(page.locator("#st-step")).to_have_text("2")
+    page.reload()
+    expect(page.locator("#st-phase")).to_have_text("paused")
+    expect(page.locator("#st-step")).to_have_text("2")  # the last frame, shown again
+    expect(page.locator("#st-return")).to_have_text("3")
+    page.keyboard.press("Escape")  # resume (focus is on the page after a reload)
+    expect(page.locator("#st-phase")).to_have_text("playing")
+    page.locator("#screen").click()
+    page.keyboard.press("KeyA")
+    page.keyboard.press("KeyA")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
+    row = _episode(db, study)
+    assert row.status == EpisodeStatus.completed and row.steps == 5 and row.total_reward == 5.0
+    with open_reader(row.storage_path) as reader:
+        steps = list(reader.steps)
+    assert [float(s.timestep.reward or 0) for s in steps] == [0.0, 1.0, 2.0, 1.0, 1.0]
+
+
+FAKE_GAMEPAD = """
+(() => {
+  const pad = { id: "Fake pad (STANDARD GAMEPAD)", index: 0, connected: true, mapping: "standard",
+    timestamp: 0, axes: [0, 0, 0, 0], buttons: Array.from({ length: 17 }, () => ({ pressed: false,
+    touched: false, value: 0 })) };
+  window.__pad = pad;
+  window.__press = (i, down) => { pad.buttons[i] = { pressed: down, touched: down,
+    value: down ? 1 : 0 }; pad.timestamp += 1; };
+  window.__axis = (i, v) => { pad.axes[i] = v; pad.timestamp += 1; };
+  navigator.getGamepads = () => [pad, null, null, null];
+})();
+"""
+
+
+def test_fake_gamepad_plays_an_episode(live_server, page, factory, designer, db):
+    page.context.add_init_script(FAKE_GAMEPAD)
+    env = counter_env(episode_len=3)
+    env["controls"]["buttons"] = {"0": 1}
+    env["controls"]["axes"] = [{"axis": 0, "negative": 2, "positive": 1}]
+    study = _participant(page, live_server, factory, designer, db, env)
+    expect(page.locator("#gamepad-status")).to_contain_text("Fake pad")
+    _play(page)
+    for step in (1, 2):
+        page.evaluate("window.__press(0, true)")
+        expect(page.locator("#st-step")).to_have_text(str(step))
+        page.evaluate("window.__press(0, false)")
+        # the page has polled the release before the next press
+        expect(page.locator("#gamepad-status")).to_have_attribute("data-buttons", "")
+    page.evaluate("window.__axis(0, -0.9)")  # past the dead zone: action 2
+    expect(page.locator("#save-dialog")).to_be_visible()
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
+    row = _episode(db, study)
+    assert row.status == EpisodeStatus.completed and row.steps == 4 and row.total_reward == 4.0
+    with open_reader(row.storage_path) as reader:
+        inputs = [json.loads(s.custom_data["input"]) for s in list(reader.steps)[1:]]
+    assert inputs[0]["buttons"] == {"0": 1}
+    assert inputs[2]["axes"][0] == -0.9
+
+
+def test_env_crash_is_shown_as_failed(live_server, page, factory, designer, db):
+    env = counter_env(episode_len=50, crash_at=2)
+    study = _participant(page, live_server, factory, designer, db, env)
+    _play(page)
+    page.keyboard.press("KeyA")
+    expect(page.locator("#st-step")).to_have_text("1")
+    page.keyboard.press("KeyA")
+    expect(page.locator("#play-message")).to_contain_text("boom at step 2")
+    expect(page.locator("#after-save-text")).to_contain_text("failed")
+    row = wait_status(db, _episode(db, study).id, EpisodeStatus.failed)
+    assert "boom" in row.error
+
+
+def test_designer_test_plays_with_the_session_cookie(live_server, page, factory, designer, db):
+    study = factory.study(designer, spec(counter_env(episode_len=1)))  # a draft
+    res = page.context.request.post(
+        f"{live_server}/api/auth/login", data={"email": designer.email, "password": PASSWORD}
+    )
+    assert res.ok
+    page.goto(f"{live_server}/player.html?study={study.id}")
+    _play(page)
+    page.keyboard.press("KeyA")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
+    page.get_by_role("button", name="End session").click()
+    expect(page.locator("#done-view")).to_be_visible()
+    row = _episode(db, study)
+    assert row.user_id == designer.id and row.participant_id is None
+
+
+def test_player_page_refuses_a_stranger(live_server, page, factory, designer):
+    study = factory.study(designer, spec(counter_env()))
+    page.goto(f"{live_server}/player.html?study={study.id}")
+    expect(page.locator("#page-error")).to_contain_text("log in as one of its designers")
