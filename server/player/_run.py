@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 _KEEP_STEPS = 256  # frame-sent times kept for steps whose ack has not come yet
@@ -26,6 +27,7 @@ class EpisodeRun:
     step: int = 0
     return_: float = 0.0
     end_reason: str | None = None
+    ended_at: datetime | None = None
     frames_dropped: int = 0
     latencies_ms: list[float] = field(default_factory=list)
     last_frame: bytes | None = None

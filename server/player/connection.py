@@ -14,6 +14,7 @@ import logging
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from server.player import protocol as p
+from server.player.handlers import dispatch
 from server.player.outbox import Close, Frame, Outbox, RateLimiter
 from server.player.session import LiveSession
 
@@ -109,7 +110,7 @@ class Connection:
             if msg.type == "input" and not self._input_allowed():
                 continue
             # shielded: a vanishing socket must not interrupt a state change half-way
-            task = asyncio.ensure_future(self.live.handle(msg, self.outbox))
+            task = asyncio.ensure_future(dispatch(self.live, msg, self.outbox))
             await asyncio.shield(task)
 
     def _input_allowed(self) -> bool:

@@ -9,7 +9,6 @@ All state changes happen under one lock; database writes run in a thread.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import logging
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from typing import Any, TypeVar
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.core.config import Settings
-from server.models import EpisodeStatus
+from server.models import EpisodeStatus, utcnow
 from server.player import protocol as p
 from server.player._run import EpisodeRun, now_ms
 from server.player.outbox import Frame, Outbox
@@ -30,7 +29,6 @@ from server.study_spec import StudySpec
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-ACK_FLUSH = 30  # async mode: hand acks to the worker at least this often (in frames)
 
 
 class Phase(enum.StrEnum):
@@ -54,7 +52,7 @@ class PlayError(Exception):
         self.message = message
 
 
-def _wrong(phase: Phase, what: str) -> PlayError:
+def wrong_state(phase: Phase, what: str) -> PlayError:
     return PlayError("wrong_state", f"cannot {what} now (the session is {phase})")
 
 
@@ -140,7 +138,7 @@ class LiveSession:
                 self.outbox.close(p.CLOSE_REPLACED, "the session was opened elsewhere")
             self.outbox = outbox
             if resumed and self.phase == Phase.playing:  # taken over from a live connection
-                if await self._pause_worker():
+                if await self.pause_worker():
                     self.phase = Phase.paused
                     self.lost_connection = True
             if self._grace_timer is not None:
@@ -160,7 +158,7 @@ class LiveSession:
             if self.phase == Phase.ended and run is not None:
                 outbox.send(self._ended_message(run))
             if self.lost_connection and self.phase == Phase.paused:
-                self._arm_pause_timer()
+                self.arm_pause_timer()
             self.lost_connection = False
 
     async def detach(self, outbox: Outbox) -> None:
@@ -170,7 +168,7 @@ class LiveSession:
                 return
             self.outbox = None
             if self.phase == Phase.playing:
-                await self._pause_worker()
+                await self.pause_worker()
                 self.phase = Phase.paused
             self.lost_connection = True
             self._grace_timer = self._spawn(self._expire(self.settings.reconnect_grace_s))
@@ -180,13 +178,13 @@ class LiveSession:
         async with self.lock:
             self._grace_timer = None
             if self.outbox is None:  # nobody came back
-                await self._shutdown("the connection was not resumed in time")
+                await self.shutdown("the connection was not resumed in time")
 
-    def _arm_pause_timer(self) -> None:
-        self._disarm_pause_timer()
+    def arm_pause_timer(self) -> None:
+        self.disarm_pause_timer()
         self._pause_timer = self._spawn(self._pause_expired(self.spec.pause_timeout_s))
 
-    def _disarm_pause_timer(self) -> None:
+    def disarm_pause_timer(self) -> None:
         if self._pause_timer is not None:
             self._pause_timer.cancel()
             self._pause_timer = None
@@ -207,44 +205,7 @@ class LiveSession:
             run.frame_sent(frame.step, now_ms())
 
     # -- messages -----------------------------------------------------------------------
-    async def handle(self, msg: Any, outbox: Outbox) -> None:
-        """Serve one validated client message; problems go back as ``error`` messages."""
-        handler = getattr(self, f"_on_{msg.type}")
-        try:
-            async with self.lock:
-                if self.phase == Phase.closed:
-                    raise PlayError("closed", "the session is over")
-                await handler(msg)
-        except PlayError as exc:
-            outbox.send({"type": "error", "code": exc.code, "message": exc.message,
-                         "for": msg.type})  # fmt: skip
-        except Exception:
-            log.exception("player message %s failed in session %s", msg.type, self.id)
-            message = "the server could not do this; it has been logged"
-            outbox.send({"type": "error", "code": "internal", "for": msg.type, "message": message})
-
-    async def _on_ping(self, msg: p.PingMsg) -> None:
-        self.send({"type": "pong", "client_ms": msg.client_ms, "server_ms": now_ms()})
-
-    async def _on_start(self, msg: p.StartMsg) -> None:
-        if self.phase != Phase.idle:
-            raise _wrong(self.phase, "start an episode")
-        try:
-            env = self.spec.environment(msg.env_id)
-        except KeyError:
-            raise PlayError("unknown_env", f"the study has no environment {msg.env_id!r}") from None
-        if self.principal.participant_id is not None:
-            done = await self.db(episodes.completed_counts, self.study_id, self.principal)
-            if done.get(env.id, 0) >= env.episodes_per_participant:
-                raise PlayError("quota_reached", f"you have played all episodes of {env.name}")
-        self.phase = Phase.starting
-        try:
-            await self._begin(env.id)
-        finally:
-            if self.phase == Phase.starting:
-                self.phase = Phase.idle
-
-    async def _begin(self, env_id: str) -> None:
+    async def begin(self, env_id: str) -> None:
         env = self.spec.environment(env_id)
         if self.worker is None or self.env_id != env_id or not self.worker.alive:
             await self._close_worker()
@@ -267,7 +228,7 @@ class LiveSession:
         try:
             first = await self.worker.begin_episode(run.id, seed)
         except WorkerError as exc:
-            await self._fail(exc)
+            await self.fail(exc)
             return
         self.phase = Phase.playing
         self.send({"type": "episode_started", "episode": self._episode_view()})
@@ -293,117 +254,26 @@ class LiveSession:
     def _slots_left(self) -> bool:
         return self._workers_in_use() < self.settings.max_workers
 
-    async def _on_input(self, msg: p.InputMsg) -> None:
-        run = self.run
-        if self.phase != Phase.playing or run is None or self.worker is None:
-            raise _wrong(self.phase, "send input")
-        timing = {"input_sent": msg.client_ms, "input_recv": now_ms(), "seen_step": msg.seen_step}
-        run.last_raw = msg.raw()
-        try:
-            event = await self.worker.send_input(run.last_raw, timing, run.take_acks())
-        except WorkerError as exc:
-            await self._fail(exc)
-            return
-        if event is None:  # async: applied at the next tick
-            run.pending_input_ms, run.forwarded_ms = msg.client_ms, now_ms()
-        else:
-            run.applied(event.step, msg.client_ms)
-            await self._on_event(event)
-
-    async def _on_ack(self, msg: p.AckMsg) -> None:
-        run = self.run
-        if run is None or msg.episode != run.index or msg.step > run.step:
-            return  # a late ack of an earlier episode, or nonsense: nothing to record
-        run.frame_drawn(msg.step, msg.drawn_ms)
-        if run.stats_due():
-            recent = episodes.percentile(run.latencies_ms[-60:], 50)
-            self.send({"type": "stats", "latency_ms": recent, "frames_dropped": run.frames_dropped})
-        if (self.phase == Phase.playing and self.worker is not None
-                and self.worker.info.get("mode") == "async" and len(run.acks) >= ACK_FLUSH
-                and run.pending_input_ms is None):  # fmt: skip
-            # re-send the held input (no fresh client time) so the acks get recorded
-            timing = {"input_recv": now_ms(), "seen_step": msg.step}
-            with contextlib.suppress(WorkerError):  # the pump reports a dead worker
-                await self.worker.send_input(run.last_raw, timing, run.take_acks())
-
-    async def _on_pause(self, _msg: p.PauseMsg) -> None:
-        if self.phase != Phase.playing:
-            raise _wrong(self.phase, "pause")
-        if await self._pause_worker():
-            self.phase = Phase.paused
-            self._arm_pause_timer()
-            self.send({"type": "paused", "timeout_s": self.spec.pause_timeout_s})
-
-    async def _pause_worker(self) -> bool:
+    async def pause_worker(self) -> bool:
         assert self.worker is not None and self.run is not None
         try:
             await self.worker.pause()
         except WorkerError as exc:
-            await self._fail(exc)
+            await self.fail(exc)
             return False
         run = self.run
         await self.db(episodes.record_progress, run.id, run.steps, run.return_)
         return True
 
-    async def _on_resume(self, _msg: p.ResumeMsg) -> None:
-        if self.phase != Phase.paused or self.worker is None:
-            raise _wrong(self.phase, "resume")
-        self._disarm_pause_timer()
-        try:
-            await self.worker.resume()
-        except WorkerError as exc:
-            await self._fail(exc)
-            return
-        self.phase = Phase.playing
-        self.send({"type": "resumed"})
-
-    async def _on_cancel(self, _msg: p.CancelMsg) -> None:
-        if self.phase not in ACTIVE:
-            raise _wrong(self.phase, "cancel")
-        await self._stop(EpisodeStatus.canceled, "canceled")
-
-    async def _on_save(self, msg: p.SaveMsg) -> None:
-        run = self.run
-        if self.phase != Phase.ended or run is None:
-            raise _wrong(self.phase, "save")
-        status = EpisodeStatus.completed if msg.keep else EpisodeStatus.rejected
-        await self._finish(run, status)
-
-    async def _on_set_speed(self, msg: p.SpeedMsg) -> None:
-        mode = self.spec.environment(self.env_id).mode if self.env_id else None
-        if mode != "async" or self.worker is None:
-            raise PlayError("not_async", "speed applies to real-time (async) environments only")
-        await self._worker_call(self.worker.set_speed(msg.speed))
-        self.speed = msg.speed
-        self.send({"type": "setting", "speed": msg.speed})
-
-    async def _on_set_quality(self, msg: p.QualityMsg) -> None:
-        if self.worker is not None:
-            await self._worker_call(self.worker.set_quality(msg.quality))
-        self.quality = msg.quality
-        self.send({"type": "setting", "quality": msg.quality})
-
-    async def _on_set_camera(self, msg: p.CameraMsg) -> None:
-        if self.worker is None or msg.camera not in (self.worker.info.get("cameras") or []):
-            raise PlayError("unknown_camera", f"no camera {msg.camera!r} here")
-        await self._worker_call(self.worker.set_camera(msg.camera))
-        self.camera = msg.camera
-        self.send({"type": "setting", "camera": msg.camera})
-
-    async def _on_end_session(self, _msg: p.EndSessionMsg) -> None:
-        if self.phase not in (Phase.idle,):
-            raise _wrong(self.phase, "end the session (cancel or save the episode first)")
-        await self._shutdown("ended by the player")
-
-    async def _worker_call(self, coro: Any) -> None:
+    async def worker_call(self, coro: Any) -> None:
         try:
             await coro
         except RemoteError as exc:
             if exc.kind == "ProtocolError" or exc.kind in ("KeyError", "ValueError"):
                 raise PlayError("rejected", exc.message) from None
-            await self._fail(exc)
+            await self.fail(exc)
         except WorkerError as exc:
-            await self._fail(exc)
+            await self.fail(exc)
 
     # -- events ---------------------------------------------------------------------------
     async def _pump(self, worker: EnvWorker) -> None:
@@ -413,14 +283,14 @@ class LiveSession:
             async for event in worker.events():
                 async with self.lock:
                     if worker is self.worker:
-                        await self._on_event(event, clock=True)
+                        await self.on_event(event, clock=True)
         except RemoteError as exc:
             error = exc
         async with self.lock:
             if worker is self.worker:  # not closed on purpose: it crashed or died
-                await self._fail(error or WorkerError("the environment worker exited"))
+                await self.fail(error or WorkerError("the environment worker exited"))
 
-    async def _on_event(self, event: StepEvent, clock: bool = False) -> None:
+    async def on_event(self, event: StepEvent, clock: bool = False) -> None:
         run = self.run
         if run is None or event.episode_id != run.id or self.phase not in ACTIVE:
             return
@@ -432,8 +302,8 @@ class LiveSession:
         run.step, run.return_ = event.step, event.return_
         self._show(event)
         if event.done:
-            run.end_reason = event.end_reason
-            self._disarm_pause_timer()
+            run.end_reason, run.ended_at = event.end_reason, utcnow()
+            self.disarm_pause_timer()
             self.phase = Phase.ended
             await self.db(episodes.record_progress, run.id, run.steps, run.return_)
             self.send(self._ended_message(run))
@@ -457,22 +327,22 @@ class LiveSession:
             run.frames_dropped += 1
 
     # -- endings --------------------------------------------------------------------------
-    async def _finish(self, run: EpisodeRun, status: EpisodeStatus, error: str | None = None,
+    async def finish(self, run: EpisodeRun, status: EpisodeStatus, error: str | None = None,
                       end_reason: str | None = None) -> None:  # fmt: skip
         result = episodes.EpisodeResult(
             status=status, steps=run.steps, total_reward=run.return_,
             end_reason=end_reason or run.end_reason, error=error,
-            latencies_ms=run.latencies_ms, frames_dropped=run.frames_dropped,
+            latencies_ms=run.latencies_ms, frames_dropped=run.frames_dropped, ended_at=run.ended_at,
         )  # fmt: skip
         await self.db(episodes.finish_episode, run.id, result)
         self.run = None
         self.phase = Phase.idle
-        self._disarm_pause_timer()
+        self.disarm_pause_timer()
         counts = await self.db(episodes.completed_counts, self.study_id, self.principal)
         self.send({"type": "episode_saved", "episode_id": run.id, "status": status,
                    "steps": run.steps, "return": run.return_, "completed": counts})  # fmt: skip
 
-    async def _stop(self, status: EpisodeStatus, reason: str) -> None:
+    async def stop(self, status: EpisodeStatus, reason: str) -> None:
         """End the running episode early (cancel, abandon): finalize its log, then the row."""
         run = self.run
         assert run is not None
@@ -481,13 +351,13 @@ class LiveSession:
                 await self.worker.end_episode(reason)
             except WorkerError as exc:  # the log is closed by the dying worker; keep the row
                 log.warning("end_episode failed: %s", exc)
-        await self._finish(run, status, end_reason=reason)
+        await self.finish(run, status, end_reason=reason)
 
     async def _abandon(self, reason: str) -> None:
         if self.run is not None and self.phase in (*ACTIVE, Phase.ended):
-            await self._stop(EpisodeStatus.abandoned, reason)
+            await self.stop(EpisodeStatus.abandoned, reason)
 
-    async def _fail(self, exc: BaseException) -> None:
+    async def fail(self, exc: BaseException) -> None:
         """The environment crashed or its worker died: the episode is ``failed``."""
         message = exc.message if isinstance(exc, RemoteError) else str(exc)
         kind = exc.kind if isinstance(exc, RemoteError) else type(exc).__name__
@@ -496,7 +366,7 @@ class LiveSession:
         await self._close_worker()
         run = self.run
         if run is not None and self.phase != Phase.ended:
-            await self._finish(run, EpisodeStatus.failed, error=text, end_reason="failed")
+            await self.finish(run, EpisodeStatus.failed, error=text, end_reason="failed")
             self.send({"type": "episode_failed", "episode_id": run.id, "message": text})
         self.phase = Phase.idle if self.phase != Phase.closed else Phase.closed
 
@@ -505,13 +375,13 @@ class LiveSession:
         if worker is not None:
             await worker.close(timeout=self.settings.worker_timeout_s)
 
-    async def _shutdown(self, reason: str) -> None:
+    async def shutdown(self, reason: str) -> None:
         if self.phase == Phase.closed:
             return
         await self._abandon("disconnected")
         await self._close_worker()
         self.phase = Phase.closed
-        self._disarm_pause_timer()
+        self.disarm_pause_timer()
         await self.db(episodes.end_session, self.id)
         if self.outbox is not None:
             self.outbox.send({"type": "session_ended", "reason": reason})
@@ -521,4 +391,4 @@ class LiveSession:
     async def close(self, reason: str) -> None:
         """End the session: abandon a running episode, stop the worker, stamp the row."""
         async with self.lock:
-            await self._shutdown(reason)
+            await self.shutdown(reason)

@@ -42,6 +42,7 @@ class EpisodeResult:
     error: str | None = None
     latencies_ms: list[float] = field(default_factory=list)
     frames_dropped: int = 0
+    ended_at: datetime | None = None  # when the env ended it (before the save question)
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -174,7 +175,7 @@ def finish_episode(db: Session, episode_id: str, result: EpisodeResult) -> Episo
         raise NotFound("No such episode.")
     if episode.status != EpisodeStatus.recording:
         raise Conflict(f"The episode is already {episode.status}.")
-    ended: datetime = utcnow()
+    ended: datetime = result.ended_at or utcnow()
     episode.status = result.status
     episode.steps = result.steps
     episode.total_reward = result.total_reward

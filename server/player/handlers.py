@@ -1,0 +1,181 @@
+"""One handler per client message type; each runs under the session's lock.
+
+Handlers raise :class:`PlayError` for a message that cannot be served now (the connection
+answers with an ``error`` message naming it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from server.models import EpisodeStatus
+from server.player import protocol as p
+from server.player._run import now_ms
+from server.player.outbox import Outbox
+from server.player.session import ACTIVE, LiveSession, Phase, PlayError, wrong_state
+from server.runtime import WorkerError
+from server.services import episodes
+
+log = logging.getLogger(__name__)
+ACK_FLUSH = 30  # async mode: hand acks to the worker at least this often (in frames)
+
+
+async def on_ping(s: LiveSession, msg: p.PingMsg) -> None:
+    """Answer with the server time."""
+    s.send({"type": "pong", "client_ms": msg.client_ms, "server_ms": now_ms()})
+
+
+async def on_start(s: LiveSession, msg: p.StartMsg) -> None:
+    """Start an episode of one environment (a worker is started or reused)."""
+    if s.phase != Phase.idle:
+        raise wrong_state(s.phase, "start an episode")
+    try:
+        env = s.spec.environment(msg.env_id)
+    except KeyError:
+        raise PlayError("unknown_env", f"the study has no environment {msg.env_id!r}") from None
+    if s.principal.participant_id is not None:
+        done = await s.db(episodes.completed_counts, s.study_id, s.principal)
+        if done.get(env.id, 0) >= env.episodes_per_participant:
+            raise PlayError("quota_reached", f"you have played all episodes of {env.name}")
+    s.phase = Phase.starting
+    try:
+        await s.begin(env.id)
+    finally:
+        if s.phase == Phase.starting:
+            s.phase = Phase.idle
+
+
+async def on_input(s: LiveSession, msg: p.InputMsg) -> None:
+    """Sync: step with the input. Async: hold it for the next tick."""
+    run = s.run
+    if s.phase != Phase.playing or run is None or s.worker is None:
+        raise wrong_state(s.phase, "send input")
+    timing = {"input_sent": msg.client_ms, "input_recv": now_ms(), "seen_step": msg.seen_step}
+    run.last_raw = msg.raw()
+    try:
+        event = await s.worker.send_input(run.last_raw, timing, run.take_acks())
+    except WorkerError as exc:
+        await s.fail(exc)
+        return
+    if event is None:  # async: applied at the next tick
+        run.pending_input_ms, run.forwarded_ms = msg.client_ms, now_ms()
+    else:
+        run.applied(event.step, msg.client_ms)
+        await s.on_event(event)
+
+
+async def on_ack(s: LiveSession, msg: p.AckMsg) -> None:
+    """Record that a frame was drawn; report latency now and then."""
+    run = s.run
+    if run is None or msg.episode != run.index or msg.step > run.step:
+        return  # a late ack of an earlier episode, or nonsense: nothing to record
+    run.frame_drawn(msg.step, msg.drawn_ms)
+    if run.stats_due():
+        recent = episodes.percentile(run.latencies_ms[-60:], 50)
+        s.send({"type": "stats", "latency_ms": recent, "frames_dropped": run.frames_dropped})
+    if (s.phase == Phase.playing and s.worker is not None
+            and s.worker.info.get("mode") == "async" and len(run.acks) >= ACK_FLUSH
+            and run.pending_input_ms is None):  # fmt: skip
+        # re-send the held input (no fresh client time) so the acks get recorded
+        timing = {"input_recv": now_ms(), "seen_step": msg.step}
+        with contextlib.suppress(WorkerError):  # the pump reports a dead worker
+            await s.worker.send_input(run.last_raw, timing, run.take_acks())
+
+
+async def on_pause(s: LiveSession, _msg: p.PauseMsg) -> None:
+    """Stop the clock; a pause longer than the study allows abandons the episode."""
+    if s.phase != Phase.playing:
+        raise wrong_state(s.phase, "pause")
+    if await s.pause_worker():
+        s.phase = Phase.paused
+        s.arm_pause_timer()
+        s.send({"type": "paused", "timeout_s": s.spec.pause_timeout_s})
+
+
+async def on_resume(s: LiveSession, _msg: p.ResumeMsg) -> None:
+    """Restart the clock."""
+    if s.phase != Phase.paused or s.worker is None:
+        raise wrong_state(s.phase, "resume")
+    s.disarm_pause_timer()
+    try:
+        await s.worker.resume()
+    except WorkerError as exc:
+        await s.fail(exc)
+        return
+    s.phase = Phase.playing
+    s.send({"type": "resumed"})
+
+
+async def on_cancel(s: LiveSession, _msg: p.CancelMsg) -> None:
+    """End the running episode as ``canceled`` (its steps are kept)."""
+    if s.phase not in ACTIVE:
+        raise wrong_state(s.phase, "cancel")
+    await s.stop(EpisodeStatus.canceled, "canceled")
+
+
+async def on_save(s: LiveSession, msg: p.SaveMsg) -> None:
+    """Answer the save question: ``completed`` or ``rejected``."""
+    run = s.run
+    if s.phase != Phase.ended or run is None:
+        raise wrong_state(s.phase, "save")
+    status = EpisodeStatus.completed if msg.keep else EpisodeStatus.rejected
+    await s.finish(run, status)
+
+
+async def on_set_speed(s: LiveSession, msg: p.SpeedMsg) -> None:
+    """Async clock speed."""
+    mode = s.spec.environment(s.env_id).mode if s.env_id else None
+    if mode != "async" or s.worker is None:
+        raise PlayError("not_async", "speed applies to real-time (async) environments only")
+    await s.worker_call(s.worker.set_speed(msg.speed))
+    s.speed = msg.speed
+    s.send({"type": "setting", "speed": msg.speed})
+
+
+async def on_set_quality(s: LiveSession, msg: p.QualityMsg) -> None:
+    """JPEG quality of the next frames."""
+    if s.worker is not None:
+        await s.worker_call(s.worker.set_quality(msg.quality))
+    s.quality = msg.quality
+    s.send({"type": "setting", "quality": msg.quality})
+
+
+async def on_set_camera(s: LiveSession, msg: p.CameraMsg) -> None:
+    """Render from another camera."""
+    if s.worker is None or msg.camera not in (s.worker.info.get("cameras") or []):
+        raise PlayError("unknown_camera", f"no camera {msg.camera!r} here")
+    await s.worker_call(s.worker.set_camera(msg.camera))
+    s.camera = msg.camera
+    s.send({"type": "setting", "camera": msg.camera})
+
+
+async def on_end_session(s: LiveSession, _msg: p.EndSessionMsg) -> None:
+    """End the play session (between episodes)."""
+    if s.phase not in (Phase.idle,):
+        raise wrong_state(s.phase, "end the session (cancel or save the episode first)")
+    await s.shutdown("ended by the player")
+
+
+HANDLERS: dict[str, Callable[[LiveSession, Any], Awaitable[None]]] = {
+    "ping": on_ping, "start": on_start, "input": on_input, "ack": on_ack, "pause": on_pause,
+    "resume": on_resume, "cancel": on_cancel, "save": on_save, "set_speed": on_set_speed,
+    "set_quality": on_set_quality, "set_camera": on_set_camera, "end_session": on_end_session,
+}  # fmt: skip
+
+
+async def dispatch(live: LiveSession, msg: Any, outbox: Outbox) -> None:
+    """Serve one validated client message; problems go back as ``error`` messages."""
+    try:
+        async with live.lock:
+            if live.phase == Phase.closed:
+                raise PlayError("closed", "the session is over")
+            await HANDLERS[msg.type](live, msg)
+    except PlayError as exc:
+        outbox.send({"type": "error", "code": exc.code, "message": exc.message, "for": msg.type})
+    except Exception:
+        log.exception("player message %s failed in session %s", msg.type, live.id)
+        message = "the server could not do this; it has been logged"
+        outbox.send({"type": "error", "code": "internal", "for": msg.type, "message": message})
