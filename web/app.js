@@ -408,6 +408,7 @@ function renderDetail(study, yaml) {
   if (linkShown) $("#permalink-url").value = permalinkUrl(study);
 
   $("#test-play").href = `/player.html?study=${study.id}`;
+  $("#episodes-link").href = `/episodes.html?study=${study.id}`;
   $("#download-yaml").href = `/api/studies/${study.id}/export`;
   if (yaml !== undefined) $("#spec-yaml").textContent = yaml;
   $("#spec-json").value = JSON.stringify(study.spec, null, 2);
