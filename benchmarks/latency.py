@@ -1,0 +1,134 @@
+"""Input-to-frame-drawn latency of the real player page in headless Chromium.
+
+Starts the app (its own process, see ``concurrency.py``), joins a study as a participant in
+Debian's Chromium through Playwright, and plays Atari Pong with the keyboard: in sync mode
+(one step per key press, the next press after the frame is drawn) and in async mode at
+60 fps (a key change every ~60 ms). Latency per input is measured from the episode's own
+envlogger log: ``frame_drawn - input_sent`` of the step that applied the input, both on the
+browser's clock (exactly what the recording holds). Prints JSON (milliseconds).
+
+    .venv/bin/python benchmarks/latency.py [--inputs 150]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from concurrency import PONG, studio_server  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync",
+                 "--disable-quic"]  # fmt: skip
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile, or None without values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))], 2)
+
+
+def latencies_from_log(path: str) -> list[float]:
+    """frame_drawn - input_sent for each step that applied a fresh input (from the log)."""
+    from server.recording.writer import open_reader
+
+    sent: dict[int, float] = {}
+    drawn: dict[int, float] = {}
+    with open_reader(path) as reader:
+        for index, step in enumerate(reader.steps):
+            timing = json.loads(step.custom_data["timing"])
+            if "input_sent" in timing:
+                sent[index] = timing["input_sent"]
+            for ack in timing.get("acks", []):
+                drawn[int(ack[0])] = ack[2]
+    return [drawn[s] - t for s, t in sent.items() if s in drawn]
+
+
+def play(page: Any, url: str, token: str, mode: str, inputs: int) -> None:
+    """Join, play ``inputs`` inputs with the keyboard, cancel the episode."""
+    page.goto(f"{url}/player.html?token={token}")
+    page.get_by_label("Participant ID").fill(f"latency-{mode}")
+    page.get_by_role("button", name="Continue").click()
+    page.get_by_role("button", name="Play Pong").click()
+    page.wait_for_function("document.getElementById('st-phase').textContent === 'playing'")
+    page.locator("#screen").focus()
+    if mode == "sync":
+        for i in range(1, inputs + 1):
+            page.keyboard.press("ArrowUp" if i % 2 else "ArrowDown")
+            page.wait_for_function(f"Number(document.getElementById('st-step').textContent) >= {i}")
+    else:
+        for i in range(inputs // 2):
+            key = "ArrowUp" if i % 2 else "ArrowDown"
+            page.keyboard.down(key)
+            page.wait_for_timeout(60)
+            page.keyboard.up(key)
+            page.wait_for_timeout(60)
+    page.keyboard.press("Delete")
+    page.wait_for_function(
+        "document.getElementById('after-save-text').textContent.includes('canceled')"
+    )
+
+
+def measure(browser: Any, mode: str, inputs: int) -> dict[str, Any]:
+    """One server, one episode in ``mode``; latency figures from its log and its row."""
+    from sqlalchemy import create_engine, text
+
+    env = {**PONG, "mode": mode}
+    with studio_server(env) as server:
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        started = time.monotonic()
+        play(page, server["url"], server["token"], mode, inputs)
+        elapsed = time.monotonic() - started
+        context.close()
+        engine = create_engine(server["database_url"])
+        with engine.connect() as conn:
+            row = conn.execute(text("SELECT storage_path, steps, latency_p50_ms, latency_p95_ms, "
+                                    "frames_dropped FROM episodes")).one()  # fmt: skip
+        engine.dispose()
+        values = latencies_from_log(row.storage_path)
+    return {
+        "mode": mode if mode == "sync" else "async_60fps",
+        "inputs_measured": len(values),
+        "steps": row.steps,
+        "p50_ms": percentile(values, 50),
+        "p99_ms": percentile(values, 99),
+        "max_ms": round(max(values), 2) if values else None,
+        "db_p50_ms": row.latency_p50_ms and round(row.latency_p50_ms, 2),
+        "db_p95_ms": row.latency_p95_ms and round(row.latency_p95_ms, 2),
+        "frames_dropped": row.frames_dropped,
+        "seconds": round(elapsed, 1),
+    }
+
+
+def main() -> None:
+    """Measure both modes and print JSON."""
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--inputs", type=int, default=150)
+    args = parser.parse_args()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            results = [measure(browser, mode, args.inputs) for mode in ("sync", "async")]
+        finally:
+            browser.close()
+    print(json.dumps({"benchmark": "player_latency", "env": "ALE/Pong-v5, headless Chromium",
+                      "results": results}, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
