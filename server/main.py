@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -130,7 +131,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.data_root.mkdir(parents=True, exist_ok=True)
         app.state.export_jobs.start()
         yield
-        app.state.export_jobs.stop()
+        # Waits for canceled export processes; off the event loop.
+        await asyncio.to_thread(app.state.export_jobs.stop)
         engine.dispose()
 
     app = FastAPI(
