@@ -33,10 +33,12 @@ typecheck: $(VENV)/.test-stamp
 	$(BIN)/mypy
 
 pytest: $(VENV)/.test-stamp
+	@echo "== test suite on SQLite"
 	$(BIN)/pytest
 
 test-postgres: $(VENV)/.test-stamp
 	@if $(BIN)/python -m server.core.db_probe "$(PG_URL)"; then \
+		echo "== test suite on PostgreSQL ($(PG_URL), a fresh schema)"; \
 		STUDIO_TEST_DATABASE_URL="$(PG_URL)" $(BIN)/pytest; \
 	elif [ -n "$$STUDIO_REQUIRE_POSTGRES" ]; then \
 		echo "PostgreSQL is required (STUDIO_REQUIRE_POSTGRES) but does not answer at $(PG_URL)"; exit 1; \
