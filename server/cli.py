@@ -15,7 +15,7 @@ from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError
 from server.models import EpisodeStatus, Role, User
-from server.schemas import UserCreate
+from server.schemas import ExportOptionsIn, ExportSelection, UserCreate
 from server.services import bootstrap, studies, study_files, users
 
 
@@ -128,14 +128,14 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
         if study is None:
             print(f"no study {args.study}", file=sys.stderr)
             return 1
-        selection = exports.ExportSelection(
+        selection = ExportSelection(
             statuses=args.status or ["completed"],
             environments=args.env or [],
             tags=args.tag or [],
             exclude_tags=args.exclude_tag or [],
         )
         fmt = "envlogger" if args.format == "envlogger" else "tfds"
-        opts = exports.ExportOptionsIn(
+        opts = ExportOptionsIn(
             format=fmt,
             strip_step_metadata=args.strip,
             end_tags=args.end_tag or [],

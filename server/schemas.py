@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from server.models import Role, StudyState
+from server.models import EpisodeStatus, JobState, Role, StudyState
 from server.study_spec import StudySpec
 
 
@@ -98,3 +98,122 @@ class HealthOut(BaseModel):
 
 class ErrorOut(BaseModel):
     detail: Any
+
+
+# --- episodes: review, tags, notes ----------------------------------------------------------
+class TagIn(_Body):
+    name: str = Field(min_length=1, max_length=64)
+
+
+class StepTagIn(_Body):
+    name: str = Field(min_length=1, max_length=64)
+    start: int = Field(ge=0, description="First tagged step.")
+    end: int | None = Field(default=None, ge=0, description="Last tagged step (inclusive).")
+
+
+class NoteIn(_Body):
+    body: str = Field(min_length=1, max_length=10_000)
+
+
+class StepTagPublic(BaseModel):
+    id: int
+    name: str
+    start: int
+    end: int
+
+
+class NotePublic(BaseModel):
+    id: int
+    body: str
+    author_id: int | None
+    created_at: datetime
+
+
+class EpisodeSummary(BaseModel):
+    id: str
+    study_id: int
+    env_key: str
+    status: EpisodeStatus
+    end_reason: str | None
+    participant: str = Field(description="External id, or user:<id> for a designer's play.")
+    seed: int | None
+    steps: int
+    total_reward: float
+    started_at: datetime
+    ended_at: datetime | None
+    duration_s: float | None
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    frames_dropped: int
+    tags: list[str]
+
+
+class EpisodeDetail(EpisodeSummary):
+    error: str | None
+    step_tags: list[StepTagPublic]
+    notes: list[NotePublic]
+
+
+class EpisodeList(BaseModel):
+    items: list[EpisodeSummary]
+    total: int
+    offset: int
+    limit: int
+    tag_names: list[str] = Field(description="Every tag name used in the study.")
+
+
+# --- export jobs -------------------------------------------------------------------------
+class ExportSelection(_Body):
+    """Explicit episode ids, or a filter over the study's episodes."""
+
+    episode_ids: list[str] | None = Field(
+        default=None, description="Export exactly these episodes (the filter is then ignored)."
+    )
+    environments: list[str] = Field(default_factory=list, description="Environment keys.")
+    statuses: list[EpisodeStatus] = Field(default_factory=lambda: [EpisodeStatus.completed])
+    tags: list[str] = Field(default_factory=list, description="Required episode tags (all).")
+    exclude_tags: list[str] = Field(default_factory=list)
+    participants: list[str] = Field(default_factory=list, description="External ids, user:<id>.")
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+class ExportOptionsIn(_Body):
+    """How to export (see docs/export.md)."""
+
+    format: Literal["tfds", "envlogger"] = "tfds"
+    strip_step_metadata: bool = False
+    step_tags: list[str] | None = Field(
+        default=None, description="Step tag names that become tag:<name> fields (None: all)."
+    )
+    end_tags: list[str] = Field(default_factory=list)
+    archive: Literal["folder", "zip", "tar.gz"] = "zip"
+    name: str | None = Field(
+        default=None, max_length=64, description="Dataset name (snake_case); default from study."
+    )
+
+
+class ExportCreate(_Body):
+    selection: ExportSelection = Field(default_factory=ExportSelection)
+    options: ExportOptionsIn = Field(default_factory=ExportOptionsIn)
+
+
+class ExportJobPublic(BaseModel):
+    id: int
+    study_id: int
+    state: JobState
+    format: str
+    archive: str
+    name: str
+    episodes_total: int
+    episodes_done: int
+    steps_total: int
+    steps_done: int
+    progress: float
+    message: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    download_url: str | None
+    options: dict[str, Any]
+    selection: dict[str, Any]

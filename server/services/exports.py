@@ -8,11 +8,9 @@ turns a designer's selection into the exporter's inputs and refuses bad requests
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
@@ -29,48 +27,10 @@ from server.export import (
 from server.export.jobs import JobPayload
 from server.models import Episode, EpisodeStatus, ExportJob, JobState, Study
 from server.principal import Principal
+from server.schemas import ExportCreate, ExportOptionsIn, ExportSelection
 from server.services import review, studies
 
 ACTIVE = frozenset({JobState.queued, JobState.running})
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ExportSelection(_Body):
-    """Explicit episode ids, or a filter over the study's episodes."""
-
-    episode_ids: list[str] | None = Field(
-        default=None, description="Export exactly these episodes (the filter is then ignored)."
-    )
-    environments: list[str] = Field(default_factory=list, description="Environment keys.")
-    statuses: list[EpisodeStatus] = Field(default_factory=lambda: [EpisodeStatus.completed])
-    tags: list[str] = Field(default_factory=list, description="Required episode tags (all).")
-    exclude_tags: list[str] = Field(default_factory=list)
-    participants: list[str] = Field(default_factory=list, description="External ids, user:<id>.")
-    since: datetime | None = None
-    until: datetime | None = None
-
-
-class ExportOptionsIn(_Body):
-    """How to export (see docs/export.md)."""
-
-    format: Literal["tfds", "envlogger"] = "tfds"
-    strip_step_metadata: bool = False
-    step_tags: list[str] | None = Field(
-        default=None, description="Step tag names that become tag:<name> fields (None: all)."
-    )
-    end_tags: list[str] = Field(default_factory=list)
-    archive: Literal["folder", "zip", "tar.gz"] = "zip"
-    name: str | None = Field(
-        default=None, max_length=64, description="Dataset name (snake_case); default from study."
-    )
-
-
-class ExportCreate(_Body):
-    selection: ExportSelection = Field(default_factory=ExportSelection)
-    options: ExportOptionsIn = Field(default_factory=ExportOptionsIn)
 
 
 def dataset_name(study: Study, requested: str | None) -> str:

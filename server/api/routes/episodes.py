@@ -7,11 +7,20 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from server.api.deps import CurrentPrincipal, SessionDep, SettingsDep
 from server.models import Episode, EpisodeStatus
+from server.schemas import (
+    EpisodeDetail,
+    EpisodeList,
+    EpisodeSummary,
+    NoteIn,
+    NotePublic,
+    StepTagIn,
+    StepTagPublic,
+    TagIn,
+)
 from server.services import replay, review, studies
 
 router = APIRouter(tags=["episodes"])
@@ -20,72 +29,6 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"description": "No such episode or study, or not yours."}
 }
 _cache_lock = threading.Lock()
-
-
-# --- schemas ------------------------------------------------------------------------------
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TagIn(_Body):
-    name: str = Field(min_length=1, max_length=64)
-
-
-class StepTagIn(_Body):
-    name: str = Field(min_length=1, max_length=64)
-    start: int = Field(ge=0, description="First tagged step.")
-    end: int | None = Field(default=None, ge=0, description="Last tagged step (inclusive).")
-
-
-class NoteIn(_Body):
-    body: str = Field(min_length=1, max_length=10_000)
-
-
-class StepTagPublic(BaseModel):
-    id: int
-    name: str
-    start: int
-    end: int
-
-
-class NotePublic(BaseModel):
-    id: int
-    body: str
-    author_id: int | None
-    created_at: datetime
-
-
-class EpisodeSummary(BaseModel):
-    id: str
-    study_id: int
-    env_key: str
-    status: EpisodeStatus
-    end_reason: str | None
-    participant: str = Field(description="External id, or user:<id> for a designer's play.")
-    seed: int | None
-    steps: int
-    total_reward: float
-    started_at: datetime
-    ended_at: datetime | None
-    duration_s: float | None
-    latency_p50_ms: float | None
-    latency_p95_ms: float | None
-    frames_dropped: int
-    tags: list[str]
-
-
-class EpisodeDetail(EpisodeSummary):
-    error: str | None
-    step_tags: list[StepTagPublic]
-    notes: list[NotePublic]
-
-
-class EpisodeList(BaseModel):
-    items: list[EpisodeSummary]
-    total: int
-    offset: int
-    limit: int
-    tag_names: list[str] = Field(description="Every tag name used in the study.")
 
 
 def _summary(episode: Episode, externals: dict[int, str]) -> dict[str, Any]:

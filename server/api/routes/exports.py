@@ -5,19 +5,18 @@ from __future__ import annotations
 import shutil
 import zipfile
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, cast
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse, StreamingResponse
-from pydantic import BaseModel
 
 from server.api.deps import CurrentPrincipal, SessionDep, SettingsDep
 from server.errors import Conflict
 from server.export.jobs import JobManager
 from server.models import ExportJob, JobState
 from server.recording.format import export_dir
+from server.schemas import ExportCreate, ExportJobPublic
 from server.services import exports, studies
 
 router = APIRouter(tags=["exports"])
@@ -25,27 +24,6 @@ router = APIRouter(tags=["exports"])
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such export, or not yours."}}
 CANCEL_WAIT_S = 15.0
 _CHUNK = 1 << 16
-
-
-class ExportJobPublic(BaseModel):
-    id: int
-    study_id: int
-    state: JobState
-    format: str
-    archive: str
-    name: str
-    episodes_total: int
-    episodes_done: int
-    steps_total: int
-    steps_done: int
-    progress: float
-    message: str | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    download_url: str | None
-    options: dict[str, Any]
-    selection: dict[str, Any]
 
 
 def public(job: ExportJob) -> ExportJobPublic:
@@ -92,7 +70,7 @@ def _manager(request: Request) -> JobManager:
 )
 def create_export(
     study_id: int,
-    body: exports.ExportCreate,
+    body: ExportCreate,
     request: Request,
     db: SessionDep,
     principal: CurrentPrincipal,
