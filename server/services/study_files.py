@@ -51,13 +51,27 @@ def load_yaml(text: str) -> StudySpec:
     return parse_spec(data, prefix=())
 
 
+class _StudyDumper(yaml.SafeDumper):
+    """Writes multi-line text (Markdown instructions) as ``|`` blocks, as people write it."""
+
+
+def _str_block(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # YAML cannot keep trailing spaces in a block; such text stays quoted, unchanged.
+    if "\n" in value and not any(line != line.rstrip() for line in value.split("\n")):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_StudyDumper.add_representer(str, _str_block)
+
+
 def dump_yaml(spec: StudySpec) -> str:
     """A study file's text: defaults left out, keys in the model's order."""
     data = spec.model_dump(mode="json", exclude_defaults=True)
     for env, model in zip(data["environments"], spec.environments, strict=True):
         # The discriminator is a default too; files always name it.
         env["source"] = {"kind": model.source.kind, **env["source"]}
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    return yaml.dump(data, Dumper=_StudyDumper, sort_keys=False, allow_unicode=True, width=100)
 
 
 def load_file(path: Path) -> StudySpec:

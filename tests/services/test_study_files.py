@@ -62,3 +62,11 @@ def test_schema_describes_the_model():
             ],
         }
     )
+
+
+def test_multiline_text_is_written_as_a_block_and_kept_exactly():
+    spec = study_files.load_file(ROOT / "studies" / "cartpole.yaml")
+    text = study_files.dump_yaml(spec)
+    assert "instructions: |\n  # Balance the pole\n" in text
+    odd = spec.model_copy(update={"instructions": "line with trailing space \nnext"})
+    assert study_files.load_yaml(study_files.dump_yaml(odd)).instructions == odd.instructions
