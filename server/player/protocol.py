@@ -71,14 +71,20 @@ class StartMsg(_Msg):
 
 
 class PauseMsg(_Msg):
+    """Stop the clock (async) and the input."""
+
     type: Literal["pause"]
 
 
 class ResumeMsg(_Msg):
+    """Continue after a pause."""
+
     type: Literal["resume"]
 
 
 class CancelMsg(_Msg):
+    """Give up the running episode (``canceled``)."""
+
     type: Literal["cancel"]
 
 
@@ -90,25 +96,35 @@ class SaveMsg(_Msg):
 
 
 class SpeedMsg(_Msg):
+    """Async clock speed factor."""
+
     type: Literal["set_speed"]
     speed: float = Field(ge=0.05, le=10)
 
 
 class QualityMsg(_Msg):
+    """JPEG quality of the next frames."""
+
     type: Literal["set_quality"]
     quality: Literal["low", "medium", "high"]
 
 
 class CameraMsg(_Msg):
+    """Render from another of the environment's cameras."""
+
     type: Literal["set_camera"]
     camera: str = Field(min_length=1, max_length=64)
 
 
 class EndSessionMsg(_Msg):
+    """End the play session."""
+
     type: Literal["end_session"]
 
 
 class PingMsg(_Msg):
+    """Round trip check; answered with ``pong``."""
+
     type: Literal["ping"]
     client_ms: float | None = None
 

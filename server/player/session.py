@@ -21,7 +21,7 @@ from server.models import EpisodeStatus, utcnow
 from server.player import protocol as p
 from server.player._run import EpisodeRun, now_ms
 from server.player.outbox import Frame, Outbox
-from server.player.views import controls_legend, study_view
+from server.player.views import env_ready, study_view
 from server.principal import Principal
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
 from server.services import episodes
@@ -32,6 +32,8 @@ T = TypeVar("T")
 
 
 class Phase(enum.StrEnum):
+    """Where a play session is in its state machine (see the module docstring)."""
+
     idle = "idle"
     starting = "starting"
     playing = "playing"
@@ -53,6 +55,7 @@ class PlayError(Exception):
 
 
 def wrong_state(phase: Phase, what: str) -> PlayError:
+    """The error for a message the current phase does not allow."""
     return PlayError("wrong_state", f"cannot {what} now (the session is {phase})")
 
 
@@ -121,14 +124,10 @@ class LiveSession:
                 "step": run.step, "return": run.return_}  # fmt: skip
 
     def _env_view(self) -> dict[str, Any] | None:
-        if self.worker is None:
+        if self.worker is None or self.env_id is None:
             return None
-        info = self.worker.info
-        return {"type": "env_ready", "env_id": self.env_id, "mode": info.get("mode"),
-                "fps": info.get("fps"), "cameras": info.get("cameras") or [],
-                "camera": info.get("camera"), "speed": self.speed,
-                "quality": self.quality or self.spec.environment(self.env_id or "").image_quality,
-                "controls": controls_legend(info)}  # fmt: skip
+        env = self.spec.environment(self.env_id)
+        return env_ready(env.id, self.worker.info, self.speed, self.quality or env.image_quality)
 
     # -- connection -----------------------------------------------------------------------
     async def attach(self, outbox: Outbox, resumed: bool) -> None:
@@ -167,8 +166,7 @@ class LiveSession:
             if self.outbox is not outbox or self.phase == Phase.closed:
                 return
             self.outbox = None
-            if self.phase == Phase.playing:
-                await self.pause_worker()
+            if self.phase == Phase.playing and await self.pause_worker():
                 self.phase = Phase.paused
             self.lost_connection = True
             self._grace_timer = self._spawn(self._expire(self.settings.reconnect_grace_s))
@@ -181,10 +179,12 @@ class LiveSession:
                 await self.shutdown("the connection was not resumed in time")
 
     def arm_pause_timer(self) -> None:
+        """(Re)start the countdown after which a pause abandons the episode."""
         self.disarm_pause_timer()
         self._pause_timer = self._spawn(self._pause_expired(self.spec.pause_timeout_s))
 
     def disarm_pause_timer(self) -> None:
+        """Stop the pause countdown."""
         if self._pause_timer is not None:
             self._pause_timer.cancel()
             self._pause_timer = None
@@ -206,6 +206,7 @@ class LiveSession:
 
     # -- messages -----------------------------------------------------------------------
     async def begin(self, env_id: str) -> None:
+        """Start (or reuse) the worker for ``env_id``, create the episode row, reset the env."""
         env = self.spec.environment(env_id)
         if self.worker is None or self.env_id != env_id or not self.worker.alive:
             await self._close_worker()
@@ -255,6 +256,7 @@ class LiveSession:
         return self._workers_in_use() < self.settings.max_workers
 
     async def pause_worker(self) -> bool:
+        """Stop the worker's clock and save progress; False if the worker failed meanwhile."""
         assert self.worker is not None and self.run is not None
         try:
             await self.worker.pause()
@@ -266,6 +268,7 @@ class LiveSession:
         return True
 
     async def worker_call(self, coro: Any) -> None:
+        """Await a setting change: refused ones become :class:`PlayError`, crashes fail."""
         try:
             await coro
         except RemoteError as exc:
@@ -291,6 +294,7 @@ class LiveSession:
                 await self.fail(error or WorkerError("the environment worker exited"))
 
     async def on_event(self, event: StepEvent, clock: bool = False) -> None:
+        """A step of the current episode: show its frame; at the last one, ask to save."""
         run = self.run
         if run is None or event.episode_id != run.id or self.phase not in ACTIVE:
             return
@@ -329,6 +333,7 @@ class LiveSession:
     # -- endings --------------------------------------------------------------------------
     async def finish(self, run: EpisodeRun, status: EpisodeStatus, error: str | None = None,
                       end_reason: str | None = None) -> None:  # fmt: skip
+        """Write the episode's final status and tell the player."""
         result = episodes.EpisodeResult(
             status=status, steps=run.steps, total_reward=run.return_,
             end_reason=end_reason or run.end_reason, error=error,
@@ -376,6 +381,7 @@ class LiveSession:
             await worker.close(timeout=self.settings.worker_timeout_s)
 
     async def shutdown(self, reason: str) -> None:
+        """End the session (lock held): abandon a running episode, stop the worker."""
         if self.phase == Phase.closed:
             return
         await self._abandon("disconnected")

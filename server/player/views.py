@@ -61,3 +61,11 @@ def controls_legend(info: dict[str, Any]) -> dict[str, Any]:
         if not name.startswith(("button ", "axis ")):
             keys.update(p for p in name.split("+") if p)
     return {"legend": rows, "keys": sorted(keys), "deadzone": controls.get("deadzone", 0.15)}
+
+
+def env_ready(env_id: str, info: dict[str, Any], speed: float, quality: str) -> dict[str, Any]:
+    """The ``env_ready`` message: mode, cameras, settings and the controls legend."""
+    return {"type": "env_ready", "env_id": env_id, "mode": info.get("mode"),
+            "fps": info.get("fps"), "cameras": info.get("cameras") or [],
+            "camera": info.get("camera"), "speed": speed, "quality": quality,
+            "controls": controls_legend(info)}  # fmt: skip

@@ -43,6 +43,8 @@ router = APIRouter(tags=["player"], lifespan=_lifespan)
 
 
 class JoinIn(BaseModel):
+    """A participant arriving through a permalink."""
+
     model_config = ConfigDict(extra="forbid")
     token: str = Field(min_length=1, max_length=64, description="The study's permalink token.")
     participant_id: str = Field(
