@@ -106,3 +106,34 @@ def test_minigrid_sync_episode_truncated_by_max_steps(factory, designer, db):
     row = row_of(db, episode["id"])
     assert row.status == EpisodeStatus.completed and row.steps == 6
     assert row.latency_p50_ms == 5.0
+
+
+def test_async_reconnect_resumes_paused_and_records_every_step(factory, designer, db):
+    env = counter_env(episode_len=100_000, mode="async", fps=30)
+    study = factory.study(designer, spec(env))
+    client = factory.client(designer)
+    with client.websocket_connect(f"/ws/play?study={study.id}") as ws:
+        player = Player(ws)
+        session_id = player.until("hello")["session_id"]
+        player.send(type="start", env_id="counter")
+        episode = player.until("episode_started")["episode"]
+        for _ in range(3):
+            player.frame()
+    with client.websocket_connect(f"/ws/play?study={study.id}&session={session_id}") as ws:
+        player = Player(ws)
+        hello = player.until("hello")
+        assert hello["phase"] == "paused" and hello["episode"]["id"] == episode["id"]
+        paused_at = player.frame()[1]
+        player.send(type="resume")
+        player.until("resumed")
+        assert player.frame()[1] > paused_at
+        player.send(type="cancel")
+        saved = player.until("episode_saved")
+    row = row_of(db, episode["id"])
+    assert row.status == EpisodeStatus.canceled and row.steps == saved["steps"]
+    with open_reader(row.storage_path) as reader:
+        steps = list(reader.steps)
+    assert len(steps) == row.steps
+    offset = episode["seed"] % 7  # the counter env's observation is (t + offset) % 256
+    observed = [int(s.timestep.observation[0, 0, 0]) for s in steps]
+    assert observed == [(t + offset) % 256 for t in range(len(steps))]  # nothing skipped

@@ -49,7 +49,11 @@ def test_keyboard_episode_to_the_end_and_saved(live_server, page, factory, desig
     expect(page.locator("#study-instructions h1")).to_have_text("Hi")
     _play(page)
     expect(page.locator("#legend")).to_contain_text("one")
-    for _ in range(5):
+    page.keyboard.press("KeyA")
+    expect(page.locator("#st-step")).to_have_text("1")
+    page.keyboard.press("KeyA")
+    expect(page.locator("#st-latency")).to_contain_text("ms")  # measured from the acks
+    for _ in range(3):
         page.keyboard.press("KeyA")
     dialog = page.locator("#save-dialog")
     expect(dialog).to_be_visible()
@@ -164,6 +168,7 @@ def test_fake_gamepad_plays_an_episode(live_server, page, factory, designer, db)
         page.evaluate("window.__press(0, false)")
         # the page has polled the release before the next press
         expect(page.locator("#gamepad-status")).to_have_attribute("data-buttons", "")
+    page.evaluate("window.__axis(0, 0.1)")  # inside the dead zone: no step
     page.evaluate("window.__axis(0, -0.9)")  # past the dead zone: action 2
     expect(page.locator("#save-dialog")).to_be_visible()
     page.get_by_role("button", name="Save").click()
@@ -174,6 +179,26 @@ def test_fake_gamepad_plays_an_episode(live_server, page, factory, designer, db)
         inputs = [json.loads(s.custom_data["input"]) for s in list(reader.steps)[1:]]
     assert inputs[0]["buttons"] == {"0": 1}
     assert inputs[2]["axes"][0] == -0.9
+    page.evaluate("navigator.getGamepads = () => [null, null, null, null]")  # unplugged
+    expect(page.locator("#gamepad-status")).to_have_text("No gamepad")
+
+
+def test_canvas_keeps_the_frame_aspect_ratio_and_goes_fullscreen(
+    live_server, page, factory, designer, db
+):
+    _participant(page, live_server, factory, designer, db, counter_env(episode_len=50))
+    _play(page)
+    canvas = page.locator("#screen")
+    expect(canvas).to_have_attribute("width", "16")  # the env's 16x16 frames
+    box = canvas.bounding_box()
+    assert box["width"] > 100 and abs(box["width"] - box["height"]) <= 2
+    page.get_by_role("button", name="Fullscreen").click()
+    page.wait_for_function("document.fullscreenElement?.id === 'stage'")
+    page.wait_for_function(
+        "Math.abs(document.getElementById('screen').getBoundingClientRect().height"
+        " - window.innerHeight) <= 2"
+    )
+    expect(canvas).to_be_focused()
 
 
 def test_env_crash_is_shown_as_failed(live_server, page, factory, designer, db):
