@@ -160,3 +160,22 @@ def test_participant_quota_and_seeds_in_turn(factory, designer, db):
         assert player.until("episode_saved")["completed"] == {"counter": 1}
         player.send(type="start", env_id="counter")
         assert player.until("error")["code"] == "quota_reached"
+
+
+def test_worker_limit_answers_busy(factory, designer, app):
+    app.state.settings.max_workers = 1
+    study = factory.study(designer, spec(counter_env(episode_len=50)))
+    first, second = factory.client(designer), factory.client(designer)
+    with _open(first, study) as ws1, _open(second, study) as ws2:
+        one, two = Player(ws1), Player(ws2)
+        _start(one)
+        two.until("hello")
+        two.send(type="start", env_id="counter")
+        error = two.until("error")
+        assert error["code"] == "busy" and error["for"] == "start"
+        one.send(type="cancel")
+        one.until("episode_saved")
+        one.send(type="end_session")  # frees the worker
+        one.until("session_ended")
+        two.send(type="start", env_id="counter")
+        assert two.until("episode_started")["episode"]["index"] == 1
