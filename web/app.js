@@ -410,10 +410,13 @@ function renderDetail(study, yaml) {
   $("#test-play").href = `/player.html?study=${study.id}`;
   $("#episodes-link").href = `/episodes.html?study=${study.id}`;
   $("#download-yaml").href = `/api/studies/${study.id}/export`;
-  if (yaml !== undefined) $("#spec-yaml").textContent = yaml;
-  $("#spec-json").value = JSON.stringify(study.spec, null, 2);
+  if (yaml !== undefined) {
+    state.selectedYaml = yaml;
+    $("#spec-yaml").value = yaml;
+  }
+  $("#spec-yaml").readOnly = !EDITABLE.has(study.state);
   $("#edit-hint").textContent = EDITABLE.has(study.state)
-    ? "Change the spec below and save. The YAML above is the same spec as a file."
+    ? "Edit the study file and save; the format is in docs/study-format.md."
     : study.state === "active"
       ? "An active study cannot be edited: pause it first."
       : "A closed study cannot be edited.";
@@ -510,16 +513,12 @@ async function copyLink() {
 
 function saveSpec() {
   const study = state.selected;
-  let spec;
-  try {
-    spec = JSON.parse($("#spec-json").value);
-  } catch (error) {
-    showError($("#detail-error"), new Error(`The spec is not valid JSON: ${error.message}`));
-    $("#spec-json").focus();
-    return Promise.resolve();
-  }
+  const text = $("#spec-yaml").value;
   return withDetailErrors(async () => {
-    const updated = await api("PUT", `/api/studies/${study.id}`, { json: { spec } });
+    const updated = await api("PUT", `/api/studies/${study.id}/file`, {
+      text,
+      contentType: "application/yaml",
+    });
     await refreshAfterWrite(updated);
     toast("Saved.", "success");
   });
@@ -645,7 +644,7 @@ function wire() {
   $("#rotate-link").addEventListener("click", rotateLink);
   $("#save-spec").addEventListener("click", saveSpec);
   $("#reset-spec").addEventListener("click", () => {
-    if (state.selected) $("#spec-json").value = JSON.stringify(state.selected.spec, null, 2);
+    if (state.selectedYaml !== undefined) $("#spec-yaml").value = state.selectedYaml;
     showError($("#detail-error"), null);
   });
   $("#user-form").addEventListener("submit", createUser);

@@ -86,7 +86,7 @@ def test_new_study_dialog_imports_the_example_as_a_draft(
     expect(row).to_contain_text("CartPole")
     expect(row).to_contain_text("just now")
     expect(page.locator("#detail-name")).to_have_text("My first study")
-    expect(page.locator("#spec-yaml")).to_contain_text("id: CartPole-v1")
+    expect(page.locator("#spec-yaml")).to_have_value(re.compile("id: CartPole-v1"))
 
     studies = db.scalars(select(Study).where(Study.owner_id == user.id)).all()
     assert [(s.name, s.state) for s in studies] == [("My first study", StudyState.draft)]
@@ -231,19 +231,22 @@ def test_editing_the_spec_saves_drafts_and_explains_409(
     study = factory.study(user, spec_dict("Editable"))
     log_in(page, live_server, user)
     page.get_by_role("button", name="Editable").click()
-    editor = page.get_by_label("Edit the spec (JSON)")
-    expect(editor).to_have_value(re.compile('"name": "Editable"'))
+    editor = page.get_by_label("Edit the study file (YAML)")
+    expect(editor).to_have_value(re.compile("name: Editable"))
 
-    editor.fill(editor.input_value().replace('"name": "Editable"', '"name": "Renamed"'))
+    editor.fill(editor.input_value().replace("name: Editable", "name: Renamed"))
     page.get_by_role("button", name="Save changes").click()
     expect(study_row(page, "Renamed")).to_be_visible()
-    expect(page.locator("#spec-yaml")).to_contain_text("name: Renamed")
+    expect(editor).to_have_value(re.compile("name: Renamed"))
     saved = fresh(db, study.id)
     assert saved is not None and saved.name == "Renamed"
 
-    editor.fill("{not json")
+    editor.fill(editor.input_value() + "  fps: 0\n")  # a key of the last environment
     page.get_by_role("button", name="Save changes").click()
-    expect(page.locator("#detail-error")).to_contain_text("The spec is not valid JSON")
+    expect(page.locator("#detail-error")).to_contain_text("environments.0.fps")
+    editor.fill("name: [unclosed")
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.locator("#detail-error")).to_contain_text("line 1")
 
     page.get_by_role("button", name="Discard edits").click()
     page.get_by_role("button", name="Activate").click()

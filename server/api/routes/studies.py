@@ -13,10 +13,17 @@ from server.models import Study, StudyState
 from server.schemas import StudyCreate, StudyPublic, StudyStateChange, StudySummary, StudyUpdate
 from server.services import studies, study_files
 from server.services.env_check import validate_study_environments
+from server.study_spec import StudySpec
 
 router = APIRouter(prefix="/api/studies", tags=["studies"])
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such study, or not yours."}}
+YAML_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/yaml": {"schema": {"type": "string"}}},
+    }
+}
 CONFLICT: dict[int | str, dict[str, Any]] = {
     409: {"description": "Not allowed in the study's current state."}
 }
@@ -42,16 +49,17 @@ def create_study(body: StudyCreate, db: SessionDep, principal: CurrentPrincipal)
     response_model=StudyPublic,
     status_code=201,
     summary="Import a study file (YAML)",
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {"application/yaml": {"schema": {"type": "string"}}},
-        }
-    },
+    openapi_extra=YAML_BODY,
     responses={422: {"description": "Invalid YAML or spec, with the field path."}},
 )
 async def import_study(request: Request, db: SessionDep, principal: CurrentPrincipal) -> Study:
     """Create a draft from the text of a study file (the ``studies/`` format)."""
+    spec = await _spec_from_yaml_body(request)
+    assert principal.user_id is not None
+    return studies.create_study(db, principal.user_id, spec)
+
+
+async def _spec_from_yaml_body(request: Request) -> StudySpec:
     raw = await request.body()
     try:
         text = raw.decode("utf-8")
@@ -60,9 +68,7 @@ async def import_study(request: Request, db: SessionDep, principal: CurrentPrinc
             "The study file must be UTF-8 text.",
             detail=[{"loc": ["body"], "msg": "not UTF-8", "type": "encoding"}],
         ) from exc
-    spec = study_files.load_yaml(text)
-    assert principal.user_id is not None
-    return studies.create_study(db, principal.user_id, spec)
+    return study_files.load_yaml(text)
 
 
 @router.get("/{study_id}", response_model=StudyPublic, summary="Read a study", responses=NOT_FOUND)
@@ -82,6 +88,21 @@ def update_study(
 ) -> Study:
     """Only drafts and paused studies can be edited."""
     return studies.update_study(db, studies.get_study(db, principal, study_id), body.spec)
+
+
+@router.put(
+    "/{study_id}/file",
+    response_model=StudyPublic,
+    summary="Replace a study's spec from a study file (YAML)",
+    openapi_extra=YAML_BODY,
+    responses={**NOT_FOUND, **CONFLICT, 422: {"description": "Invalid YAML or spec."}},
+)
+async def replace_study_file(
+    study_id: int, request: Request, db: SessionDep, principal: CurrentPrincipal
+) -> Study:
+    """Like ``PUT /api/studies/{id}`` with the spec given as the text of a study file."""
+    study = studies.get_study(db, principal, study_id)
+    return studies.update_study(db, study, await _spec_from_yaml_body(request))
 
 
 @router.delete(

@@ -346,3 +346,33 @@ def test_writes_need_the_csrf_header(factory):
 def test_non_integer_id_is_422_not_500(factory):
     client = factory.client(factory.user())
     assert client.get("/api/studies/abc").status_code == 422
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_replace_from_study_file(world, role):
+    text = (
+        "name: From file\nenvironments:\n  - id: cartpole\n    name: CP\n"
+        "    source: {kind: gymnasium, id: CartPole-v1}\n"
+    )
+    res = world["clients"][role].put(
+        f"/api/studies/{world['study'].id}/file",
+        content=text,
+        headers={"Content-Type": "application/yaml"},
+    )
+    assert _ok(res.status_code, EXPECTED[role]), res.text
+    if res.status_code == 200:
+        assert res.json()["name"] == "From file"
+
+
+def test_replace_from_study_file_validates_and_respects_state(factory, db):
+    owner = factory.user()
+    study = factory.study(owner)
+    client = factory.client(owner)
+    url = f"/api/studies/{study.id}/file"
+    headers = {"Content-Type": "application/yaml"}
+    bad = client.put(url, content="name: [unclosed", headers=headers)
+    assert bad.status_code == 422 and "line 1" in bad.text
+    study.state = StudyState.active
+    db.commit()
+    text = client.get(f"/api/studies/{study.id}/export").text
+    assert client.put(url, content=text, headers=headers).status_code == 409
