@@ -45,6 +45,31 @@ def study_view(
     }
 
 
+# Standard-mapping gamepad names (https://w3c.github.io/gamepad/#remapping).
+BUTTON_NAMES = {
+    0: "A", 1: "B", 2: "X", 3: "Y", 4: "LB", 5: "RB", 6: "LT", 7: "RT", 8: "Back", 9: "Start",
+    12: "D-pad up", 13: "D-pad down", 14: "D-pad left", 15: "D-pad right",
+}  # fmt: skip
+AXIS_NAMES = {0: "left stick", 1: "left stick", 2: "right stick", 3: "right stick"}
+AXIS_DIRECTIONS = {0: ("←", "→"), 1: ("↑", "↓"), 2: ("←", "→"), 3: ("↑", "↓")}
+
+
+def input_name(name: str) -> str:
+    """How a player calls a binding: ``button 0`` is ``gamepad A``, ``axis 0-`` ``left stick ←``."""
+    if name.startswith("button "):
+        index = int(name.removeprefix("button "))
+        return f"gamepad {BUTTON_NAMES.get(index, f'button {index}')}"
+    if name.startswith("axis "):
+        rest = name.removeprefix("axis ")
+        index = int(rest.rstrip("+-"))
+        stick = AXIS_NAMES.get(index, f"axis {index}")
+        if rest.endswith(("+", "-")):
+            neg, pos = AXIS_DIRECTIONS.get(index, ("−", "+"))
+            return f"{stick} {pos if rest.endswith('+') else neg}"
+        return stick
+    return name
+
+
 def controls_legend(info: dict[str, Any]) -> dict[str, Any]:
     """Legend rows and the bound browser keys, from a worker's resolved controls."""
     controls = info.get("controls") or {}
@@ -57,7 +82,7 @@ def controls_legend(info: dict[str, Any]) -> dict[str, Any]:
         label = labels.get(name) or labels.get(short)
         if label is None and isinstance(value, int) and 0 <= value < len(meanings):
             label = meanings[value].replace("_", " ").lower()
-        rows.append({"input": name, "label": label or f"action {value}"})
+        rows.append({"input": input_name(name), "label": label or f"action {value}"})
         if not name.startswith(("button ", "axis ")):
             keys.update(p for p in name.split("+") if p)
     return {"legend": rows, "keys": sorted(keys), "deadzone": controls.get("deadzone", 0.15)}

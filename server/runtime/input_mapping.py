@@ -96,7 +96,9 @@ class ActionMapper:
             if self.discrete:
                 for sign, bound in (("-", ax.negative), ("+", ax.positive)):
                     if bound is not None:
-                        self._bind(frozenset({f"axis:{ax.axis}{sign}"}), bound, f"axis {ax.axis}")
+                        self._bind(
+                            frozenset({f"axis:{ax.axis}{sign}"}), bound, f"axis {ax.axis}{sign}"
+                        )
             elif ax.dim >= self.size:
                 self.problems.append(f"axis {ax.axis}: dim {ax.dim} out of range")
         self.noop = self._noop()
