@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from server.models import EpisodeStatus, JobState, Role, StudyState
+from server.player.protocol import PROTOCOL_VERSION
 from server.study_spec import StudySpec
 
 
@@ -217,3 +218,24 @@ class ExportJobPublic(BaseModel):
     download_url: str | None
     options: dict[str, Any]
     selection: dict[str, Any]
+
+
+# --- the player ----------------------------------------------------------------------------
+class JoinIn(BaseModel):
+    """A participant arriving through a permalink."""
+
+    model_config = ConfigDict(extra="forbid")
+    token: str = Field(min_length=1, max_length=64, description="The study's permalink token.")
+    participant_id: str = Field(
+        min_length=1, max_length=200, pattern=r"^[\w.@:+-]+$",
+        description="The participant's id (Prolific, MTurk, ...): letters, digits, ._@:+-",
+    )  # fmt: skip
+
+
+class PlayerStudyOut(BaseModel):
+    """What the player page needs: the study, its environments, and how to connect."""
+
+    study: dict[str, Any]
+    ticket: str | None = None
+    participant_id: str | None = None
+    protocol: int = PROTOCOL_VERSION

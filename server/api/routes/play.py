@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, FastAPI, WebSocket
-from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from server.api.deps import CurrentPrincipal, SessionDep, SettingsDep
@@ -28,6 +27,7 @@ from server.player.registry import Registry
 from server.player.session import LiveSession
 from server.player.views import study_view
 from server.principal import Principal
+from server.schemas import JoinIn, PlayerStudyOut
 from server.services import episodes, studies, users
 
 
@@ -40,26 +40,6 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 router = APIRouter(tags=["player"], lifespan=_lifespan)
-
-
-class JoinIn(BaseModel):
-    """A participant arriving through a permalink."""
-
-    model_config = ConfigDict(extra="forbid")
-    token: str = Field(min_length=1, max_length=64, description="The study's permalink token.")
-    participant_id: str = Field(
-        min_length=1, max_length=200, pattern=r"^[\w.@:+-]+$",
-        description="The participant's id (Prolific, MTurk, ...): letters, digits, ._@:+-",
-    )  # fmt: skip
-
-
-class PlayerStudyOut(BaseModel):
-    """What the player page needs: the study, its environments, and how to connect."""
-
-    study: dict[str, Any]
-    ticket: str | None = None
-    participant_id: str | None = None
-    protocol: int = p.PROTOCOL_VERSION
 
 
 @router.post(
