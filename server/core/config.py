@@ -40,6 +40,8 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _defaults_and_secrets(self) -> Settings:
+        # Episode rows store log paths: they must not depend on the server's working directory.
+        self.data_root = self.data_root.expanduser().resolve()
         if not self.database_url:
             self.database_url = f"sqlite:///{(self.data_root / 'studio.db').as_posix()}"
         if self.environment == "production" and (

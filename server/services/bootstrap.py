@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from server.core.config import Settings
 from server.core.migrate import upgrade_head
 from server.models import Role, Study, User
-from server.services import studies, study_files, users
+from server.services import episodes, studies, study_files, users
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +25,11 @@ def load_sample_studies(db: Session, folder: Path, owner_id: int) -> list[Study]
 
 
 def bootstrap(settings: Settings, db: Session) -> str | None:
-    """Admin and sample studies on an empty database; returns a generated admin password."""
+    """Admin, interrupted episodes, sample studies; returns a generated admin password."""
     password = users.ensure_admin(db, settings.admin_email, settings.admin_password)
+    recovered = episodes.recover_interrupted(db)
+    if recovered:
+        log.info("marked %d episodes interrupted by a server stop as abandoned", recovered)
     if settings.load_sample_studies and not db.scalar(select(func.count(Study.id))):
         admin = db.scalar(select(User).where(User.role == Role.admin).order_by(User.id))
         if admin is not None and settings.studies_dir.is_dir():

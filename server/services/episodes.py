@@ -6,6 +6,7 @@ so the event loop never waits on the database.
 
 from __future__ import annotations
 
+import logging
 import random
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +30,8 @@ from server.recording.format import episode_dir
 from server.study_spec import EnvironmentSpec
 
 FINAL = frozenset(EpisodeStatus) - {EpisodeStatus.recording}
+SERVER_RESTART = "server_restart"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -191,3 +194,28 @@ def finish_episode(db: Session, episode_id: str, result: EpisodeResult) -> Episo
     episode.frames_dropped = result.frames_dropped
     db.commit()
     return episode
+
+
+def recover_interrupted(db: Session) -> int:
+    """Episodes a dead server left ``recording`` become ``abandoned``, totals from their logs.
+
+    Run by ``rlds-studio serve`` before it serves (no player can be connected then). The log
+    holds every step the worker flushed, which may be more than the row had counted.
+    """
+    from server.export.episode import read_episode  # reads envlogger logs; imported lazily
+
+    rows = db.scalars(select(Episode).where(Episode.status == EpisodeStatus.recording)).all()
+    for episode in rows:
+        try:
+            recorded = read_episode(Path(episode.storage_path))
+            episode.steps = len(recorded)
+            episode.total_reward = float(recorded.total_reward)
+        except Exception as exc:  # an empty or unreadable log keeps the row's own counts
+            log.warning("episode %s: log not readable (%s)", episode.id, exc)
+        episode.status = EpisodeStatus.abandoned
+        episode.end_reason = SERVER_RESTART
+        episode.ended_at = utcnow()
+        if episode.started_at is not None:
+            episode.duration_s = (episode.ended_at - episode.started_at).total_seconds()
+    db.commit()
+    return len(rows)

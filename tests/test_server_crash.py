@@ -1,0 +1,118 @@
+"""A step the server accepted is never lost, even when the server itself is killed (-9)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from websockets.sync.client import connect
+
+from server.models import Episode, EpisodeStatus
+from server.recording.writer import open_reader
+from server.services import bootstrap
+from tests.player.conftest import counter_env, spec
+
+ROOT = Path(__file__).resolve().parent.parent
+PASSWORD = "admin-password-123"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _serve(settings, port: int) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "STUDIO_DATABASE_URL": settings.database_url,
+        "STUDIO_DATA_ROOT": str(settings.data_root),
+        "STUDIO_ADMIN_PASSWORD": PASSWORD,
+        "STUDIO_LOAD_SAMPLE_STUDIES": "false",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
+        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.TransportError:
+            time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("the server did not start")
+
+
+def _log_steps(path: str, want: int, seconds: float = 30.0) -> int:
+    """Recorded steps in the log once the orphaned worker has flushed it."""
+    deadline = time.monotonic() + seconds
+    count = -1
+    while time.monotonic() < deadline:
+        try:
+            with open_reader(path) as reader:
+                count = len(list(reader.steps))
+        except Exception:
+            count = -1
+        if count >= want:
+            return count
+        time.sleep(0.2)
+    return count
+
+
+def test_killed_server_keeps_every_accepted_step(settings, db):
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = _serve(settings, port)
+    try:
+        http = httpx.Client(base_url=base)
+        login = http.post("/api/auth/login", json={"email": settings.admin_email,
+                                                   "password": PASSWORD})  # fmt: skip
+        assert login.status_code == 200, login.text
+        http.headers["X-CSRF-Token"] = login.json()["csrf_token"]
+        study = http.post("/api/studies", json={"spec": spec(counter_env(episode_len=1000))})
+        assert study.status_code == 201, study.text
+        cookie = "; ".join(f"{k}={v}" for k, v in http.cookies.items())
+        url = f"ws://127.0.0.1:{port}/ws/play?study={study.json()['id']}"
+        with connect(url, origin=base, additional_headers={"Cookie": cookie}) as ws:
+
+            def until(kind: str) -> dict:
+                while True:
+                    message = ws.recv(timeout=30)
+                    if isinstance(message, str) and json.loads(message)["type"] == kind:
+                        return json.loads(message)
+
+            until("hello")
+            ws.send(json.dumps({"type": "start", "env_id": "counter"}))
+            episode_id = until("episode_started")["episode"]["id"]
+            accepted = 0
+            for i in range(25):
+                ws.send(json.dumps({"type": "input", "keys": ["KeyA"], "client_ms": 1000.0 + i}))
+                while not isinstance(ws.recv(timeout=30), bytes):
+                    pass  # a frame means the step was applied (and handed to the recorder)
+                accepted += 1
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+    row = db.get(Episode, episode_id)
+    assert row is not None and row.status == EpisodeStatus.recording  # nobody closed it
+    # The orphaned worker sees its pipe close, finalizes the log and exits.
+    assert _log_steps(row.storage_path, accepted + 1) == accepted + 1
+
+    # The next start marks it abandoned, with totals counted from the log.
+    bootstrap.bootstrap(settings, db)
+    db.refresh(row)
+    assert row.status == EpisodeStatus.abandoned and row.end_reason == "server_restart"
+    assert row.steps == accepted + 1 and row.total_reward == float(accepted)
