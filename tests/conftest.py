@@ -184,3 +184,11 @@ def page(browser):  # type: ignore[no-untyped-def]
     yield page
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture(scope="session")
+def recorded(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Real envlogger logs of a few CartPole and MountainCar episodes, recorded once per run."""
+    from tests.api.routes._recorded import record_set
+
+    return record_set(tmp_path_factory.mktemp("recorded"))

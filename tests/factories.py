@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from server.core import security
+from server.core.config import Settings
 from server.models import Role, Study, User
 from server.services import studies, study_files
 from server.study_spec import StudySpec
@@ -78,3 +82,24 @@ class Factory:
     def close(self) -> None:
         for client in self._clients:
             client.__exit__(None, None, None)
+
+
+def run_cli(
+    settings: Settings, *args: str, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    """The ``rlds-studio`` console script in a subprocess, on the test's database and data root."""
+    env = {
+        **os.environ,
+        "STUDIO_DATABASE_URL": settings.database_url,
+        "STUDIO_DATA_ROOT": str(settings.data_root),
+        "STUDIO_SECRET_KEY": settings.secret_key,
+        "STUDIO_ADMIN_EMAIL": settings.admin_email,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "server.cli", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -2,38 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 from sqlalchemy import select
 
-from server.core.config import Settings
 from server.core.db import make_engine, make_sessionmaker
 from server.models import Role, Study, User
 from server.services import bootstrap
+from tests.factories import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_cli(settings: Settings, *args: str, stdin: str | None = None):
-    env = {
-        **os.environ,
-        "STUDIO_DATABASE_URL": settings.database_url,
-        "STUDIO_DATA_ROOT": str(settings.data_root),
-        "STUDIO_ADMIN_EMAIL": settings.admin_email,
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        input=stdin,
-        timeout=120,
-    )
 
 
 def test_create_user_import_and_export_study(settings, db, tmp_path):

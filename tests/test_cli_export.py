@@ -3,43 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from server.core.config import Settings
-from tests.api.routes._recorded import Inserter, record_set, two_env_spec
-from tests.export._recordings import Recording
+from tests.api.routes._recorded import Inserter, two_env_spec
+from tests.factories import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recording]]:
-    """Real envlogger logs, recorded once for this module."""
-    return record_set(tmp_path_factory.mktemp("recorded"))
-
-
-def run_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    """The console script in a subprocess, on the test's database and data root."""
-    env = {
-        **os.environ,
-        "STUDIO_DATABASE_URL": settings.database_url,
-        "STUDIO_DATA_ROOT": str(settings.data_root),
-        "STUDIO_SECRET_KEY": settings.secret_key,
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
 
 
 @pytest.fixture

@@ -210,14 +210,7 @@ def create_job(
 
 def get_job(db: Session, principal: Principal, job_id: int) -> ExportJob:
     """A job of a study the principal manages; 404 otherwise."""
-    job = db.get(ExportJob, job_id)
-    if job is None:
-        raise NotFound("No such export.")
-    try:
-        studies.get_study(db, principal, job.study_id)
-    except NotFound:
-        raise NotFound("No such export.") from None
-    return job
+    return studies.get_in_study(db, principal, ExportJob, job_id, "export")
 
 
 def jobs_of(db: Session, study: Study) -> list[ExportJob]:

@@ -67,6 +67,11 @@ def agent_key(episode: Episode, external_ids: dict[int, str]) -> str:
     return f"{USER_PREFIX}{episode.user_id}" if episode.user_id is not None else "unknown"
 
 
+def _is_row_id(text: str) -> bool:
+    """``text`` is the decimal id of a row (fits the 32-bit INTEGER columns of PostgreSQL)."""
+    return text.isascii() and text.isdigit() and int(text) < 2**31
+
+
 def filtered(study_id: int, flt: EpisodeFilter) -> Select[Any]:
     """The select of a study's episodes matching ``flt``."""
     query = select(Episode).where(Episode.study_id == study_id)
@@ -81,7 +86,7 @@ def filtered(study_id: int, flt: EpisodeFilter) -> Select[Any]:
         user_ids = [
             int(p[len(USER_PREFIX) :])
             for p in flt.participants
-            if p.startswith(USER_PREFIX) and p[len(USER_PREFIX) :].isdigit()
+            if p.startswith(USER_PREFIX) and _is_row_id(p[len(USER_PREFIX) :])
         ]
         by_participant = Episode.participant_id.in_(
             select(Participant.id).where(
@@ -149,14 +154,7 @@ def external_ids(db: Session, episodes: Sequence[Episode]) -> dict[int, str]:
 
 def get_episode(db: Session, principal: Principal, episode_id: str) -> Episode:
     """An episode of a study the principal manages; 404 otherwise."""
-    episode = db.get(Episode, episode_id)
-    if episode is None:
-        raise NotFound("No such episode.")
-    try:
-        studies.get_study(db, principal, episode.study_id)
-    except NotFound:
-        raise NotFound("No such episode.") from None
-    return episode
+    return studies.get_in_study(db, principal, Episode, episode_id, "episode")
 
 
 def log_dir(episode: Episode, data_root: Path) -> Path:

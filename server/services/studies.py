@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
 from server.core.security import new_token
 from server.errors import Conflict, Invalid, NotFound
-from server.models import Study, StudyEnvironment, StudyState, utcnow
+from server.models import Episode, ExportJob, Study, StudyEnvironment, StudyState, utcnow
 from server.principal import Principal
+from server.recording.format import episode_dir, export_dir
 from server.study_spec import StudySpec
 
 # state -> states it may move to
@@ -80,6 +84,24 @@ def get_study(db: Session, principal: Principal, study_id: int) -> Study:
     return study
 
 
+class _InStudy(Protocol):
+    study_id: Any
+
+
+RowT = TypeVar("RowT", bound=_InStudy)
+
+
+def get_in_study(
+    db: Session, principal: Principal, model: type[RowT], row_id: Any, what: str
+) -> RowT:
+    """A row (episode, export job) of a study the principal manages; 404 otherwise."""
+    row = db.get(model, row_id)
+    study = db.get(Study, row.study_id) if row is not None else None
+    if row is None or study is None or not principal.can_manage(study):
+        raise NotFound(f"No such {what}.")
+    return row
+
+
 def update_study(db: Session, study: Study, spec: StudySpec) -> Study:
     """Replace the spec of a draft or paused study."""
     if study.state not in EDITABLE:
@@ -95,12 +117,24 @@ def update_study(db: Session, study: Study, spec: StudySpec) -> Study:
     return study
 
 
-def delete_study(db: Session, study: Study) -> None:
-    """Delete a draft (other states keep their episodes)."""
+def delete_study(db: Session, study: Study, data_root: Path | None = None) -> None:
+    """Delete a draft with its test-play episodes and exports (other states keep theirs).
+
+    With ``data_root``, their logs and export outputs are removed too.
+    """
     if study.state != StudyState.draft:
         raise Conflict("Only draft studies can be deleted; close it instead.")
+    folders = [episode_dir(data_root, study.id, "")] if data_root is not None else []
+    if data_root is not None:
+        job_ids = db.scalars(select(ExportJob.id).where(ExportJob.study_id == study.id))
+        folders += [export_dir(data_root, job_id) for job_id in job_ids]
+    # Episodes point at the study's environment rows, which go with the study: the episodes
+    # (a designer may test-play a draft) must go first.
+    db.execute(delete(Episode).where(Episode.study_id == study.id))
     db.delete(study)
     db.commit()
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def change_state(

@@ -8,14 +8,7 @@ from pathlib import Path
 import pytest
 
 from server.models import Role, utcnow
-from tests.api.routes._recorded import Inserter, record_set, two_env_spec
-from tests.export._recordings import Recording
-
-
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recording]]:
-    """Real envlogger logs, recorded once for this module."""
-    return record_set(tmp_path_factory.mktemp("recorded"))
+from tests.api.routes._recorded import Inserter, two_env_spec
 
 
 @pytest.fixture

@@ -19,18 +19,11 @@ from server.export import StepTag
 from server.main import create_app
 from server.models import ExportJob, JobState, Role
 from server.recording.format import EXPORTS_DIR, export_dir
-from tests.api.routes._recorded import Inserter, record_set, two_env_spec
+from tests.api.routes._recorded import Inserter, two_env_spec
 from tests.export._expected import expected_episode, save_expected
-from tests.export._recordings import Recording
 from tests.export.conftest import CHECK_SCRIPT, CONSUMER_PYTHON
 
 FINISHED = {"succeeded", "failed", "canceled"}
-
-
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recording]]:
-    """Real envlogger logs, recorded once for this module."""
-    return record_set(tmp_path_factory.mktemp("recorded"))
 
 
 @pytest.fixture
