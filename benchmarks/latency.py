@@ -39,20 +39,51 @@ def percentile(values: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))], 2)
 
 
-def latencies_from_log(path: str) -> list[float]:
-    """frame_drawn - input_sent for each step that applied a fresh input (from the log)."""
+STAGES = (  # (name, from, to): consecutive timestamps the log holds for a step
+    ("client_to_server", "input_sent", "input_recv"),
+    ("server_to_applied", "input_recv", "applied"),
+    ("applied_to_frame_sent", "applied", "frame_sent"),
+    ("frame_sent_to_drawn", "frame_sent", "frame_drawn"),
+)
+
+
+def timings_from_log(path: str) -> dict[int, dict[str, float]]:
+    """Per step that applied a fresh input: its timestamps, acks mapped back to their step."""
     from server.recording.writer import open_reader
 
-    sent: dict[int, float] = {}
-    drawn: dict[int, float] = {}
+    steps: dict[int, dict[str, float]] = {}
+    acks: dict[int, tuple[float, float]] = {}
     with open_reader(path) as reader:
         for index, step in enumerate(reader.steps):
             timing = json.loads(step.custom_data["timing"])
             if "input_sent" in timing:
-                sent[index] = timing["input_sent"]
+                steps[index] = {k: timing[k] for k in ("input_sent", "input_recv", "applied")
+                                if timing.get(k) is not None}  # fmt: skip
             for ack in timing.get("acks", []):
-                drawn[int(ack[0])] = ack[2]
-    return [drawn[s] - t for s, t in sent.items() if s in drawn]
+                if ack[1] is not None and ack[2] is not None:
+                    acks[int(ack[0])] = (ack[1], ack[2])
+    for index, times in steps.items():
+        if index in acks:
+            times["frame_sent"], times["frame_drawn"] = acks[index]
+    return steps
+
+
+def latencies_from_log(path: str) -> list[float]:
+    """frame_drawn - input_sent for each step that applied a fresh input (from the log)."""
+    return [
+        t["frame_drawn"] - t["input_sent"]
+        for t in timings_from_log(path).values()
+        if "frame_drawn" in t
+    ]
+
+
+def stages_from_log(path: str) -> dict[str, float | None]:
+    """Median of each stage of input → frame drawn (client and server share one clock here)."""
+    timings = timings_from_log(path).values()
+    return {
+        name: percentile([t[b] - t[a] for t in timings if a in t and b in t], 50)
+        for name, a, b in STAGES
+    }
 
 
 def play(page: Any, url: str, token: str, mode: str, inputs: int) -> None:
@@ -99,6 +130,7 @@ def measure(browser: Any, mode: str, inputs: int) -> dict[str, Any]:
                                     "frames_dropped FROM episodes")).one()  # fmt: skip
         engine.dispose()
         values = latencies_from_log(row.storage_path)
+        stages = stages_from_log(row.storage_path)
     return {
         "mode": mode if mode == "sync" else "async_60fps",
         "inputs_measured": len(values),
@@ -106,6 +138,7 @@ def measure(browser: Any, mode: str, inputs: int) -> dict[str, Any]:
         "p50_ms": percentile(values, 50),
         "p99_ms": percentile(values, 99),
         "max_ms": round(max(values), 2) if values else None,
+        "stages_p50_ms": stages,
         "db_p50_ms": row.latency_p50_ms and round(row.latency_p50_ms, 2),
         "db_p95_ms": row.latency_p95_ms and round(row.latency_p95_ms, 2),
         "frames_dropped": row.frames_dropped,
