@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -84,6 +85,35 @@ class BodyLimitMiddleware:
         await response({"type": "http"}, _empty_receive, send)
 
 
+class NulInUrlMiddleware:
+    """Answer 422 to a URL whose path or query holds a NUL character.
+
+    No id, name or filter contains one, and PostgreSQL text cannot: refusing it here keeps
+    it out of every query instead of failing in the database with a 500.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            query = unquote_to_bytes(scope.get("query_string", b""))
+            where = (
+                "path" if "\x00" in scope.get("path", "") else "query" if b"\x00" in query else ""
+            )
+            if where:
+                response = JSONResponse(
+                    {
+                        "detail": [{"loc": [where], "msg": "NUL character", "type": "value_error"}],
+                        "message": "The URL cannot contain NUL characters.",
+                    },
+                    status_code=422,
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 async def _empty_receive() -> Message:
     return {"type": "http.disconnect"}
 
@@ -145,6 +175,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.data_root, app.state.sessionmaker, settings.export_workers
     )
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.add_middleware(NulInUrlMiddleware)
     _install_error_handlers(app)
     for module in (health, auth, users, studies, play, episodes, exports):
         app.include_router(module.router)

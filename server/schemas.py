@@ -5,15 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from server.models import EpisodeStatus, JobState, Role, StudyState
 from server.player.protocol import PROTOCOL_VERSION
-from server.study_spec import StudySpec
+from server.study_spec import StudySpec, reject_nul
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    _no_nul = model_validator(mode="before")(reject_nul)
 
 
 class _Public(BaseModel):
@@ -221,10 +223,9 @@ class ExportJobPublic(BaseModel):
 
 
 # --- the player ----------------------------------------------------------------------------
-class JoinIn(BaseModel):
+class JoinIn(_Body):
     """A participant arriving through a permalink."""
 
-    model_config = ConfigDict(extra="forbid")
     token: str = Field(min_length=1, max_length=64, description="The study's permalink token.")
     participant_id: str = Field(
         min_length=1, max_length=200, pattern=r"^[\w.@:+-]+$",

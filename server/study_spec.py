@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SLUG = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+# Seeds are stored in an INTEGER column (32-bit on PostgreSQL) and NumPy wants them >= 0.
+MAX_SEED = 2**31 - 1
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 # A value a control produces: a discrete action index, a vector added to a Box action
@@ -19,8 +21,42 @@ _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 ActionValue = int | float | list[int] | list[float] | str
 
 
+def nul_path(value: Any, path: str = "") -> str | None:
+    """Where ``value`` (nested dicts, lists and their keys) holds a NUL character, or None."""
+    if isinstance(value, str):
+        return path or "value" if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and "\x00" in key:
+                return where
+            found = nul_path(item, where)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found = nul_path(item, f"{path}.{i}" if path else str(i))
+            if found is not None:
+                return found
+    return None
+
+
+def reject_nul(data: Any) -> Any:
+    """A ``mode="before"`` model validator: no NUL character anywhere in the input.
+
+    PostgreSQL text cannot hold NUL, so such input is refused here (422) instead of failing
+    in the database (500).
+    """
+    where = nul_path(data)
+    if where is not None:
+        raise ValueError(f"text cannot contain NUL characters (at {where!r})")
+    return data
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    _no_nul = model_validator(mode="before")(reject_nul)
 
 
 class GymnasiumSource(_Strict):
@@ -35,7 +71,7 @@ class DmEnvSource(_Strict):
     """A dm_env environment built by calling ``module:function(**kwargs)``."""
 
     kind: Literal["dm_env"] = "dm_env"
-    factory: str = Field(examples=["dm_control.suite:load"])
+    factory: str = Field(max_length=200, examples=["dm_control.suite:load"])
     kwargs: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("factory")
@@ -97,7 +133,7 @@ class EnvironmentSpec(_Strict):
     )
     image_quality: Literal["low", "medium", "high"] = "medium"
     camera: str | None = None
-    seeds: list[int] | None = Field(
+    seeds: list[Annotated[int, Field(ge=0, le=MAX_SEED)]] | None = Field(
         default=None, description="Seeds used in turn; a random seed per episode when empty."
     )
     episodes_per_participant: int = Field(default=1, ge=1, le=10_000)

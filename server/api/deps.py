@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from sqlalchemy.orm import Session
 
 from server.core import security
@@ -17,6 +17,10 @@ from server.principal import Principal
 from server.services import users
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Row ids are INTEGER columns (32-bit on PostgreSQL): larger ids are refused with 422
+# instead of overflowing in the database.
+MAX_DB_INT = 2**31 - 1
+RowId = Annotated[int, Path(ge=1, le=MAX_DB_INT)]
 
 
 def get_settings(request: Request) -> Settings:

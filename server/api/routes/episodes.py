@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
 
-from server.api.deps import CurrentPrincipal, SessionDep, SettingsDep
+from server.api.deps import MAX_DB_INT, CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.models import Episode, EpisodeStatus
 from server.schemas import (
     EpisodeDetail,
@@ -85,7 +85,7 @@ def _cache(request: Request) -> replay.ReaderCache:
     responses=NOT_FOUND,
 )
 def list_episodes(
-    study_id: int,
+    study_id: RowId,
     db: SessionDep,
     principal: CurrentPrincipal,
     status: Annotated[list[EpisodeStatus] | None, Query()] = None,
@@ -96,7 +96,7 @@ def list_episodes(
     since: datetime | None = None,
     until: datetime | None = None,
     sort: str = review.DEFAULT_SORT,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_DB_INT)] = 0,
     limit: Annotated[int, Query(ge=1, le=review.MAX_PAGE)] = 50,
 ) -> EpisodeList:
     """Episodes of one of your studies, filtered (repeat a parameter for several values)."""
@@ -183,7 +183,7 @@ def add_step_tag(
     responses=NOT_FOUND,
 )
 def remove_step_tag(
-    episode_id: str, tag_id: int, db: SessionDep, principal: CurrentPrincipal
+    episode_id: str, tag_id: RowId, db: SessionDep, principal: CurrentPrincipal
 ) -> Response:
     """Remove one step tag."""
     review.remove_step_tag(db, review.get_episode(db, principal, episode_id), tag_id)

@@ -11,7 +11,7 @@ from typing import IO, Any, cast
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse, StreamingResponse
 
-from server.api.deps import CurrentPrincipal, SessionDep, SettingsDep
+from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.errors import Conflict
 from server.export.jobs import JobManager
 from server.models import ExportJob, JobState
@@ -69,7 +69,7 @@ def _manager(request: Request) -> JobManager:
     },
 )
 def create_export(
-    study_id: int,
+    study_id: RowId,
     body: ExportCreate,
     request: Request,
     db: SessionDep,
@@ -97,7 +97,7 @@ def create_export(
     summary="List a study's exports",
     responses={404: {"description": "No such study, or not yours."}},
 )
-def list_exports(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> list[Any]:
+def list_exports(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> list[Any]:
     """The study's export jobs, newest first."""
     study = studies.get_study(db, principal, study_id)
     return [public(j) for j in exports.jobs_of(db, study)]
@@ -109,7 +109,7 @@ def list_exports(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> 
     summary="An export's state and progress",
     responses=NOT_FOUND,
 )
-def read_export(job_id: int, db: SessionDep, principal: CurrentPrincipal) -> ExportJobPublic:
+def read_export(job_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> ExportJobPublic:
     """State, episodes and steps done, and the download link once it succeeded."""
     return public(exports.get_job(db, principal, job_id))
 
@@ -121,7 +121,7 @@ def read_export(job_id: int, db: SessionDep, principal: CurrentPrincipal) -> Exp
     responses={**NOT_FOUND, 409: {"description": "The export has already finished."}},
 )
 def cancel_export(
-    job_id: int, request: Request, db: SessionDep, principal: CurrentPrincipal
+    job_id: RowId, request: Request, db: SessionDep, principal: CurrentPrincipal
 ) -> ExportJobPublic:
     """Stop a queued or running export; its output is removed."""
     job = exports.get_job(db, principal, job_id)
@@ -139,7 +139,7 @@ def cancel_export(
     responses=NOT_FOUND,
 )
 def delete_export(
-    job_id: int,
+    job_id: RowId,
     request: Request,
     db: SessionDep,
     principal: CurrentPrincipal,
@@ -195,7 +195,7 @@ def _zip_stream(folder: Path) -> Iterator[bytes]:
     },
 )
 def download_export(
-    job_id: int, db: SessionDep, principal: CurrentPrincipal, settings: SettingsDep
+    job_id: RowId, db: SessionDep, principal: CurrentPrincipal, settings: SettingsDep
 ) -> Response:
     """The archive (zip or tar.gz); a folder export is streamed as a zip made on the fly."""
     job = exports.get_job(db, principal, job_id)

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, FastAPI, WebSocket
 from sqlalchemy.orm import Session
 
-from server.api.deps import CurrentPrincipal, SessionDep, SettingsDep
+from server.api.deps import MAX_DB_INT, CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.core import security
 from server.errors import Conflict, NotFound
 from server.models import Study, StudyState
@@ -65,7 +65,7 @@ def join(body: JoinIn, db: SessionDep, settings: SettingsDep) -> PlayerStudyOut:
 @router.get(
     "/api/play/studies/{study_id}", response_model=PlayerStudyOut, summary="A study to test-play"
 )
-def test_play(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> PlayerStudyOut:
+def test_play(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> PlayerStudyOut:
     """The player's view of a study you manage (any state: test-play)."""
     study = studies.get_study(db, principal, study_id)
     counts = episodes.completed_counts(db, study.id, principal)
@@ -99,7 +99,8 @@ def _authenticate(
     if not _same_origin(websocket):
         return "cross-origin socket refused"
     study_id = websocket.query_params.get("study", "")
-    study = db.get(Study, int(study_id)) if study_id.isdigit() else None
+    valid_id = study_id.isascii() and study_id.isdigit() and int(study_id) <= MAX_DB_INT
+    study = db.get(Study, int(study_id)) if valid_id else None
     principal = Principal.for_user(user.id, user.role)
     if study is None or not principal.can_play(study):
         return "no such study, or not yours"

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from server.api.deps import CurrentPrincipal, SessionDep
+from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.errors import Invalid
 from server.models import Study, StudyState
 from server.schemas import StudyCreate, StudyPublic, StudyStateChange, StudySummary, StudyUpdate
@@ -72,7 +72,7 @@ async def _spec_from_yaml_body(request: Request) -> StudySpec:
 
 
 @router.get("/{study_id}", response_model=StudyPublic, summary="Read a study", responses=NOT_FOUND)
-def read_study(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> Study:
+def read_study(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> Study:
     """One of your studies with its full spec."""
     return studies.get_study(db, principal, study_id)
 
@@ -84,7 +84,7 @@ def read_study(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> St
     responses={**NOT_FOUND, **CONFLICT},
 )
 def update_study(
-    study_id: int, body: StudyUpdate, db: SessionDep, principal: CurrentPrincipal
+    study_id: RowId, body: StudyUpdate, db: SessionDep, principal: CurrentPrincipal
 ) -> Study:
     """Only drafts and paused studies can be edited."""
     return studies.update_study(db, studies.get_study(db, principal, study_id), body.spec)
@@ -98,7 +98,7 @@ def update_study(
     responses={**NOT_FOUND, **CONFLICT, 422: {"description": "Invalid YAML or spec."}},
 )
 async def replace_study_file(
-    study_id: int, request: Request, db: SessionDep, principal: CurrentPrincipal
+    study_id: RowId, request: Request, db: SessionDep, principal: CurrentPrincipal
 ) -> Study:
     """Like ``PUT /api/studies/{id}`` with the spec given as the text of a study file."""
     study = studies.get_study(db, principal, study_id)
@@ -108,9 +108,11 @@ async def replace_study_file(
 @router.delete(
     "/{study_id}", status_code=204, summary="Delete a draft", responses={**NOT_FOUND, **CONFLICT}
 )
-def delete_study(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> None:
-    """Only drafts can be deleted; close a started study instead."""
-    studies.delete_study(db, studies.get_study(db, principal, study_id))
+def delete_study(
+    study_id: RowId, db: SessionDep, principal: CurrentPrincipal, settings: SettingsDep
+) -> None:
+    """Only drafts can be deleted (with their test plays); close a started study instead."""
+    studies.delete_study(db, studies.get_study(db, principal, study_id), settings.data_root)
 
 
 @router.post(
@@ -120,7 +122,7 @@ def delete_study(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> 
     responses={**NOT_FOUND, **CONFLICT},
 )
 def change_state(
-    study_id: int, body: StudyStateChange, db: SessionDep, principal: CurrentPrincipal
+    study_id: RowId, body: StudyStateChange, db: SessionDep, principal: CurrentPrincipal
 ) -> Study:
     """draft → active → paused ↔ active → closed; other moves are refused with 409.
 
@@ -137,7 +139,7 @@ def change_state(
     summary="Rotate the permalink token",
     responses={**NOT_FOUND, **CONFLICT},
 )
-def rotate_permalink(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> Study:
+def rotate_permalink(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> Study:
     """A new token; links with the old one stop working."""
     return studies.rotate_permalink(db, studies.get_study(db, principal, study_id))
 
@@ -147,7 +149,7 @@ def rotate_permalink(study_id: int, db: SessionDep, principal: CurrentPrincipal)
     summary="Download the study file (YAML)",
     responses={**NOT_FOUND, 200: {"content": {"application/yaml": {}}}},
 )
-def export_study(study_id: int, db: SessionDep, principal: CurrentPrincipal) -> Response:
+def export_study(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> Response:
     """The study as a ``studies/`` YAML file."""
     study = studies.get_study(db, principal, study_id)
     slug = re.sub(r"[^a-z0-9]+", "-", study.name.lower()).strip("-") or f"study-{study.id}"

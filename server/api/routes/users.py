@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from sqlalchemy import select
 
-from server.api.deps import AdminUser, SessionDep
+from server.api.deps import AdminUser, RowId, SessionDep
 from server.models import User
 from server.schemas import UserCreate, UserPublic, UserUpdate
 from server.services import users
@@ -26,6 +26,6 @@ def create_user(body: UserCreate, db: SessionDep, _: AdminUser) -> User:
 
 
 @router.patch("/{user_id}", response_model=UserPublic, summary="Change a user")
-def update_user(user_id: int, body: UserUpdate, db: SessionDep, _: AdminUser) -> User:
+def update_user(user_id: RowId, body: UserUpdate, db: SessionDep, _: AdminUser) -> User:
     """Name, password, role, or deactivate (which ends the user's sessions)."""
     return users.update_user(db, user_id, body)

@@ -94,3 +94,10 @@ def test_short_password_is_refused(factory):
     res = admin.post("/api/users", json={"email": "a@b.org", "password": "short"})
     assert res.status_code == 422
     assert ["body", "password"] in [e["loc"] for e in res.json()["detail"]]
+
+
+def test_nul_in_login_is_422_not_a_database_error(client) -> None:  # type: ignore[no-untyped-def]
+    """Found by tests/test_api_fuzz.py: PostgreSQL refuses NUL in text (it was a 500)."""
+    res = client.post("/api/auth/login", json={"email": "a\x00@b.c", "password": "x"})
+    assert res.status_code == 422, res.text
+    assert "NUL" in res.json()["detail"][0]["msg"]

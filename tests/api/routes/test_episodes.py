@@ -182,3 +182,30 @@ def test_log_outside_data_root_is_refused(world, db, tmp_path: Path) -> None:  #
     res = world["client"].get(f"/api/episodes/{ep.id}/frames/0")
     assert res.status_code == 400
     assert "data root" in res.json()["detail"]
+
+
+# --- found by tests/test_api_fuzz.py --------------------------------------------------------
+@pytest.mark.parametrize(
+    "query",
+    [f"offset={2**31}", f"offset={2**70}", "env=%00", "tag=a%00b", "sort=%00"],
+)
+def test_query_the_database_cannot_hold_is_422(query: str, world) -> None:  # type: ignore[no-untyped-def]
+    res = world["client"].get(f"/api/studies/{world['study'].id}/episodes?{query}")
+    assert res.status_code == 422, res.text
+    assert "detail" in res.json()
+
+
+@pytest.mark.parametrize("who", [f"user:{2**70}", "user:²", "user:-1"])
+def test_participant_filter_with_impossible_user_id_matches_nothing(who: str, world) -> None:  # type: ignore[no-untyped-def]
+    res = world["client"].get(
+        f"/api/studies/{world['study'].id}/episodes", params={"participant": who}
+    )
+    assert _ids(res) == []
+
+
+def test_nul_in_episode_id_and_bodies_is_422(world) -> None:  # type: ignore[no-untyped-def]
+    client, ep = world["client"], world["episodes"][0]
+    assert client.get("/api/episodes/%00").status_code == 422
+    assert client.post(f"/api/episodes/{ep.id}/notes", json={"body": "a\x00b"}).status_code == 422
+    assert client.post(f"/api/episodes/{ep.id}/tags", json={"name": "a\x00"}).status_code == 422
+    assert client.delete(f"/api/episodes/{ep.id}/step-tags/{2**40}").status_code == 422

@@ -264,3 +264,27 @@ def test_download_outside_data_root_is_refused(world, db) -> None:  # type: igno
     row.output_path = "../../../etc/passwd"
     db.commit()
     assert c.get(f"/api/exports/{job['id']}/download").status_code == 400
+
+
+# --- found by tests/test_api_fuzz.py --------------------------------------------------------
+def test_inputs_the_database_cannot_hold_are_422(world) -> None:  # type: ignore[no-untyped-def]
+    client, study = world["client"], world["study"]
+    for selection in [
+        {"episode_ids": ["a\x00"]},
+        {"participants": ["\x00"]},
+        {"tags": ["t\x00"]},
+    ]:
+        res = client.post(f"/api/studies/{study.id}/exports", json={"selection": selection})
+        assert res.status_code == 422, (selection, res.text)
+    for job_id in [2**31, 2**70]:
+        assert client.get(f"/api/exports/{job_id}").status_code == 422
+        assert client.get(f"/api/exports/{job_id}/download").status_code == 422
+
+
+def test_user_id_beyond_integer_selects_nothing(world) -> None:  # type: ignore[no-untyped-def]
+    res = world["client"].post(
+        f"/api/studies/{world['study'].id}/exports",
+        json={"selection": {"participants": [f"user:{2**70}"]}},
+    )
+    assert res.status_code == 422, res.text
+    assert res.json()["detail"][0]["msg"] == "matches no episode"

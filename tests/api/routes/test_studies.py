@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from server.models import Role, Study, StudyState
@@ -376,3 +378,51 @@ def test_replace_from_study_file_validates_and_respects_state(factory, db):
     db.commit()
     text = client.get(f"/api/studies/{study.id}/export").text
     assert client.put(url, content=text, headers=headers).status_code == 409
+
+
+# --- found by tests/test_api_fuzz.py --------------------------------------------------------
+def test_delete_draft_with_test_plays_removes_them(factory, db, settings, recorded) -> None:  # type: ignore[no-untyped-def]
+    """A designer may test-play a draft: deleting it used to fail (500) on its episodes."""
+    from server.models import Episode
+    from tests.api.routes._recorded import Inserter
+
+    owner = factory.user()
+    study = factory.study(owner)
+    episode = Inserter(db, settings.data_root).add(study, recorded["cartpole"][0], user=owner)
+    log, episode_id = Path(episode.storage_path), episode.id
+    assert log.exists()
+    res = factory.client(owner).delete(f"/api/studies/{study.id}")
+    assert res.status_code == 204, res.text
+    db.expunge_all()
+    assert db.get(Episode, episode_id) is None
+    assert not log.exists()
+
+
+@pytest.mark.parametrize("study_id", [0, 2**31, 2**63, 2**70])
+def test_out_of_range_study_id_is_422(study_id: int, factory) -> None:  # type: ignore[no-untyped-def]
+    client = factory.client(factory.user())
+    res = client.get(f"/api/studies/{study_id}")
+    assert res.status_code == 422, res.text
+    assert res.json()["detail"][0]["loc"] == ["path", "study_id"]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        spec_dict("nul\x00name"),
+        spec_dict(source={"kind": "gymnasium", "id": "CartPole-v1", "kwargs": {"k\x00": 1}}),
+        spec_dict(source={"kind": "dm_env", "factory": "a" * 300 + ":load"}),
+        spec_dict(seeds=[2**31]),
+        spec_dict(seeds=[-1]),
+    ],
+)
+def test_spec_values_the_database_cannot_hold_are_422(spec, factory) -> None:  # type: ignore[no-untyped-def]
+    """NUL characters, a factory longer than its column, seeds outside INTEGER: 422, not 500."""
+    res = factory.client(factory.user()).post("/api/studies", json={"spec": spec})
+    assert res.status_code == 422, res.text
+
+
+def test_nul_in_a_study_file_is_422(factory) -> None:  # type: ignore[no-untyped-def]
+    text = 'name: "bad\\0name"\nenvironments:\n  - {id: a, name: A, source: {id: CartPole-v1}}\n'
+    res = factory.client(factory.user()).post("/api/studies/import", content=text)
+    assert res.status_code == 422, res.text
