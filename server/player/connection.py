@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -59,7 +60,9 @@ class Connection:
         sender = asyncio.create_task(self._send_loop(), name="player-sender")
         receiver = asyncio.create_task(self._receive_loop(), name="player-receiver")
         try:
-            await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
+            if any(not t.cancelled() and t.exception() is not None for t in done):
+                await self._fail()
         finally:
             # Nothing here awaits: the server may cancel this handler as soon as the client
             # is gone. Detaching waits for the session lock and may pause the worker, so it
@@ -68,6 +71,16 @@ class Connection:
                 task.cancel()
                 _keep(task)
             _keep(asyncio.ensure_future(self.live.detach(self.outbox)))
+
+    async def _fail(self) -> None:
+        """A bug in our own code: say so and close with 1011 (the episode is kept)."""
+        message = {"type": "error", "code": "server_error",
+                   "message": "The server failed to handle a message; your episode is kept. "
+                              "Reload the page to go on."}  # fmt: skip
+        with contextlib.suppress(Exception):  # the client may be gone already
+            async with asyncio.timeout(2.0):
+                await self.ws.send_text(json.dumps(message))
+                await self.ws.close(p.CLOSE_SERVER_ERROR, "server error")
 
     async def _send_loop(self) -> None:
         with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):  # client gone

@@ -172,7 +172,7 @@ def parse_client(text: str) -> Any:
     if not isinstance(data, dict):
         raise BadMessage("bad_message", "a message must be a JSON object with a 'type'")
     kind = data.get("type")
-    if kind not in CLIENT_TYPES:
+    if not isinstance(kind, str) or kind not in CLIENT_TYPES:
         raise BadMessage("unknown_type", f"unknown message type {str(kind)[:40]!r}")
     try:
         return _ADAPTER.validate_python(data)

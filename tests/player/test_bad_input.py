@@ -151,3 +151,35 @@ def test_many_malformed_messages_close_the_socket(factory, designer):
         assert codes.count("bad_json") > 10 and "too_many_errors" in codes
     finally:
         ws_cm.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("kind", ["[]", "{}", "true", "3", "null"])
+def test_a_type_that_is_not_a_string_is_unknown(kind):
+    with pytest.raises(BadMessage) as err:
+        parse_client(f'{{"type": {kind}}}')
+    assert err.value.code == "unknown_type"
+
+
+def test_a_bug_in_handling_closes_with_1011_and_keeps_the_episode(
+    factory, designer, db, app, monkeypatch
+):
+    app.state.settings.reconnect_grace_s = 0.2
+    ws_cm, player, episode = _playing(factory, designer, episode_len=50)
+    try:
+        player.step(["KeyA"])
+
+        def broken(text):
+            raise RuntimeError("injected fault")  # stands for a bug in our own code
+
+        monkeypatch.setattr("server.player.connection.p.parse_client", broken)
+        player.send(type="ping", client_ms=1.0)
+        with pytest.raises(ConnectionError) as err:
+            player.until("never")
+        assert err.value.args[0] == 1011
+        assert player.seen[-1]["code"] == "server_error"
+        assert "injected" not in player.seen[-1]["message"]  # no internals to the client
+    finally:
+        ws_cm.__exit__(None, None, None)
+    row = wait_status(db, episode["id"], EpisodeStatus.abandoned)
+    with open_reader(row.storage_path) as reader:
+        assert row.steps == len(list(reader.steps)) == 2

@@ -165,8 +165,10 @@ def test_participant_quota_and_seeds_in_turn(factory, designer, db):
 def test_worker_limit_answers_busy(factory, designer, app):
     app.state.settings.max_workers = 1
     study = factory.study(designer, spec(counter_env(episode_len=50)))
-    first, second = factory.client(designer), factory.client(designer)
-    with _open(first, study) as ws1, _open(second, study) as ws2:
+    # Both sockets on one TestClient: each TestClient runs its own event loop, and a live
+    # session must be closed on the loop that owns its worker (the server has one loop).
+    client = factory.client(designer)
+    with _open(client, study) as ws1, _open(client, study) as ws2:
         one, two = Player(ws1), Player(ws2)
         _start(one)
         two.until("hello")
