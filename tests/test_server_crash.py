@@ -15,6 +15,7 @@ import httpx
 from websockets.sync.client import connect
 
 from server.models import Episode, EpisodeStatus
+from server.player.protocol import unpack_frame
 from server.recording.writer import open_reader
 from server.services import bootstrap
 from tests.player.conftest import counter_env, spec
@@ -93,12 +94,14 @@ def test_killed_server_keeps_every_accepted_step(settings, db):
             until("hello")
             ws.send(json.dumps({"type": "start", "env_id": "counter"}))
             episode_id = until("episode_started")["episode"]["id"]
-            accepted = 0
+            accepted = 0  # the highest step whose frame came back: the server applied it
             for i in range(25):
                 ws.send(json.dumps({"type": "input", "keys": ["KeyA"], "client_ms": 1000.0 + i}))
-                while not isinstance(ws.recv(timeout=30), bytes):
-                    pass  # a frame means the step was applied (and handed to the recorder)
-                accepted += 1
+                message = ws.recv(timeout=30)
+                while not isinstance(message, bytes):
+                    message = ws.recv(timeout=30)
+                accepted = max(accepted, unpack_frame(message)[1])
+            assert accepted >= 20
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
     finally:
@@ -108,11 +111,13 @@ def test_killed_server_keeps_every_accepted_step(settings, db):
 
     row = db.get(Episode, episode_id)
     assert row is not None and row.status == EpisodeStatus.recording  # nobody closed it
-    # The orphaned worker sees its pipe close, finalizes the log and exits.
-    assert _log_steps(row.storage_path, accepted + 1) == accepted + 1
+    # The orphaned worker sees its pipe close, finalizes the log and exits. Steps applied
+    # after the last frame the client saw may be there too.
+    recorded = _log_steps(row.storage_path, accepted + 1)
+    assert recorded >= accepted + 1
 
     # The next start marks it abandoned, with totals counted from the log.
     bootstrap.bootstrap(settings, db)
     db.refresh(row)
     assert row.status == EpisodeStatus.abandoned and row.end_reason == "server_restart"
-    assert row.steps == accepted + 1 and row.total_reward == float(accepted)
+    assert row.steps == recorded and row.total_reward == float(recorded - 1)
