@@ -353,9 +353,13 @@ class LiveSession:
         assert run is not None
         if self.worker is not None:
             try:
-                await self.worker.end_episode(reason)
+                summary = await self.worker.end_episode(reason)
             except WorkerError as exc:  # the log is closed by the dying worker; keep the row
                 log.warning("end_episode failed: %s", exc)
+            else:
+                if summary:  # the log's count: async steps may still be on their way to us
+                    run.step = max(run.step, int(summary["num_steps"]) - 1)
+                    run.return_ = float(summary["total_reward"])
         await self.finish(run, status, end_reason=reason)
 
     async def _abandon(self, reason: str) -> None:
