@@ -23,6 +23,7 @@ from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError
 from server.export.jobs import JobManager
+from server.services.replay import ReaderCache
 
 log = logging.getLogger(__name__)
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
@@ -163,6 +164,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         # Waits for canceled export processes; off the event loop.
         await asyncio.to_thread(app.state.export_jobs.stop)
+        app.state.replay_cache.close()
         engine.dispose()
 
     app = FastAPI(
@@ -174,6 +176,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.export_jobs = JobManager(
         settings.data_root, app.state.sessionmaker, settings.export_workers
     )
+    app.state.replay_cache = ReaderCache()
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     app.add_middleware(NulInUrlMiddleware)
     _install_error_handlers(app)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -28,7 +27,6 @@ router = APIRouter(tags=["episodes"])
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"description": "No such episode or study, or not yours."}
 }
-_cache_lock = threading.Lock()
 
 
 def _summary(episode: Episode, externals: dict[int, str]) -> dict[str, Any]:
@@ -69,11 +67,7 @@ def _detail(db: Session, episode: Episode) -> EpisodeDetail:
 
 
 def _cache(request: Request) -> replay.ReaderCache:
-    state = request.app.state
-    with _cache_lock:
-        if getattr(state, "replay_cache", None) is None:
-            state.replay_cache = replay.ReaderCache()
-    cache: replay.ReaderCache = state.replay_cache
+    cache: replay.ReaderCache = request.app.state.replay_cache
     return cache
 
 
