@@ -3,9 +3,11 @@
 Starts the app (uvicorn, its own process) on a loopback port, creates an active study with an
 Atari game in async mode at 60 fps, then for each N runs N headless protocol clients
 (``websockets``) that join as participants, start an episode, ack every frame and change
-their input twice a second. Reports per N: achieved fps, the share of late frames (gap to
-the previous frame over 1.5 frame periods at the client), and CPU per session (the server
-process and all its workers, in % of one core). Prints JSON.
+their input twice a second. Once every player has its first frames (worker start-up is left
+out), it measures for ``--seconds``: achieved fps, the share of late frames (gap to the
+previous frame over 1.5 frame periods at the client, and between the server timestamps of
+the two frames), and CPU per session in % of one core, split into the app process, its
+workers and the benchmark's own clients. Prints JSON.
 
     .venv/bin/python benchmarks/concurrency.py [--sessions 1,4,8,16,24] [--seconds 6]
 """
@@ -18,7 +20,6 @@ import contextlib
 import json
 import os
 import socket
-import statistics
 import struct
 import subprocess
 import sys
@@ -59,10 +60,10 @@ def _serve(data_root: str, port: int) -> None:
     """Child mode: run the app until killed."""
     import uvicorn
 
-    from server.main import create_app
+    from server.main import SERVE_OPTIONS, create_app
 
     app = create_app(_settings(Path(data_root)))
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", **SERVE_OPTIONS)
 
 
 @contextlib.contextmanager
@@ -118,8 +119,8 @@ def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError("the server did not start")
 
 
-def tree_cpu_seconds(root_pid: int) -> float:
-    """User + system CPU seconds of ``root_pid`` and all its descendants (Linux /proc)."""
+def tree_cpu_seconds(root_pid: int) -> tuple[float, float]:
+    """User + system CPU seconds of ``root_pid`` itself and of all its descendants."""
     tick = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     times: dict[int, float] = {}
@@ -133,12 +134,18 @@ def tree_cpu_seconds(root_pid: int) -> float:
         fields = stat[stat.rindex(")") + 2 :].split()
         parents[int(entry)] = int(fields[1])
         times[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
-    total, todo = 0.0, [root_pid]
+    descendants, todo = 0.0, [child for child, parent in parents.items() if parent == root_pid]
     while todo:
         pid = todo.pop()
-        total += times.get(pid, 0.0)
+        descendants += times.get(pid, 0.0)
         todo.extend(child for child, parent in parents.items() if parent == pid)
-    return total
+    return times.get(root_pid, 0.0), descendants
+
+
+def _own_cpu_seconds() -> float:
+    """CPU seconds of this process (the benchmark's clients)."""
+    t = os.times()
+    return t.user + t.system
 
 
 def join(url: str, token: str, who: str) -> str:
@@ -150,38 +157,34 @@ def join(url: str, token: str, who: str) -> str:
     return str(res.json()["ticket"])
 
 
-async def player(port: int, ticket: str, seconds: float, out: dict[str, Any]) -> None:
-    """One headless player: start, ack every frame, flip the input twice a second."""
+async def player(port: int, ticket: str, out: dict[str, Any]) -> None:
+    """One headless player: start, ack every frame, flip the input twice a second.
+
+    Plays until ``out["stop"]`` is set; ``out["arrivals"]`` gets one ``(arrival time, gap
+    since the previous frame, gap between their server timestamps)`` per frame.
+    """
     import websockets
 
-    gaps: list[float] = []
-    server_gaps: list[float] = []
-    frames = 0
-    last_server = None
+    arrivals: list[tuple[float, float, float]] = []
+    out["arrivals"] = arrivals
+    last = last_server = None
+    next_input = 0.0
+    up = False
     async with websockets.connect(f"ws://127.0.0.1:{port}/ws/play?ticket={ticket}") as ws:
         await ws.send(json.dumps({"type": "start", "env_id": "pong"}))
-        last = None
-        end = None
-        next_input = 0.0
-        up = False
-        while end is None or time.monotonic() < end:
-            message = await ws.recv()
+        while not out["stop"].is_set():
+            message = await asyncio.wait_for(ws.recv(), 10)
             t = time.monotonic()
             if isinstance(message, str):
                 if json.loads(message)["type"] in ("episode_ended", "episode_failed"):
                     break
                 continue
             episode, step = int.from_bytes(message[0:4], "big"), int.from_bytes(message[4:8], "big")
-            if end is None:
-                end = t + seconds
-            frames += 1
-            server_ms = struct.unpack_from("!d", message, 8)[0]
-            if last_server is not None:
-                server_gaps.append((server_ms - last_server) / 1000)
-            last_server = server_ms
-            if last is not None:
-                gaps.append(t - last)
-            last = t
+            server_s = struct.unpack_from("!d", message, 8)[0] / 1000
+            if last is not None and last_server is not None:
+                arrivals.append((t, t - last, server_s - last_server))
+            last, last_server = t, server_s
+            out["playing"].set()
             now_ms = time.time() * 1000
             await ws.send(json.dumps({"type": "ack", "episode": episode, "step": step,
                                       "drawn_ms": now_ms}))  # fmt: skip
@@ -192,32 +195,49 @@ async def player(port: int, ticket: str, seconds: float, out: dict[str, Any]) ->
                                           "seen_step": step}))  # fmt: skip
                 next_input = t + 0.5
         await ws.send(json.dumps({"type": "cancel"}))
-    out["frames"], out["gaps"], out["server_gaps"] = frames, gaps, server_gaps
 
 
 async def run_round(server: dict[str, Any], n: int, seconds: float) -> dict[str, Any]:
-    """N players at once; figures for this N."""
+    """N players at once; figures for this N over ``seconds`` in which all of them play."""
     tickets = [join(server["url"], server["token"], f"bench-{n}-{i}") for i in range(n)]
-    outs: list[dict[str, Any]] = [{} for _ in range(n)]
-    tasks = [asyncio.create_task(player(server["port"], t, seconds, o))
+    outs: list[dict[str, Any]] = [
+        {"playing": asyncio.Event(), "stop": asyncio.Event()} for _ in range(n)
+    ]
+    tasks = [asyncio.create_task(player(server["port"], t, o))
              for t, o in zip(tickets, outs, strict=True)]  # fmt: skip
-    await asyncio.sleep(2.0)  # workers start; measure CPU over the steady part only
-    cpu0, wall0 = tree_cpu_seconds(server["pid"]), time.monotonic()
-    await asyncio.sleep(max(0.5, seconds - 2.5))
-    cpu1, wall1 = tree_cpu_seconds(server["pid"]), time.monotonic()
+    # Worker start-up is not steady state: measure once every player has its frames.
+    started = time.monotonic()
+    await asyncio.wait_for(asyncio.gather(*(o["playing"].wait() for o in outs)), 60)
+    await asyncio.sleep(0.5)
+    startup_s = time.monotonic() - started
+    (app0, workers0), clients0 = tree_cpu_seconds(server["pid"]), _own_cpu_seconds()
+    wall0 = time.monotonic()
+    await asyncio.sleep(seconds)
+    (app1, workers1), clients1 = tree_cpu_seconds(server["pid"]), _own_cpu_seconds()
+    wall1 = time.monotonic()
+    for o in outs:
+        o["stop"].set()
     await asyncio.gather(*tasks)
-    period = 1 / 60
-    gaps = [g for o in outs for g in o["gaps"]]
-    late = sum(1 for g in gaps if g > 1.5 * period)
-    server_gaps = [g for o in outs for g in o["server_gaps"]]
-    server_late = sum(1 for g in server_gaps if g > 1.5 * period)
+
+    def pct(seconds_used: float) -> float:
+        return round(100 * seconds_used / (wall1 - wall0) / n, 1)
+
+    window = [a for o in outs for a in o["arrivals"] if wall0 <= a[0] <= wall1]
+    gaps = sorted(a[1] for a in window)
+    late = 1.5 / 60  # more than 1.5 frame periods after the previous frame
     return {
         "sessions": n,
-        "fps_per_session": round(statistics.mean(o["frames"] for o in outs) / seconds, 1),
-        "late_frames_pct": round(100 * late / max(1, len(gaps)), 2),
-        "late_at_server_pct": round(100 * server_late / max(1, len(server_gaps)), 2),
-        "gap_p99_ms": round(sorted(gaps)[int(0.99 * (len(gaps) - 1))] * 1000, 1) if gaps else None,
-        "cpu_per_session_pct": round(100 * (cpu1 - cpu0) / (wall1 - wall0) / n, 1),
+        "startup_s": round(startup_s, 2),
+        "fps_per_session": round(len(window) / (wall1 - wall0) / n, 1),
+        "late_frames_pct": round(100 * sum(g > late for g in gaps) / max(1, len(gaps)), 2),
+        "late_at_server_pct": round(
+            100 * sum(a[2] > late for a in window) / max(1, len(window)), 2
+        ),
+        "gap_p99_ms": round(gaps[int(0.99 * (len(gaps) - 1))] * 1000, 1) if gaps else None,
+        "cpu_per_session_pct": pct(app1 - app0 + workers1 - workers0),
+        "cpu_app_per_session_pct": pct(app1 - app0),
+        "cpu_worker_per_session_pct": pct(workers1 - workers0),
+        "cpu_client_per_session_pct": pct(clients1 - clients0),
     }
 
 

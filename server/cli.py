@@ -28,7 +28,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     """Migrate, bootstrap and serve."""
     import uvicorn
 
-    from server.main import create_app
+    from server.main import SERVE_OPTIONS, create_app
 
     with _session(settings) as db:
         password = bootstrap.bootstrap(settings, db)
@@ -41,9 +41,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     host = args.host or settings.host
     port = args.port or settings.port
     print(f"  RLDS Studio on http://{host}:{port}  (API docs at /docs)", flush=True)
-    uvicorn.run(
-        create_app(settings), host=host, port=port, log_level="info", ws="websockets-sansio"
-    )
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", **SERVE_OPTIONS)
     return 0
 
 

@@ -148,6 +148,11 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"detail": "Internal error; it has been logged."}, status_code=500)
 
 
+# How uvicorn serves the app. Frames are JPEG, which deflate cannot shrink: permessage-deflate
+# would only spend CPU on both ends of every socket (see docs/performance.md).
+SERVE_OPTIONS: dict[str, Any] = {"ws": "websockets-sansio", "ws_per_message_deflate": False}
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app for ``settings`` (the process settings by default).
 

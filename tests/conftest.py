@@ -141,11 +141,13 @@ def live_server(app) -> Iterator[str]:  # type: ignore[no-untyped-def]
 
     import uvicorn
 
+    from server.main import SERVE_OPTIONS
+
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", ws="websockets-sansio", lifespan="on")
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", **SERVE_OPTIONS)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
