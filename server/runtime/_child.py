@@ -11,6 +11,8 @@ Runs :func:`worker_main` in a child process. Protocol (see ``docs/runtime.md``):
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 import traceback
 from multiprocessing.connection import Connection
@@ -31,6 +33,10 @@ from server.study_spec import EnvironmentSpec
 
 QUALITY = {"low": 50, "medium": 75, "high": 90}
 MAX_CATCH_UP_S = 0.5  # further behind than this, the async clock skips instead of racing
+# Workers run at a lower CPU priority than the app: when the cores are saturated, the app
+# (every player's sockets, the database, the API) keeps its share and the workers' clocks
+# slow down instead of the app starving among N workers (benchmarks/concurrency.py).
+WORKER_NICE = 5
 
 
 class ProtocolError(RuntimeError):
@@ -313,6 +319,8 @@ class Session:
 def worker_main(conn: Connection, spec_json: str, study_id: str, data_root: str,
                 flush_interval_s: float) -> None:  # fmt: skip
     """Child process entry point."""
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICE)
     adapter: EnvAdapter | None = None
     session: Session | None = None
     try:
