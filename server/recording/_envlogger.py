@@ -13,5 +13,7 @@ if not hasattr(np, "unicode_"):
 import envlogger  # noqa: E402
 from envlogger import environment_logger  # noqa: E402
 from envlogger.backends import riegeli_backend_writer  # noqa: E402
+from envlogger.converters import codec  # noqa: E402
+from envlogger.proto import storage_pb2  # noqa: E402
 
-__all__ = ["envlogger", "environment_logger", "riegeli_backend_writer"]
+__all__ = ["codec", "envlogger", "environment_logger", "riegeli_backend_writer", "storage_pb2"]

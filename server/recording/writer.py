@@ -18,6 +18,7 @@ from typing import Any
 import dm_env
 import numpy as np
 
+from server.recording import codec
 from server.recording import format as fmt
 from server.recording._envlogger import environment_logger, envlogger, riegeli_backend_writer
 
@@ -102,11 +103,13 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
             self._write(data, is_new_episode)
 
     def _write(self, data: Any, is_new_episode: bool) -> None:
-        scheduler = self._flush_scheduler
-        before = scheduler.last
-        super()._record_step(data, is_new_episode)
-        # The scheduler moves ``last`` when envlogger flushed this very step.
-        self.dirty = scheduler.last == before
+        # envlogger's own _record_step, with our in-place encoder (same bytes, less CPU).
+        if not self._data_writer.add_step(codec.encode(data), is_new_episode):
+            raise RuntimeError("envlogger could not write the step")
+        flushed = self._flush_scheduler(data)
+        if flushed:
+            self._data_writer.flush()
+        self.dirty = not flushed
 
     def commit(self) -> None:
         while self.pending and not self._closed:
