@@ -142,6 +142,11 @@ def tree_cpu_seconds(root_pid: int) -> tuple[float, float]:
     return times.get(root_pid, 0.0), descendants
 
 
+def machine_cpu() -> list[int]:
+    """The machine's CPU time counters (user, nice, system, idle, iowait, irq, softirq, steal)."""
+    return [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:9]]
+
+
 def _own_cpu_seconds() -> float:
     """CPU seconds of this process (the benchmark's clients)."""
     t = os.times()
@@ -211,10 +216,11 @@ async def run_round(server: dict[str, Any], n: int, seconds: float) -> dict[str,
     await asyncio.sleep(0.5)
     startup_s = time.monotonic() - started
     (app0, workers0), clients0 = tree_cpu_seconds(server["pid"]), _own_cpu_seconds()
-    wall0 = time.monotonic()
+    machine0, wall0 = machine_cpu(), time.monotonic()
     await asyncio.sleep(seconds)
     (app1, workers1), clients1 = tree_cpu_seconds(server["pid"]), _own_cpu_seconds()
-    wall1 = time.monotonic()
+    machine1, wall1 = machine_cpu(), time.monotonic()
+    used = [b - a for a, b in zip(machine0, machine1, strict=True)]
     for o in outs:
         o["stop"].set()
     await asyncio.gather(*tasks)
@@ -238,6 +244,9 @@ async def run_round(server: dict[str, Any], n: int, seconds: float) -> dict[str,
         "cpu_app_per_session_pct": pct(app1 - app0),
         "cpu_worker_per_session_pct": pct(workers1 - workers0),
         "cpu_client_per_session_pct": pct(clients1 - clients0),
+        # the whole machine: busy share of all cores, and time the hypervisor took (steal)
+        "machine_busy_pct": round(100 * (sum(used) - used[3] - used[4]) / max(1, sum(used)), 1),
+        "machine_steal_pct": round(100 * used[7] / max(1, sum(used)), 1),
     }
 
 
