@@ -162,9 +162,13 @@ def live_server(app) -> Iterator[str]:  # type: ignore[no-untyped-def]
     sock.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():  # type: ignore[no-untyped-def]
-    """Debian's Chromium driven by Playwright (its own browser download is not used)."""
+    """Debian's Chromium driven by Playwright (its own browser download is not used).
+
+    Module-scoped: Playwright's sync API keeps an event loop running in the main thread
+    while it is open, which would break ``asyncio.run`` in any test collected after it.
+    """
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():
