@@ -2,10 +2,13 @@
 
 Starts the app (its own process, see ``concurrency.py``), joins a study as a participant in
 Debian's Chromium through Playwright, and plays Atari Pong with the keyboard: in sync mode
-(one step per key press, the next press after the frame is drawn) and in async mode at
-60 fps (a key change every ~60 ms). Latency per input is measured from the episode's own
-envlogger log: ``frame_drawn - input_sent`` of the step that applied the input, both on the
-browser's clock (exactly what the recording holds). Prints JSON (milliseconds).
+(one step per key press, a press every 60 ms) and in async mode at 60 fps (a key change
+every ~60 ms). Paced by timers on purpose: Playwright's ``wait_for_function`` polls with
+``requestAnimationFrame``, which keeps the page painting and delays every frame that
+answers a key press until the next paint (docs/performance.md). Latency per input is
+measured from the episode's own envlogger log: ``frame_drawn - input_sent`` of the step that
+applied the input, both on the browser's clock (exactly what the recording holds). Prints
+JSON (milliseconds).
 
     .venv/bin/python benchmarks/latency.py [--inputs 150]
 """
@@ -97,7 +100,10 @@ def play(page: Any, url: str, token: str, mode: str, inputs: int) -> None:
     if mode == "sync":
         for i in range(1, inputs + 1):
             page.keyboard.press("ArrowUp" if i % 2 else "ArrowDown")
-            page.wait_for_function(f"Number(document.getElementById('st-step').textContent) >= {i}")
+            page.wait_for_timeout(60)
+        page.wait_for_function(
+            f"Number(document.getElementById('st-step').textContent) >= {inputs}"
+        )
     else:
         for i in range(inputs // 2):
             key = "ArrowUp" if i % 2 else "ArrowDown"

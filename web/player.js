@@ -5,6 +5,8 @@
 const PROTOCOL = 1;
 const HEADER_BYTES = 24; // episode u32, step u32, server ms f64, return f64 (big-endian)
 const PLAYER_KEYS = { start: "Enter", pause: "Escape", cancel: "Delete" };
+const GAMEPAD_POLL_MS = 4; // while a gamepad is connected
+const GAMEPAD_SEARCH_MS = 250; // looking for one
 const $ = (id) => document.getElementById(id);
 const now = () => performance.timeOrigin + performance.now();
 const params = new URLSearchParams(location.search);
@@ -364,7 +366,9 @@ function pollGamepad() {
     if (status.dataset.connected !== "true") { status.dataset.connected = "true"; status.textContent = `Gamepad: ${pad.id}`; }
     readPad(pad);
   }
-  requestAnimationFrame(pollGamepad);
+  // Timers, not requestAnimationFrame: a rAF loop keeps the page painting, and Chromium then
+  // holds back the frame that answers a key press until the next paint (8 ms on average).
+  setTimeout(pollGamepad, pad ? GAMEPAD_POLL_MS : GAMEPAD_SEARCH_MS);
 }
 
 function readPad(pad) {
@@ -417,8 +421,8 @@ function wire() {
   });
   document.addEventListener("fullscreenchange", () => requestAnimationFrame(fit));
   window.addEventListener("resize", fit);
-  window.addEventListener("gamepadconnected", () => {});
-  requestAnimationFrame(pollGamepad);
+  window.addEventListener("gamepadconnected", () => {}); // some browsers expose pads only to listeners
+  pollGamepad();
 }
 
 wire();
