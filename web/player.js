@@ -184,7 +184,7 @@ function onControl(m) { const h = handlers[m.type]; if (h) h(m); }
 function onFrame(buffer) {
   const view = new DataView(buffer);
   const frame = { episode: view.getUint32(0), step: view.getUint32(4), ret: view.getFloat64(16),
-    jpeg: new Blob([new Uint8Array(buffer, HEADER_BYTES)], { type: "image/jpeg" }) };
+    jpeg: new Uint8Array(buffer, HEADER_BYTES) };
   state.pending = frame; // only the newest waiting frame is decoded
   if (!state.decoding) decodeNext();
 }
@@ -195,9 +195,9 @@ async function decodeNext() {
   state.pending = null;
   state.decoding = true;
   try {
-    const bitmap = await createImageBitmap(frame.jpeg);
-    draw(bitmap);
-    bitmap.close();
+    const image = await decodeJpeg(frame.jpeg);
+    draw(image);
+    image.close();
     const drawn = now();
     send({ type: "ack", episode: frame.episode, step: frame.step, drawn_ms: drawn });
     state.shownEpisode = frame.episode;
@@ -212,12 +212,25 @@ async function decodeNext() {
   }
 }
 
-function draw(bitmap) {
-  const canvas = $("screen");
-  if (canvas.width !== bitmap.width || canvas.height !== bitmap.height) {
-    canvas.width = bitmap.width; canvas.height = bitmap.height; fit();
+/* WebCodecs' ImageDecoder decodes a small JPEG in about a quarter of createImageBitmap's time
+   in Chromium (0.4 vs 1.5 ms); it exists only in secure contexts (https, localhost). */
+async function decodeJpeg(bytes) {
+  if (!window.ImageDecoder) return createImageBitmap(new Blob([bytes], { type: "image/jpeg" }));
+  const decoder = new ImageDecoder({ data: bytes, type: "image/jpeg" });
+  try {
+    return (await decoder.decode()).image; // a VideoFrame
+  } finally {
+    decoder.close();
   }
-  canvas.getContext("2d").drawImage(bitmap, 0, 0);
+}
+
+function draw(image) {
+  const canvas = $("screen");
+  const width = image.displayWidth ?? image.width, height = image.displayHeight ?? image.height;
+  if (canvas.width !== width || canvas.height !== height) {
+    canvas.width = width; canvas.height = height; fit();
+  }
+  canvas.getContext("2d").drawImage(image, 0, 0);
   canvas.dataset.frames = String(Number(canvas.dataset.frames || 0) + 1);
 }
 

@@ -75,6 +75,18 @@ def test_keyboard_episode_to_the_end_and_saved(live_server, page, factory, desig
     assert row.latency_p50_ms is not None and row.latency_p95_ms >= row.latency_p50_ms
 
 
+def test_frames_draw_without_webcodecs(live_server, page, factory, designer, db):
+    """Over plain http (not localhost) there is no ImageDecoder: createImageBitmap draws."""
+    page.context.add_init_script("delete window.ImageDecoder;")
+    _participant(page, live_server, factory, designer, db, counter_env(episode_len=50))
+    assert page.evaluate("typeof window.ImageDecoder") == "undefined"
+    _play(page)
+    page.keyboard.press("KeyA")
+    expect(page.locator("#st-step")).to_have_text("1")
+    expect(page.locator("#screen")).to_have_attribute("data-frames", "2")
+    expect(page.locator("#screen")).to_have_attribute("width", "16")  # the env's 16x16 frames
+
+
 def test_reject_at_the_end(live_server, page, factory, designer, db):
     study = _participant(page, live_server, factory, designer, db, counter_env(episode_len=2))
     _play(page)
