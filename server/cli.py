@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError
-from server.models import EpisodeStatus, Role, User
+from server.models import EpisodeStatus, Role, Study, User
 from server.schemas import ExportOptionsIn, ExportSelection, UserCreate
 from server.services import bootstrap, studies, study_files, users
 
@@ -57,13 +57,8 @@ def cmd_import_study(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_export_study(args: argparse.Namespace, settings: Settings) -> int:
     """Print a study file (or write it to --out)."""
-    from server.models import Study
-
     with _session(settings) as db:
-        study = db.get(Study, args.id)
-        if study is None:
-            print(f"no study {args.id}", file=sys.stderr)
-            return 1
+        study = _study(db, args.id)
         text = study_files.dump_yaml(studies.spec_of(study))
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
@@ -85,14 +80,10 @@ def cmd_create_user(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
     """List a study's episodes as a table."""
-    from server.models import Study
     from server.services import review
 
     with _session(settings) as db:
-        study = db.get(Study, args.study)
-        if study is None:
-            print(f"no study {args.study}", file=sys.stderr)
-            return 1
+        study = _study(db, args.study)
         flt = review.EpisodeFilter(statuses=args.status or [], tags=args.tag or [])
         page = review.list_episodes(db, study, flt, sort="started_at", limit=review.MAX_PAGE)
         externals = review.external_ids(db, page.items)
@@ -115,26 +106,21 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
     from server.export import ExportError
     from server.export.jobs import write_output
-    from server.models import Study
     from server.services import exports
 
     out = Path(args.out)
     if args.archive != "folder" and not out.name.endswith(f".{args.archive}"):
         out = out.with_name(f"{out.name}.{args.archive}")
     with _session(settings) as db:
-        study = db.get(Study, args.study)
-        if study is None:
-            print(f"no study {args.study}", file=sys.stderr)
-            return 1
+        study = _study(db, args.study)
         selection = ExportSelection(
             statuses=args.status or ["completed"],
             environments=args.env or [],
             tags=args.tag or [],
             exclude_tags=args.exclude_tag or [],
         )
-        fmt = "envlogger" if args.format == "envlogger" else "tfds"
         opts = ExportOptionsIn(
-            format=fmt,
+            format=args.format,
             strip_step_metadata=args.strip,
             end_tags=args.end_tag or [],
             archive=args.archive,
@@ -158,6 +144,13 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             return 2
     print(f"exported {len(inputs)} episodes ({total_steps} steps) to {path}")
     return 0
+
+
+def _study(db: Session, study_id: int) -> Study:
+    study = db.get(Study, study_id)
+    if study is None:
+        raise SystemExit(f"no study {study_id}")
+    return study
 
 
 def _owner(db: Session, email: str) -> User:
