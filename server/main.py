@@ -176,7 +176,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="RLDS Studio", version=__version__, description=DESCRIPTION, lifespan=lifespan
     )
     app.state.settings = settings
-    app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     app.state.export_jobs = JobManager(
         settings.data_root, app.state.sessionmaker, settings.export_workers

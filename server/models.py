@@ -26,6 +26,15 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from server.core.db import Base
 
+# Row ids are INTEGER columns (32-bit on PostgreSQL): larger ids are refused instead of
+# overflowing in the database.
+MAX_DB_INT = 2**31 - 1
+
+
+def is_row_id(text: str) -> bool:
+    """``text`` is the decimal id of a row (fits the 32-bit INTEGER columns of PostgreSQL)."""
+    return text.isascii() and text.isdigit() and int(text) <= MAX_DB_INT
+
 
 def utcnow() -> datetime:
     """Timezone-aware now, the only clock rows use."""

@@ -5,17 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from server.models import EpisodeStatus, JobState, Role, StudyState
 from server.player.protocol import PROTOCOL_VERSION
-from server.study_spec import StudySpec, reject_nul
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    _no_nul = model_validator(mode="before")(reject_nul)
+from server.study_spec import StrictModel, StudySpec
 
 
 class _Public(BaseModel):
@@ -23,19 +17,19 @@ class _Public(BaseModel):
 
 
 # --- users and auth -----------------------------------------------------------------------
-class LoginIn(_Body):
+class LoginIn(StrictModel):
     email: str = Field(min_length=3, max_length=320)
     password: str = Field(min_length=1, max_length=1024)
 
 
-class UserCreate(_Body):
+class UserCreate(StrictModel):
     email: str = Field(min_length=3, max_length=320, pattern=r"^[^@\s]+@[^@\s]+$")
     name: str = Field(default="", max_length=200)
     password: str = Field(min_length=8, max_length=1024)
     role: Role = Role.designer
 
 
-class UserUpdate(_Body):
+class UserUpdate(StrictModel):
     name: str | None = Field(default=None, max_length=200)
     password: str | None = Field(default=None, min_length=8, max_length=1024)
     role: Role | None = None
@@ -57,15 +51,15 @@ class LoginOut(BaseModel):
 
 
 # --- studies ------------------------------------------------------------------------------
-class StudyCreate(_Body):
+class StudyCreate(StrictModel):
     spec: StudySpec
 
 
-class StudyUpdate(_Body):
+class StudyUpdate(StrictModel):
     spec: StudySpec
 
 
-class StudyStateChange(_Body):
+class StudyStateChange(StrictModel):
     state: StudyState
 
 
@@ -104,17 +98,17 @@ class ErrorOut(BaseModel):
 
 
 # --- episodes: review, tags, notes ----------------------------------------------------------
-class TagIn(_Body):
+class TagIn(StrictModel):
     name: str = Field(min_length=1, max_length=64)
 
 
-class StepTagIn(_Body):
+class StepTagIn(StrictModel):
     name: str = Field(min_length=1, max_length=64)
     start: int = Field(ge=0, description="First tagged step.")
     end: int | None = Field(default=None, ge=0, description="Last tagged step (inclusive).")
 
 
-class NoteIn(_Body):
+class NoteIn(StrictModel):
     body: str = Field(min_length=1, max_length=10_000)
 
 
@@ -166,7 +160,7 @@ class EpisodeList(BaseModel):
 
 
 # --- export jobs -------------------------------------------------------------------------
-class ExportSelection(_Body):
+class ExportSelection(StrictModel):
     """Explicit episode ids, or a filter over the study's episodes."""
 
     episode_ids: list[str] | None = Field(
@@ -181,7 +175,7 @@ class ExportSelection(_Body):
     until: datetime | None = None
 
 
-class ExportOptionsIn(_Body):
+class ExportOptionsIn(StrictModel):
     """How to export (see docs/export.md)."""
 
     format: Literal["tfds", "envlogger"] = "tfds"
@@ -196,7 +190,7 @@ class ExportOptionsIn(_Body):
     )
 
 
-class ExportCreate(_Body):
+class ExportCreate(StrictModel):
     selection: ExportSelection = Field(default_factory=ExportSelection)
     options: ExportOptionsIn = Field(default_factory=ExportOptionsIn)
 
@@ -223,7 +217,7 @@ class ExportJobPublic(BaseModel):
 
 
 # --- the player ----------------------------------------------------------------------------
-class JoinIn(_Body):
+class JoinIn(StrictModel):
     """A participant arriving through a permalink."""
 
     token: str = Field(min_length=1, max_length=64, description="The study's permalink token.")

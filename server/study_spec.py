@@ -53,13 +53,15 @@ def reject_nul(data: Any) -> Any:
     return data
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """A request or spec body: unknown fields and NUL characters are refused."""
+
     model_config = ConfigDict(extra="forbid")
 
     _no_nul = model_validator(mode="before")(reject_nul)
 
 
-class GymnasiumSource(_Strict):
+class GymnasiumSource(StrictModel):
     """An environment registered with Gymnasium, built with ``gymnasium.make(id, **kwargs)``."""
 
     kind: Literal["gymnasium"] = "gymnasium"
@@ -67,7 +69,7 @@ class GymnasiumSource(_Strict):
     kwargs: dict[str, Any] = Field(default_factory=dict)
 
 
-class DmEnvSource(_Strict):
+class DmEnvSource(StrictModel):
     """A dm_env environment built by calling ``module:function(**kwargs)``."""
 
     kind: Literal["dm_env"] = "dm_env"
@@ -85,7 +87,7 @@ class DmEnvSource(_Strict):
 Source = Annotated[GymnasiumSource | DmEnvSource, Field(discriminator="kind")]
 
 
-class AxisBinding(_Strict):
+class AxisBinding(StrictModel):
     """A gamepad axis driving one dimension of a Box action (or two discrete actions)."""
 
     axis: int = Field(ge=0, le=15)
@@ -99,7 +101,7 @@ class AxisBinding(_Strict):
     )
 
 
-class Controls(_Strict):
+class Controls(StrictModel):
     """How browser input becomes an action.
 
     ``keys`` maps ``KeyboardEvent.code`` values (``ArrowLeft``, ``KeyW``, ``Space``) - or
@@ -117,7 +119,7 @@ class Controls(_Strict):
     )
 
 
-class EnvironmentSpec(_Strict):
+class EnvironmentSpec(StrictModel):
     """One environment of a study."""
 
     id: str = Field(pattern=SLUG, description="Stable identifier, used in exports.")
@@ -140,7 +142,7 @@ class EnvironmentSpec(_Strict):
     episodes_total: int | None = Field(default=None, ge=1)
 
 
-class StudySpec(_Strict):
+class StudySpec(StrictModel):
     """A whole study: what a designer configures and ``studies/*.yaml`` holds."""
 
     name: str = Field(min_length=1, max_length=200)

@@ -12,14 +12,11 @@ from server.core import security
 from server.core.config import Settings
 from server.core.db import session_scope
 from server.errors import Forbidden, Unauthorized
-from server.models import Role, User
+from server.models import MAX_DB_INT, Role, User
 from server.principal import Principal
 from server.services import users
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-# Row ids are INTEGER columns (32-bit on PostgreSQL): larger ids are refused with 422
-# instead of overflowing in the database.
-MAX_DB_INT = 2**31 - 1
 RowId = Annotated[int, Path(ge=1, le=MAX_DB_INT)]
 
 

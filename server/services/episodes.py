@@ -185,10 +185,7 @@ def finish_episode(db: Session, episode_id: str, result: EpisodeResult) -> Episo
     episode.end_reason = result.end_reason
     episode.error = result.error
     episode.ended_at = ended
-    started = episode.started_at
-    if started.tzinfo is None:  # SQLite drops the zone
-        started = started.replace(tzinfo=ended.tzinfo)
-    episode.duration_s = max(0.0, (ended - started).total_seconds())
+    episode.duration_s = max(0.0, (ended - episode.started_at).total_seconds())
     episode.latency_p50_ms = percentile(result.latencies_ms, 50)
     episode.latency_p95_ms = percentile(result.latencies_ms, 95)
     episode.frames_dropped = result.frames_dropped
@@ -215,7 +212,6 @@ def recover_interrupted(db: Session) -> int:
         episode.status = EpisodeStatus.abandoned
         episode.end_reason = SERVER_RESTART
         episode.ended_at = utcnow()
-        if episode.started_at is not None:
-            episode.duration_s = (episode.ended_at - episode.started_at).total_seconds()
+        episode.duration_s = (episode.ended_at - episode.started_at).total_seconds()
     db.commit()
     return len(rows)

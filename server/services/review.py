@@ -8,7 +8,7 @@ they come from the player.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, selectinload
 
 from server.errors import DomainError, Invalid, NotFound
-from server.models import Episode, EpisodeTag, Note, Participant, StepTag, Study
+from server.models import Episode, EpisodeTag, Note, Participant, StepTag, Study, is_row_id
 from server.principal import Principal
 from server.services import studies
 
@@ -47,7 +47,6 @@ class EpisodeFilter:
     exclude_tags: Sequence[str] = ()  # none of them
     since: datetime | None = None
     until: datetime | None = None
-    episode_ids: Sequence[str] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -67,16 +66,9 @@ def agent_key(episode: Episode, external_ids: dict[int, str]) -> str:
     return f"{USER_PREFIX}{episode.user_id}" if episode.user_id is not None else "unknown"
 
 
-def _is_row_id(text: str) -> bool:
-    """``text`` is the decimal id of a row (fits the 32-bit INTEGER columns of PostgreSQL)."""
-    return text.isascii() and text.isdigit() and int(text) < 2**31
-
-
 def filtered(study_id: int, flt: EpisodeFilter) -> Select[Any]:
     """The select of a study's episodes matching ``flt``."""
     query = select(Episode).where(Episode.study_id == study_id)
-    if flt.episode_ids:
-        query = query.where(Episode.id.in_(list(flt.episode_ids)))
     if flt.statuses:
         query = query.where(Episode.status.in_(list(flt.statuses)))
     if flt.env_keys:
@@ -86,7 +78,7 @@ def filtered(study_id: int, flt: EpisodeFilter) -> Select[Any]:
         user_ids = [
             int(p[len(USER_PREFIX) :])
             for p in flt.participants
-            if p.startswith(USER_PREFIX) and _is_row_id(p[len(USER_PREFIX) :])
+            if p.startswith(USER_PREFIX) and is_row_id(p[len(USER_PREFIX) :])
         ]
         by_participant = Episode.participant_id.in_(
             select(Participant.id).where(

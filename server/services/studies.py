@@ -117,17 +117,14 @@ def update_study(db: Session, study: Study, spec: StudySpec) -> Study:
     return study
 
 
-def delete_study(db: Session, study: Study, data_root: Path | None = None) -> None:
-    """Delete a draft with its test-play episodes and exports (other states keep theirs).
-
-    With ``data_root``, their logs and export outputs are removed too.
-    """
+def delete_study(db: Session, study: Study, data_root: Path) -> None:
+    """Delete a draft with its test-play episodes and exports, their logs and export outputs
+    included (other states keep theirs)."""
     if study.state != StudyState.draft:
         raise Conflict("Only draft studies can be deleted; close it instead.")
-    folders = [episode_dir(data_root, study.id, "")] if data_root is not None else []
-    if data_root is not None:
-        job_ids = db.scalars(select(ExportJob.id).where(ExportJob.study_id == study.id))
-        folders += [export_dir(data_root, job_id) for job_id in job_ids]
+    job_ids = db.scalars(select(ExportJob.id).where(ExportJob.study_id == study.id))
+    folders = [episode_dir(data_root, study.id, "")]
+    folders += [export_dir(data_root, job_id) for job_id in job_ids]
     # Episodes point at the study's environment rows, which go with the study: the episodes
     # (a designer may test-play a draft) must go first.
     db.execute(delete(Episode).where(Episode.study_id == study.id))
@@ -145,7 +142,7 @@ def change_state(
     if target not in TRANSITIONS[current]:
         raise Conflict(f"{_a(current).capitalize()} study cannot become {target}.")
     if target == StudyState.active and validate is not None:
-        problems = validate(StudySpec.model_validate(study.spec))
+        problems = validate(spec_of(study))
         if problems:
             raise Invalid(
                 "The study cannot start: some environments do not run here.", detail=problems

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
@@ -83,8 +83,7 @@ def user_for_token(db: Session, token: str | None) -> User | None:
     row = db.get(AuthSession, security.token_digest(token))
     if row is None:
         return None
-    expires = row.expires_at if row.expires_at.tzinfo else row.expires_at.replace(tzinfo=UTC)
-    if expires < datetime.now(UTC):
+    if row.expires_at < utcnow():
         return None
     user = db.get(User, row.user_id)
     return user if user is not None and user.is_active else None

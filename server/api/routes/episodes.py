@@ -8,8 +8,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
 
-from server.api.deps import MAX_DB_INT, CurrentPrincipal, RowId, SessionDep, SettingsDep
-from server.models import Episode, EpisodeStatus
+from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
+from server.models import MAX_DB_INT, Episode, EpisodeStatus
 from server.schemas import (
     EpisodeDetail,
     EpisodeList,

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, FastAPI, WebSocket
 from sqlalchemy.orm import Session
 
-from server.api.deps import MAX_DB_INT, CurrentPrincipal, RowId, SessionDep, SettingsDep
+from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.core import security
 from server.errors import Conflict, NotFound
-from server.models import Study, StudyState
+from server.models import Study, StudyState, is_row_id
 from server.player import protocol as p
 from server.player import tickets
 from server.player.connection import Connection, close_quietly
@@ -99,8 +99,7 @@ def _authenticate(
     if not _same_origin(websocket):
         return "cross-origin socket refused"
     study_id = websocket.query_params.get("study", "")
-    valid_id = study_id.isascii() and study_id.isdigit() and int(study_id) <= MAX_DB_INT
-    study = db.get(Study, int(study_id)) if valid_id else None
+    study = db.get(Study, int(study_id)) if is_row_id(study_id) else None
     principal = Principal.for_user(user.id, user.role)
     if study is None or not principal.can_play(study):
         return "no such study, or not yours"
