@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+
+def validation_detail(
+    errors: Iterable[Mapping[str, Any]], prefix: tuple[str | int, ...] = ()
+) -> list[dict[str, Any]]:
+    """Pydantic errors as ``[{"loc": [...], "msg": ..., "type": ...}]`` (no input echoed)."""
+    return [
+        {"loc": [*prefix, *err["loc"]], "msg": err["msg"], "type": err["type"]} for err in errors
+    ]
 
 
 class DomainError(Exception):

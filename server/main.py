@@ -21,7 +21,7 @@ from server import __version__
 from server.api.routes import auth, episodes, exports, health, play, studies, users
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
-from server.errors import DomainError
+from server.errors import DomainError, validation_detail
 from server.export.jobs import JobManager
 from server.services.replay import ReaderCache
 
@@ -129,12 +129,9 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        detail = [
-            {"loc": list(err.get("loc", ())), "msg": err.get("msg", ""), "type": err.get("type")}
-            for err in exc.errors()
-        ]
         return JSONResponse(
-            {"detail": detail, "message": "The request is not valid."}, status_code=422
+            {"detail": validation_detail(exc.errors()), "message": "The request is not valid."},
+            status_code=422,
         )
 
     @app.exception_handler(StarletteHTTPException)

@@ -9,16 +9,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from server.errors import Invalid
+from server.errors import Invalid, validation_detail
 from server.study_spec import StudySpec
-
-
-def validation_detail(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> list[dict]:
-    """Pydantic errors as ``[{"loc": [...], "msg": ..., "type": ...}]`` (no input echoed)."""
-    return [
-        {"loc": [*prefix, *err["loc"]], "msg": err["msg"], "type": err["type"]}
-        for err in exc.errors(include_url=False, include_input=False)
-    ]
 
 
 def parse_spec(data: Any, prefix: tuple[str | int, ...] = ("spec",)) -> StudySpec:
@@ -27,7 +19,8 @@ def parse_spec(data: Any, prefix: tuple[str | int, ...] = ("spec",)) -> StudySpe
         return StudySpec.model_validate(data)
     except ValidationError as exc:
         raise Invalid(
-            "The study spec is not valid.", detail=validation_detail(exc, prefix)
+            "The study spec is not valid.",
+            detail=validation_detail(exc.errors(include_url=False, include_input=False), prefix),
         ) from exc
 
 
