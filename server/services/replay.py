@@ -25,53 +25,60 @@ MAX_STEPS_PAGE = 1000
 
 
 class _Entry:
-    def __init__(self, reader: Any) -> None:
+    def __init__(self, reader: Any, version: Any) -> None:
         self.reader = reader
+        self.version = version
         self.lock = threading.Lock()
         self.length = len(reader.steps)
 
 
 class ReaderCache:
-    """An LRU of open envlogger readers keyed by (log folder, version).
+    """An LRU of open envlogger readers, one per log folder.
 
     ``version`` should change whenever the log may have grown (e.g. the episode's step
-    count), so a reader opened while an episode was recording is not served forever.
+    count): a reader opened at another version is closed and the log opened again, so a
+    reader opened while an episode was recording is not served forever.
     """
 
     def __init__(self, size: int = CACHE_SIZE) -> None:
         self.size = size
-        self._entries: OrderedDict[tuple[str, Any], _Entry] = OrderedDict()
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
     @contextmanager
     def reader(self, log_dir: Path, version: Any = None) -> Iterator[tuple[Any, int]]:
         """Yield ``(reader, number of recorded timesteps)``, holding that reader's lock."""
-        key = (str(log_dir), version)
+        key = str(log_dir)
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None:
+            if entry is not None and entry.version == version:
                 self._entries.move_to_end(key)
+            else:
+                entry = None
         if entry is None:
-            entry = self._open(log_dir)
+            opened = self._open(log_dir, version)
+            unused: _Entry | None
             with self._lock:
+                current = self._entries.pop(key, None)
+                if current is not None and current.version == version:
+                    entry, unused = current, opened  # a concurrent request opened it first
+                else:
+                    entry, unused = opened, current
                 self._entries[key] = entry
-                self._evict()
+                while len(self._entries) > self.size:
+                    _close(self._entries.popitem(last=False)[1])
+            if unused is not None:
+                _close(unused)
         with entry.lock:
             yield entry.reader, entry.length
 
-    def _open(self, log_dir: Path) -> _Entry:
+    def _open(self, log_dir: Path, version: Any) -> _Entry:
         if not Path(log_dir).is_dir():
             raise NotFound("The episode's log is missing.")
         try:
-            return _Entry(open_reader(log_dir))
+            return _Entry(open_reader(log_dir), version)
         except Exception as exc:  # the Riegeli reader raises plain RuntimeErrors
             raise NotFound(f"The episode's log cannot be read ({exc}).") from exc
-
-    def _evict(self) -> None:
-        while len(self._entries) > self.size:
-            _key, old = self._entries.popitem(last=False)
-            with old.lock:
-                old.reader.close()
 
     def close(self) -> None:
         """Close every cached reader."""
@@ -79,8 +86,12 @@ class ReaderCache:
             entries = list(self._entries.values())
             self._entries.clear()
         for entry in entries:
-            with entry.lock:
-                entry.reader.close()
+            _close(entry)
+
+
+def _close(entry: _Entry) -> None:
+    with entry.lock:
+        entry.reader.close()
 
 
 def frame(cache: ReaderCache, log_dir: Path, step: int, version: Any = None) -> bytes:
