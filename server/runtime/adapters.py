@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import dm_env
@@ -48,6 +49,16 @@ def suite_modules(env_id: str) -> list[str]:
     if env_id.startswith("NetHack"):
         return ["nle"]
     return []
+
+
+def register_suites(modules: Iterable[str]) -> None:
+    """Import the modules that register a suite's Gymnasium ids (before ``gymnasium.make``)."""
+    import gymnasium as gym
+
+    for module in modules:
+        mod = _import(module)
+        if module == "ale_py":
+            gym.register_envs(mod)  # ale_py registers its ids only when asked
 
 
 class EnvAdapter(dm_env.Environment):
@@ -125,10 +136,7 @@ class GymnasiumAdapter(EnvAdapter):
         super().__init__()
         import gymnasium as gym
 
-        for module in suite_modules(env_id):
-            mod = _import(module)
-            if module == "ale_py":
-                gym.register_envs(mod)
+        register_suites(suite_modules(env_id))
         kwargs = dict(kwargs)
         kwargs.setdefault("render_mode", "rgb_array")
         try:
@@ -139,6 +147,7 @@ class GymnasiumAdapter(EnvAdapter):
             raise EnvBuildError(f"bad settings for {env_id!r}: {exc}") from exc
         self.space = self.env.action_space
         self._obs_spec = _specs.space_to_spec(self.env.observation_space, "observation")
+        self._image = _image_path(self._obs_spec)  # where frame() looks without rgb_array
         self._act_spec = _specs.space_to_spec(self.space, "action")
         self._last_obs: Any = None
         meanings = getattr(self.env.unwrapped, "get_action_meanings", None)
@@ -174,11 +183,10 @@ class GymnasiumAdapter(EnvAdapter):
             return _as_rgb(self.env.render())
         # Suites without rgb_array rendering (NetHack's "pixel" observation): use the image
         # inside the last observation.
-        path = _image_path(self._obs_spec)
-        if path is None:
+        if self._image is None:
             raise RuntimeError("the environment has no rgb_array render and no image observation")
         value = self._last_obs
-        for key in path:
+        for key in self._image:
             value = value[key]
         return _as_rgb(value)
 
@@ -206,6 +214,8 @@ class DmEnvAdapter(EnvAdapter):
         if not isinstance(self.env, dm_env.Environment):
             raise EnvBuildError(f"{factory!r} returned {type(self.env).__name__}, not dm_env")
         self._physics = getattr(self.env, "physics", None)
+        self._model_cameras: list[str] = []
+        self._image = _image_path(self.env.observation_spec())
         self._obs: Any = None
         self._source = "observation"
         if callable(getattr(self.env, "render", None)) and getattr(self.env, "cameras", None):
@@ -215,8 +225,9 @@ class DmEnvAdapter(EnvAdapter):
             self._source = "physics"
             ncam = int(self._physics.model.ncam)
             names = [self._physics.model.id2name(i, "camera") or str(i) for i in range(ncam)]
+            self._model_cameras = names
             self.cameras = names or [DEFAULT_CAMERA]
-        elif _image_path(self.env.observation_spec()) is None:
+        elif self._image is None:
             raise EnvBuildError(f"{factory!r}: no render method and no image observation")
         self.camera = self.cameras[0]
 
@@ -251,13 +262,14 @@ class DmEnvAdapter(EnvAdapter):
             return _as_rgb(self.env.render(camera=self.camera))
         if self._source == "physics":
             assert self._physics is not None
-            cam = self.cameras.index(self.camera) if self.camera in self.cameras else -1
+            # a model without cameras renders from the free camera (-1)
+            names = self._model_cameras
+            cam = names.index(self.camera) if self.camera in names else -1
             return _as_rgb(
                 self._physics.render(height=_RENDER_SIZE, width=_RENDER_SIZE, camera_id=cam)
             )
-        path = _image_path(self.env.observation_spec())
         value = self._obs
-        for key in path or ():
+        for key in self._image or ():
             value = value[key]
         return _as_rgb(value)
 

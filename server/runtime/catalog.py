@@ -151,10 +151,9 @@ def _check_gymnasium_id(env_id: str) -> list[str]:
 def _registered_ids(modules: tuple[str, ...]) -> frozenset[str]:
     import gymnasium as gym
 
-    for module in modules:
-        mod = importlib.import_module(module)
-        if module == "ale_py":
-            gym.register_envs(mod)
+    from server.runtime.adapters import register_suites
+
+    register_suites(modules)
     return frozenset(gym.registry)
 
 

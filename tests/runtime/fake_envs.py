@@ -102,3 +102,40 @@ def image_obs() -> dm_env.Environment:
         cameras = ()  # type: ignore[assignment]
 
     return _ImageObs()
+
+
+class _CameraLessModel:
+    ncam = 0
+
+    def id2name(self, index: int, kind: str) -> str:
+        raise IndexError(index)
+
+
+class _CameraLessPhysics:
+    """What DmEnvAdapter reads of a dm_control physics (dm_control is an optional extra)."""
+
+    model = _CameraLessModel()
+
+    def __init__(self) -> None:
+        self.camera_ids: list[int] = []
+
+    def render(self, height: int, width: int, camera_id: int) -> np.ndarray:
+        if camera_id != -1:  # like MuJoCo: only the free camera exists without model cameras
+            raise ValueError(f"no camera {camera_id}")
+        self.camera_ids.append(camera_id)
+        return np.zeros((height, width, 3), dtype=np.uint8)
+
+
+class CameraLessPhysicsEnv(CounterEnv):
+    """A physics env whose model has no cameras and no render method of its own."""
+
+    render = None  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.physics = _CameraLessPhysics()
+
+
+def camera_less_physics() -> CameraLessPhysicsEnv:
+    """Frames from a physics without model cameras."""
+    return CameraLessPhysicsEnv()
