@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 _KEEP_STEPS = 256  # frame-sent times kept for steps whose ack has not come yet
 
@@ -31,7 +30,6 @@ class EpisodeRun:
     frames_dropped: int = 0
     latencies_ms: list[float] = field(default_factory=list)
     last_frame: bytes | None = None
-    last_raw: dict[str, Any] = field(default_factory=dict)
     # client time of the input not yet applied (async) / of the input applied at a step
     pending_input_ms: float | None = None
     forwarded_ms: float = 0.0  # server time the pending input went to the worker

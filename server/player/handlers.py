@@ -54,9 +54,8 @@ async def on_input(s: LiveSession, msg: p.InputMsg) -> None:
     if s.phase != Phase.playing or run is None or s.worker is None:
         raise wrong_state(s.phase, "send input")
     timing = {"input_sent": msg.client_ms, "input_recv": now_ms(), "seen_step": msg.seen_step}
-    run.last_raw = msg.raw()
     try:
-        event = await s.worker.send_input(run.last_raw, timing, run.take_acks())
+        event = await s.worker.send_input(msg.raw(), timing, run.take_acks())
     except WorkerError as exc:
         await s.fail(exc)
         return
@@ -77,12 +76,9 @@ async def on_ack(s: LiveSession, msg: p.AckMsg) -> None:
         recent = episodes.percentile(run.latencies_ms[-60:], 50)
         s.send({"type": "stats", "latency_ms": recent, "frames_dropped": run.frames_dropped})
     if (s.phase == Phase.playing and s.worker is not None
-            and s.worker.info.get("mode") == "async" and len(run.acks) >= ACK_FLUSH
-            and run.pending_input_ms is None):  # fmt: skip
-        # re-send the held input (no fresh client time) so the acks get recorded
-        timing = {"input_recv": now_ms(), "seen_step": msg.step}
+            and s.worker.info.get("mode") == "async" and len(run.acks) >= ACK_FLUSH):  # fmt: skip
         with contextlib.suppress(WorkerError):  # the pump reports a dead worker
-            await s.worker.send_input(run.last_raw, timing, run.take_acks())
+            await s.worker.send_acks(run.take_acks())
 
 
 async def on_pause(s: LiveSession, _msg: p.PauseMsg) -> None:

@@ -240,6 +240,9 @@ class Session:
             self.acks.extend(payload.get("acks") or [])
             self.fresh_input = True
             return self.step() if self.spec.mode == "sync" else None
+        if command == "acks":
+            self.acks.extend(payload)
+            return None
         if command == "begin_episode":
             return self.begin_episode(payload)
         if command == "end_episode":

@@ -206,6 +206,10 @@ class EnvWorker:
             return None
         return StepEvent.from_wire(await self._request("input", payload))
 
+    async def send_acks(self, acks: list[Any]) -> None:
+        """Frame acks drawn since the last input, recorded with the next step (no step now)."""
+        await self._send("acks", acks, None)
+
     async def events(self) -> AsyncIterator[StepEvent]:
         """Async-mode step events as the worker pushes them; ends when the worker closes.
 

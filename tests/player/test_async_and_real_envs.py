@@ -137,3 +137,30 @@ def test_async_reconnect_resumes_paused_and_records_every_step(factory, designer
     offset = episode["seed"] % 7  # the counter env's observation is (t + offset) % 256
     observed = [int(s.timestep.observation[0, 0, 0]) for s in steps]
     assert observed == [(t + offset) % 256 for t in range(len(steps))]  # nothing skipped
+
+
+def test_async_acks_are_recorded_without_a_made_up_input(factory, designer, db):
+    """Acks reach the log on their own: no step gets an input the player did not send."""
+    env = counter_env(episode_len=100_000, mode="async", fps=60)
+    study = factory.study(designer, spec(env))
+    with factory.client(designer).websocket_connect(f"/ws/play?study={study.id}") as ws:
+        player = Player(ws)
+        player.until("hello")
+        player.send(type="start", env_id="counter")
+        episode = player.until("episode_started")["episode"]
+        player.send(type="input", keys=["KeyA"], client_ms=1.9e12, seen_step=0)
+        acked = []
+        while len(acked) < 45:  # more than one batch of acks (30) for the worker
+            index, step = player.frame()[:2]
+            player.send(type="ack", episode=index, step=step, drawn_ms=2e12 + step)
+            acked.append(step)
+        for _ in range(3):  # steps after the batch, which record it
+            player.frame()
+        player.send(type="cancel")
+        player.until("episode_saved")
+    with open_reader(row_of(db, episode["id"]).storage_path) as reader:
+        timings = [json.loads(s.custom_data["timing"]) for s in reader.steps]
+    recorded = [a[0] for t in timings for a in t.get("acks", [])]
+    assert len(recorded) >= 30 and recorded == acked[: len(recorded)]
+    assert [t for t in timings if "input_recv" in t and "input_sent" not in t] == []
+    assert sum("input_sent" in t for t in timings) == 1  # the one input the player sent
