@@ -1,5 +1,7 @@
 // RLDS Studio: the designer's pages (login, studies, study detail, users), on the JSON API.
 
+import { ApiError, createApi, el, problems, toast } from "./api.js";
+
 const $ = (selector) => document.querySelector(selector);
 
 const EXAMPLE_YAML = `name: My first study
@@ -26,93 +28,20 @@ const state = {
   user: null,
   studies: [],
   selected: null, // the full study (StudyPublic) shown in the detail panel
+  selectedYaml: undefined, // its study file (YAML) as last downloaded
 };
 
 // --- API --------------------------------------------------------------------------------
 
-class ApiError extends Error {
-  constructor(status, body) {
-    super(describeError(status, body));
-    this.status = status;
-    this.body = body;
-  }
-}
-
-function cookie(name) {
-  for (const part of document.cookie.split(";")) {
-    const [key, ...rest] = part.trim().split("=");
-    if (key === name) return decodeURIComponent(rest.join("="));
-  }
-  return "";
-}
-
 /** Call the API; writes carry the CSRF header. Throws ApiError on a non-2xx answer. */
-async function api(method, path, { json, text, contentType, raw } = {}) {
-  const headers = {};
-  let body;
-  if (json !== undefined) {
-    headers["Content-Type"] = "application/json";
-    body = JSON.stringify(json);
-  } else if (text !== undefined) {
-    headers["Content-Type"] = contentType || "text/plain";
-    body = text;
-  }
-  if (!["GET", "HEAD"].includes(method)) headers["X-CSRF-Token"] = cookie("studio_csrf");
-  let res;
-  try {
-    res = await fetch(path, { method, headers, body, credentials: "same-origin" });
-  } catch {
-    throw new ApiError(0, { detail: "The server cannot be reached. Check your connection." });
-  }
-  if (res.status === 204) return null;
-  const isJson = (res.headers.get("content-type") || "").includes("json");
-  const payload = isJson ? await res.json() : await res.text();
-  if (!res.ok) {
-    const error = new ApiError(res.status, isJson ? payload : { detail: payload });
-    if (res.status === 401 && path !== "/api/auth/login" && state.user) onSessionLost();
-    throw error;
-  }
-  return raw ? res : payload;
-}
-
-/** Field path of a validation error, e.g. ``environments.0.source.id``. */
-function fieldPath(loc) {
-  const parts = Array.isArray(loc) ? [...loc] : [];
-  if (parts.length > 1 && parts[0] === "body") parts.shift();
-  return parts.join(".");
-}
-
-/** Lines describing a validation error's problems (one per field). */
-function problems(body) {
-  if (!body || !Array.isArray(body.detail)) return [];
-  return body.detail.map((item) => {
-    const path = fieldPath(item.loc);
-    return path ? `${path}: ${item.msg}` : String(item.msg);
-  });
-}
-
-function describeError(status, body) {
-  if (body && typeof body.detail === "string") return body.detail;
-  if (body && body.message) return body.message;
-  if (status === 422) return "The request is not valid.";
-  return `The server answered ${status}.`;
-}
+const api = createApi({
+  // A 401 anywhere but at login means the session has ended.
+  onUnauthorized: (_error, path) => {
+    if (path !== "/api/auth/login" && state.user) onSessionLost();
+  },
+});
 
 // --- small UI helpers ---------------------------------------------------------------------
-
-function el(tag, props = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "class") node.className = value;
-    else if (key === "dataset") Object.assign(node.dataset, value);
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else if (value !== undefined && value !== null && value !== false) node.setAttribute(key, value);
-  }
-  for (const child of children.flat()) {
-    if (child !== null && child !== undefined) node.append(child);
-  }
-  return node;
-}
 
 /** Show an error (message plus one line per field problem) in an alert box; null hides it. */
 function showError(box, error) {
@@ -126,12 +55,6 @@ function showError(box, error) {
   const lines = error instanceof ApiError ? problems(error.body) : [];
   if (lines.length) box.append(el("ul", { class: "problems" }, lines.map((line) => el("li", {}, line))));
   box.hidden = false;
-}
-
-function toast(message, kind = "info") {
-  const item = el("div", { class: `toast toast-${kind}` }, message);
-  $("#toasts").append(item);
-  setTimeout(() => item.remove(), 4000);
 }
 
 function badge(studyState) {

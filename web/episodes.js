@@ -1,6 +1,8 @@
 // Episodes page: filter a study's episodes, replay and tag them, export them.
 // /episodes.html?study=<id>; writes carry X-CSRF-Token = the studio_csrf cookie.
 
+import { createApi, el, errorMessage, toast as showToast } from "./api.js";
+
 const $ = (id) => document.getElementById(id);
 const STATUSES = ["completed", "rejected", "canceled", "abandoned", "failed", "recording"];
 const PAGE = 50;
@@ -8,54 +10,26 @@ const study = Number(new URLSearchParams(location.search).get("study"));
 const state = { offset: 0, total: 0, items: [], checked: new Set(), episode: null, steps: [],
                 step: 0, playing: false, timer: null, mark: null, markEnd: null, job: null };
 
-function cookie(name) {
-  const m = document.cookie.match(new RegExp(`(?:^|; )${name}=([^;]*)`));
-  return m ? decodeURIComponent(m[1]) : "";
-}
-
-async function api(method, url, body) {
-  const headers = {};
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (!["GET", "HEAD"].includes(method)) headers["X-CSRF-Token"] = cookie("studio_csrf");
-  const res = await fetch(url, { method, headers, credentials: "same-origin",
-                                 body: body === undefined ? undefined : JSON.stringify(body) });
-  if (res.status === 401) { location.href = "/"; throw new Error("Log in first."); }
-  const data = res.status === 204 ? null : await res.json().catch(() => null);
-  if (!res.ok) throw new Error(errorText(data) || `HTTP ${res.status}`);
-  return data;
-}
+const api = createApi({
+  // This page's wording: the field problems of a validation error follow its message.
+  describe: (status, body, isJson) => (isJson && errorText(body)) || `HTTP ${status}`,
+  onUnauthorized: () => { location.href = "/"; throw new Error("Log in first."); },
+});
 
 function errorText(data) {
-  if (!data) return "";
-  if (data.message && Array.isArray(data.detail)) {
-    return `${data.message} ${data.detail.map((d) => d.msg).join("; ")}`;
+  const text = errorMessage(data);
+  if (data && data.message && Array.isArray(data.detail)) {
+    return `${text} ${data.detail.map((d) => d.msg).join("; ")}`;
   }
-  return typeof data.detail === "string" ? data.detail : data.message || "";
+  return text;
 }
 
-function toast(text, kind = "success") {
-  const el = document.createElement("div");
-  el.className = `toast toast-${kind}`;
-  el.setAttribute("role", kind === "error" ? "alert" : "status");
-  el.textContent = text;
-  $("toasts").append(el);
-  setTimeout(() => el.remove(), 5000);
-}
+const toast = (text, kind = "success") =>
+  showToast(text, kind, { duration: 5000, role: kind === "error" ? "alert" : "status" });
 
 const guard = (fn) => async (...args) => {
   try { await fn(...args); } catch (err) { toast(err.message, "error"); }
 };
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") node.className = v;
-    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else node.setAttribute(k, v);
-  }
-  node.append(...children);
-  return node;
-}
 
 // --- filters and list ------------------------------------------------------------------
 function filterParams() {
@@ -80,13 +54,25 @@ function filterSelection() {
   };
 }
 
+/** After the filters change: the page of rows, then the returns plot. */
 async function loadEpisodes() {
+  await loadPage();
+  await loadPlot();
+}
+
+/** The page of rows at state.offset (paging and most edits reload only this). */
+async function loadPage() {
   const p = filterParams();
   p.set("offset", state.offset); p.set("limit", PAGE);
   const page = await api("GET", `/api/studies/${study}/episodes?${p}`);
   state.items = page.items; state.total = page.total;
   $("tag-names").replaceChildren(...page.tag_names.map((n) => el("option", { value: n })));
   renderTable();
+}
+
+/** The returns plot: the first 500 episodes the filters select, oldest first. */
+async function loadPlot() {
+  const p = filterParams();
   p.set("offset", 0); p.set("limit", 500); p.set("sort", "started_at");
   renderPlot((await api("GET", `/api/studies/${study}/episodes?${p}`)).items);
 }
@@ -235,15 +221,23 @@ async function tagSteps() {
   const name = $("st-name").value.trim();
   if (!name) { $("st-name").focus(); toast("Type a step tag name first.", "error"); return; }
   const start = Number($("st-start").value), end = Number($("st-end").value);
-  await api("POST", `/api/episodes/${state.episode.id}/step-tags`, { name, start, end });
+  await api("POST", `/api/episodes/${state.episode.id}/step-tags`, { json: { name, start, end } });
   toast(`Tagged steps ${start}..${end} “${name}”.`);
   state.mark = null; state.markEnd = null;
   await refreshEpisode();
 }
 
-async function refreshEpisode() {
-  state.episode = await api("GET", `/api/episodes/${state.episode.id}`);
-  renderSide(); showStep(state.step); await loadEpisodes();
+/**
+ * Show the episode again after an edit: ``detail`` is the episode when the write returned it
+ * (else it is read again). Edits change nothing the plot shows, except that episode tags
+ * (``tagsChanged``) decide which episodes a tag filter selects: then the plot is reloaded too.
+ */
+async function refreshEpisode({ detail, tagsChanged = false } = {}) {
+  state.episode = detail ?? await api("GET", `/api/episodes/${state.episode.id}`);
+  renderSide(); showStep(state.step);
+  const p = filterParams();
+  if (tagsChanged && (p.has("tag") || p.has("exclude_tag"))) await loadEpisodes();
+  else await loadPage();
 }
 
 function renderSide() {
@@ -251,7 +245,8 @@ function renderSide() {
   $("ep-tags").replaceChildren(...ep.tags.map((t) => el("li", {}, t, el("button", {
     class: "btn btn-ghost btn-small", type: "button", "aria-label": `Remove tag ${t}`,
     onclick: guard(async () => {
-      await api("DELETE", `/api/episodes/${ep.id}/tags/${encodeURIComponent(t)}`); await refreshEpisode();
+      await api("DELETE", `/api/episodes/${ep.id}/tags/${encodeURIComponent(t)}`);
+      await refreshEpisode({ tagsChanged: true });
     }) }, "×"))));
   $("step-tags").replaceChildren(...ep.step_tags.map((t) => el("li", {},
     el("button", { class: "btn-link", type: "button", onclick: () => showStep(t.start) },
@@ -293,7 +288,7 @@ async function startExport(event) {
   };
   if ($("ex-name").value.trim()) options.name = $("ex-name").value.trim();
   const selection = useChecked ? { episode_ids: [...state.checked] } : filterSelection();
-  const job = await api("POST", `/api/studies/${study}/exports`, { selection, options });
+  const job = await api("POST", `/api/studies/${study}/exports`, { json: { selection, options } });
   showJob(job); pollJob(job.id);
 }
 
@@ -339,8 +334,8 @@ async function init() {
   $("f-env").replaceChildren(...info.environments.map((e) => el("option", { value: e.env_key }, e.name)));
   $("filters").addEventListener("submit", guard(async (e) => { e.preventDefault(); state.offset = 0; await loadEpisodes(); }));
   $("f-reset").addEventListener("click", guard(async () => { $("filters").reset(); state.offset = 0; await loadEpisodes(); }));
-  $("prev-page").addEventListener("click", guard(async () => { state.offset = Math.max(0, state.offset - PAGE); await loadEpisodes(); }));
-  $("next-page").addEventListener("click", guard(async () => { state.offset += PAGE; await loadEpisodes(); }));
+  $("prev-page").addEventListener("click", guard(async () => { state.offset = Math.max(0, state.offset - PAGE); await loadPage(); }));
+  $("next-page").addEventListener("click", guard(async () => { state.offset += PAGE; await loadPage(); }));
   $("check-all").addEventListener("change", (e) => {
     state.items.forEach((i) => (e.target.checked ? state.checked.add(i.id) : state.checked.delete(i.id)));
     $("ex-checked-count").textContent = `(${state.checked.size})`; renderTable();
@@ -350,13 +345,15 @@ async function init() {
   $("viewer-close").addEventListener("click", () => { pause(); $("viewer").hidden = true; state.episode = null; renderTable(); });
   $("ep-tag-form").addEventListener("submit", guard(async (e) => {
     e.preventDefault();
-    await api("POST", `/api/episodes/${state.episode.id}/tags`, { name: $("ep-tag-name").value });
-    $("ep-tag-name").value = ""; await refreshEpisode();
+    // The answer is the tagged episode, as GET /api/episodes/{id} gives it: no need to read it again.
+    const detail = await api("POST", `/api/episodes/${state.episode.id}/tags`,
+                             { json: { name: $("ep-tag-name").value } });
+    $("ep-tag-name").value = ""; await refreshEpisode({ detail, tagsChanged: true });
   }));
   $("step-tag-form").addEventListener("submit", guard(async (e) => { e.preventDefault(); await tagSteps(); }));
   $("note-form").addEventListener("submit", guard(async (e) => {
     e.preventDefault();
-    await api("POST", `/api/episodes/${state.episode.id}/notes`, { body: $("note-body").value });
+    await api("POST", `/api/episodes/${state.episode.id}/notes`, { json: { body: $("note-body").value } });
     $("note-body").value = ""; await refreshEpisode();
   }));
   $("export-form").addEventListener("submit", guard(startExport));
