@@ -9,11 +9,6 @@ from datetime import datetime
 _KEEP_STEPS = 256  # frame-sent times kept for steps whose ack has not come yet
 
 
-def now_ms() -> float:
-    """Wall-clock milliseconds since the epoch (the unit of recorded timing)."""
-    return time.time() * 1000.0
-
-
 @dataclass
 class EpisodeRun:
     """One episode as the player session tracks it."""

@@ -13,9 +13,9 @@ from typing import Any
 
 from server.models import EpisodeStatus
 from server.player import protocol as p
-from server.player._run import now_ms
 from server.player.outbox import Outbox
 from server.player.session import ACTIVE, LiveSession, Phase, PlayError, wrong_state
+from server.recording.format import now_ms
 from server.runtime import WorkerError
 from server.services import episodes
 

@@ -19,10 +19,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from server.core.config import Settings
 from server.models import EpisodeStatus, utcnow
 from server.player import protocol as p
-from server.player._run import EpisodeRun, now_ms
+from server.player._run import EpisodeRun
 from server.player.outbox import Frame, Outbox
 from server.player.views import env_ready, study_view
 from server.principal import Principal
+from server.recording.format import now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
 from server.services import episodes
 from server.study_spec import StudySpec

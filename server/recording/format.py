@@ -30,6 +30,7 @@ Each recorded dm_env timestep carries step metadata with :data:`STEP_METADATA_KE
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 FORMAT_VERSION = 1
@@ -72,3 +73,8 @@ def episode_dir(data_root: Path, study_id: int | str, episode_id: str) -> Path:
 def export_dir(data_root: Path, job_id: int | str) -> Path:
     """Folder of one export job's output."""
     return Path(data_root) / EXPORTS_DIR / str(job_id)
+
+
+def now_ms() -> float:
+    """Wall-clock milliseconds since the epoch (the unit of step ``timing``)."""
+    return time.time() * 1000.0

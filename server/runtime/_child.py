@@ -43,11 +43,6 @@ class ProtocolError(RuntimeError):
     """A command that makes no sense now (out of order, unknown, bad payload)."""
 
 
-def now_ms() -> float:
-    """Wall-clock milliseconds since the epoch (the unit of ``timing``)."""
-    return time.time() * 1000.0
-
-
 def error_tuple(exc: BaseException) -> tuple[str, str, str]:
     """What crosses the pipe for an exception."""
     return (type(exc).__name__, str(exc), traceback.format_exc())
@@ -119,7 +114,7 @@ class Session:
         else:  # async mode: the held input applied again
             raw, timing = self.held_input, {}
         self.fresh_input = False
-        timing["applied"] = now_ms()
+        timing["applied"] = fmt.now_ms()
         if self.acks:
             timing["acks"], self.acks = self.acks, []
         return {
@@ -170,7 +165,7 @@ class Session:
         self.total += float(timestep.reward or 0.0)
         if timestep.last():
             self.ended, self.running = True, False
-            self._finalize(self.env.end_reason or "terminated")
+            self._finalize(self.env.end_reason or fmt.END_TERMINATED)
         return self.event(timestep, started)
 
     def event(self, timestep: dm_env.TimeStep, started: float | None = None) -> dict[str, Any]:
@@ -180,11 +175,11 @@ class Session:
             "step": self.step_index,
             "reward": float(timestep.reward or 0.0),
             "return": self.total,
-            "terminated": reason == "terminated",
-            "truncated": timestep.last() and reason != "terminated",
+            "terminated": reason == fmt.END_TERMINATED,
+            "truncated": timestep.last() and reason != fmt.END_TERMINATED,
             "end_reason": reason,
             "frame": self.jpeg,
-            "worker_ms": now_ms(),
+            "worker_ms": fmt.now_ms(),
             "work_ms": 0.0 if started is None else (time.perf_counter() - started) * 1000,
         }
 
@@ -236,7 +231,7 @@ class Session:
         if command == "input":
             self.held_input = payload.get("input")
             self.held_timing = dict(payload.get("timing") or {})
-            self.held_timing.setdefault("worker_recv", now_ms())
+            self.held_timing.setdefault("worker_recv", fmt.now_ms())
             self.acks.extend(payload.get("acks") or [])
             self.fresh_input = True
             return self.step() if self.spec.mode == "sync" else None
@@ -269,8 +264,6 @@ class Session:
         if command == "set_camera":
             self.env.set_camera(str(payload["camera"]))
             return None
-        if command == "info":
-            return self.info()
         if command == "ping":
             return "pong"
         raise ProtocolError(f"unknown command {command!r}")
