@@ -126,10 +126,9 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             archive=args.archive,
             name=args.name,
         )
-        episodes = exports.resolve(db, study, selection)
-        options = exports.library_options(study, opts)
-        inputs = exports.episode_inputs(db, episodes, settings.secret_key, settings.data_root)
-        exports.check_inputs(episodes, inputs)
+        episodes, options, inputs = exports.prepare(
+            db, study, selection, opts, secret_key=settings.secret_key, data_root=settings.data_root
+        )
     total_steps = sum(e.steps for e in episodes)
     with tqdm(total=total_steps, unit="step", desc=f"export {len(inputs)} episodes") as bar:
 

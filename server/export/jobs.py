@@ -16,7 +16,6 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -26,19 +25,24 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.export.errors import ExportCanceledError, ExportError
-from server.export.export_job import EpisodeInput, ExportOptions, export_dataset
-from server.export.packaging import make_archive
+from server.export.export_job import (
+    CancelFn,
+    EpisodeInput,
+    ExportOptions,
+    ProgressFn,
+    export_dataset,
+)
+from server.export.packaging import ARCHIVE_FORMATS, make_archive
 from server.models import ExportJob, JobState, utcnow
 from server.recording.format import export_dir
 
 log = logging.getLogger(__name__)
 
-ARCHIVES = ("folder", "zip", "tar.gz")
+ARCHIVES = ("folder", *ARCHIVE_FORMATS)
 CANCEL_GRACE_S = 10.0  # a canceled child that has not stopped by then is terminated
 JOIN_TIMEOUT_S = 10.0
 RESTART_MESSAGE = "The server restarted while this export was queued or running; start it again."
 STOP_MESSAGE = "The server stopped while this export was running; start it again."
-ProgressFn = Callable[[int, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ def write_output(
     archive: str,
     dest: Path,
     progress: ProgressFn | None = None,
-    cancel: Callable[[], bool] | None = None,
+    cancel: CancelFn | None = None,
 ) -> Path:
     """Export into the folder ``dest``, or pack it into the archive ``dest`` (zip/tar.gz).
 

@@ -12,6 +12,12 @@ from server.export.errors import ExportError
 ARCHIVE_FORMATS = ("zip", "tar.gz")
 
 
+def archive_members(folder: Path) -> list[tuple[Path, str]]:
+    """The files under ``folder`` and their names in an archive (``<folder name>/...``)."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    return [(p, (Path(folder.name) / p.relative_to(folder)).as_posix()) for p in files]
+
+
 def make_archive(folder: Path, archive_format: str, dest: Path | None = None) -> Path:
     """Pack ``folder`` (its name as the archive's top folder); returns the archive path.
 
@@ -26,13 +32,12 @@ def make_archive(folder: Path, archive_format: str, dest: Path | None = None) ->
         )
     dest = Path(dest) if dest else folder.with_name(f"{folder.name}.{archive_format}")
     partial = dest.with_name(f".{dest.name}.partial")
-    files = sorted(p for p in folder.rglob("*") if p.is_file())
     try:
         if archive_format == "zip":
             # Shards and PNG/JPEG-laden records hardly compress: store them.
             with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_STORED) as zf:
-                for path in files:
-                    zf.write(path, Path(folder.name) / path.relative_to(folder))
+                for path, arcname in archive_members(folder):
+                    zf.write(path, arcname)
         else:
             with tarfile.open(partial, "w:gz", compresslevel=1) as tf:
                 tf.add(folder, arcname=folder.name)

@@ -25,6 +25,7 @@ from server.export import (
     check_compatible,
 )
 from server.export.jobs import JobPayload
+from server.export.tfds_writer import check_dataset_name
 from server.models import Episode, EpisodeStatus, ExportJob, JobState, Study
 from server.principal import Principal
 from server.schemas import ExportCreate, ExportOptionsIn, ExportSelection
@@ -148,8 +149,6 @@ def check_inputs(episodes: list[Episode], inputs: list[EpisodeInput]) -> None:
 
 def library_options(study: Study, opts: ExportOptionsIn) -> ExportOptions:
     """The exporter's options for the API's."""
-    from server.export.tfds_writer import check_dataset_name
-
     options = ExportOptions(
         name=dataset_name(study, opts.name),
         format=ExportFormat.ENVLOGGER if opts.format == "envlogger" else ExportFormat.RLDS,
@@ -168,6 +167,23 @@ def library_options(study: Study, opts: ExportOptionsIn) -> ExportOptions:
     return options
 
 
+def prepare(
+    db: Session,
+    study: Study,
+    selection: ExportSelection,
+    opts: ExportOptionsIn,
+    *,
+    secret_key: str,
+    data_root: Path,
+) -> tuple[list[Episode], ExportOptions, list[EpisodeInput]]:
+    """Resolve and check a selection: its episodes, the exporter's options and inputs."""
+    episodes = resolve(db, study, selection)
+    options = library_options(study, opts)
+    inputs = episode_inputs(db, episodes, secret_key, data_root)
+    check_inputs(episodes, inputs)
+    return episodes, options, inputs
+
+
 def create_job(
     db: Session,
     study: Study,
@@ -178,10 +194,9 @@ def create_job(
     data_root: Path,
 ) -> tuple[ExportJob, JobPayload]:
     """Check the request, insert a ``queued`` job row and return what the runner needs."""
-    episodes = resolve(db, study, body.selection)
-    options = library_options(study, body.options)
-    inputs = episode_inputs(db, episodes, secret_key, data_root)
-    check_inputs(episodes, inputs)
+    episodes, options, inputs = prepare(
+        db, study, body.selection, body.options, secret_key=secret_key, data_root=data_root
+    )
     selection: dict[str, Any] = {
         "request": body.selection.model_dump(mode="json"),
         "episode_ids": [e.id for e in episodes],

@@ -14,6 +14,7 @@ from fastapi.responses import FileResponse, StreamingResponse
 from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.errors import Conflict
 from server.export.jobs import JobManager
+from server.export.packaging import archive_members
 from server.models import ExportJob, JobState
 from server.recording.format import export_dir
 from server.schemas import ExportCreate, ExportJobPublic
@@ -172,8 +173,7 @@ def _zip_stream(folder: Path) -> Iterator[bytes]:
 
     sink = _Sink()
     with zipfile.ZipFile(cast(IO[bytes], sink), "w", compression=zipfile.ZIP_STORED) as zf:
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            arcname = (Path(folder.name) / path.relative_to(folder)).as_posix()
+        for path, arcname in archive_members(folder):
             with open(path, "rb") as src, zf.open(arcname, "w", force_zip64=True) as dst:
                 while chunk := src.read(_CHUNK):
                     dst.write(chunk)
