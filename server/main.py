@@ -23,6 +23,7 @@ from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError, validation_detail
 from server.export.jobs import JobManager
+from server.player.registry import Registry
 from server.services.replay import ReaderCache
 
 log = logging.getLogger(__name__)
@@ -164,6 +165,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.data_root.mkdir(parents=True, exist_ok=True)
         app.state.export_jobs.start()
         yield
+        await app.state.player_registry.close_all()  # episodes abandoned, workers stopped
         # Waits for canceled export processes; off the event loop.
         await asyncio.to_thread(app.state.export_jobs.stop)
         app.state.replay_cache.close()
@@ -178,6 +180,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.data_root, app.state.sessionmaker, settings.export_workers
     )
     app.state.replay_cache = ReaderCache()
+    app.state.player_registry = Registry()
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     app.add_middleware(NulInUrlMiddleware)
     _install_error_handlers(app)

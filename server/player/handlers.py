@@ -86,7 +86,6 @@ async def on_pause(s: LiveSession, _msg: p.PauseMsg) -> None:
     if s.phase != Phase.playing:
         raise wrong_state(s.phase, "pause")
     if await s.pause_worker():
-        s.phase = Phase.paused
         s.arm_pause_timer()
         s.send({"type": "paused", "timeout_s": s.spec.pause_timeout_s})
 

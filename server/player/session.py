@@ -139,7 +139,6 @@ class LiveSession:
             self.outbox = outbox
             if resumed and self.phase == Phase.playing:  # taken over from a live connection
                 if await self.pause_worker():
-                    self.phase = Phase.paused
                     self.lost_connection = True
             if self._grace_timer is not None:
                 self._grace_timer.cancel()
@@ -167,8 +166,8 @@ class LiveSession:
             if self.outbox is not outbox or self.phase == Phase.closed:
                 return
             self.outbox = None
-            if self.phase == Phase.playing and await self.pause_worker():
-                self.phase = Phase.paused
+            if self.phase == Phase.playing:
+                await self.pause_worker()
             self.lost_connection = True
             self._grace_timer = self._spawn(self._expire(self.settings.reconnect_grace_s))
 
@@ -257,7 +256,8 @@ class LiveSession:
         return self._workers_in_use() < self.settings.max_workers
 
     async def pause_worker(self) -> bool:
-        """Stop the worker's clock and save progress; False if the worker failed meanwhile."""
+        """Stop the worker's clock, save progress and enter ``paused``; False if the worker
+        failed meanwhile."""
         assert self.worker is not None and self.run is not None
         try:
             await self.worker.pause()
@@ -266,6 +266,7 @@ class LiveSession:
             return False
         run = self.run
         await self.db(episodes.record_progress, run.id, run.steps, run.return_)
+        self.phase = Phase.paused
         return True
 
     async def worker_call(self, coro: Any) -> None:

@@ -8,12 +8,9 @@ that the WebSocket presents (``docs/protocol.md``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, FastAPI, WebSocket
+from fastapi import APIRouter, WebSocket
 from sqlalchemy.orm import Session
 
 from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
@@ -30,16 +27,7 @@ from server.principal import Principal
 from server.schemas import JoinIn, PlayerStudyOut
 from server.services import episodes, studies, users
 
-
-@asynccontextmanager
-async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    yield
-    registry: Registry | None = getattr(app.state, "player_registry", None)
-    if registry is not None:
-        await registry.close_all()
-
-
-router = APIRouter(tags=["player"], lifespan=_lifespan)
+router = APIRouter(tags=["player"])
 
 
 @router.post(
@@ -106,14 +94,6 @@ def _authenticate(
     return principal, study
 
 
-def registry_of(app: Any) -> Registry:
-    """The app's live play sessions."""
-    registry: Registry | None = getattr(app.state, "player_registry", None)
-    if registry is None:
-        registry = app.state.player_registry = Registry()
-    return registry
-
-
 @router.websocket("/ws/play")
 async def play_socket(websocket: WebSocket) -> None:
     """The player's socket: ``?ticket=`` (participant) or ``?study=`` (designer cookie),
@@ -131,7 +111,7 @@ async def play_socket(websocket: WebSocket) -> None:
         await close_quietly(websocket, p.CLOSE_POLICY, found)
         return
     principal, study = found
-    registry = registry_of(app)
+    registry: Registry = app.state.player_registry
     wanted = websocket.query_params.get("session")
     live = registry.get(wanted)
     if live is not None and (live.study_id != study.id or not live.owned_by(principal)):
