@@ -80,7 +80,6 @@ class Session:
         self.held_input: Any = None
         self.held_timing: dict[str, Any] = {}
         self.acks: list[Any] = []
-        self.fresh_input = False
         self.jpeg = b""
         # async clock
         self.running = False
@@ -104,22 +103,18 @@ class Session:
         }
 
     # -- recording --------------------------------------------------------------------------
-    def step_metadata(self, timestep: dm_env.TimeStep, _action: Any, _env: Any) -> dict:
+    def step_metadata(self, _timestep: dm_env.TimeStep, _action: Any, _env: Any) -> dict:
         """envlogger ``step_fn``: frame, input, timing and info of this timestep."""
         self.jpeg = encode_jpeg(self.env.frame(), self.quality)
-        if timestep.first():
-            raw, timing = None, {}
-        elif self.fresh_input:
-            raw, timing = self.held_input, dict(self.held_timing)
-        else:  # async mode: the held input applied again
-            raw, timing = self.held_input, {}
-        self.fresh_input = False
+        # A fresh input's timing goes with the first step that applies it; async steps that
+        # apply the held input again get only ``applied``.
+        timing, self.held_timing = self.held_timing, {}
         timing["applied"] = fmt.now_ms()
         if self.acks:
             timing["acks"], self.acks = self.acks, []
         return {
             "frame": self.jpeg,
-            "input": to_json(raw),
+            "input": to_json(self.held_input),
             "timing": to_json(timing),
             "info": info_json(self.env.last_info),
         }
@@ -230,10 +225,9 @@ class Session:
     def handle(self, command: str, payload: Any) -> Any:
         if command == "input":
             self.held_input = payload.get("input")
-            self.held_timing = dict(payload.get("timing") or {})
+            self.held_timing = payload.get("timing") or {}
             self.held_timing.setdefault("worker_recv", fmt.now_ms())
             self.acks.extend(payload.get("acks") or [])
-            self.fresh_input = True
             return self.step() if self.spec.mode == "sync" else None
         if command == "acks":
             self.acks.extend(payload)
