@@ -6,16 +6,46 @@ PG_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 
 .PHONY: run test lint typecheck pytest test-postgres chromium consumer-venv bench clean
 
-# A stamp per extra: pyproject changes reinstall.
-$(VENV)/.run-stamp: pyproject.toml
+PIP_VERSION := 26.3
+LOCK_ARGS   := --universal --python-version 3.11 -q --custom-compile-command "make lock"
+LOCKS       := requirements/run.txt requirements/test.txt tests/export/consumer-requirements.txt
+
+.PHONY: lock lock-check compile-locks
+
+# Installs come only from the lock files in requirements/ (made by `make lock`); the
+# project itself is installed without dependencies. A stamp per lock: a new lock reinstalls.
+$(VENV)/.run-stamp: requirements/run.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q pip==$(PIP_VERSION)
+	$(BIN)/pip install -q -r requirements/run.txt
+	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
-$(VENV)/.test-stamp: pyproject.toml $(VENV)/.run-stamp
-	$(BIN)/pip install -q -e '.[test]'
+$(VENV)/.test-stamp: requirements/test.txt $(VENV)/.run-stamp
+	$(BIN)/pip install -q -r requirements/test.txt
 	touch $@
+
+## lock: re-resolve every dependency to its newest allowed version and rewrite the lock files
+## (requirements/run.txt, requirements/test.txt, tests/export/consumer-requirements.txt)
+lock: $(VENV)/.test-stamp
+	$(MAKE) compile-locks UV_ARGS=--upgrade OUT=
+
+## lock-check: the lock files still satisfy pyproject.toml (fails when a dependency changed
+## without `make lock`; resolves nothing newer)
+lock-check: $(VENV)/.test-stamp
+	rm -rf .lock-check && mkdir -p .lock-check/requirements .lock-check/tests/export
+	for f in $(LOCKS); do cp $$f .lock-check/$$f; done
+	$(MAKE) compile-locks OUT=.lock-check/
+	for f in $(LOCKS); do diff -u $$f .lock-check/$$f || { \
+		echo "$$f is out of date with pyproject.toml: run make lock"; exit 1; }; done
+	rm -rf .lock-check
+
+compile-locks:
+	$(BIN)/uv pip compile pyproject.toml $(LOCK_ARGS) $(UV_ARGS) -o $(OUT)requirements/run.txt
+	$(BIN)/uv pip compile pyproject.toml --extra test $(LOCK_ARGS) $(UV_ARGS) \
+		-o $(OUT)requirements/test.txt
+	$(BIN)/uv pip compile tests/export/consumer-requirements.in $(LOCK_ARGS) $(UV_ARGS) \
+		-o $(OUT)tests/export/consumer-requirements.txt
 
 ## run: install, migrate, load the sample studies and serve on http://127.0.0.1:8000
 run: $(VENV)/.run-stamp
@@ -23,7 +53,7 @@ run: $(VENV)/.run-stamp
 
 ## test: install test tools (and Debian's chromium), lint, type-check, run the suite on
 ## SQLite, then again on PostgreSQL when one answers at 127.0.0.1:5432
-test: $(VENV)/.test-stamp chromium consumer-venv lint typecheck pytest test-postgres
+test: $(VENV)/.test-stamp chromium consumer-venv lock-check lint typecheck pytest test-postgres
 
 lint: $(VENV)/.test-stamp
 	$(BIN)/ruff check server tests benchmarks alembic

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-REQ="$ROOT/tests/export/consumer-requirements.txt"
+REQ="$ROOT/tests/export/consumer-requirements.txt"  # the lock (make lock), from consumer-requirements.in
 VENV="${CONSUMER_VENV:-$ROOT/.consumer-venv}"
 PYTHON="${PYTHON:-python3}"
 STAMP="$VENV/.requirements-sha256"
@@ -19,7 +19,7 @@ fi
 start=$(date +%s)
 rm -rf "$VENV"
 "$PYTHON" -m venv "$VENV"
-"$VENV/bin/pip" install -q --upgrade pip
+"$VENV/bin/pip" install -q pip==26.3
 "$VENV/bin/pip" install -q -r "$REQ"
 # Prove the stack imports before stamping it.
 "$VENV/bin/python" -c "import rlds, tensorflow_datasets, tensorflow, envlogger"
