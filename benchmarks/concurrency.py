@@ -175,7 +175,9 @@ async def player(port: int, ticket: str, out: dict[str, Any]) -> None:
     last = last_server = None
     next_input = 0.0
     up = False
-    async with websockets.connect(f"ws://127.0.0.1:{port}/ws/play?ticket={ticket}") as ws:
+    async with websockets.connect(
+        f"ws://127.0.0.1:{port}/ws/play", subprotocols=["rlds-studio", f"ticket.{ticket}"]
+    ) as ws:
         await ws.send(json.dumps({"type": "start", "env_id": "pong"}))
         while not out["stop"].is_set():
             message = await asyncio.wait_for(ws.recv(), 10)

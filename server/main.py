@@ -23,6 +23,7 @@ from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError, validation_detail
 from server.export.jobs import JobManager
+from server.player.protocol import MAX_MESSAGE_BYTES
 from server.player.registry import Registry
 from server.services.replay import ReaderCache
 
@@ -148,7 +149,14 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 # How uvicorn serves the app. Frames are JPEG, which deflate cannot shrink: permessage-deflate
 # would only spend CPU on both ends of every socket (see docs/performance.md).
-SERVE_OPTIONS: dict[str, Any] = {"ws": "websockets-sansio", "ws_per_message_deflate": False}
+# ws_max_size: the player refuses client messages over MAX_MESSAGE_BYTES with a ``too_large``
+# error and close 1008; uvicorn closes sockets sending more than twice that with 1009 as soon
+# as a frame header names the length, without reading it (uvicorn's default reads 16 MiB).
+SERVE_OPTIONS: dict[str, Any] = {
+    "ws": "websockets-sansio",
+    "ws_per_message_deflate": False,
+    "ws_max_size": 2 * MAX_MESSAGE_BYTES,
+}
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -6,6 +6,15 @@ from dataclasses import dataclass
 
 from server.models import Role, Study
 
+# How exports, filters and the review pages name a designer's test play: ``user:<user id>``.
+# Participants' external ids share that namespace, so no participant may take such an id.
+USER_PREFIX = "user:"
+
+
+def is_reserved_participant_id(external_id: str) -> bool:
+    """True for ids of the designers' test-play namespace (``user:...``, any case)."""
+    return external_id[: len(USER_PREFIX)].lower() == USER_PREFIX
+
 
 @dataclass(frozen=True)
 class Principal:

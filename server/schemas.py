@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from server.models import EpisodeStatus, JobState, Role, StudyState
 from server.player.protocol import PROTOCOL_VERSION
+from server.principal import is_reserved_participant_id
 from server.study_spec import StrictModel, StudySpec
 
 
@@ -217,14 +218,25 @@ class ExportJobPublic(BaseModel):
 
 
 # --- the player ----------------------------------------------------------------------------
+RESERVED_ID_MESSAGE = "participant ids starting with 'user:' are reserved for designers' test plays"
+
+
 class JoinIn(StrictModel):
     """A participant arriving through a permalink."""
 
     token: str = Field(min_length=1, max_length=64, description="The study's permalink token.")
     participant_id: str = Field(
         min_length=1, max_length=200, pattern=r"^[\w.@:+-]+$",
-        description="The participant's id (Prolific, MTurk, ...): letters, digits, ._@:+-",
+        description="The participant's id (Prolific, MTurk, ...): letters, digits, ._@:+-; "
+                    "not starting with 'user:' (designers' test plays)",
     )  # fmt: skip
+
+    @field_validator("participant_id")
+    @classmethod
+    def _not_a_designer(cls, value: str) -> str:
+        if is_reserved_participant_id(value):
+            raise ValueError(RESERVED_ID_MESSAGE)
+        return value
 
 
 class PlayerStudyOut(BaseModel):

@@ -3,6 +3,7 @@
 "use strict";
 
 const PROTOCOL = 1;
+const SUBPROTOCOL = "rlds-studio";
 const HEADER_BYTES = 24; // episode u32, step u32, server ms f64, return f64 (big-endian)
 const PLAYER_KEYS = { start: "Enter", pause: "Escape", cancel: "Delete" };
 const GAMEPAD_POLL_MS = 4; // while a gamepad is connected
@@ -17,6 +18,7 @@ const state = {
   held: [], boundKeys: new Set(), deadzone: 0.15,
   pad: { index: null, buttons: {}, axes: [], signature: "" },
   decoding: false, pending: null, drawnTimes: [], ended: false, retries: 0, closing: false,
+  resendTimer: null,
 };
 
 /* --- small helpers ------------------------------------------------------------------- */
@@ -45,11 +47,11 @@ function recall() {
 /* --- entry --------------------------------------------------------------------------- */
 async function boot() {
   if (params.get("token")) {
-    const saved = recall();
-    if (saved.ticket) { state.ticket = saved.ticket; state.sessionId = saved.session; connect(); return; }
-    show("join-view");
-    $("participant-id").focus();
     $("join-form").addEventListener("submit", join);
+    const saved = recall();
+    state.sessionId = saved.session || null; // kept across a new join: the session resumes
+    if (saved.ticket) { state.ticket = saved.ticket; connect(); return; }
+    askToJoin("");
   } else if (params.get("study")) {
     state.sessionId = recall().session || null;
     connect();
@@ -58,19 +60,31 @@ async function boot() {
   }
 }
 
+function askToJoin(text) {
+  show("join-view");
+  pageError(text);
+  $("participant-id").focus();
+}
+
 async function join(event) {
   event.preventDefault();
   const id = $("participant-id").value.trim();
   if (!id) { pageError("Please enter your participant ID."); return; }
   $("join-btn").disabled = true;
   try {
-    const res = await fetch("/api/play/join", {
-      method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ token: params.get("token"), participant_id: id }),
-    });
+    let res;
+    try {
+      res = await fetch("/api/play/join", {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ token: params.get("token"), participant_id: id }),
+      });
+    } catch { pageError("The server cannot be reached. Try again in a moment."); return; }
     const body = await res.json();
     if (!res.ok) {
-      const detail = typeof body.detail === "string" ? body.detail : "Check your participant ID: letters, digits and . _ @ : + - only.";
+      const first = Array.isArray(body.detail) ? body.detail[0] : null;
+      const detail = typeof body.detail === "string" ? body.detail
+        : first && first.type === "value_error" ? first.msg.replace(/^Value error, /, "")
+        : "Check your participant ID: letters, digits and . _ @ : + - only.";
       pageError(detail);
       return;
     }
@@ -82,12 +96,15 @@ async function join(event) {
 }
 
 /* --- the socket ------------------------------------------------------------------------ */
+/* A participant's ticket rides in the Sec-WebSocket-Protocol header, not in the URL, which
+   access logs and browser history keep (docs/protocol.md). */
 function connect() {
   const q = new URLSearchParams();
-  if (state.ticket) q.set("ticket", state.ticket); else q.set("study", params.get("study"));
+  if (!state.ticket) q.set("study", params.get("study"));
   if (state.sessionId) q.set("session", state.sessionId);
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const ws = new WebSocket(`${scheme}://${location.host}/ws/play?${q}`);
+  const protocols = state.ticket ? [SUBPROTOCOL, `ticket.${state.ticket}`] : [SUBPROTOCOL];
+  const ws = new WebSocket(`${scheme}://${location.host}/ws/play?${q}`, protocols);
   ws.binaryType = "arraybuffer";
   let opened = false;
   ws.onopen = () => { opened = true; state.retries = 0; };
@@ -101,12 +118,22 @@ function onClose(ev, opened) {
   if (state.closing || ev.code === 4001) { finish("Your session has ended. You can close this page."); return; }
   if (ev.code === 4000) { pageError("This session was opened in another tab."); return; }
   if (!opened && state.retries === 0) {
-    if (state.ticket && state.sessionId) { state.sessionId = null; remember(); state.retries++; connect(); return; }
-    pageError(state.ticket ? "This study link no longer works." :
-      "You cannot test-play this study: log in as one of its designers first.");
+    // refused on arrival: the session may be over (start a new one), or else the ticket
+    if (state.sessionId) { state.sessionId = null; remember(); connect(); return; }
+    if (state.ticket) { // expired, or the study's link was replaced: join again
+      state.ticket = null; remember();
+      askToJoin("Your entry has expired. Enter your participant ID again to go on.");
+      return;
+    }
+    pageError("You cannot test-play this study: log in as one of its designers first.");
     return;
   }
   if (ev.code === 1008) { pageError(`Disconnected: ${ev.reason || "policy violation"}.`); return; }
+  if (!opened && state.ticket && state.retries >= 3) { // the ticket may have expired meanwhile
+    state.ticket = null; remember(); state.retries = 0; playMessage("");
+    askToJoin("The connection could not be restored. Enter your participant ID again to go on.");
+    return;
+  }
   state.retries++;
   playMessage("Connection lost — reconnecting…");
   setTimeout(connect, Math.min(1000 * state.retries, 5000));
@@ -172,6 +199,12 @@ const handlers = {
   session_ended() { state.closing = true; },
   error(m) {
     if (m.for === "input" && m.code === "wrong_state") return; // a key in flight as the state changed
+    if (m.for === "input" && m.code === "rate_limited" && mode() === "async") {
+      // the server still holds an older input: send the current one once the limit allows
+      clearTimeout(state.resendTimer);
+      state.resendTimer = setTimeout(() => { if (state.phase === "playing") sendInput(); }, 100);
+      return;
+    }
     if (m.for === "start" && state.phase === "starting") setPhase("idle");
     playMessage(`${m.message}`);
   },

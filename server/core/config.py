@@ -33,6 +33,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     session_max_age_s: int = 7 * 24 * 3600
     reconnect_grace_s: float = Field(default=30.0, ge=0)
+    ticket_ttl_s: int = Field(
+        default=3 * 3600, ge=60, le=24 * 3600,
+        description="How long a participant's play ticket opens sockets (a study session).",
+    )  # fmt: skip
     export_workers: int = Field(default=1, ge=1)
 
     studies_dir: Path = Path("studies")

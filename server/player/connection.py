@@ -118,7 +118,7 @@ class Connection:
                 if exc.code == "too_large":
                     self._abuse(exc.code, exc.message)
                 else:
-                    self._bad(exc.code, exc.message)
+                    self._bad(exc.code, exc.message, exc.for_)
                 continue
             if msg.type == "input" and not self._input_allowed():
                 continue
@@ -132,15 +132,16 @@ class Connection:
                 self.dropped_inputs = 0
             return True
         self.dropped_inputs += 1
-        if self.dropped_inputs == 1:
-            self.outbox.error("rate_limited", f"inputs are limited to {INPUT_RATE:g} per second")
+        # every dropped input is answered: a sync client waits for a frame or an error
+        rate = f"inputs are limited to {self.inputs.rate:g} per second"
+        self.outbox.error("rate_limited", rate, "input")
         if self.dropped_inputs > MAX_DROPPED_INPUTS:
             self._abuse("flood", "input flood")
         return False
 
-    def _bad(self, code: str, message: str) -> None:
+    def _bad(self, code: str, message: str, for_: str | None = None) -> None:
         self.bad_messages += 1
-        self.outbox.error(code, message)
+        self.outbox.error(code, message, for_)
         if self.bad_messages > MAX_BAD_MESSAGES:
             self._abuse("too_many_errors", "too many invalid messages")
 

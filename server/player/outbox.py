@@ -50,9 +50,12 @@ class Outbox:
             self._control.append(json.dumps(message, separators=(",", ":")))
             self._wake.set()
 
-    def error(self, code: str, message: str) -> None:
-        """Queue an ``error`` message naming the problem."""
-        self.send({"type": "error", "code": code, "message": message})
+    def error(self, code: str, message: str, for_: str | None = None) -> None:
+        """Queue an ``error`` message naming the problem (and the message type it answers)."""
+        error = {"type": "error", "code": code, "message": message}
+        if for_ is not None:
+            error["for"] = for_
+        self.send(error)
 
     def frame(self, frame: Frame) -> Frame | None:
         """Queue a frame; returns the frame dropped to make room, if any."""

@@ -8,14 +8,17 @@ with a discriminated union. Frames go server → client as binary messages: a fi
 from __future__ import annotations
 
 import json
-import math
 import struct
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 64 * 1024
+# The WebSocket subprotocol the server speaks; a participant's socket also offers
+# ``ticket.<ticket>`` as a second one (the header keeps tickets out of URLs and access logs).
+SUBPROTOCOL = "rlds-studio"
+TICKET_PREFIX = "ticket."
 
 # episode index (u32), step index (u32), server time in ms since the epoch (f64),
 # episode return so far (f64); network byte order.
@@ -28,8 +31,20 @@ CLOSE_REPLACED = 4000  # the same play session was opened on another connection
 CLOSE_ENDED = 4001  # the play session is over
 
 
+# Every number a client sends is bounded so that whatever the recording keeps fits what the
+# RLDS exporter writes (int64 timings in ms, JSON text input) and means something:
+# client clock times in ms since the epoch, exactly representable (a float64 holds every
+# integer below 2**53, far beyond year 200000); episode and step indices as the frame header
+# carries them (uint32).
+ClientMs = Annotated[float, Field(ge=0, lt=2**53, allow_inf_nan=False)]
+FrameIndex = Annotated[int, Field(ge=0, le=2**32 - 1)]
+ButtonIndex = Annotated[int, Field(ge=0, le=63)]  # standard gamepads have 17
+ButtonValue = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+AxisValue = Annotated[float, Field(ge=-1, le=1, allow_inf_nan=False)]
+
+
 class _Msg(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class InputMsg(_Msg):
@@ -37,17 +52,10 @@ class InputMsg(_Msg):
 
     type: Literal["input"]
     keys: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list, max_length=32)
-    buttons: dict[int, float] = Field(default_factory=dict, max_length=32)
-    axes: list[float] = Field(default_factory=list, max_length=16)
-    client_ms: float = Field(ge=0)
-    seen_step: int = Field(default=-1, ge=-1)
-
-    @field_validator("axes")
-    @classmethod
-    def _finite(cls, v: list[float]) -> list[float]:
-        if not all(math.isfinite(x) and -1.0 <= x <= 1.0 for x in v):
-            raise ValueError("axes must be numbers within [-1, 1]")
-        return v
+    buttons: dict[ButtonIndex, ButtonValue] = Field(default_factory=dict, max_length=32)
+    axes: list[AxisValue] = Field(default_factory=list, max_length=16)
+    client_ms: ClientMs
+    seen_step: int = Field(default=-1, ge=-1, le=2**32 - 1)  # -1: no frame on screen yet
 
     def raw(self) -> dict[str, Any]:
         """The raw input as the runtime's input mapping and the recording take it."""
@@ -58,9 +66,9 @@ class AckMsg(_Msg):
     """A frame was drawn on the player's screen."""
 
     type: Literal["ack"]
-    episode: int = Field(ge=0)
-    step: int = Field(ge=0)
-    drawn_ms: float = Field(ge=0)
+    episode: FrameIndex
+    step: FrameIndex
+    drawn_ms: ClientMs
 
 
 class StartMsg(_Msg):
@@ -126,7 +134,7 @@ class PingMsg(_Msg):
     """Round trip check; answered with ``pong``."""
 
     type: Literal["ping"]
-    client_ms: float | None = None
+    client_ms: ClientMs | None = None
 
 
 ClientMessage = Annotated[
@@ -153,12 +161,14 @@ CLIENT_TYPES = frozenset(
 
 
 class BadMessage(ValueError):
-    """A client message that cannot be used; ``code`` names the problem."""
+    """A client message that cannot be used; ``code`` names the problem, ``for_`` the
+    message's type when it is known."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, for_: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.for_ = for_
 
 
 def parse_client(text: str) -> Any:
@@ -166,9 +176,13 @@ def parse_client(text: str) -> Any:
     if len(text.encode()) > MAX_MESSAGE_BYTES:
         raise BadMessage("too_large", f"messages are limited to {MAX_MESSAGE_BYTES} bytes")
     try:
+        # Python's json reads NaN and Infinity (not JSON) and 1e400 (as inf): every float
+        # field of the models refuses non-finite values, so the error names the field.
         data = json.loads(text)
     except ValueError:
         raise BadMessage("bad_json", "the message is not valid JSON") from None
+    except RecursionError:  # "[[[[..." within the size limit
+        raise BadMessage("bad_json", "the message is nested too deeply") from None
     if not isinstance(data, dict):
         raise BadMessage("bad_message", "a message must be a JSON object with a 'type'")
     kind = data.get("type")
@@ -179,7 +193,7 @@ def parse_client(text: str) -> Any:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"][1:]) or kind
-        raise BadMessage("invalid", f"{kind}: {where}: {first['msg']}") from None
+        raise BadMessage("invalid", f"{kind}: {where}: {first['msg']}", for_=kind) from None
 
 
 def pack_frame(episode: int, step: int, server_ms: float, return_: float, jpeg: bytes) -> bytes:

@@ -1,7 +1,10 @@
 """Play tickets: what a participant's WebSocket presents, signed with the app's secret key.
 
 A ticket is ``<study_id>.<participant_id>.<expires>.<signature>`` where the signature is a
-truncated HMAC-SHA256 of the first three fields; nothing in it is secret.
+truncated HMAC-SHA256 of the first three fields and of the study's permalink token at the
+time of issue; nothing in it is secret. Rotating the permalink thus revokes every ticket
+issued under the old one (their signatures no longer match), and a ticket lives
+``settings.ticket_ttl_s`` seconds.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import hmac
 import time
 from dataclasses import dataclass
 
-TICKET_TTL_S = 24 * 3600
+MAX_TICKET_CHARS = 200
+_MAX_ROW_ID = 2**31 - 1  # ids are 32-bit INTEGER columns on PostgreSQL
 
 
 @dataclass(frozen=True)
@@ -23,26 +27,42 @@ class Ticket:
     participant_id: int
 
 
-def _sign(secret_key: str, body: str) -> str:
-    digest = hmac.new(secret_key.encode(), b"play-ticket:" + body.encode(), hashlib.sha256)
+def _sign(secret_key: str, body: str, permalink_token: str) -> str:
+    message = f"play-ticket:{body}:{permalink_token}".encode()
+    digest = hmac.new(secret_key.encode(), message, hashlib.sha256)
     return base64.urlsafe_b64encode(digest.digest()[:24]).decode().rstrip("=")
 
 
-def issue(secret_key: str, study_id: int, participant_id: int, ttl_s: float = TICKET_TTL_S) -> str:
-    """A ticket for this participant of this study, valid ``ttl_s`` seconds."""
+def issue(
+    secret_key: str, study_id: int, participant_id: int, permalink_token: str, ttl_s: float
+) -> str:
+    """A ticket for this participant of this study, valid ``ttl_s`` seconds and as long as
+    the study's permalink is ``permalink_token``."""
     body = f"{study_id}.{participant_id}.{int(time.time() + ttl_s)}"
-    return f"{body}.{_sign(secret_key, body)}"
+    return f"{body}.{_sign(secret_key, body, permalink_token)}"
 
 
-def verify(secret_key: str, ticket: str | None) -> Ticket | None:
-    """The ticket's holder, or None when it is malformed, forged or expired."""
-    if not ticket or len(ticket) > 200:
+def study_of(ticket: str | None) -> int | None:
+    """The study a ticket names (not verified: look the study up, then :func:`verify`)."""
+    if not ticket or len(ticket) > MAX_TICKET_CHARS:
         return None
     parts = ticket.split(".")
-    if len(parts) != 4 or not all(p.isdigit() for p in parts[:3]):
+    if len(parts) != 4 or not all(p.isascii() and p.isdigit() and len(p) <= 12 for p in parts[:3]):
         return None
+    if int(parts[0]) > _MAX_ROW_ID or int(parts[1]) > _MAX_ROW_ID:
+        return None
+    return int(parts[0])
+
+
+def verify(secret_key: str, ticket: str | None, permalink_token: str | None) -> Ticket | None:
+    """The ticket's holder, or None when it is malformed, forged, expired, or was issued
+    under another permalink token than the study's current ``permalink_token``."""
+    if study_of(ticket) is None or not permalink_token:
+        return None
+    assert ticket is not None
+    parts = ticket.split(".")
     body = ".".join(parts[:3])
-    if not hmac.compare_digest(_sign(secret_key, body), parts[3]):
+    if not hmac.compare_digest(_sign(secret_key, body, permalink_token), parts[3]):
         return None
     if int(parts[2]) < time.time():
         return None

@@ -15,7 +15,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from server.errors import Conflict, NotFound
+from server.errors import Conflict, Invalid, NotFound
 from server.models import (
     Episode,
     EpisodeStatus,
@@ -25,7 +25,7 @@ from server.models import (
     StudyEnvironment,
     utcnow,
 )
-from server.principal import Principal
+from server.principal import Principal, is_reserved_participant_id
 from server.recording.format import episode_dir
 from server.study_spec import EnvironmentSpec
 
@@ -61,6 +61,9 @@ def percentile(values: list[float], q: float) -> float | None:
 
 def find_or_create_participant(db: Session, study: Study, external_id: str) -> Participant:
     """The participant with this external id in this study (created on first visit)."""
+    if is_reserved_participant_id(external_id):  # it would be read as a designer's test play
+        message = "Participant ids starting with 'user:' are reserved for designers' test plays."
+        raise Invalid(message, detail=[{"loc": ["body", "participant_id"], "msg": message}])
     query = select(Participant).where(
         Participant.study_id == study.id, Participant.external_id == external_id
     )

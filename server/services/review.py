@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from server.errors import DomainError, Invalid, NotFound
 from server.models import Episode, EpisodeTag, Note, Participant, StepTag, Study, is_row_id
-from server.principal import Principal
+from server.principal import USER_PREFIX, Principal
 from server.services import studies
 
 # Sort keys the list accepts ("-" prefix: descending).
@@ -33,7 +33,6 @@ SORTS: dict[str, Any] = {
 }
 DEFAULT_SORT = "-started_at"
 MAX_PAGE = 500
-USER_PREFIX = "user:"
 
 
 @dataclass(frozen=True)

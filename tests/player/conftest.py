@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from server.models import Episode, Study, StudyState, User
-from server.player.protocol import unpack_frame
+from server.player.protocol import SUBPROTOCOL, unpack_frame
 from server.services import studies
 from tests.factories import Factory
 
@@ -40,6 +40,12 @@ def spec(*envs: dict[str, Any], **fields: Any) -> dict[str, Any]:
 def activate(db: Session, study: Study) -> Study:
     """Make a study active (it gets a permalink token)."""
     return studies.change_state(db, study, StudyState.active)
+
+
+def ticket_socket(client: Any, ticket: str, query: str = "") -> Any:
+    """A participant's socket: the ticket rides in the Sec-WebSocket-Protocol header."""
+    url = f"/ws/play?{query}" if query else "/ws/play"
+    return client.websocket_connect(url, subprotocols=[SUBPROTOCOL, f"ticket.{ticket}"])
 
 
 def row_of(db, episode_id):

@@ -28,12 +28,55 @@ from tests.player.conftest import Player, counter_env, spec, wait_status
         ('{"type": "save"}', "invalid"),
         ('{"type": "start", "env_id": ""}', "invalid"),
         ('{"type": "ack", "episode": 1, "step": -1, "drawn_ms": 1}', "invalid"),
+        ("[" * 60_000, "bad_json"),  # was a RecursionError: closed as a server failure
+        (
+            '{"type": "input", "client_ms": 1, "keys": ' + "[" * 30_000 + "]" * 30_000 + "}",
+            "bad_json",
+        ),
     ],
 )
 def test_parse_names_the_problem(text, code):
     with pytest.raises(BadMessage) as err:
         parse_client(text)
     assert err.value.code == code and err.value.message
+
+
+# Numbers the recording would keep and the RLDS exporter (int64 timings, JSON input) could
+# not write, or that mean nothing: each is refused as ``invalid``, naming the field.
+OUT_OF_RANGE = [
+    ({"type": "input", "client_ms": 1e300}, "client_ms"),
+    ({"type": "input", "client_ms": 2.0**53}, "client_ms"),
+    ({"type": "input", "client_ms": -1}, "client_ms"),
+    ({"type": "input", "client_ms": 1, "seen_step": 2**64}, "seen_step"),
+    ({"type": "input", "client_ms": 1, "seen_step": -2}, "seen_step"),
+    ({"type": "input", "client_ms": 1, "buttons": {"0": float("nan")}}, "buttons"),
+    ({"type": "input", "client_ms": 1, "buttons": {"0": 1.5}}, "buttons"),
+    ({"type": "input", "client_ms": 1, "buttons": {"0": -0.1}}, "buttons"),
+    ({"type": "input", "client_ms": 1, "buttons": {str(2**70): 1}}, "buttons"),
+    ({"type": "input", "client_ms": 1, "buttons": {"-1": 1}}, "buttons"),
+    ({"type": "input", "client_ms": 1, "axes": [float("inf")]}, "axes"),
+    ({"type": "ack", "episode": 1, "step": 10**30, "drawn_ms": 1}, "step"),
+    ({"type": "ack", "episode": 2**40, "step": 1, "drawn_ms": 1}, "episode"),
+    ({"type": "ack", "episode": 1, "step": 1, "drawn_ms": float("inf")}, "drawn_ms"),
+    ({"type": "ack", "episode": 1, "step": 1, "drawn_ms": float("nan")}, "drawn_ms"),
+    ({"type": "ping", "client_ms": float("-inf")}, "client_ms"),
+    ({"type": "set_speed", "speed": float("nan")}, "speed"),
+]
+
+
+@pytest.mark.parametrize(("message", "field"), OUT_OF_RANGE)
+def test_numbers_out_of_range_are_invalid(message, field):
+    with pytest.raises(BadMessage) as err:
+        parse_client(json.dumps(message))  # Python writes NaN and Infinity as JSON does not
+    assert err.value.code == "invalid" and field in err.value.message
+    assert err.value.for_ == message["type"]
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "Infinity", "-Infinity", "NaN"])
+def test_json_numbers_that_are_not_finite_are_refused(number):
+    with pytest.raises(BadMessage) as err:
+        parse_client(f'{{"type": "ping", "client_ms": {number}}}')
+    assert err.value.code == "invalid" and "client_ms" in err.value.message
 
 
 def test_parse_accepts_every_client_message():
@@ -140,6 +183,29 @@ def test_input_flood_is_limited_then_closed(factory, designer):
         assert "rate_limited" in codes and "flood" in codes
     finally:
         ws_cm.__exit__(None, None, None)
+
+
+def test_every_rate_limited_input_is_answered_in_sync_mode(factory, designer, monkeypatch):
+    """A sync client waits for each input's frame: a dropped input must get an error."""
+    # a slow bucket, so that the flood is one whatever the speed of the machine
+    monkeypatch.setattr("server.player.connection.INPUT_RATE", 2.0)
+    monkeypatch.setattr("server.player.connection.INPUT_BURST", 5.0)
+    ws_cm, player, _ = _playing(factory, designer, episode_len=100_000)
+    count = 60  # well under the 240 dropped inputs that close the socket
+    try:
+        for i in range(count):
+            player.send(type="input", keys=["KeyA"], client_ms=float(i + 1), seen_step=0)
+        player.send(type="ping", client_ms=1.0)
+        player.until("pong")  # control messages keep their order: every answer came before
+        refused = [m for m in player.seen if m["type"] == "error"]
+        player.send(type="cancel")
+        saved = player.until("episode_saved")
+    finally:
+        ws_cm.__exit__(None, None, None)
+    assert refused and all(m == {"type": "error", "code": "rate_limited", "for": "input",
+                                 "message": refused[0]["message"]} for m in refused)  # fmt: skip
+    applied = saved["steps"] - 1  # each applied input is one step after the first observation
+    assert applied + len(refused) == count
 
 
 def test_many_malformed_messages_close_the_socket(factory, designer):

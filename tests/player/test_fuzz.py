@@ -8,8 +8,10 @@ import math
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
+from server.export.episode import realign_timings
 from server.models import EpisodeStatus
 from server.recording.writer import open_reader
 from tests.player.conftest import wait_status
@@ -27,7 +29,54 @@ VALID = [
 ODD_VALUES: list[Any] = [
     None, True, -1, 0, 2**31, 2**70, -(2**70), 1e308, -1e308, "", "x" * 300, "\x00",
     "\ud7ff", [], {}, [None], {"a": {"b": [1]}}, 0.5, "KeyA", ["KeyA"] * 40,
+    1e300, 2**64, 10**30, 2.0**53, math.inf, -math.inf, math.nan, {"0": math.nan},
+    {"0": 2.5}, {str(2**64): 1}, [math.nan], [1.5],
 ]  # fmt: skip
+# Numbers that were accepted, recorded, and then made every RLDS export of the episode fail.
+OUT_OF_RANGE = [
+    {"type": "input", "keys": ["KeyA"], "client_ms": 1e300},
+    {"type": "input", "keys": ["KeyA"], "client_ms": 1, "seen_step": 2**64},
+    {"type": "input", "keys": ["KeyA"], "client_ms": 1, "buttons": {"0": math.nan}},
+    {"type": "input", "keys": ["KeyA"], "client_ms": math.inf},
+    {"type": "ack", "episode": 1, "step": 10**30, "drawn_ms": 1},
+    {"type": "ack", "episode": 1, "step": 1, "drawn_ms": math.inf},
+    {"type": "ack", "episode": 1, "step": 1, "drawn_ms": 1e300},
+]  # fmt: skip
+
+
+def _assert_exportable(path: str) -> None:
+    """What the exporter reads of every step fits its dtypes: int64 timings, JSON input."""
+    with open_reader(path) as reader:
+        steps = list(reader.steps)
+    raw = [json.loads(s.custom_data.get("timing") or "{}") for s in steps]
+    timings = realign_timings(raw)
+    np.asarray([list(t.values()) for t in timings], dtype=np.int64)  # OverflowError if not
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} recorded")
+
+    for step in steps:
+        json.loads(step.custom_data.get("input") or "null", parse_constant=refuse)
+        json.loads(step.custom_data.get("timing") or "{}", parse_constant=refuse)
+
+
+def test_out_of_range_numbers_are_invalid_and_the_episode_goes_on(factory, designer, db, app):
+    app.state.settings.reconnect_grace_s = 0.2
+    ws_cm, player, episode = _playing(factory, designer, episode_len=100_000)
+    try:
+        player.step(["KeyA"])
+        for message in OUT_OF_RANGE:
+            player.ws.send_text(json.dumps(message))  # NaN and Infinity as Python writes them
+            error = player.until("error")
+            assert error["code"] == "invalid" and error["for"] == message["type"], message
+        for _ in range(3):
+            player.step(["KeyB"])  # the episode plays on
+    finally:
+        ws_cm.__exit__(None, None, None)
+    assert not any(m["type"] == "episode_failed" for m in player.seen)
+    row = wait_status(db, episode["id"], EpisodeStatus.abandoned)
+    assert row.steps == 5
+    _assert_exportable(row.storage_path)
 
 
 def _mutant(rng: random.Random) -> str | bytes:
@@ -84,3 +133,5 @@ def test_random_messages_never_break_the_session(factory, designer, db, app, see
         recorded = len(list(reader.steps))
     assert row.steps == recorded >= len({f[1] for f in player.frames if f[0] == 1})
     assert all(math.isfinite(f[3]) for f in player.frames)
+    assert not any(m["type"] == "episode_failed" for m in player.seen)
+    _assert_exportable(row.storage_path)

@@ -144,13 +144,13 @@ def test_worker_process_death_fails_the_episode(factory, designer, db):
 
 
 def test_participant_quota_and_seeds_in_turn(factory, designer, db):
-    from tests.player.conftest import activate
+    from tests.player.conftest import activate, ticket_socket
 
     env = counter_env(episode_len=1, episodes_per_participant=1, seeds=[5, 6])
     study = activate(db, factory.study(designer, spec(env)))
     anon = factory.client()
     body = anon.post("/api/play/join", json={"token": study.permalink_token, "participant_id": "q"})
-    with anon.websocket_connect(f"/ws/play?ticket={body.json()['ticket']}") as ws:
+    with ticket_socket(anon, body.json()["ticket"]) as ws:
         player = Player(ws)
         episode = _start(player)
         assert episode["seed"] == 5

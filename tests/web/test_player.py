@@ -129,6 +129,8 @@ def test_pause_and_resume(live_server, page, factory, designer, db):
 
 
 def test_reload_mid_episode_resumes_without_losing_a_step(live_server, page, factory, designer, db):
+    sockets = []
+    page.on("websocket", lambda ws: sockets.append(ws.url))
     study = _participant(page, live_server, factory, designer, db, counter_env(episode_len=4))
     _play(page)
     page.keyboard.press("KeyA")
@@ -136,6 +138,9 @@ def test_reload_mid_episode_resumes_without_losing_a_step(live_server, page, fac
     expect(page.locator("#st-step")).to_have_text("2")
     page.reload()
     expect(page.locator("#st-phase")).to_have_text("paused")
+    # the ticket rides in a header (URLs reach access logs); the reload resumes the session
+    assert len(sockets) == 2 and not any("ticket" in url for url in sockets)
+    assert "session=" not in sockets[0] and "session=" in sockets[1]
     expect(page.locator("#st-step")).to_have_text("2")  # the last frame, shown again
     expect(page.locator("#st-return")).to_have_text("3")
     page.keyboard.press("Escape")  # resume (focus is on the page after a reload)
@@ -247,3 +252,27 @@ def test_player_page_refuses_a_stranger(live_server, page, factory, designer):
     study = factory.study(designer, spec(counter_env()))
     page.goto(f"{live_server}/player.html?study={study.id}")
     expect(page.locator("#page-error")).to_contain_text("log in as one of its designers")
+
+
+def test_a_replaced_link_asks_to_join_again(live_server, page, factory, designer, db):
+    """Rotating the permalink revokes the tickets issued under the old one."""
+    from server.services import studies
+
+    study = _participant(page, live_server, factory, designer, db, counter_env())
+    studies.rotate_permalink(db, study)
+    page.reload()
+    expect(page.locator("#join-view")).to_be_visible()
+    expect(page.locator("#page-error")).to_contain_text("Enter your participant ID again")
+    page.get_by_label("Participant ID").fill("P-7")
+    page.get_by_role("button", name="Continue").click()
+    expect(page.locator("#page-error")).to_contain_text("This study link is not valid")
+
+
+def test_a_designers_test_play_id_is_refused_with_a_reason(
+    live_server, page, factory, designer, db
+):
+    study = activate(db, factory.study(designer, spec(counter_env())))
+    page.goto(f"{live_server}/player.html?token={study.permalink_token}")
+    page.get_by_label("Participant ID").fill("user:1")
+    page.get_by_role("button", name="Continue").click()
+    expect(page.locator("#page-error")).to_contain_text("reserved for designers' test plays")

@@ -2,7 +2,8 @@
 
 Designers test-play any study they manage with their session cookie; participants come
 through the study's permalink, give their participant id and get a signed play ticket
-that the WebSocket presents (``docs/protocol.md``).
+that the WebSocket presents in its ``Sec-WebSocket-Protocol`` header, never in the URL
+(``docs/protocol.md``).
 """
 
 from __future__ import annotations
@@ -45,7 +46,13 @@ def join(body: JoinIn, db: SessionDep, settings: SettingsDep) -> PlayerStudyOut:
     counts = episodes.completed_counts(db, study.id, principal)
     return PlayerStudyOut(
         study=study_view(study.id, studies.spec_of(study), counts),
-        ticket=tickets.issue(settings.secret_key, study.id, participant.id),
+        ticket=tickets.issue(
+            settings.secret_key,
+            study.id,
+            participant.id,
+            study.permalink_token or "",
+            settings.ticket_ttl_s,
+        ),
         participant_id=participant.external_id,
     )
 
@@ -68,17 +75,30 @@ def _same_origin(websocket: WebSocket) -> bool:
     return urlsplit(origin).netloc == websocket.headers.get("host")
 
 
+def _offered_ticket(websocket: WebSocket) -> str | None:
+    """The ticket offered as a ``ticket.<ticket>`` subprotocol, if any."""
+    for offered in websocket.scope.get("subprotocols") or ():
+        if offered.startswith(p.TICKET_PREFIX):
+            return str(offered[len(p.TICKET_PREFIX) :])
+    return None
+
+
 def _authenticate(
     db: Session, websocket: WebSocket, secret_key: str
 ) -> tuple[Principal, Study] | str:
     """The player and study of a new socket, or why it is refused."""
-    ticket_text = websocket.query_params.get("ticket")
-    if ticket_text:
-        ticket = tickets.verify(secret_key, ticket_text)
-        if ticket is None:
-            return "invalid or expired play ticket"
-        study = db.get(Study, ticket.study_id)
-        if study is None or study.state != StudyState.active:
+    if "ticket" in websocket.query_params:
+        # URLs end up in access logs and browser history; the ticket goes in the header
+        return "send the play ticket in the Sec-WebSocket-Protocol header, not the URL"
+    ticket_text = _offered_ticket(websocket)
+    if ticket_text is not None:
+        claimed = tickets.study_of(ticket_text)
+        study = db.get(Study, claimed) if claimed is not None else None
+        token = study.permalink_token if study is not None else None
+        ticket = tickets.verify(secret_key, ticket_text, token)
+        if study is None or ticket is None:
+            return "invalid, expired or revoked play ticket"
+        if study.state != StudyState.active:
             return "the study is not accepting participants"
         return Principal.for_participant(study.id, ticket.participant_id), study
     user = users.user_for_token(db, websocket.cookies.get(security.SESSION_COOKIE))
@@ -96,8 +116,9 @@ def _authenticate(
 
 @router.websocket("/ws/play")
 async def play_socket(websocket: WebSocket) -> None:
-    """The player's socket: ``?ticket=`` (participant) or ``?study=`` (designer cookie),
-    plus ``&session=<id>`` to resume a session after a reload or a dropped connection."""
+    """The player's socket: a ticket in the ``Sec-WebSocket-Protocol`` header (participant)
+    or ``?study=`` (designer cookie), plus ``session=<id>`` to resume a session after a
+    reload or a dropped connection."""
     app = websocket.app
     settings = app.state.settings
     sessionmaker = app.state.sessionmaker
@@ -131,5 +152,7 @@ async def play_socket(websocket: WebSocket) -> None:
             workers_in_use=registry.workers_in_use,
         )  # fmt: skip
         registry.add(live)
-    await websocket.accept()
+    # A browser that offered subprotocols fails the socket unless the server picks one.
+    offered = websocket.scope.get("subprotocols") or ()
+    await websocket.accept(subprotocol=p.SUBPROTOCOL if p.SUBPROTOCOL in offered else None)
     await Connection(websocket, live).serve(resumed)
