@@ -8,16 +8,27 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from server.core import security
-from server.errors import Conflict, NotFound, Unauthorized
+from server.core.passwords import password_problem
+from server.errors import Conflict, Invalid, NotFound, Unauthorized
 from server.models import AuthSession, Role, User, utcnow
 from server.schemas import UserCreate, UserUpdate
 
 BAD_LOGIN = "Wrong email or password."
 
 
+def check_password(password: str, *user_inputs: str) -> None:
+    """422 naming the problem when ``password`` is too short, common or easy to guess."""
+    problem = password_problem(password, user_inputs)
+    if problem:
+        raise Invalid(
+            problem, detail=[{"loc": ["body", "password"], "msg": problem, "type": "value_error"}]
+        )
+
+
 def create_user(db: Session, body: UserCreate) -> User:
-    """A new account; the email must be unused."""
+    """A new account; the email must be unused and the password strong enough."""
     email = body.email.strip().lower()
+    check_password(body.password, email, body.name)
     if db.scalar(select(User.id).where(User.email == email)) is not None:
         raise Conflict(f"A user with email {email} already exists.")
     user = User(
@@ -39,6 +50,7 @@ def update_user(db: Session, user_id: int, body: UserUpdate) -> User:
     if body.name is not None:
         user.name = body.name
     if body.password is not None:
+        check_password(body.password, user.email, body.name or user.name)
         user.password_hash = security.hash_password(body.password)
         db.execute(delete(AuthSession).where(AuthSession.user_id == user.id))
     if body.role is not None:
@@ -105,5 +117,9 @@ def ensure_admin(db: Session, email: str, password: str | None) -> str | None:
     generated = None
     if not password:
         generated = password = security.new_token(12)
+        while password_problem(password):  # 16 random characters: a retry is very unlikely
+            generated = password = security.new_token(12)
+    elif problem := password_problem(password, email):
+        raise Invalid(f"STUDIO_ADMIN_PASSWORD is refused: {problem}")
     create_user(db, UserCreate(email=email, name="Admin", password=password, role=Role.admin))
     return generated
