@@ -43,10 +43,20 @@ def create_user(db: Session, body: UserCreate) -> User:
 
 
 def update_user(db: Session, user_id: int, body: UserUpdate) -> User:
-    """Change name, password, role or active flag."""
+    """Change name, password, role or active flag; the last active admin stays one (409)."""
     user = db.get(User, user_id)
     if user is None:
         raise NotFound("No such user.")
+    leaves_admins = (
+        user.role == Role.admin
+        and user.is_active
+        and ((body.role is not None and body.role != Role.admin) or body.is_active is False)
+    )
+    if leaves_admins and not _other_active_admins(db, user.id):
+        raise Conflict(
+            f"{user.email} is the only active admin: make another user an admin first, "
+            "so the studio keeps one."
+        )
     if body.name is not None:
         user.name = body.name
     if body.password is not None:
@@ -61,6 +71,20 @@ def update_user(db: Session, user_id: int, body: UserUpdate) -> User:
             db.execute(delete(AuthSession).where(AuthSession.user_id == user.id))
     db.commit()
     return user
+
+
+def _other_active_admins(db: Session, user_id: int) -> int:
+    """How many active admins besides ``user_id``.
+
+    The rows are locked (PostgreSQL) so two admins demoting each other at once cannot both
+    see the other one as the remaining admin.
+    """
+    query = (
+        select(User.id)
+        .where(User.role == Role.admin, User.is_active.is_(True), User.id != user_id)
+        .with_for_update()
+    )
+    return len(db.scalars(query).all())
 
 
 def authenticate(db: Session, email: str, password: str) -> User:
