@@ -16,11 +16,13 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from server import __version__
 from server.api.routes import auth, episodes, exports, health, play, studies, users
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
+from server.core.login_limit import LoginLimiter
 from server.errors import DomainError, validation_detail
 from server.export.jobs import JobManager
 from server.player.registry import Registry
@@ -137,7 +139,10 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+        # Headers kept: Retry-After of a 429, Allow of a 405.
+        return JSONResponse(
+            {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
+        )
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -148,7 +153,13 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 # How uvicorn serves the app. Frames are JPEG, which deflate cannot shrink: permessage-deflate
 # would only spend CPU on both ends of every socket (see docs/performance.md).
-SERVE_OPTIONS: dict[str, Any] = {"ws": "websockets-sansio", "ws_per_message_deflate": False}
+# uvicorn's proxy headers are off: it would trust X-Forwarded-For from 127.0.0.1 by default;
+# the app trusts only STUDIO_TRUSTED_PROXIES (create_app).
+SERVE_OPTIONS: dict[str, Any] = {
+    "ws": "websockets-sansio",
+    "ws_per_message_deflate": False,
+    "proxy_headers": False,
+}
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -181,8 +192,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.replay_cache = ReaderCache()
     app.state.player_registry = Registry()
+    app.state.login_limiter = LoginLimiter(
+        max_per_account=settings.login_max_failures,
+        max_per_address=settings.login_max_failures_per_address,
+        window_s=settings.login_window_s,
+    )
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     app.add_middleware(NulInUrlMiddleware)
+    if settings.trusted_proxies:
+        # Only these peers' X-Forwarded-For is believed (uvicorn's own is turned off).
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
     _install_error_handlers(app)
     for module in (health, auth, users, studies, play, episodes, exports):
         app.include_router(module.router)

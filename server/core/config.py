@@ -73,6 +73,18 @@ class Settings(BaseSettings):
     worker_start_timeout_s: float = Field(default=60.0, gt=0)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     session_max_age_s: int = 7 * 24 * 3600
+    login_max_failures: int = Field(
+        default=5, ge=1, description="Failed logins per account in a window before 429."
+    )
+    login_max_failures_per_address: int = Field(
+        default=20, ge=1, description="Failed logins per client address in a window before 429."
+    )
+    login_window_s: float = Field(default=900.0, gt=0, description="The login limits' window.")
+    trusted_proxies: str = Field(
+        default="",
+        description="Comma-separated addresses or networks of reverse proxies whose "
+        "X-Forwarded-For gives the client address; empty: the peer address is the client.",
+    )
     reconnect_grace_s: float = Field(default=30.0, ge=0)
     export_workers: int = Field(default=1, ge=1)
 
