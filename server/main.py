@@ -12,7 +12,7 @@ from urllib.parse import unquote_to_bytes
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -22,6 +22,7 @@ from server import __version__
 from server.api.routes import auth, episodes, exports, health, play, studies, users
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
+from server.core.headers import SECURITY_HEADERS, SecurityHeadersMiddleware
 from server.core.login_limit import LoginLimiter
 from server.errors import DomainError, validation_detail
 from server.export.jobs import JobManager
@@ -148,7 +149,13 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         # Logged with its traceback here; the client gets no internals.
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return JSONResponse({"detail": "Internal error; it has been logged."}, status_code=500)
+        # Answered outside the middleware stack (Starlette's ServerErrorMiddleware): the
+        # security headers are added here.
+        return JSONResponse(
+            {"detail": "Internal error; it has been logged."},
+            status_code=500,
+            headers=SECURITY_HEADERS,
+        )
 
 
 # How uvicorn serves the app. Frames are JPEG, which deflate cannot shrink: permessage-deflate
@@ -182,8 +189,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.replay_cache.close()
         engine.dispose()
 
+    # /docs is the vendored Swagger UI (web/docs.html): FastAPI's own pages load it from a
+    # CDN with an inline script, which the Content-Security-Policy forbids.
     app = FastAPI(
-        title="RLDS Studio", version=__version__, description=DESCRIPTION, lifespan=lifespan
+        title="RLDS Studio",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.sessionmaker = make_sessionmaker(engine)
@@ -202,8 +216,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.trusted_proxies:
         # Only these peers' X-Forwarded-For is believed (uvicorn's own is turned off).
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
+    # Outermost, so answers of the other middlewares (413, 422) carry the headers too.
+    app.add_middleware(SecurityHeadersMiddleware)
     _install_error_handlers(app)
     for module in (health, auth, users, studies, play, episodes, exports):
         app.include_router(module.router)
+
+    @app.get("/docs", include_in_schema=False)
+    def api_docs() -> FileResponse:
+        return FileResponse(WEB_DIR / "docs.html")
+
     app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
     return app
