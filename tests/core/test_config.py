@@ -25,3 +25,19 @@ def test_environment_variables_use_the_studio_prefix(monkeypatch):
     settings = Settings(_env_file=None)
     assert settings.port == 9123
     assert not settings.is_sqlite
+
+
+def test_allowed_environment_lists(monkeypatch):
+    defaults = Settings(_env_file=None)
+    assert defaults.gym_packages == ["gymnasium", "ale_py", "minigrid"]
+    assert defaults.dm_env_factories == []
+    monkeypatch.setenv("STUDIO_GYM_PACKAGES", "gymnasium, lab_envs.gym")
+    monkeypatch.setenv("STUDIO_DM_ENV_FACTORIES", '["lab_envs.maze:make", "other:build"]')
+    settings = Settings(_env_file=None)
+    assert settings.gym_packages == ["gymnasium", "lab_envs.gym"]
+    assert settings.dm_env_factories == ["lab_envs.maze:make", "other:build"]
+    monkeypatch.setenv("STUDIO_GYM_PACKAGES", "")
+    assert Settings(_env_file=None).gym_packages == []
+    monkeypatch.setenv("STUDIO_DM_ENV_FACTORIES", "os.system")
+    with pytest.raises(ValidationError, match="package.module:function"):
+        Settings(_env_file=None)
