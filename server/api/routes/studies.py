@@ -87,10 +87,18 @@ def read_study(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> 
     responses={**NOT_FOUND, **CONFLICT},
 )
 def update_study(
-    study_id: RowId, body: StudyUpdate, db: SessionDep, principal: CurrentPrincipal
+    study_id: RowId,
+    body: StudyUpdate,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
 ) -> Study:
-    """Only drafts and paused studies can be edited."""
-    return studies.update_study(db, studies.get_study(db, principal, study_id), body.spec)
+    """Only drafts and paused studies can be edited.
+
+    Removing an environment from a draft deletes its test plays; a paused study keeps all.
+    """
+    study = studies.get_study(db, principal, study_id)
+    return studies.update_study(db, study, body.spec, settings.data_root)
 
 
 @router.put(
@@ -106,11 +114,15 @@ def update_study(
     },
 )
 def replace_study_file(
-    study_id: RowId, db: SessionDep, principal: CurrentPrincipal, body: StudyFileBody
+    study_id: RowId,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+    body: StudyFileBody,
 ) -> Study:
     """Like ``PUT /api/studies/{id}`` with the spec given as the text of a study file."""
     study = studies.get_study(db, principal, study_id)
-    return studies.update_study(db, study, study_files.load_bytes(body))
+    return studies.update_study(db, study, study_files.load_bytes(body), settings.data_root)
 
 
 @router.delete(
