@@ -1,4 +1,4 @@
-"""Drafts: editing a test-played draft."""
+"""Drafts: editing a test-played draft, and ids that deleted drafts never hand on."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from server.models import Episode, StudyState
 from server.services import study_files
 from server.study_spec import StudySpec
 from tests.api.routes._recorded import Inserter, two_env_spec
+from tests.factories import spec_dict
 
 
 @pytest.mark.parametrize("route", ["json", "file"])
@@ -55,3 +56,16 @@ def test_a_started_study_still_keeps_its_environments(factory, db, settings, rec
     res = factory.client(owner).put(f"/api/studies/{study.id}", json={"spec": spec})
     assert res.status_code == 409, res.text
     assert "cannot be removed" in res.json()["detail"]
+
+
+def test_the_id_of_a_deleted_study_is_never_reused(factory):  # type: ignore[no-untyped-def]
+    """An old link to a deleted draft must not open another study (SQLite reused ids)."""
+    client = factory.client(factory.user())
+    first = client.post("/api/studies", json={"spec": spec_dict("first")}).json()["id"]
+    newest = client.post("/api/studies", json={"spec": spec_dict("newest")}).json()["id"]
+    assert newest > first
+    assert client.delete(f"/api/studies/{newest}").status_code == 204
+    again = client.post("/api/studies", json={"spec": spec_dict("again")})
+    assert again.status_code == 201, again.text
+    assert again.json()["id"] > newest
+    assert client.get(f"/api/studies/{newest}").status_code == 404
