@@ -9,7 +9,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 
 from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
-from server.errors import Invalid
 from server.models import Study, StudyState
 from server.runtime.allowlist import AllowedEnvironments
 from server.schemas import StudyCreate, StudyPublic, StudyStateChange, StudySummary, StudyUpdate
@@ -19,7 +18,6 @@ from server.services.env_check import (
     require_allowed,
     validate_study_environments,
 )
-from server.study_spec import StudySpec
 
 router = APIRouter(prefix="/api/studies", tags=["studies"])
 
@@ -29,6 +27,9 @@ YAML_BODY: dict[str, Any] = {
         "required": True,
         "content": {"application/yaml": {"schema": {"type": "string"}}},
     }
+}
+TOO_LARGE: dict[int | str, dict[str, Any]] = {
+    413: {"description": f"The study file is over {study_files.MAX_FILE_BYTES} bytes."}
 }
 CONFLICT: dict[int | str, dict[str, Any]] = {
     409: {"description": "Not allowed in the study's current state."}
@@ -41,6 +42,19 @@ def _allowed(settings: SettingsDep) -> AllowedEnvironments:
 
 
 AllowedDep = Annotated[AllowedEnvironments, Depends(_allowed)]
+
+
+async def study_file_body(request: Request) -> bytes:
+    """The request body, read up to the study-file limit (413 past it, without reading on)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > study_files.MAX_FILE_BYTES:
+            raise study_files.too_large()
+    return bytes(body)
+
+
+StudyFileBody = Annotated[bytes, Depends(study_file_body)]
 
 
 @router.get("", response_model=list[StudySummary], summary="List your studies")
@@ -67,28 +81,17 @@ def create_study(
     status_code=201,
     summary="Import a study file (YAML)",
     openapi_extra=YAML_BODY,
-    responses={422: {"description": "Invalid YAML or spec, with the field path."}},
+    responses={**TOO_LARGE, 422: {"description": "Invalid YAML or spec, with the field path."}},
 )
-async def import_study(
-    request: Request, db: SessionDep, principal: CurrentPrincipal, allowed: AllowedDep
+def import_study(
+    db: SessionDep, principal: CurrentPrincipal, allowed: AllowedDep, body: StudyFileBody
 ) -> Study:
     """Create a draft from the text of a study file (the ``studies/`` format)."""
-    spec = await _spec_from_yaml_body(request)
+    # A sync route: parsing and the database run in the threadpool, never on the event loop.
+    spec = study_files.load_bytes(body)
     require_allowed(spec, allowed, prefix=())
     assert principal.user_id is not None
     return studies.create_study(db, principal.user_id, spec)
-
-
-async def _spec_from_yaml_body(request: Request) -> StudySpec:
-    raw = await request.body()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise Invalid(
-            "The study file must be UTF-8 text.",
-            detail=[{"loc": ["body"], "msg": "not UTF-8", "type": "encoding"}],
-        ) from exc
-    return study_files.load_yaml(text)
 
 
 @router.get("/{study_id}", response_model=StudyPublic, summary="Read a study", responses=NOT_FOUND)
@@ -108,12 +111,16 @@ def update_study(
     body: StudyUpdate,
     db: SessionDep,
     principal: CurrentPrincipal,
+    settings: SettingsDep,
     allowed: AllowedDep,
 ) -> Study:
-    """Only drafts and paused studies can be edited."""
+    """Only drafts and paused studies can be edited.
+
+    Removing an environment from a draft deletes its test plays; a paused study keeps all.
+    """
     study = studies.get_study(db, principal, study_id)
     require_allowed(body.spec, allowed)
-    return studies.update_study(db, study, body.spec)
+    return studies.update_study(db, study, body.spec, settings.data_root)
 
 
 @router.put(
@@ -121,20 +128,26 @@ def update_study(
     response_model=StudyPublic,
     summary="Replace a study's spec from a study file (YAML)",
     openapi_extra=YAML_BODY,
-    responses={**NOT_FOUND, **CONFLICT, 422: {"description": "Invalid YAML or spec."}},
+    responses={
+        **NOT_FOUND,
+        **CONFLICT,
+        **TOO_LARGE,
+        422: {"description": "Invalid YAML or spec."},
+    },
 )
-async def replace_study_file(
+def replace_study_file(
     study_id: RowId,
-    request: Request,
     db: SessionDep,
     principal: CurrentPrincipal,
+    settings: SettingsDep,
     allowed: AllowedDep,
+    body: StudyFileBody,
 ) -> Study:
     """Like ``PUT /api/studies/{id}`` with the spec given as the text of a study file."""
     study = studies.get_study(db, principal, study_id)
-    spec = await _spec_from_yaml_body(request)
+    spec = study_files.load_bytes(body)
     require_allowed(spec, allowed, prefix=())
-    return studies.update_study(db, study, spec)
+    return studies.update_study(db, study, spec, settings.data_root)
 
 
 @router.delete(
