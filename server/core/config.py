@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 PLACEHOLDER_SECRET = "change-me"
@@ -56,6 +56,10 @@ def _load_or_create_secret(data_root: Path) -> str:
 
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _FACTORY = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+_NAME_LISTS = {
+    "gym_packages": (_MODULE, "module names"),
+    "dm_env_factories": (_FACTORY, "'package.module:function' names"),
+}
 
 
 def _names(value: Any) -> Any:
@@ -122,22 +126,14 @@ class Settings(BaseSettings):
         description="dm_env factories ('package.module:function') designers may use.",
     )
 
-    @field_validator("gym_packages", mode="before")
+    @field_validator("gym_packages", "dm_env_factories", mode="before")
     @classmethod
-    def _package_names(cls, value: Any) -> Any:
+    def _name_lists(cls, value: Any, info: ValidationInfo) -> Any:
+        pattern, what = _NAME_LISTS[info.field_name or ""]
         value = _names(value)
-        bad = [v for v in value if not isinstance(v, str) or not _MODULE.match(v)]
+        bad = [v for v in value if not isinstance(v, str) or not pattern.match(v)]
         if bad:
-            raise ValueError(f"not module names: {bad}")
-        return value
-
-    @field_validator("dm_env_factories", mode="before")
-    @classmethod
-    def _factory_names(cls, value: Any) -> Any:
-        value = _names(value)
-        bad = [v for v in value if not isinstance(v, str) or not _FACTORY.match(v)]
-        if bad:
-            raise ValueError(f"not 'package.module:function' names: {bad}")
+            raise ValueError(f"not {what}: {bad}")
         return value
 
     @model_validator(mode="after")
