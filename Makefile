@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PG_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 
-.PHONY: run test lint typecheck pytest test-postgres chromium consumer-venv bench vendor clean
+.PHONY: run test lint typecheck pytest test-postgres chromium consumer-venv bench vendor vendor-one clean
 
 PIP_VERSION := 26.3
 LOCK_ARGS   := --universal --python-version 3.11 -q --custom-compile-command "make lock"
@@ -89,13 +89,19 @@ consumer-venv:
 ## vendor: refresh web/vendor/ (built files from the npm registry, pinned; see web/vendor/README.md)
 SWAGGER_UI_VERSION := 5.35.0
 SWAGGER_UI_FILES   := swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css LICENSE NOTICE
+UPLOT_VERSION      := 1.6.32
+UPLOT_FILES        := dist/uPlot.iife.min.js dist/uPlot.min.css LICENSE
 vendor:
+	$(MAKE) vendor-one PKG=swagger-ui-dist VERSION=$(SWAGGER_UI_VERSION) DIR=swagger-ui FILES="$(SWAGGER_UI_FILES)"
+	$(MAKE) vendor-one PKG=uplot VERSION=$(UPLOT_VERSION) DIR=uplot FILES="$(UPLOT_FILES)"
+
+# vendor-one: PKG@VERSION from the npm registry; FILES (paths in the package) into web/vendor/DIR
+vendor-one:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
-	(cd "$$tmp" && npm pack --silent swagger-ui-dist@$(SWAGGER_UI_VERSION) >/dev/null && \
-	 tar -xzf swagger-ui-dist-$(SWAGGER_UI_VERSION).tgz) && \
-	rm -rf web/vendor/swagger-ui && mkdir -p web/vendor/swagger-ui && \
-	for f in $(SWAGGER_UI_FILES); do cp "$$tmp/package/$$f" web/vendor/swagger-ui/; done && \
-	echo "web/vendor/swagger-ui: swagger-ui-dist $(SWAGGER_UI_VERSION)"
+	(cd "$$tmp" && npm pack --silent $(PKG)@$(VERSION) >/dev/null && tar -xzf $(PKG)-$(VERSION).tgz) && \
+	rm -rf web/vendor/$(DIR) && mkdir -p web/vendor/$(DIR) && \
+	for f in $(FILES); do cp "$$tmp/package/$$f" web/vendor/$(DIR)/; done && \
+	echo "web/vendor/$(DIR): $(PKG) $(VERSION)"
 
 bench: $(VENV)/.test-stamp
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
