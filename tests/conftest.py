@@ -204,3 +204,11 @@ def recorded(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyp
     from tests.api.routes._recorded import record_set
 
     return record_set(tmp_path_factory.mktemp("recorded"))
+
+
+@pytest.fixture(scope="session")
+def long_recording(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A real 20,000-step envlogger log (a fast CartPole-like env), recorded once per run."""
+    from tests.api.routes._recorded import LONG_STEPS, record_long
+
+    return record_long(tmp_path_factory.mktemp("long"), LONG_STEPS)

@@ -134,12 +134,14 @@ def record_episode(
     env_config: dict[str, Any] | None = None,
     jpeg_quality: int = 75,
     bad_timing: dict[int, dict[str, Any]] | None = None,
+    raw_input: Any = None,
 ) -> Recording:
     """Play one seeded random-policy episode of ``make_env()`` into an envlogger log.
 
     Time limits (``gym.make(..., max_episode_steps=N)``) end episodes as dm_env truncations.
     ``bad_timing`` maps a timestep index to timing values recorded with it as given (NaN,
-    1e300, ...), as a recorder without the protocol's checks did.
+    1e300, ...), as a recorder without the protocol's checks did. ``raw_input(t, action)``
+    gives the browser input recorded with a_t (default: a made-up key per action).
     """
     gym_env = make_env()
     config = env_config if env_config is not None else {"env_id": env_id, "kwargs": {}}
@@ -157,7 +159,13 @@ def record_episode(
             raw: Any = None
             timing: dict[str, Any] = {"applied": now(), "seen_step": -1}
         else:
-            raw = {"keys": [f"k{int(np.sum(action)) % 5}"], "action": np.asarray(action).tolist()}
+            if raw_input is not None:
+                raw = raw_input(t - 1, action)
+            else:
+                raw = {
+                    "keys": [f"k{int(np.sum(action)) % 5}"],
+                    "action": np.asarray(action).tolist(),
+                }
             timing = {"input_sent": now(), "input_recv": now(), "applied": now()}
             timing["seen_step"] = t - 1
             rec.inputs.append(raw)

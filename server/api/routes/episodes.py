@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
+from fastapi import Path as Path_
 from sqlalchemy.orm import Session
 
 from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
+from server.errors import Invalid
 from server.models import MAX_DB_INT, Episode, EpisodeStatus
 from server.schemas import (
     EpisodeDetail,
@@ -20,9 +23,11 @@ from server.schemas import (
     StepTagPublic,
     TagIn,
 )
-from server.services import replay, review, studies
+from server.services import _replay_step, replay, review, studies
 
 router = APIRouter(tags=["episodes"])
+
+MAX_OBSERVATION_VALUES = 1_000_000  # a 1000×1000 array; larger ones only as images
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"description": "No such episode or study, or not yours."}
@@ -89,7 +94,11 @@ def list_episodes(
     exclude_tag: Annotated[list[str] | None, Query(description="Excluded episode tags")] = None,
     since: datetime | None = None,
     until: datetime | None = None,
-    sort: str = review.DEFAULT_SORT,
+    min_return: Annotated[float | None, Query(allow_inf_nan=False)] = None,
+    max_return: Annotated[float | None, Query(allow_inf_nan=False)] = None,
+    sort: Annotated[
+        str, Query(description=f"One of {sorted(review.SORTS)}; a - prefix sorts descending")
+    ] = review.DEFAULT_SORT,
     offset: Annotated[int, Query(ge=0, le=MAX_DB_INT)] = 0,
     limit: Annotated[int, Query(ge=1, le=review.MAX_PAGE)] = 50,
 ) -> EpisodeList:
@@ -103,6 +112,8 @@ def list_episodes(
         exclude_tags=exclude_tag or [],
         since=since,
         until=until,
+        min_return=min_return,
+        max_return=max_return,
     )
     page = review.list_episodes(db, study, flt, sort=sort, offset=offset, limit=limit)
     externals = review.external_ids(db, page.items)
@@ -236,9 +247,16 @@ def read_frame(
     return Response(jpeg, media_type="image/jpeg", headers=headers)
 
 
+def _log(
+    episode_id: str, db: Session, principal: Any, settings: Any
+) -> tuple[Episode, Path, tuple[str, int]]:
+    episode = review.get_episode(db, principal, episode_id)
+    return episode, review.log_dir(episode, settings.data_root), (episode.status, episode.steps)
+
+
 @router.get(
     "/api/episodes/{episode_id}/steps",
-    summary="Per-step action and reward (for a timeline)",
+    summary="Everything recorded per step, a page at a time",
     responses=NOT_FOUND,
 )
 def read_steps(
@@ -247,11 +265,84 @@ def read_steps(
     db: SessionDep,
     principal: CurrentPrincipal,
     settings: SettingsDep,
-    start: Annotated[int, Query(ge=0)] = 0,
+    start: Annotated[int, Query(ge=0, le=MAX_DB_INT)] = 0,
     limit: Annotated[int, Query(ge=1, le=replay.MAX_STEPS_PAGE)] = 200,
 ) -> dict[str, Any]:
-    """Steps ``start..start+limit-1``: action a_t, reward r_t and the RLDS flags."""
-    episode = review.get_episode(db, principal, episode_id)
-    log = review.log_dir(episode, settings.data_root)
-    version = (episode.status, episode.steps)
-    return replay.steps_summary(_cache(request), log, start, limit, version)
+    """Steps ``start..start+limit-1``: observation, action and its meaning, raw input,
+    reward, discount, RLDS flags, env info and input latency (docs/review.md)."""
+    _, log, version = _log(episode_id, db, principal, settings)
+    return replay.steps_page(_cache(request), log, start, limit, version)
+
+
+@router.get(
+    "/api/episodes/{episode_id}/steps/{step}/observation",
+    summary="Every value of one observation array",
+    responses=NOT_FOUND,
+)
+def read_observation(
+    episode_id: str,
+    step: Annotated[int, Path_(ge=0, le=MAX_DB_INT)],
+    request: Request,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+    key: Annotated[str, Query(max_length=200, description="a/b inside a dict observation")] = "",
+) -> dict[str, Any]:
+    """The full values of a large observation array (the steps page summarises it)."""
+    _, log, version = _log(episode_id, db, principal, settings)
+    array = replay.observation(_cache(request), log, step, key, version)
+    if array.size > MAX_OBSERVATION_VALUES:
+        raise Invalid(
+            f"The array has {array.size} values; at most {MAX_OBSERVATION_VALUES} are listed.",
+            detail=[{"loc": ["query", "key"], "msg": "array too large to list"}],
+        )
+    return {"key": key, "shape": list(array.shape), "dtype": str(array.dtype),
+            "values": _replay_step.full_values(array)}  # fmt: skip
+
+
+@router.get(
+    "/api/episodes/{episode_id}/steps/{step}/observation.jpg",
+    response_class=Response,
+    summary="An image observation as a JPEG",
+    responses={**NOT_FOUND, 200: {"content": {"image/jpeg": {}}}},
+)
+def read_observation_image(
+    episode_id: str,
+    step: Annotated[int, Path_(ge=0, le=MAX_DB_INT)],
+    request: Request,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+    key: Annotated[str, Query(max_length=200)] = "",
+) -> Response:
+    """An image observation (uint8 H×W or H×W×C) of step ``step``, encoded as JPEG."""
+    episode, log, version = _log(episode_id, db, principal, settings)
+    array = replay.observation(_cache(request), log, step, key, version)
+    if not _replay_step.is_image(array):
+        raise Invalid(
+            "That observation array is not an image.",
+            detail=[{"loc": ["query", "key"], "msg": "not a uint8 H×W(×C) array"}],
+        )
+    jpeg = _replay_step.image_jpeg(array)
+    final = episode.status != EpisodeStatus.recording
+    headers = {"Cache-Control": "private, max-age=3600" if final else "no-store"}
+    return Response(jpeg, media_type="image/jpeg", headers=headers)
+
+
+@router.get(
+    "/api/episodes/{episode_id}/rewards",
+    summary="Reward profile: per-step reward and return, downsampled",
+    responses=NOT_FOUND,
+)
+def read_rewards(
+    episode_id: str,
+    request: Request,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+    buckets: Annotated[int, Query(ge=1, le=replay.MAX_BUCKETS)] = 1000,
+) -> dict[str, Any]:
+    """``[step, value]`` points of reward and cumulative return; each of at most ``buckets``
+    buckets keeps its extremes, so spikes survive."""
+    _, log, version = _log(episode_id, db, principal, settings)
+    return replay.reward_profile(_cache(request), log, buckets, version)

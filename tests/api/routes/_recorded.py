@@ -12,8 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from sqlalchemy.orm import Session
 
 from server.models import Episode, EpisodeTag, Participant, Study, User, utcnow
@@ -132,3 +134,76 @@ class Inserter:
         self.db.add(episode)
         self.db.commit()
         return episode
+
+
+class LongEnv(gym.Env):
+    """A fast CartPole-like env (4 floats, 2 actions) whose reward spikes every 1000 steps.
+
+    Reward is 1 per step, 50 at steps t with t % 1000 == 999 and -20 at t == length - 2
+    (r_t, the reward of action a_t); the episode is truncated after ``length - 1`` actions.
+    """
+
+    metadata = {"render_modes": ["rgb_array"]}
+    observation_space = gym.spaces.Box(-1e6, 1e6, shape=(4,), dtype=np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self.t = 0
+        self.render_mode = "rgb_array"
+        self.image = np.zeros((16, 16, 3), dtype=np.uint8)
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.t, self.t * 0.5, -self.t, 0.25], dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple:
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {"t": 0}
+
+    def step(self, action: int) -> tuple:
+        reward = LongEnv.reward(self.t, self.length)
+        self.t += 1
+        return self._obs(), reward, False, self.t >= self.length - 1, {"t": self.t}
+
+    @staticmethod
+    def reward(t: int, length: int) -> float:
+        """r_t of the episode (see the class doc)."""
+        if t == length - 2:
+            return -20.0
+        return 50.0 if t % 1000 == 999 else 1.0
+
+    def render(self) -> np.ndarray:
+        return self.image
+
+
+def gamepad_input(t: int, action: Any) -> dict:
+    """Raw input of a_t: ArrowLeft/ArrowRight, a gamepad button and an axis by step."""
+    key = "ArrowRight" if int(action) else "ArrowLeft"
+    return {
+        "keys": [key],
+        "buttons": {"0": 1.0 if t % 2 else 0.0},
+        "axes": [0.0, round(t / 1e5, 5)],
+    }
+
+
+LONG_STEPS = 20_000
+# What the worker records as env_config: the study's EnvironmentSpec (its catalog controls
+# name the actions: ArrowLeft "left", ArrowRight "right").
+CARTPOLE_SPEC = {"id": "cartpole", "name": "CartPole",
+                 "source": {"kind": "gymnasium", "id": "CartPole-v1"}}  # fmt: skip
+
+
+def record_long(root: Path, length: int) -> Recording:
+    """A ``length``-step episode of :class:`LongEnv` recorded with the real writer."""
+    episode_id = f"long{length}".ljust(32, "0")
+    return record_episode(
+        lambda: LongEnv(length),
+        root / episode_id,
+        env_id="cartpole",
+        env_config=CARTPOLE_SPEC,
+        episode_id=episode_id,
+        seed=3,
+        jpeg_quality=50,
+        raw_input=gamepad_input,
+    )

@@ -1,0 +1,216 @@
+"""The replay API on real logs: everything recorded per step, any page of a 20,000-step
+episode, observations in full and as images, the reward profile; sorting and return filters."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import simplejpeg
+
+from server.export.episode import realign_timings
+from server.services import replay
+from tests.api.routes._recorded import (
+    CARTPOLE_SPEC,
+    LONG_STEPS,
+    Inserter,
+    LongEnv,
+    gamepad_input,
+    two_env_spec,
+)
+from tests.export._recordings import record_episode
+
+
+@pytest.fixture
+def long_world(factory, db, settings, long_recording):  # type: ignore[no-untyped-def]
+    """A study holding the 20,000-step episode."""
+    owner = factory.user()
+    study = factory.study(owner, two_env_spec())
+    episode = Inserter(db, settings.data_root).add(study, long_recording)
+    return {"client": factory.client(owner), "episode": episode, "study": study}
+
+
+def _page(c, episode_id: str, start: int, limit: int) -> dict:  # type: ignore[no-untyped-def]
+    res = c.get(f"/api/episodes/{episode_id}/steps", params={"start": start, "limit": limit})
+    assert res.status_code == 200, res.text
+    return res.json()
+
+
+@pytest.mark.parametrize("start", [0, 990, 1000, 12_345, LONG_STEPS - 200])
+def test_any_page_of_a_20000_step_episode(start: int, long_world, long_recording) -> None:  # type: ignore[no-untyped-def]
+    c, ep, rec = long_world["client"], long_world["episode"], long_recording
+    body = _page(c, ep.id, start, 200)
+    assert body["total"] == LONG_STEPS and len(body["items"]) == 200
+    for item in body["items"]:
+        t = item["step"]
+        obs = item["observation"][0]
+        assert obs["shape"] == [4] and obs["dtype"] == "float32"
+        assert obs["values"] == np.asarray(rec.observations[t]).tolist()
+        assert item["info"] == {"t": t}
+        if t < LONG_STEPS - 1:
+            assert item["action"] == int(rec.actions[t])
+            assert item["reward"] == LongEnv.reward(t, LONG_STEPS)
+            assert item["input"] == gamepad_input(t, rec.actions[t])
+            assert item["action_meaning"] == ("right" if int(rec.actions[t]) else "left")
+    assert [i["step"] for i in body["items"]] == list(range(start, start + 200))
+    last = body["items"][-1]
+    assert last["is_last"] == (start == LONG_STEPS - 200)
+
+
+def test_paging_memory_does_not_grow_with_the_position(long_world) -> None:  # type: ignore[no-untyped-def]
+    c, ep = long_world["client"], long_world["episode"]
+    _page(c, ep.id, 0, 200)  # open the reader once
+    peaks = []
+    for start in (0, LONG_STEPS - 200):
+        tracemalloc.start()
+        _page(c, ep.id, start, 200)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    # a page reads its own steps only: the last page costs what the first does
+    assert peaks[1] < peaks[0] * 1.5 + 256 * 1024, peaks
+
+
+def test_past_the_end_and_bad_pages(long_world) -> None:  # type: ignore[no-untyped-def]
+    c, ep = long_world["client"], long_world["episode"]
+    assert _page(c, ep.id, LONG_STEPS, 10)["items"] == []
+    for params in ({"limit": 0}, {"limit": replay.MAX_STEPS_PAGE + 1}, {"start": -1}):
+        res = c.get(f"/api/episodes/{ep.id}/steps", params=params)
+        assert res.status_code == 422, params
+
+
+def test_every_recorded_field_of_a_step(world_short, recorded) -> None:  # type: ignore[no-untyped-def]
+    c, ep = world_short
+    rec = recorded["cartpole"][0]
+    items = _page(c, ep.id, 0, 100)["items"]
+    latencies = [t["input_latency_ms"] for t in realign_timings(rec.timings)]
+    for t, item in enumerate(items):
+        assert item["info"] == json.loads(rec.infos[t])
+        assert item["has_frame"]
+        expected = latencies[t] if latencies[t] != -1 else None
+        assert item["latency_ms"] == expected
+    assert items[0]["latency_ms"] is not None  # the recorder's clock: 1 input, 1 drawn frame
+    assert items[0]["input"] == rec.inputs[0]
+    assert items[0]["discount"] == 1.0 and items[0]["is_first"]
+    last = items[-1]
+    assert last["is_last"] and last["discount"] == 0.0 and last["input"] is None
+    # the short recordings name their env_config without a spec: no controls, no meaning
+    assert items[0]["action_meaning"] is None
+
+
+@pytest.fixture
+def world_short(factory, db, settings, recorded):  # type: ignore[no-untyped-def]
+    owner = factory.user()
+    study = factory.study(owner, two_env_spec())
+    ep = Inserter(db, settings.data_root).add(study, recorded["cartpole"][0])
+    return factory.client(owner), ep
+
+
+class _ImageEnv(gym.Env):
+    """Dict observation: a 24×32 RGB picture and a 3,000-value vector."""
+
+    metadata = {"render_modes": ["rgb_array"]}
+    observation_space = gym.spaces.Dict(
+        {
+            "pixels": gym.spaces.Box(0, 255, (24, 32, 3), np.uint8),
+            "lidar": gym.spaces.Box(-1.0, 1.0, (3000,), np.float32),
+        }
+    )
+    action_space = gym.spaces.Discrete(2)
+    render_mode = "rgb_array"
+
+    def _obs(self, t: int) -> dict:
+        pixels = np.zeros((24, 32, 3), np.uint8)
+        pixels[:, :16] = 200  # left half light
+        return {"pixels": pixels, "lidar": np.linspace(-1, 1, 3000, dtype=np.float32) * (t % 2)}
+
+    def reset(self, *, seed=None, options=None):  # type: ignore[no-untyped-def]
+        self.t = 0
+        return self._obs(0), {}
+
+    def step(self, action):  # type: ignore[no-untyped-def]
+        self.t += 1
+        return self._obs(self.t), 0.0, False, self.t >= 3, {}
+
+    def render(self) -> np.ndarray:
+        return np.zeros((16, 16, 3), np.uint8)
+
+
+def test_large_and_image_observations(factory, db, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rec = record_episode(
+        _ImageEnv, tmp_path / ("img".ljust(32, "0")), env_id="cartpole",
+        episode_id="img".ljust(32, "0"), seed=1, env_config=CARTPOLE_SPEC,
+    )  # fmt: skip
+    owner = factory.user()
+    study = factory.study(owner, two_env_spec())
+    ep = Inserter(db, settings.data_root).add(study, rec)
+    c = factory.client(owner)
+    obs = {o["name"]: o for o in _page(c, ep.id, 1, 1)["items"][0]["observation"]}
+    assert obs["lidar"]["shape"] == [3000] and "values" not in obs["lidar"]
+    assert obs["lidar"]["summary"] == {"min": -1.0, "max": 1.0, "mean": pytest.approx(0, abs=1e-6)}
+    assert obs["pixels"]["image"] and not obs["lidar"]["image"]
+    full = c.get(f"/api/episodes/{ep.id}/steps/1/observation", params={"key": "lidar"}).json()
+    assert full["shape"] == [3000] and len(full["values"]) == 3000
+    assert full["values"][-1] == 1.0
+    res = c.get(f"/api/episodes/{ep.id}/steps/1/observation.jpg", params={"key": "pixels"})
+    assert res.status_code == 200 and res.headers["content-type"] == "image/jpeg"
+    picture = simplejpeg.decode_jpeg(res.content)
+    assert picture.shape == (24, 32, 3) and picture[12, 4, 0] > 150 and picture[12, 28, 0] < 50
+    bad = c.get(f"/api/episodes/{ep.id}/steps/1/observation.jpg", params={"key": "lidar"})
+    assert bad.status_code == 422 and "not an image" in bad.json()["message"]
+    assert (
+        c.get(f"/api/episodes/{ep.id}/steps/1/observation", params={"key": "x"}).status_code == 404
+    )
+    assert c.get(f"/api/episodes/{ep.id}/steps/99/observation").status_code == 404
+
+
+def test_reward_profile_keeps_every_spike(long_world) -> None:  # type: ignore[no-untyped-def]
+    c, ep = long_world["client"], long_world["episode"]
+    res = c.get(f"/api/episodes/{ep.id}/rewards", params={"buckets": 100})
+    assert res.status_code == 200, res.text
+    body = res.json()
+    rewards = [LongEnv.reward(t, LONG_STEPS) for t in range(LONG_STEPS - 1)] + [0.0]
+    assert body["total"] == LONG_STEPS and body["return"] == sum(rewards)
+    points = dict(body["reward"])
+    assert len(points) <= 4 * 100
+    spikes = [t for t, r in enumerate(rewards) if r != 1.0]
+    assert all(points.get(t) == rewards[t] for t in spikes), "a spike was lost"
+    steps = [t for t, _ in body["cumulative"]]
+    assert steps == sorted(steps) and body["cumulative"][-1] == [LONG_STEPS - 1, sum(rewards)]
+    full = c.get(f"/api/episodes/{ep.id}/rewards", params={"buckets": 4000}).json()
+    assert full["return"] == body["return"]
+    assert c.get(f"/api/episodes/{ep.id}/rewards", params={"buckets": 0}).status_code == 422
+
+
+def test_sort_by_each_column_and_return_range(factory, db, settings, recorded) -> None:  # type: ignore[no-untyped-def]
+    owner = factory.user()
+    study = factory.study(owner, two_env_spec())
+    ins = Inserter(db, settings.data_root)
+    cp = recorded["cartpole"]
+    eps = [
+        ins.add(study, cp[0], participant="b-worker", minutes_ago=3),
+        ins.add(study, cp[1], participant="a-worker", minutes_ago=2, status="rejected"),
+        ins.add(study, cp[2], participant=None, user=owner, minutes_ago=1),
+    ]
+    c = factory.client(owner)
+    url = f"/api/studies/{study.id}/episodes"
+
+    def ids(**params):  # type: ignore[no-untyped-def]
+        res = c.get(url, params=params)
+        assert res.status_code == 200, res.text
+        return [e["id"] for e in res.json()["items"]]
+
+    by_return = sorted(eps, key=lambda e: (e.total_reward, e.id))
+    assert ids(sort="total_reward") == [e.id for e in by_return]
+    assert ids(sort="participant") == [eps[2].id, eps[1].id, eps[0].id]  # test play first
+    assert ids(sort="-participant") == [eps[0].id, eps[1].id, eps[2].id]
+    assert ids(sort="status") == [eps[0].id, eps[2].id, eps[1].id]
+    assert ids(sort="-steps")[0] == eps[1].id
+    lo, hi = by_return[1].total_reward, by_return[2].total_reward
+    assert ids(min_return=lo, sort="total_reward") == [e.id for e in by_return[1:]]
+    assert set(ids(max_return=lo)) == {by_return[0].id, by_return[1].id}
+    assert ids(min_return=lo, max_return=lo) == [by_return[1].id]
+    assert ids(min_return=hi + 1) == []
+    assert c.get(url, params={"min_return": "nan"}).status_code == 422
