@@ -184,6 +184,8 @@ class ExportSelection(StrictModel):
     participants: list[str] = Field(default_factory=list, description="External ids, user:<id>.")
     since: datetime | None = None
     until: datetime | None = None
+    min_return: float | None = Field(default=None, allow_inf_nan=False, description="Return >=.")
+    max_return: float | None = Field(default=None, allow_inf_nan=False, description="Return <=.")
 
 
 class ExportOptionsIn(StrictModel):

@@ -54,6 +54,8 @@ def selection_filter(sel: ExportSelection) -> review.EpisodeFilter:
         exclude_tags=sel.exclude_tags,
         since=sel.since,
         until=sel.until,
+        min_return=sel.min_return,
+        max_return=sel.max_return,
     )
 
 

@@ -30,6 +30,8 @@ SORTS: dict[str, Any] = {
     "duration_s": Episode.duration_s,
     "status": Episode.status,
     "env_key": Episode.env_key,
+    # the participant's external id (designers' test plays, without one, sort first)
+    "participant": Participant.external_id,
 }
 DEFAULT_SORT = "-started_at"
 MAX_PAGE = 500
@@ -46,6 +48,8 @@ class EpisodeFilter:
     exclude_tags: Sequence[str] = ()  # none of them
     since: datetime | None = None
     until: datetime | None = None
+    min_return: float | None = None  # total_reward >= min_return
+    max_return: float | None = None  # total_reward <= max_return
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,10 @@ def filtered(study_id: int, flt: EpisodeFilter) -> Select[Any]:
         query = query.where(Episode.started_at >= flt.since)
     if flt.until is not None:
         query = query.where(Episode.started_at <= flt.until)
+    if flt.min_return is not None:
+        query = query.where(Episode.total_reward >= flt.min_return)
+    if flt.max_return is not None:
+        query = query.where(Episode.total_reward <= flt.max_return)
     return query
 
 
@@ -123,6 +131,9 @@ def list_episodes(
     query = filtered(study.id, flt)
     total = db.scalar(select(func.count()).select_from(query.subquery())) or 0
     order = column.desc() if sort.startswith("-") else column.asc()
+    if column is Participant.external_id:
+        query = query.outerjoin(Participant, Episode.participant_id == Participant.id)
+        order = order.nulls_first() if not sort.startswith("-") else order.nulls_last()
     rows = db.scalars(
         query.options(selectinload(Episode.tags))
         .order_by(order, Episode.id)
