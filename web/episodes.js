@@ -1,14 +1,16 @@
 // Episodes page: filter a study's episodes, replay and tag them, export them.
 // /episodes.html?study=<id>; writes carry X-CSRF-Token = the studio_csrf cookie.
+// The URL holds the filters, the sort, the page, the episode and the step (a deep link).
 
 import { createApi, el, errorMessage, toast as showToast } from "./api.js";
+import { createReplay } from "./episodes_replay.js";
 
 const $ = (id) => document.getElementById(id);
 const STATUSES = ["completed", "rejected", "canceled", "abandoned", "failed", "recording"];
 const PAGE = 50;
+const DEFAULT_SORT = "-started_at";
 const study = Number(new URLSearchParams(location.search).get("study"));
-const state = { offset: 0, total: 0, items: [], checked: new Set(), episode: null, steps: [],
-                step: 0, playing: false, timer: null, mark: null, markEnd: null, job: null };
+const state = { offset: 0, total: 0, items: [], checked: new Set(), sort: DEFAULT_SORT, job: null };
 
 const api = createApi({
   // This page's wording: the field problems of a validation error follow its message.
@@ -31,6 +33,12 @@ const guard = (fn) => async (...args) => {
   try { await fn(...args); } catch (err) { toast(err.message, "error"); }
 };
 
+const replay = createReplay({
+  api, guard, toast,
+  onChange: () => writeUrl(),
+  onEdited: () => refreshEpisode(),
+});
+
 // --- filters and list ------------------------------------------------------------------
 function filterParams() {
   const p = new URLSearchParams();
@@ -41,7 +49,40 @@ function filterParams() {
   for (const [key, id] of [["since", "f-since"], ["until", "f-until"]]) {
     if ($(id).value) p.append(key, new Date($(id).value).toISOString());
   }
+  add("min_return", "f-min-return"); add("max_return", "f-max-return");
   return p;
+}
+
+/** The URL of this view: study, filters, sort, page offset, episode and step. */
+function writeUrl() {
+  const p = new URLSearchParams({ study });
+  for (const [k, v] of filterParams()) p.append(k, v);
+  if (state.sort !== DEFAULT_SORT) p.set("sort", state.sort);
+  if (state.offset) p.set("offset", state.offset);
+  if (replay.episode) { p.set("episode", replay.episode.id); p.set("step", replay.step); }
+  const url = `${location.pathname}?${p}`;
+  if (url !== location.pathname + location.search) history.replaceState(null, "", url);
+}
+
+/** Fill the filter fields, sort and page from the URL (a deep link or a reload). */
+function readUrl() {
+  const p = new URLSearchParams(location.search);
+  const statuses = p.getAll("status");
+  document.querySelectorAll("#status-boxes input").forEach((b) => { b.checked = statuses.includes(b.value); });
+  const envs = p.getAll("env");
+  [...$("f-env").options].forEach((o) => { o.selected = envs.includes(o.value); });
+  for (const [key, id] of [["participant", "f-participant"], ["tag", "f-tag"], ["exclude_tag", "f-exclude"],
+                           ["min_return", "f-min-return"], ["max_return", "f-max-return"]]) {
+    $(id).value = p.get(key) ?? "";
+  }
+  for (const [key, id] of [["since", "f-since"], ["until", "f-until"]]) {
+    const v = p.get(key);
+    // datetime-local wants local time without a zone
+    $(id).value = v ? new Date(new Date(v).getTime() - new Date().getTimezoneOffset() * 60000).toISOString().slice(0, 16) : "";
+  }
+  state.sort = p.get("sort") || DEFAULT_SORT;
+  state.offset = Math.max(0, Number(p.get("offset")) || 0);
+  return { episode: p.get("episode"), step: Math.max(0, Number(p.get("step")) || 0) };
 }
 
 function filterSelection() {
@@ -51,6 +92,8 @@ function filterSelection() {
     environments: p.getAll("env"), participants: p.getAll("participant"),
     tags: p.getAll("tag"), exclude_tags: p.getAll("exclude_tag"),
     since: p.get("since"), until: p.get("until"),
+    min_return: p.has("min_return") ? Number(p.get("min_return")) : null,
+    max_return: p.has("max_return") ? Number(p.get("max_return")) : null,
   };
 }
 
@@ -63,7 +106,8 @@ async function loadEpisodes() {
 /** The page of rows at state.offset (paging and most edits reload only this). */
 async function loadPage() {
   const p = filterParams();
-  p.set("offset", state.offset); p.set("limit", PAGE);
+  p.set("offset", state.offset); p.set("limit", PAGE); p.set("sort", state.sort);
+  writeUrl();
   const page = await api("GET", `/api/studies/${study}/episodes?${p}`);
   state.items = page.items; state.total = page.total;
   $("tag-names").replaceChildren(...page.tag_names.map((n) => el("option", { value: n })));
@@ -94,7 +138,7 @@ function renderTable() {
       el("td", { class: "code" }, e.participant), el("td", { class: "right" }, String(e.steps)),
       el("td", { class: "right" }, e.total_reward.toFixed(2)),
       el("td", {}, e.tags.join(", ")), el("td", {}, open));
-    if (state.episode && state.episode.id === e.id) row.classList.add("selected");
+    if (replay.episode && replay.episode.id === e.id) row.classList.add("selected");
     return row;
   }));
   const empty = state.total === 0;
@@ -104,12 +148,31 @@ function renderTable() {
   $("empty-text").textContent = filtered
     ? "Loosen or reset the filters to see more episodes."
     : "Episodes appear here as soon as people play the study: share its permalink from the studies page.";
+  renderSortHeads();
   $("total").textContent = `(${state.total})`;
   $("ex-filter-count").textContent = `(${state.total} listed)`;
   const last = Math.min(state.offset + PAGE, state.total);
   $("page-info").textContent = state.total ? `${state.offset + 1}–${last} of ${state.total}` : "";
   $("prev-page").disabled = state.offset === 0;
   $("next-page").disabled = last >= state.total;
+}
+
+/** Column heads: a button each that sorts by it (again: the other way round). */
+function renderSortHeads() {
+  document.querySelectorAll("#episodes-table th[data-sort]").forEach((th) => {
+    const key = th.dataset.sort, current = state.sort.replace(/^-/, "");
+    const desc = state.sort.startsWith("-");
+    th.setAttribute("aria-sort", key === current ? (desc ? "descending" : "ascending") : "none");
+    th.querySelector(".sort-arrow").textContent = key === current ? (desc ? " ▼" : " ▲") : "";
+  });
+}
+
+async function sortBy(key) {
+  const current = state.sort.replace(/^-/, "");
+  // a new column starts with the largest / newest first, like the default
+  state.sort = key === current ? (state.sort.startsWith("-") ? key : `-${key}`) : `-${key}`;
+  state.offset = 0;
+  await loadPage();
 }
 
 function renderPlot(items) {
@@ -147,84 +210,13 @@ function renderPlot(items) {
   box.replaceChildren(svg);
 }
 
-// --- replay viewer ---------------------------------------------------------------------
-async function openEpisode(id) {
-  pause();
+// --- replay viewer (web/episodes_replay.js) --------------------------------------------
+async function openEpisode(id, step = 0) {
   const ep = await api("GET", `/api/episodes/${id}`);
-  state.episode = ep; state.mark = null; state.markEnd = null;
-  $("viewer").hidden = false;
-  $("viewer-id").textContent = `${ep.env_key} · ${ep.status} · ${id}`;
-  $("step-slider").max = Math.max(0, ep.steps - 1);
-  const summary = ep.steps ? await api("GET", `/api/episodes/${id}/steps?start=0&limit=1000`) : null;
-  state.steps = summary ? summary.items : [];
-  renderSide(); renderTable(); showStep(0);
+  renderSide(ep); renderTable();
+  await replay.open(ep, step);
+  renderTable();
   $("viewer").scrollIntoView({ block: "start" });
-}
-
-function showStep(n) {
-  const ep = state.episode;
-  if (!ep || !ep.steps) return;
-  state.step = Math.max(0, Math.min(ep.steps - 1, n));
-  $("step-slider").value = state.step;
-  $("frame").src = `/api/episodes/${ep.id}/frames/${state.step}`;
-  $("step-label").textContent = `${state.step} / ${ep.steps - 1}`;
-  const s = state.steps[state.step];
-  const mark = state.mark === null ? "" : ` · marked ${state.mark}..${state.markEnd ?? state.step}`;
-  $("step-info").textContent = s
-    ? `action ${JSON.stringify(s.action)} · reward ${s.reward}${s.is_last ? " · last" : ""}${mark}`
-    : mark;
-  renderTimeline();
-}
-
-function renderTimeline() {
-  const ep = state.episode, n = Math.max(1, ep.steps);
-  const ranges = ep.step_tags.map((t) => el("div", {
-    class: "ep-tl-tag", title: `${t.name} ${t.start}..${t.end}`,
-    style: { left: `${(100 * t.start) / n}%`, width: `${(100 * (t.end - t.start + 1)) / n}%` },
-  }));
-  if (state.mark !== null) {
-    const a = Math.min(state.mark, state.markEnd ?? state.step), b = Math.max(state.mark, state.markEnd ?? state.step);
-    ranges.push(el("div", { class: "ep-tl-mark", style: { left: `${(100 * a) / n}%`, width: `${(100 * (b - a + 1)) / n}%` } }));
-  }
-  ranges.push(el("div", { class: "ep-tl-cursor", style: { left: `${(100 * (state.step + 0.5)) / n}%` } }));
-  $("timeline").replaceChildren(...ranges);
-}
-
-function play() {
-  if (!state.episode || state.playing) return;
-  state.playing = true; $("play-btn").textContent = "❚❚ Pause";
-  const tick = () => {
-    if (!state.playing) return;
-    if (state.step >= state.episode.steps - 1) { pause(); return; }
-    showStep(state.step + 1);
-    state.timer = setTimeout(tick, 66);
-  };
-  tick();
-}
-
-function pause() {
-  state.playing = false; clearTimeout(state.timer);
-  $("play-btn").textContent = "▶ Play";
-}
-
-function markRange(which) {
-  if (which === "start") { state.mark = state.step; state.markEnd = null; }
-  else if (state.mark !== null) state.markEnd = state.step;
-  else { state.mark = state.step; state.markEnd = state.step; }
-  const a = Math.min(state.mark, state.markEnd ?? state.mark);
-  const b = Math.max(state.mark, state.markEnd ?? state.mark);
-  $("st-start").value = a; $("st-end").value = b;
-  showStep(state.step);
-}
-
-async function tagSteps() {
-  const name = $("st-name").value.trim();
-  if (!name) { $("st-name").focus(); toast("Type a step tag name first.", "error"); return; }
-  const start = Number($("st-start").value), end = Number($("st-end").value);
-  await api("POST", `/api/episodes/${state.episode.id}/step-tags`, { json: { name, start, end } });
-  toast(`Tagged steps ${start}..${end} “${name}”.`);
-  state.mark = null; state.markEnd = null;
-  await refreshEpisode();
 }
 
 /**
@@ -233,15 +225,14 @@ async function tagSteps() {
  * (``tagsChanged``) decide which episodes a tag filter selects: then the plot is reloaded too.
  */
 async function refreshEpisode({ detail, tagsChanged = false } = {}) {
-  state.episode = detail ?? await api("GET", `/api/episodes/${state.episode.id}`);
-  renderSide(); showStep(state.step);
+  const ep = detail ?? await api("GET", `/api/episodes/${replay.episode.id}`);
+  renderSide(ep); replay.update(ep);
   const p = filterParams();
   if (tagsChanged && (p.has("tag") || p.has("exclude_tag"))) await loadEpisodes();
   else await loadPage();
 }
 
-function renderSide() {
-  const ep = state.episode;
+function renderSide(ep) {
   $("ep-tags").replaceChildren(...ep.tags.map((t) => el("li", {}, t, el("button", {
     class: "btn btn-ghost btn-small", type: "button", "aria-label": `Remove tag ${t}`,
     onclick: guard(async () => {
@@ -249,8 +240,8 @@ function renderSide() {
       await refreshEpisode({ tagsChanged: true });
     }) }, "×"))));
   $("step-tags").replaceChildren(...ep.step_tags.map((t) => el("li", {},
-    el("button", { class: "btn-link", type: "button", onclick: () => showStep(t.start) },
-       `${t.name}: steps ${t.start}..${t.end}`),
+    el("button", { class: "btn-link", type: "button", onclick: () => replay.show(t.start) },
+       t.start === t.end ? `${t.name}: step ${t.start}` : `${t.name}: steps ${t.start}..${t.end}`),
     el("button", { class: "btn btn-ghost btn-small", type: "button", "aria-label": `Remove step tag ${t.name}`,
       onclick: guard(async () => {
         await api("DELETE", `/api/episodes/${ep.id}/step-tags/${t.id}`); await refreshEpisode();
@@ -259,21 +250,6 @@ function renderSide() {
   $("notes").replaceChildren(...ep.notes.map((n) => el("li", {}, n.body,
     el("span", { class: "muted small" }, ` — ${new Date(n.created_at).toLocaleString()}`))));
   $("st-start").max = $("st-end").max = Math.max(0, ep.steps - 1);
-}
-
-function onKey(event) {
-  if (!state.episode || $("viewer").hidden) return;
-  if (event.target.closest("input, textarea, select") || event.ctrlKey || event.metaKey) return;
-  const actions = {
-    " ": () => (state.playing ? pause() : play()),
-    ArrowLeft: () => { pause(); showStep(state.step - 1); },
-    ArrowRight: () => { pause(); showStep(state.step + 1); },
-    "[": () => markRange("start"),
-    "]": () => markRange("end"),
-    t: guard(tagSteps),
-  };
-  const action = actions[event.key];
-  if (action) { event.preventDefault(); action(); }
 }
 
 // --- export ----------------------------------------------------------------------------
@@ -340,28 +316,34 @@ async function init() {
     state.items.forEach((i) => (e.target.checked ? state.checked.add(i.id) : state.checked.delete(i.id)));
     $("ex-checked-count").textContent = `(${state.checked.size})`; renderTable();
   });
-  $("step-slider").addEventListener("input", (e) => { pause(); showStep(Number(e.target.value)); });
-  $("play-btn").addEventListener("click", () => (state.playing ? pause() : play()));
-  $("viewer-close").addEventListener("click", () => { pause(); $("viewer").hidden = true; state.episode = null; renderTable(); });
+  document.querySelectorAll("#episodes-table th[data-sort]").forEach((th) => {
+    const label = th.textContent.trim();
+    th.replaceChildren(el("button", { type: "button", class: "th-sort", onclick: guard(() => sortBy(th.dataset.sort)) },
+      label, el("span", { class: "sort-arrow", "aria-hidden": "true" })));
+  });
+  $("viewer-close").addEventListener("click", () => { replay.close(); writeUrl(); renderTable(); });
   $("ep-tag-form").addEventListener("submit", guard(async (e) => {
     e.preventDefault();
     // The answer is the tagged episode, as GET /api/episodes/{id} gives it: no need to read it again.
-    const detail = await api("POST", `/api/episodes/${state.episode.id}/tags`,
+    const detail = await api("POST", `/api/episodes/${replay.episode.id}/tags`,
                              { json: { name: $("ep-tag-name").value } });
     $("ep-tag-name").value = ""; await refreshEpisode({ detail, tagsChanged: true });
   }));
-  $("step-tag-form").addEventListener("submit", guard(async (e) => { e.preventDefault(); await tagSteps(); }));
+  $("step-tag-form").addEventListener("submit", guard(async (e) => {
+    e.preventDefault(); await replay.tag(Number($("st-start").value), Number($("st-end").value));
+  }));
   $("note-form").addEventListener("submit", guard(async (e) => {
     e.preventDefault();
-    await api("POST", `/api/episodes/${state.episode.id}/notes`, { json: { body: $("note-body").value } });
+    await api("POST", `/api/episodes/${replay.episode.id}/notes`, { json: { body: $("note-body").value } });
     $("note-body").value = ""; await refreshEpisode();
   }));
   $("export-form").addEventListener("submit", guard(startExport));
   $("job-cancel").addEventListener("click", guard(async () => {
     showJob(await api("POST", `/api/exports/${state.job.id}/cancel`));
   }));
-  document.addEventListener("keydown", onKey);
+  const link = readUrl();
   await loadEpisodes();
+  if (link.episode) await openEpisode(link.episode, link.step);
 }
 
 init().catch((err) => toast(err.message, "error"));

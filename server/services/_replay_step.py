@@ -185,6 +185,13 @@ def frame_drawn_times(timings: list[dict[str, Any]]) -> dict[int, float]:
     return drawn
 
 
+def finite(value: Any) -> float | None:
+    """A recorded number, or None when absent, not a number, NaN or infinite."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if np.isfinite(value) else None
+
+
 def input_latency(sent: Any, drawn: float | None) -> float | None:
     """From sending an input to drawing the frame it produced (client clock), in ms."""
     if not isinstance(sent, int | float) or isinstance(sent, bool) or drawn is None:

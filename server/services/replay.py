@@ -168,6 +168,7 @@ def steps_page(
             action = None if nxt is None else _plain(nxt.action)
             timing = timings[t + 1 - start] if t + 1 < start + len(timings) else {}
             sent = timing.get("input_sent") if isinstance(timing, dict) else None
+            own = timings[t - start] if isinstance(timings[t - start], dict) else {}
             items.append(
                 {
                     "step": t,
@@ -184,6 +185,8 @@ def steps_page(
                     "is_terminal": bool(nxt is None and ts.last() and ts.discount == 0.0),
                     "info": step.parse_json(data.get("info"), {}),
                     "latency_ms": step.input_latency(sent, drawn.get(t + 1)),
+                    # when the worker produced o_t (ms since the epoch): the replay's pace
+                    "time_ms": step.finite(own.get("applied")),
                     "has_frame": bool(data.get("frame")),
                 }
             )

@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
 from server.models import StepTag
-from tests.api.routes._recorded import Inserter, record_set
+from tests.api.routes._recorded import LONG_STEPS, Inserter, record_set
 from tests.export._recordings import Recording
 from tests.factories import PASSWORD, Factory
 
@@ -89,3 +89,163 @@ def test_filter_replay_tag_and_export(
     with zipfile.ZipFile(saved) as zf:
         names = zf.namelist()
     assert "ui_export/ui_export/1.0.0/dataset_info.json" in names
+
+
+# --- the replay of a long episode: keyboard, step detail, chart, deep links ------------------
+SHOTS = Path("/tmp/review-shots")
+
+
+def _login(page: Page, live_server: str, user) -> None:  # type: ignore[no-untyped-def]
+    res = page.request.post(
+        f"{live_server}/api/auth/login", data={"email": user.email, "password": PASSWORD}
+    )
+    assert res.ok
+
+
+def _label(page: Page) -> int:
+    return int(page.locator("#step-label").inner_text().split(" / ")[0])
+
+
+def _obs(t: int) -> str:
+    """The observation values of LongEnv's step t as the page prints them."""
+    return "  ".join(f"{v:g}" for v in (t, t * 0.5, -t, 0.25)).replace("-0  ", "0  ")
+
+
+def test_replay_keyboard_detail_chart_tags_and_deep_link(
+    live_server: str, page: Page, factory: Factory, db, settings, long_recording
+) -> None:  # type: ignore[no-untyped-def]
+    owner = factory.user()
+    study = factory.study(owner)
+    ep = Inserter(db, settings.data_root).add(study, long_recording)
+    rec, last = long_recording, LONG_STEPS - 1
+    _login(page, live_server, owner)
+    page.goto(f"{live_server}/episodes.html?study={study.id}")
+    page.get_by_role("button", name="Replay").click()
+    label, detail = page.locator("#step-label"), page.locator("#step-detail")
+    expect(label).to_have_text(f"0 / {last}")
+    # the first chart of a long episode reads every step of its log once
+    expect(page.locator("#reward-chart canvas")).to_have_count(1, timeout=90_000)
+    page.locator("#frame").click()  # keyboard focus on the page
+
+    # Arrow keys step one, Shift+arrows ten, Home/End to the ends.
+    page.keyboard.press("ArrowRight")
+    expect(label).to_have_text(f"1 / {last}")
+    page.keyboard.press("Shift+ArrowRight")
+    page.keyboard.press("Shift+ArrowRight")
+    expect(label).to_have_text(f"21 / {last}")
+    page.keyboard.press("Shift+ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    expect(label).to_have_text(f"10 / {last}")
+    page.keyboard.press("ArrowRight")  # step 11: action a_11, its input and observation o_11
+    obs = detail.locator("[data-obs=observation]")
+    expect(obs).to_have_text(_obs(11))
+    action = int(rec.actions[11])
+    key = "ArrowRight" if action else "ArrowLeft"
+    row = detail.locator("tr", has=page.locator("th", has_text="Input"))
+    expect(row).to_contain_text(key)
+    expect(row).to_contain_text("buttons 0=1")  # odd steps hold gamepad button 0
+    expect(row).to_contain_text("axes 1: 0.00011")
+    expect(detail.locator("tr", has=page.locator("th", has_text="Action"))).to_contain_text(
+        f"{action} {'right' if action else 'left'}"
+    )
+    expect(detail.locator("tr", has=page.locator("th", has_text="Info"))).to_contain_text(
+        '{"t":11}'
+    )
+    expect(detail.locator("tr", has=page.locator("th", has_text="Latency"))).to_contain_text("ms")
+    page.keyboard.press("End")
+    expect(label).to_have_text(f"{last} / {last}")  # past the old 1000-step page
+    expect(obs).to_have_text(_obs(last))
+    expect(detail).to_contain_text("is_last ✓")
+    SHOTS.mkdir(exist_ok=True)
+    page.locator("#viewer").screenshot(path=str(SHOTS / "replay-last-step.png"))
+    page.keyboard.press("Home")
+    expect(label).to_have_text(f"0 / {last}")
+
+    # `t` with no range marked tags the current step (it used to tag 0..0).
+    page.locator("#st-name").fill("look")
+    page.locator("#frame").click()
+    page.keyboard.press("Shift+ArrowRight")
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#mark-info")).to_have_text("No range marked — t tags step 11")
+    page.keyboard.press("t")
+    expect(page.locator("#step-tags")).to_contain_text("look: step 11")
+
+    # Click the chart to jump; drag on it to mark a range, then tag it with `t`.
+    over = page.locator("#reward-chart .u-over")
+    box = over.bounding_box()
+    assert box is not None
+    x_of = lambda step: box["x"] + box["width"] * step / last  # noqa: E731
+    y = box["y"] + box["height"] / 2
+    page.mouse.click(x_of(5000), y)
+    expect(obs).not_to_have_text(_obs(11))
+    per_px = LONG_STEPS / box["width"]
+    assert abs(_label(page) - 5000) <= 2 * per_px
+    page.mouse.move(x_of(8000), y)
+    page.mouse.down()
+    page.mouse.move(x_of(9000), y, steps=5)
+    page.mouse.up()
+    expect(page.locator("#mark-info")).to_contain_text("Marked steps")
+    page.locator("#st-name").fill("calm")
+    page.locator("#frame").click()
+    page.keyboard.press("t")
+    expect(page.locator("#step-tags")).to_contain_text("calm: steps")
+    page.locator("#viewer").screenshot(path=str(SHOTS / "replay-tagged.png"))
+    tags = {t.name: t for t in db.scalars(select(StepTag).where(StepTag.episode_id == ep.id))}
+    assert (tags["look"].start_step, tags["look"].end_step) == (11, 11)
+    assert abs(tags["calm"].start_step - 8000) <= 2 * per_px
+    assert abs(tags["calm"].end_step - 9000) <= 2 * per_px
+
+    # Space plays at the recorded pace, Space again pauses.
+    before = _label(page)
+    page.keyboard.press("Space")
+    expect(page.locator("#play-btn")).to_have_text("❚❚ Pause")
+    expect(label).not_to_have_text(f"{before} / {last}")
+    page.keyboard.press("Space")
+    expect(page.locator("#play-btn")).to_have_text("▶ Play")
+
+    # The URL is a deep link: it reopens the same episode at the same step.
+    page.keyboard.press("End")
+    page.keyboard.press("Shift+ArrowLeft")
+    expect(label).to_have_text(f"{last - 10} / {last}")
+    link = page.url
+    assert f"episode={ep.id}" in link and f"step={last - 10}" in link
+    other = page.context.new_page()
+    other.goto(link)
+    expect(other.locator("#step-label")).to_have_text(f"{last - 10} / {last}")
+    expect(other.locator("#step-detail [data-obs=observation]")).to_have_text(_obs(last - 10))
+    other.close()
+
+
+def test_sort_by_column_and_return_filter_kept_in_the_url(
+    live_server: str, page: Page, factory: Factory, db, settings, recorded
+) -> None:  # type: ignore[no-untyped-def]
+    owner = factory.user()
+    study = factory.study(owner)
+    ins = Inserter(db, settings.data_root)
+    eps = [ins.add(study, r, minutes_ago=10 - i) for i, r in enumerate(recorded["cartpole"][:4])]
+    by_return = sorted(eps, key=lambda e: (e.total_reward, e.id))
+    _login(page, live_server, owner)
+    page.goto(f"{live_server}/episodes.html?study={study.id}")
+    rows = page.locator("#episodes-body tr")
+    expect(rows).to_have_count(4)
+
+    def order() -> list[str]:
+        return [r.get_attribute("data-id") or "" for r in rows.all()]
+
+    page.get_by_role("button", name="Return").click()  # largest first
+    expect(page.locator("th[data-sort=total_reward]")).to_have_attribute("aria-sort", "descending")
+    assert order() == [e.id for e in reversed(by_return)]
+    page.get_by_role("button", name="Return").click()
+    expect(page.locator("th[data-sort=total_reward]")).to_have_attribute("aria-sort", "ascending")
+    assert order() == [e.id for e in by_return]
+
+    cut = by_return[2].total_reward
+    page.get_by_label("Return ≥").fill(str(cut))
+    page.get_by_role("button", name="Apply filters").click()
+    expect(rows).to_have_count(2)
+    assert order() == [e.id for e in by_return[2:]]
+    assert "min_return=" in page.url and "sort=total_reward" in page.url
+    page.reload()  # the URL keeps the filter and the sort
+    expect(rows).to_have_count(2)
+    expect(page.get_by_label("Return ≥")).to_have_value(str(cut))
+    assert order() == [e.id for e in by_return[2:]]

@@ -174,6 +174,8 @@ class LongEnv(gym.Env):
         return 50.0 if t % 1000 == 999 else 1.0
 
     def render(self) -> np.ndarray:
+        self.image[:] = 30
+        self.image[4:12, self.t % 16] = (240, 200, 40)  # a bar that moves with the step
         return self.image
 
 
