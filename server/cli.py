@@ -208,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--exclude-tag", action="append", help="excluded episode tag")
     export.add_argument("--end-tag", action="append", help="step tag that ends an episode")
     export.add_argument("--strip", action="store_true", help="strip step metadata")
-    export.add_argument("--format", choices=["tfds", "envlogger"], default="tfds")
+    export.add_argument("--format", choices=["tfds", "envlogger", "minari"], default="tfds")
     export.add_argument("--archive", choices=["folder", "zip", "tar.gz"], default="folder")
     export.add_argument("--name", help="dataset name (snake_case; default from the study)")
     export.add_argument("--out", required=True, help="folder, or archive file, to create")

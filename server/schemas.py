@@ -189,7 +189,7 @@ class ExportSelection(StrictModel):
 class ExportOptionsIn(StrictModel):
     """How to export (see docs/export.md)."""
 
-    format: Literal["tfds", "envlogger"] = "tfds"
+    format: Literal["tfds", "envlogger", "minari"] = "tfds"
     strip_step_metadata: bool = False
     step_tags: list[str] | None = Field(
         default=None, description="Step tag names that become tag:<name> fields (None: all)."

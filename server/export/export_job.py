@@ -17,6 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from server.export import minari_format
 from server.export.card import EpisodeSummary, render_card
 from server.export.encoding import EpisodeSerializer, episode_example
 from server.export.envlogger_format import copy_episode_log, tags_document
@@ -39,10 +40,11 @@ _EPISODE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class ExportFormat(StrEnum):
-    """What an export holds: an RLDS (TFDS) dataset or the raw envlogger logs."""
+    """What an export holds: an RLDS (TFDS) dataset, the raw envlogger logs or Minari."""
 
     RLDS = "rlds"
     ENVLOGGER = "envlogger"
+    MINARI = "minari"
 
 
 @dataclass(frozen=True)
@@ -185,19 +187,32 @@ def _summary(ep: EpisodeInput, episode: RldsEpisode) -> EpisodeSummary:
 def _options_text(options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
     if options.format is ExportFormat.ENVLOGGER:
         return ["logs copied as recorded (step tags and notes in each tags.json)"]
+    if options.format is ExportFormat.MINARI:
+        # frames are JPEGs of varying size: Minari's infos hold fixed columns only
+        lines = [
+            "step metadata (raw input, timing, env info; not the frame) in `infos`: "
+            + ("kept" if options.keep_step_metadata else "stripped")
+        ]
+        if tag_names:
+            lines.append("step tag infos: " + ", ".join(f"`tag:{n}`" for n in tag_names))
+        return lines + _end_text(options)
     lines = [
         "step metadata (frame JPEG, raw input, timing, env info): "
         + ("kept" if options.keep_step_metadata else "stripped")
     ]
     if tag_names:
         lines.append("step tag fields: " + ", ".join(f"`tag:{n}`" for n in tag_names))
-    if options.end_tags:
-        lines.append(
-            "episodes end at their first step tagged "
-            + ", ".join(f"`{n}`" for n in options.end_tags)
-            + " (not terminal; returns recomputed)"
-        )
-    return lines
+    return lines + _end_text(options)
+
+
+def _end_text(options: ExportOptions) -> list[str]:
+    if not options.end_tags:
+        return []
+    return [
+        "episodes end at their first step tagged "
+        + ", ".join(f"`{n}`" for n in options.end_tags)
+        + " (not terminal; returns recomputed)"
+    ]
 
 
 def export_dataset(
@@ -218,6 +233,8 @@ def export_dataset(
         raise ExportError(f"the output folder {out_dir} already exists")
     _check_inputs(episodes, options)
     specs = check_compatible(episodes)
+    if options.format is ExportFormat.MINARI:
+        minari_format.check_specs(specs)
     used = sorted({t.name for ep in episodes for t in ep.step_tags})
     tag_names = sorted(set(options.step_tag_names)) if options.step_tag_names is not None else used
 
@@ -227,6 +244,8 @@ def export_dataset(
     try:
         if options.format is ExportFormat.RLDS:
             result = _write_rlds(episodes, options, specs, tag_names, tmp, progress, cancel)
+        elif options.format is ExportFormat.MINARI:
+            result = _write_minari(episodes, options, specs, tag_names, tmp, progress, cancel)
         else:
             result = _write_envlogger(episodes, options, tmp, progress, cancel)
         card = render_card(
@@ -234,7 +253,11 @@ def export_dataset(
             study=options.study or _study(episodes),
             export_format=str(options.format),
             episodes=result.episodes,
-            data_path=f"{options.name}/{options.version}",
+            data_path=(
+                minari_format.dataset_id(options.name, options.version)
+                if options.format is ExportFormat.MINARI
+                else f"{options.name}/{options.version}"
+            ),
             options_text=_options_text(options, tag_names),
         )
         (tmp / CARD_FILE).write_text(card)
@@ -359,3 +382,52 @@ def _write_envlogger(
             progress(i + 1, len(episodes), steps_done)
     _check_cancel(cancel)
     return ExportResult(path=tmp, format=ExportFormat.ENVLOGGER, episodes=tuple(summaries))
+
+
+def _write_minari(
+    episodes: Sequence[EpisodeInput],
+    options: ExportOptions,
+    specs: EnvSpecs,
+    tag_names: Sequence[str],
+    tmp: Path,
+    progress: ProgressFn | None,
+    cancel: CancelFn | None,
+) -> ExportResult:
+    spaces = minari_format.check_specs(specs)
+    dataset = minari_format.dataset_id(options.name, options.version)
+    data_dir = tmp / dataset / "data"
+    data_dir.mkdir(parents=True)
+    summaries: list[EpisodeSummary] = []
+    steps_done = transitions = 0
+    for i, ep in enumerate(episodes):
+        _check_cancel(cancel)
+        with naming(ep.episode_id):
+            episode = _prepare(ep, options)
+            columns = tag_columns(ep.step_tags, tag_names, len(episode))
+            fields = [
+                ("episode_id", ep.episode_id),
+                ("agent_id", ep.agent_id),
+                ("status", ep.status),
+                ("tags", list(ep.tags)),
+                ("notes", ep.notes),
+            ]
+            meta = minari_format.episode_metadata(episode.log_metadata, fields)
+            transitions += minari_format.write_episode(
+                data_dir, i, episode, meta, columns, options.keep_step_metadata
+            )
+        summaries.append(_summary(ep, episode))
+        steps_done += len(episode)
+        if progress is not None:
+            progress(i + 1, len(episodes), steps_done)
+    _check_cancel(cancel)
+    minari_format.write_dataset_metadata(
+        data_dir,
+        dataset=dataset,
+        spaces=spaces,
+        total_episodes=len(episodes),
+        total_steps=transitions,
+        description=options.description or f"RLDS Studio export of study {options.study}",
+    )
+    return ExportResult(
+        path=tmp, format=ExportFormat.MINARI, episodes=tuple(summaries), data_dir=data_dir
+    )

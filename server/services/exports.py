@@ -23,6 +23,7 @@ from server.export import (
     ExportOptions,
     StepTag,
     check_compatible,
+    minari_format,
 )
 from server.export.jobs import JobPayload
 from server.export.tfds_writer import check_dataset_name
@@ -32,6 +33,11 @@ from server.schemas import ExportCreate, ExportOptionsIn, ExportSelection
 from server.services import review, studies
 
 ACTIVE = frozenset({JobState.queued, JobState.running})
+_FORMATS = {
+    "tfds": ExportFormat.RLDS,
+    "envlogger": ExportFormat.ENVLOGGER,
+    "minari": ExportFormat.MINARI,
+}
 
 
 def dataset_name(study: Study, requested: str | None) -> str:
@@ -127,8 +133,11 @@ def episode_inputs(
     return inputs
 
 
-def check_inputs(episodes: list[Episode], inputs: list[EpisodeInput]) -> None:
-    """Cheap checks before queuing: logs exist; one log per environment has the same spaces."""
+def check_inputs(
+    episodes: list[Episode], inputs: list[EpisodeInput], export_format: ExportFormat
+) -> None:
+    """Cheap checks before queuing: logs exist; one log per environment has the same spaces,
+    which the format can hold."""
     for ep in inputs:
         if not ep.log_dir.is_dir():
             raise Invalid(
@@ -139,7 +148,9 @@ def check_inputs(episodes: list[Episode], inputs: list[EpisodeInput]) -> None:
     for row, ep in zip(episodes, inputs, strict=True):
         one_per_env.setdefault(row.env_key, ep)
     try:
-        check_compatible(list(one_per_env.values()))
+        specs = check_compatible(list(one_per_env.values()))
+        if export_format is ExportFormat.MINARI:
+            minari_format.check_specs(specs)
     except ExportError as exc:
         raise Invalid(
             f"Cannot export this selection: {exc}.",
@@ -151,7 +162,7 @@ def library_options(study: Study, opts: ExportOptionsIn) -> ExportOptions:
     """The exporter's options for the API's."""
     options = ExportOptions(
         name=dataset_name(study, opts.name),
-        format=ExportFormat.ENVLOGGER if opts.format == "envlogger" else ExportFormat.RLDS,
+        format=_FORMATS[opts.format],
         keep_step_metadata=not opts.strip_step_metadata,
         step_tag_names=tuple(opts.step_tags) if opts.step_tags is not None else None,
         end_tags=tuple(opts.end_tags),
@@ -180,7 +191,7 @@ def prepare(
     episodes = resolve(db, study, selection)
     options = library_options(study, opts)
     inputs = episode_inputs(db, episodes, secret_key, data_root)
-    check_inputs(episodes, inputs)
+    check_inputs(episodes, inputs, options.format)
     return episodes, options, inputs
 
 
