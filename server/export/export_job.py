@@ -17,7 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from server.export import minari_format
+from server.export import minari_format, oxe
 from server.export.card import EpisodeSummary, render_card
 from server.export.encoding import EpisodeSerializer, episode_example
 from server.export.envlogger_format import copy_episode_log, tags_document
@@ -28,7 +28,12 @@ from server.export.errors import (
     IncompatibleEnvironmentsError,
     InvalidEpisodeError,
 )
-from server.export.features import episode_features, specs_signature
+from server.export.features import (
+    episode_features,
+    episode_fields,
+    specs_signature,
+    step_features,
+)
 from server.export.tags import StepTag, first_end_step, tag_columns, validate_step_tags
 from server.export.tfds_writer import DEFAULT_MAX_SHARD_BYTES, DatasetWriter, check_dataset_name
 from server.recording._envlogger import envlogger
@@ -58,6 +63,7 @@ class EpisodeInput:
     tags: tuple[str, ...] = ()
     step_tags: tuple[StepTag, ...] = ()
     notes: str = ""
+    instruction: str = ""  # the environment's (else the study's) instructions: OXE profile
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,7 @@ class ExportOptions:
     max_episodes_per_shard: int | None = None
     study: str = ""
     description: str = ""
+    profile: str = ""  # "oxe": the Open X-Embodiment profile of the RLDS format
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,10 @@ def _check_inputs(episodes: Sequence[EpisodeInput], options: ExportOptions) -> N
     if not episodes:
         raise ExportError("no episode selected")
     check_dataset_name(options.name, options.version)
+    if options.profile not in oxe.PROFILES:
+        raise ExportError(f"unknown profile {options.profile!r}; profiles: oxe")
+    if options.profile and options.format is not ExportFormat.RLDS:
+        raise ExportError(f"the {options.profile} profile applies to the RLDS format only")
     seen: set[str] = set()
     for ep in episodes:
         if not _EPISODE_ID_RE.match(ep.episode_id):
@@ -202,6 +213,12 @@ def _options_text(options: ExportOptions, tag_names: Sequence[str]) -> list[str]
     ]
     if tag_names:
         lines.append("step tag fields: " + ", ".join(f"`tag:{n}`" for n in tag_names))
+    if options.profile == "oxe":
+        lines.append(
+            "Open X-Embodiment profile: `language_instruction` on every step, dict observations"
+            " (`observation/image` or `observation/state`), episode fields under"
+            " `episode_metadata`, statistics in `dataset_statistics.json` beside the shards"
+        )
     return lines + _end_text(options)
 
 
@@ -245,7 +262,9 @@ def export_dataset(
         if options.format is ExportFormat.RLDS:
             result = _write_rlds(episodes, options, specs, tag_names, tmp, progress, cancel)
         elif options.format is ExportFormat.MINARI:
-            result = _write_minari(episodes, options, specs, tag_names, tmp, progress, cancel)
+            from server.export.minari_job import write_minari  # it builds on this module
+
+            result = write_minari(episodes, options, specs, tag_names, tmp, progress, cancel)
         else:
             result = _write_envlogger(episodes, options, tmp, progress, cancel)
         card = render_card(
@@ -300,9 +319,19 @@ def _write_rlds(
     progress: ProgressFn | None,
     cancel: CancelFn | None,
 ) -> ExportResult:
-    features = episode_features(
-        specs, keep_step_metadata=options.keep_step_metadata, step_tag_names=tag_names
-    )
+    profiled = options.profile == "oxe"
+    if profiled:
+        step = step_features(
+            oxe.profile_specs(specs),
+            keep_step_metadata=options.keep_step_metadata,
+            step_tag_names=tag_names,
+        )
+        features = oxe.episode_features(step, episode_fields())
+    else:
+        features = episode_features(
+            specs, keep_step_metadata=options.keep_step_metadata, step_tag_names=tag_names
+        )
+    stats = oxe.Statistics()
     serializer = EpisodeSerializer(features)
     writer = DatasetWriter(
         tmp,
@@ -310,7 +339,12 @@ def _write_rlds(
         options.version,
         features,
         description=options.description or f"RLDS Studio export of study {options.study}",
-        metadata={"exporter": "rlds-studio", "format": "rlds", "study": options.study},
+        metadata={
+            "exporter": "rlds-studio",
+            "format": "rlds",
+            "profile": options.profile or "rlds",
+            "study": options.study,
+        },
         max_shard_bytes=options.max_shard_bytes,
         max_episodes_per_shard=options.max_episodes_per_shard,
     )
@@ -321,6 +355,9 @@ def _write_rlds(
             _check_cancel(cancel)
             with naming(ep.episode_id):
                 episode = _prepare(ep, options)
+                if profiled:
+                    episode = oxe.wrap_observations(episode)
+                    stats.add(episode)
                 columns = tag_columns(ep.step_tags, tag_names, len(episode))
                 example = episode_example(
                     episode,
@@ -335,6 +372,8 @@ def _write_rlds(
                     keep_step_metadata=options.keep_step_metadata,
                     tag_columns=columns,
                 )
+                if profiled:
+                    example = oxe.profile_example(example, ep.instruction)
                 writer.add(serializer.serialize(example))
             summaries.append(_summary(ep, episode))
             steps_done += len(episode)
@@ -342,6 +381,8 @@ def _write_rlds(
                 progress(i + 1, len(episodes), steps_done)
         _check_cancel(cancel)
         written = writer.finish()
+        if profiled:
+            stats.write(written.data_dir)
     finally:
         writer.close()
     return ExportResult(
@@ -382,52 +423,3 @@ def _write_envlogger(
             progress(i + 1, len(episodes), steps_done)
     _check_cancel(cancel)
     return ExportResult(path=tmp, format=ExportFormat.ENVLOGGER, episodes=tuple(summaries))
-
-
-def _write_minari(
-    episodes: Sequence[EpisodeInput],
-    options: ExportOptions,
-    specs: EnvSpecs,
-    tag_names: Sequence[str],
-    tmp: Path,
-    progress: ProgressFn | None,
-    cancel: CancelFn | None,
-) -> ExportResult:
-    spaces = minari_format.check_specs(specs)
-    dataset = minari_format.dataset_id(options.name, options.version)
-    data_dir = tmp / dataset / "data"
-    data_dir.mkdir(parents=True)
-    summaries: list[EpisodeSummary] = []
-    steps_done = transitions = 0
-    for i, ep in enumerate(episodes):
-        _check_cancel(cancel)
-        with naming(ep.episode_id):
-            episode = _prepare(ep, options)
-            columns = tag_columns(ep.step_tags, tag_names, len(episode))
-            fields = [
-                ("episode_id", ep.episode_id),
-                ("agent_id", ep.agent_id),
-                ("status", ep.status),
-                ("tags", list(ep.tags)),
-                ("notes", ep.notes),
-            ]
-            meta = minari_format.episode_metadata(episode.log_metadata, fields)
-            transitions += minari_format.write_episode(
-                data_dir, i, episode, meta, columns, options.keep_step_metadata
-            )
-        summaries.append(_summary(ep, episode))
-        steps_done += len(episode)
-        if progress is not None:
-            progress(i + 1, len(episodes), steps_done)
-    _check_cancel(cancel)
-    minari_format.write_dataset_metadata(
-        data_dir,
-        dataset=dataset,
-        spaces=spaces,
-        total_episodes=len(episodes),
-        total_steps=transitions,
-        description=options.description or f"RLDS Studio export of study {options.study}",
-    )
-    return ExportResult(
-        path=tmp, format=ExportFormat.MINARI, episodes=tuple(summaries), data_dir=data_dir
-    )

@@ -109,10 +109,20 @@ def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
     return episodes
 
 
+def instructions_of(study: Study) -> dict[str, str]:
+    """Each environment's instructions, else the study's (the OXE language instruction)."""
+    spec = studies.spec_of(study)
+    return {env.id: (env.instructions or spec.instructions).strip() for env in spec.environments}
+
+
 def episode_inputs(
-    db: Session, episodes: list[Episode], secret_key: str, data_root: Path
+    db: Session,
+    episodes: list[Episode],
+    secret_key: str,
+    data_root: Path,
+    instructions: dict[str, str] | None = None,
 ) -> list[EpisodeInput]:
-    """The exporter's inputs: log folders, pseudonymous agent ids, tags and notes."""
+    """The exporter's inputs: log folders, pseudonymous agent ids, tags, notes, instructions."""
     externals = review.external_ids(db, episodes)
     inputs = []
     for e in episodes:
@@ -128,6 +138,7 @@ def episode_inputs(
                     for t in sorted(e.step_tags, key=lambda t: (t.start_step, t.id))
                 ),
                 notes="\n\n".join(n.body for n in review.notes_of(e)),
+                instruction=(instructions or {}).get(e.env_key, ""),
             )
         )
     return inputs
@@ -167,7 +178,13 @@ def library_options(study: Study, opts: ExportOptionsIn) -> ExportOptions:
         step_tag_names=tuple(opts.step_tags) if opts.step_tags is not None else None,
         end_tags=tuple(opts.end_tags),
         study=f"{study.name} (study {study.id})",
+        profile=opts.profile or "",
     )
+    if opts.profile and opts.format != "tfds":
+        raise Invalid(
+            f"The {opts.profile} profile applies to the tfds format only.",
+            detail=[{"loc": ["body", "options", "profile"], "msg": "tfds format only"}],
+        )
     try:
         check_dataset_name(options.name, options.version)
     except ExportError as exc:
@@ -190,7 +207,7 @@ def prepare(
     """Resolve and check a selection: its episodes, the exporter's options and inputs."""
     episodes = resolve(db, study, selection)
     options = library_options(study, opts)
-    inputs = episode_inputs(db, episodes, secret_key, data_root)
+    inputs = episode_inputs(db, episodes, secret_key, data_root, instructions_of(study))
     check_inputs(episodes, inputs, options.format)
     return episodes, options, inputs
 

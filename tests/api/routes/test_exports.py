@@ -141,6 +141,23 @@ def test_minari_format_job(world) -> None:  # type: ignore[no-untyped-def]
     assert 'minari.load_dataset("mini-v1")' in card
 
 
+def test_oxe_profile_job(world) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    res = c.post(
+        f"/api/studies/{sid}/exports",
+        json={"selection": {}, "options": {"format": "envlogger", "profile": "oxe"}},
+    )
+    assert res.status_code == 422 and "tfds format only" in res.text
+    job = start(c, sid, profile="oxe", archive="zip", name="ox")
+    done = wait_done(c, job["id"])
+    assert done["state"] == "succeeded", done
+    with zipfile.ZipFile(io.BytesIO(c.get(done["download_url"]).content)) as zf:
+        stats = json.loads(zf.read("ox/ox/1.0.0/dataset_statistics.json"))
+        features = zf.read("ox/ox/1.0.0/features.json").decode()
+    assert stats["num_trajectories"] == 3 and set(stats["observation"]) == {"state"}
+    assert "language_instruction" in features and "episode_metadata" in features
+
+
 def test_folder_export_streams_a_zip(world) -> None:  # type: ignore[no-untyped-def]
     c, sid = world["client"], world["study"].id
     job = start(c, sid, {"tags": ["good"]}, archive="folder", name="good_ones")
