@@ -10,8 +10,8 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
 from server.models import StepTag
-from tests.api.routes._recorded import LONG_STEPS, Inserter, record_set
-from tests.export._recordings import Recording
+from tests.api.routes._recorded import CARTPOLE_SPEC, LONG_STEPS, ImageEnv, Inserter, record_set
+from tests.export._recordings import Recording, record_episode
 from tests.factories import PASSWORD, Factory
 
 pytestmark = pytest.mark.browser
@@ -57,7 +57,8 @@ def test_filter_replay_tag_and_export(
     rows.filter(has_text="worker-1").last.get_by_role("button", name="Replay").click()
     frame = page.locator("#frame")
     expect(page.locator("#step-label")).to_have_text(f"0 / {cp[0].num_steps - 1}")
-    page.wait_for_function("document.getElementById('frame').naturalWidth > 0")
+    # a function, not an expression: Playwright evals expression strings, which the CSP refuses
+    page.wait_for_function("img => img.naturalWidth > 0", arg=frame.element_handle())
     expect(page.get_by_text("mark range start / end")).to_be_visible()
     page.locator("#st-name").fill("wobble")
     frame.click()  # keyboard focus back on the page, not the text field
@@ -249,3 +250,28 @@ def test_sort_by_column_and_return_filter_kept_in_the_url(
     expect(rows).to_have_count(2)
     expect(page.get_by_label("Return ≥")).to_have_value(str(cut))
     assert order() == [e.id for e in by_return[2:]]
+
+
+def test_image_observation_and_expanding_a_large_array(
+    live_server: str, page: Page, factory: Factory, db, settings, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    episode_id = "img".ljust(32, "0")
+    rec = record_episode(
+        ImageEnv, tmp_path / episode_id, env_id="cartpole", episode_id=episode_id, seed=1,
+        env_config=CARTPOLE_SPEC,
+    )  # fmt: skip
+    owner = factory.user()
+    study = factory.study(owner)
+    Inserter(db, settings.data_root).add(study, rec)
+    _login(page, live_server, owner)
+    page.goto(f"{live_server}/episodes.html?study={study.id}&episode={episode_id}&step=1")
+    detail = page.locator("#step-detail")
+    picture = detail.get_by_role("img", name="Observation pixels at step 1")
+    expect(picture).to_be_visible()
+    page.wait_for_function("img => img.naturalWidth === 32", arg=picture.element_handle())
+    lidar = detail.locator("[data-obs=lidar]")
+    expect(lidar).to_contain_text("3000 values · min -1 · max 1")
+    detail.get_by_role("button", name="Show all 3000 values").click()
+    expect(lidar).to_contain_text("-0.999333  -0.998666")
+    SHOTS.mkdir(exist_ok=True)
+    page.locator("#viewer").screenshot(path=str(SHOTS / "replay-image-observation.png"))

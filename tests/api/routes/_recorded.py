@@ -209,3 +209,33 @@ def record_long(root: Path, length: int) -> Recording:
         jpeg_quality=50,
         raw_input=gamepad_input,
     )
+
+
+class ImageEnv(gym.Env):
+    """Dict observation: a 24×32 RGB picture and a 3,000-value vector."""
+
+    metadata = {"render_modes": ["rgb_array"]}
+    observation_space = gym.spaces.Dict(
+        {
+            "pixels": gym.spaces.Box(0, 255, (24, 32, 3), np.uint8),
+            "lidar": gym.spaces.Box(-1.0, 1.0, (3000,), np.float32),
+        }
+    )
+    action_space = gym.spaces.Discrete(2)
+    render_mode = "rgb_array"
+
+    def _obs(self, t: int) -> dict:
+        pixels = np.zeros((24, 32, 3), np.uint8)
+        pixels[:, :16] = 200  # left half light
+        return {"pixels": pixels, "lidar": np.linspace(-1, 1, 3000, dtype=np.float32) * (t % 2)}
+
+    def reset(self, *, seed=None, options=None):  # type: ignore[no-untyped-def]
+        self.t = 0
+        return self._obs(0), {}
+
+    def step(self, action):  # type: ignore[no-untyped-def]
+        self.t += 1
+        return self._obs(self.t), 0.0, False, self.t >= 3, {}
+
+    def render(self) -> np.ndarray:
+        return np.zeros((16, 16, 3), np.uint8)

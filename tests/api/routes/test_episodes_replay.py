@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import tracemalloc
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import simplejpeg
@@ -16,6 +15,7 @@ from server.services import replay
 from tests.api.routes._recorded import (
     CARTPOLE_SPEC,
     LONG_STEPS,
+    ImageEnv,
     Inserter,
     LongEnv,
     gamepad_input,
@@ -108,39 +108,9 @@ def world_short(factory, db, settings, recorded):  # type: ignore[no-untyped-def
     return factory.client(owner), ep
 
 
-class _ImageEnv(gym.Env):
-    """Dict observation: a 24×32 RGB picture and a 3,000-value vector."""
-
-    metadata = {"render_modes": ["rgb_array"]}
-    observation_space = gym.spaces.Dict(
-        {
-            "pixels": gym.spaces.Box(0, 255, (24, 32, 3), np.uint8),
-            "lidar": gym.spaces.Box(-1.0, 1.0, (3000,), np.float32),
-        }
-    )
-    action_space = gym.spaces.Discrete(2)
-    render_mode = "rgb_array"
-
-    def _obs(self, t: int) -> dict:
-        pixels = np.zeros((24, 32, 3), np.uint8)
-        pixels[:, :16] = 200  # left half light
-        return {"pixels": pixels, "lidar": np.linspace(-1, 1, 3000, dtype=np.float32) * (t % 2)}
-
-    def reset(self, *, seed=None, options=None):  # type: ignore[no-untyped-def]
-        self.t = 0
-        return self._obs(0), {}
-
-    def step(self, action):  # type: ignore[no-untyped-def]
-        self.t += 1
-        return self._obs(self.t), 0.0, False, self.t >= 3, {}
-
-    def render(self) -> np.ndarray:
-        return np.zeros((16, 16, 3), np.uint8)
-
-
 def test_large_and_image_observations(factory, db, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
     rec = record_episode(
-        _ImageEnv, tmp_path / ("img".ljust(32, "0")), env_id="cartpole",
+        ImageEnv, tmp_path / ("img".ljust(32, "0")), env_id="cartpole",
         episode_id="img".ljust(32, "0"), seed=1, env_config=CARTPOLE_SPEC,
     )  # fmt: skip
     owner = factory.user()
