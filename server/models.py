@@ -180,9 +180,8 @@ class Participant(Base):
         String(16), index=True, default="direct", server_default="direct"
     )
     platform_study_id: Mapped[str | None] = mapped_column(String(200))  # STUDY_ID / hitId
-    platform_session_id: Mapped[str | None] = mapped_column(
-        String(200)
-    )  # SESSION_ID / assignmentId
+    # Prolific SESSION_ID / MTurk assignmentId
+    platform_session_id: Mapped[str | None] = mapped_column(String(200))
     submit_to: Mapped[str | None] = mapped_column(String(500))  # MTurk turkSubmitTo
     consented_at: Mapped[datetime | None] = mapped_column(_TS)
     screened_out_at: Mapped[datetime | None] = mapped_column(_TS)
