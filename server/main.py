@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server import __version__
-from server.api.routes import auth, episodes, exports, health, play, studies, users
+from server.api.routes import auth, crowd, episodes, exports, health, play, studies, users
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError, validation_detail
@@ -127,6 +127,8 @@ def _install_error_handlers(app: FastAPI) -> None:
         body: dict[str, Any] = {"detail": exc.detail if exc.detail is not None else exc.message}
         if exc.detail is not None:
             body["message"] = exc.message
+        if exc.code is not None:
+            body["code"] = exc.code
         return JSONResponse(body, status_code=exc.status)
 
     @app.exception_handler(RequestValidationError)
@@ -192,7 +194,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     app.add_middleware(NulInUrlMiddleware)
     _install_error_handlers(app)
-    for module in (health, auth, users, studies, play, episodes, exports):
+    for module in (health, auth, users, studies, play, crowd, episodes, exports):
         app.include_router(module.router)
     app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
     return app

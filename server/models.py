@@ -183,6 +183,7 @@ class Participant(Base):
     # Prolific SESSION_ID / MTurk assignmentId
     platform_session_id: Mapped[str | None] = mapped_column(String(200))
     submit_to: Mapped[str | None] = mapped_column(String(500))  # MTurk turkSubmitTo
+    assigned_env: Mapped[str | None] = mapped_column(String(64))  # balanced assignment
     consented_at: Mapped[datetime | None] = mapped_column(_TS)
     screened_out_at: Mapped[datetime | None] = mapped_column(_TS)
     last_seen_at: Mapped[datetime | None] = mapped_column(_TS)

@@ -26,6 +26,7 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("platform_study_id", sa.String(length=200), nullable=True))
         batch_op.add_column(sa.Column("platform_session_id", sa.String(length=200), nullable=True))
         batch_op.add_column(sa.Column("submit_to", sa.String(length=500), nullable=True))
+        batch_op.add_column(sa.Column("assigned_env", sa.String(length=64), nullable=True))
         for name in STAMPS:
             batch_op.add_column(sa.Column(name, sa.DateTime(timezone=True), nullable=True))
         batch_op.create_index(batch_op.f("ix_participants_platform"), ["platform"], unique=False)
@@ -36,6 +37,7 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f("ix_participants_platform"))
         for name in reversed(STAMPS):
             batch_op.drop_column(name)
+        batch_op.drop_column("assigned_env")
         batch_op.drop_column("submit_to")
         batch_op.drop_column("platform_session_id")
         batch_op.drop_column("platform_study_id")
