@@ -8,6 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -17,6 +18,7 @@ from server.errors import DomainError
 from server.models import EpisodeStatus, Role, Study, User
 from server.schemas import ExportOptionsIn, ExportSelection, UserCreate
 from server.services import bootstrap, studies, study_files, users
+from server.services.env_check import allowed_environments, require_allowed
 
 
 def _session(settings: Settings) -> Session:
@@ -48,6 +50,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_import_study(args: argparse.Namespace, settings: Settings) -> int:
     """Import a study file as a draft."""
     spec = study_files.load_file(Path(args.file))
+    require_allowed(spec, allowed_environments(settings), prefix=())
     with _session(settings) as db:
         owner = _owner(db, args.owner or settings.admin_email)
         study = studies.create_study(db, owner.id, spec)
@@ -222,6 +225,12 @@ def main(argv: list[str] | None = None) -> int:
     except DomainError as exc:
         detail = f"\n{exc.detail}" if exc.detail else ""
         print(f"error: {exc.message}{detail}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:
+        # e.g. create-user with a short password: the fields and problems, no traceback
+        for err in exc.errors():
+            where = ".".join(str(part) for part in err["loc"])
+            print(f"error: {where + ': ' if where else ''}{err['msg']}", file=sys.stderr)
         return 2
 
 

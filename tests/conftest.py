@@ -19,6 +19,7 @@ from server.core.config import Settings
 from server.core.db import Base, make_engine, make_sessionmaker
 from server.core.migrate import upgrade_head
 from tests.factories import Factory
+from tests.runtime.fake_envs import FACTORIES
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("STUDIO_TEST_DATABASE_URL", "")
@@ -80,6 +81,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         admin_email="admin@example.com",
         admin_password="admin-password",
         max_body_bytes=256 * 1024,
+        dm_env_factories=FACTORIES,
     )
 
 
@@ -181,15 +183,19 @@ def browser():  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def page(browser):  # type: ignore[no-untyped-def]
-    """A fresh browser context and page; console errors fail the test."""
+    """A fresh browser context and page; script errors and CSP violations fail the test."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on(
+        "console",
+        lambda msg: errors.append(msg.text) if "Content Security Policy" in msg.text else None,
+    )
     page.set_default_timeout(15_000)
     yield page
     context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
+    assert not errors, f"JavaScript errors or CSP violations on the page: {errors}"
 
 
 @pytest.fixture(scope="session")

@@ -23,9 +23,10 @@ from server.player._run import EpisodeRun
 from server.player.outbox import Frame, Outbox
 from server.player.views import env_ready, study_view
 from server.principal import Principal
-from server.recording.format import now_ms
+from server.recording.format import episode_dir, now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
 from server.services import crowd, episodes
+from server.services.env_check import allowed_environments
 from server.study_spec import StudySpec
 
 log = logging.getLogger(__name__)
@@ -265,8 +266,11 @@ class LiveSession:
 
     async def _start_worker(self, env_id: str) -> None:
         env = self.spec.environment(env_id)
+        # The worker refuses a source the operator does not allow (a study stored before the
+        # allow-list, or edited in the database); the list reads package metadata: a thread.
+        allowed = await asyncio.to_thread(allowed_environments, self.settings)
         worker = await EnvWorker.start(
-            env, study_id=self.study_id, data_root=self.settings.data_root,
+            env, allowed=allowed, study_id=self.study_id, data_root=self.settings.data_root,
             timeout=self.settings.worker_start_timeout_s,
             reply_timeout=self.settings.worker_timeout_s,
         )  # fmt: skip
@@ -392,8 +396,10 @@ class LiveSession:
         if self.worker is not None:
             try:
                 summary = await self.worker.end_episode(reason)
-            except WorkerError as exc:  # the log is closed by the dying worker; keep the row
+            except WorkerError as exc:  # the worker died: the row counts what its log holds
                 log.warning("end_episode failed: %s", exc)
+                await self._close_worker()
+                await self._count_log(run)
             else:
                 if summary:  # the log's count: async steps may still be on their way to us
                     run.step = max(run.step, int(summary["num_steps"]) - 1)
@@ -413,6 +419,7 @@ class LiveSession:
         await self._close_worker()
         run = self.run
         if run is not None and self.phase != Phase.ended:
+            await self._count_log(run)
             await self.finish(run, EpisodeStatus.failed, error=text, end_reason="failed")
             if self.principal.participant_id is None:  # a designer: the details
                 self.send({"type": "episode_failed", "episode_id": run.id, "message": text})
@@ -422,6 +429,14 @@ class LiveSession:
                            "message": crowd.STOPPED_MESSAGE,
                            "next": self._next(state, run.env_id)})  # fmt: skip
         self.phase = Phase.idle if self.phase != Phase.closed else Phase.closed
+
+    async def _count_log(self, run: EpisodeRun) -> None:
+        """After its worker died (and was reaped), an episode counts what its log holds: the
+        steps it had not flushed are lost (docs/runtime.md bounds them)."""
+        path = episode_dir(self.settings.data_root, self.study_id, run.id)
+        totals = await asyncio.to_thread(episodes.log_totals, path)
+        if totals is not None:
+            run.step, run.return_ = totals[0] - 1, totals[1]
 
     async def _close_worker(self) -> None:
         worker, self.worker, self.env_id = self.worker, None, None
