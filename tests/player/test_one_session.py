@@ -49,6 +49,11 @@ def test_second_tab_is_refused_and_can_take_over(factory, designer, db):
             assert _closed_with(first) == 4000
             third.send(type="ping", client_ms=2)
             assert third.until("pong")
+        # ... or with ?takeover=1
+        with anon.websocket_connect(
+            "/ws/play?takeover=1", subprotocols=[SUBPROTOCOL, f"ticket.{ticket}"]
+        ) as fourth_ws:
+            assert Player(fourth_ws).until("hello")["session_id"] == session_id
 
 
 def test_a_tab_left_behind_is_resumed_without_asking(factory, designer, db):

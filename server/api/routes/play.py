@@ -118,7 +118,8 @@ async def play_socket(websocket: WebSocket) -> None:
     if live is None and principal.participant_id is not None:
         # one live session per participant: a socket without it is another tab
         live = registry.of_participant(principal.participant_id)
-        if live is not None and live.outbox is not None and p.TAKEOVER not in offered:
+        takeover = p.TAKEOVER in offered or websocket.query_params.get("takeover") == "1"
+        if live is not None and live.outbox is not None and not takeover:
             await _refuse_open_elsewhere(websocket, offered)
             return
     resumed = live is not None
