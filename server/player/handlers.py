@@ -69,6 +69,8 @@ def start_check(s: LiveSession, state: dict[str, Any], env_id: str | None) -> tu
     if s.spec.crowd.assignment == "balanced":
         if env_id is not None and env_id != assigned:
             raise PlayError("assigned_elsewhere", "another environment is assigned to you")
+        if assigned is None:
+            raise PlayError("quota_reached", "there is nothing left for you to play")
         env_id = assigned
     if env_id is None or env_id not in state["progress"]:
         raise PlayError("unknown_env", f"the study has no environment {env_id!r}")
