@@ -80,8 +80,8 @@ def test_participant_is_led_past_a_broken_env_to_the_completion_code(factory, de
 def test_consent_comes_before_playing(factory, designer, db):
     study = activate(db, factory.study(designer, spec(counter_env(), crowd={"consent": "OK?"})))
     anon = factory.client()
-    ticket = anon.post("/api/play/join", json={"token": study.permalink_token,
-                                               "participant_id": "W-9"}).json()["ticket"]  # fmt: skip
+    join = {"token": study.permalink_token, "participant_id": "W-9"}
+    ticket = anon.post("/api/play/join", json=join).json()["ticket"]
     with ticket_socket(anon, ticket) as ws:
         player = Player(ws)
         player.until("hello")
