@@ -188,12 +188,15 @@ class ExportSelection(StrictModel):
 class ExportOptionsIn(StrictModel):
     """How to export (see docs/export.md)."""
 
-    format: Literal["tfds", "envlogger"] = "tfds"
+    format: Literal["tfds", "envlogger", "minari"] = "tfds"
     strip_step_metadata: bool = False
     step_tags: list[str] | None = Field(
         default=None, description="Step tag names that become tag:<name> fields (None: all)."
     )
     end_tags: list[str] = Field(default_factory=list)
+    profile: Literal["oxe"] | None = Field(
+        default=None, description="oxe: the Open X-Embodiment profile (tfds format only)."
+    )
     archive: Literal["folder", "zip", "tar.gz"] = "zip"
     name: str | None = Field(
         default=None, max_length=64, description="Dataset name (snake_case); default from study."
