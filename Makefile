@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PG_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 
-.PHONY: run test lint typecheck pytest test-postgres chromium consumer-venv bench clean
+.PHONY: run test lint typecheck pytest test-postgres chromium consumer-venv bench vendor clean
 
 PIP_VERSION := 26.3
 LOCK_ARGS   := --universal --python-version 3.11 -q --custom-compile-command "make lock"
@@ -85,6 +85,17 @@ chromium:
 ## consumer-venv: TensorFlow + tensorflow-datasets + rlds, to load exports as a researcher would
 consumer-venv:
 	PYTHON=$(PYTHON) tests/export/make_consumer_venv.sh
+
+## vendor: refresh web/vendor/ (built files from the npm registry, pinned; see web/vendor/README.md)
+SWAGGER_UI_VERSION := 5.35.0
+SWAGGER_UI_FILES   := swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css LICENSE NOTICE
+vendor:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	(cd "$$tmp" && npm pack --silent swagger-ui-dist@$(SWAGGER_UI_VERSION) >/dev/null && \
+	 tar -xzf swagger-ui-dist-$(SWAGGER_UI_VERSION).tgz) && \
+	rm -rf web/vendor/swagger-ui && mkdir -p web/vendor/swagger-ui && \
+	for f in $(SWAGGER_UI_FILES); do cp "$$tmp/package/$$f" web/vendor/swagger-ui/; done && \
+	echo "web/vendor/swagger-ui: swagger-ui-dist $(SWAGGER_UI_VERSION)"
 
 bench: $(VENV)/.test-stamp
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -83,7 +83,7 @@ def studio_server(env: dict[str, Any], sync: bool = False) -> Iterator[dict[str,
         upgrade_head(settings.database_url)
         engine = make_engine(settings.database_url)
         with make_sessionmaker(engine)() as db:
-            who = UserCreate(email="bench@example.com", password="benchmark-pw", role=Role.designer)
+            who = UserCreate(email="bench@example.com", password="owl lamp duo", role=Role.designer)
             owner = users.create_user(db, who)
             spec = StudySpec.model_validate({"name": "Bench", "environments": [env]})
             study = studies.create_study(db, owner.id, spec)

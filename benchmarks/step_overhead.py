@@ -10,10 +10,14 @@ twice:
 - ``paced``: one input every ``--pace-ms`` (5 ms by default, still faster than any player),
   so the recording of a step happens in the gap, as with real players: the reply path alone.
 
-Also splits out encode and record (envlogger codec + Riegeli) costs measured in-process.
+Also splits out encode and record (envlogger codec + Riegeli) costs measured in-process,
+and what one flush of the log costs after k recorded steps (``flush_after_k_steps``; a
+worker flushes every ``--flush-interval`` seconds, so at 30 steps/s a flush covers
+30 × interval steps, and k = 1 is the price of flushing every step before its reply).
 Prints JSON (milliseconds; median, p90, p99).
 
     .venv/bin/python benchmarks/step_overhead.py [--steps 1000] [--pace-ms 5]
+                                                 [--flush-interval 0.2]
 """
 
 from __future__ import annotations
@@ -32,7 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from server.recording.writer import EpisodeWriter, episode_metadata  # noqa: E402
+from server.recording.writer import (  # noqa: E402
+    FLUSH_INTERVAL_S,
+    EpisodeWriter,
+    episode_metadata,
+)
 from server.runtime import EnvWorker  # noqa: E402
 from server.runtime._child import QUALITY, encode_jpeg  # noqa: E402
 from server.runtime.adapters import build_adapter  # noqa: E402
@@ -99,8 +107,10 @@ def bare(spec: EnvironmentSpec, steps: int) -> dict[str, Any]:
                 writer.finalize()
                 break
         writer.finalize()
+        flushes = flush_costs(adapter, record_fn, Path(tmp))
     adapter.close()
     return {
+        "flushes": flushes,
         "frame_shape": list(np.asarray(frame).shape),
         "jpeg_bytes": len(jpeg),
         "step_render": step_render,
@@ -110,13 +120,50 @@ def bare(spec: EnvironmentSpec, steps: int) -> dict[str, Any]:
     }
 
 
+FLUSH_AFTER = (1, 3, 6, 8, 15, 30)  # steps per flush: every step; 0.1-1 s at 30 steps/s
+
+
+def flush_costs(adapter: Any, record_fn: Any, root: Path, repeats: int = 40) -> dict[str, Any]:
+    """One ``EpisodeWriter.flush()`` after k recorded steps, for each k in FLUSH_AFTER."""
+    meta = episode_metadata(episode_id="f", study_id=0, env_id="f", env_config="{}", seed=0)
+    count = iter(range(10**6))
+    action = np.int64(0)
+
+    def fresh() -> EpisodeWriter:
+        writer = EpisodeWriter(adapter, root / f"f{next(count)}", meta, record_fn,
+                               flush_interval_s=3600)  # fmt: skip
+        writer.reset()
+        writer.flush()
+        return writer
+
+    writer = fresh()
+    out: dict[str, Any] = {}
+    for k in FLUSH_AFTER:
+        samples = []
+        for _ in range(repeats):
+            for _ in range(k):
+                if writer.step(action).last():
+                    writer.finalize()
+                    writer = fresh()
+            t0 = time.perf_counter()
+            writer.flush()
+            samples.append(time.perf_counter() - t0)
+        out[f"flush_after_{k}_steps_ms"] = stats(samples)
+        out[f"flush_per_step_at_k{k}_ms"] = round(statistics.median(samples) * 1000 / k, 4)
+    writer.finalize()
+    return out
+
+
 async def through_worker(
-    spec: EnvironmentSpec, steps: int, data_root: str, pace_s: float = 0.0
-) -> tuple[list, list]:
+    spec: EnvironmentSpec, steps: int, data_root: str, pace_s: float = 0.0,
+    flush_interval_s: float = FLUSH_INTERVAL_S,
+) -> tuple[list, list]:  # fmt: skip
     """send_input round trips of a sync-mode worker, and the worker's own time per step.
 
     With ``pace_s`` an input is sent every ``pace_s`` seconds instead of back to back."""
-    worker = await EnvWorker.start(spec, study_id="bench", data_root=data_root)
+    worker = await EnvWorker.start(
+        spec, study_id="bench", data_root=data_root, flush_interval_s=flush_interval_s
+    )
     try:
         await worker.begin_episode("bench", 0)
         times, work = [], []
@@ -143,15 +190,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--pace-ms", type=float, default=5.0)
+    parser.add_argument("--flush-interval", type=float, default=FLUSH_INTERVAL_S)
     args = parser.parse_args()
-    report: dict[str, Any] = {"steps": args.steps, "pace_ms": args.pace_ms}
+    report: dict[str, Any] = {
+        "steps": args.steps, "pace_ms": args.pace_ms, "flush_interval_s": args.flush_interval,
+    }  # fmt: skip
     for name, source in CASES.items():
         spec = EnvironmentSpec(id="bench", name=name, source=source, controls={"noop": 0})
         with tempfile.TemporaryDirectory() as tmp:
-            round_trips, work = asyncio.run(through_worker(spec, args.steps, tmp))
+            round_trips, work = asyncio.run(
+                through_worker(spec, args.steps, tmp, flush_interval_s=args.flush_interval)
+            )
         with tempfile.TemporaryDirectory() as tmp:
             paced, paced_work = asyncio.run(
-                through_worker(spec, args.steps, tmp, args.pace_ms / 1000)
+                through_worker(spec, args.steps, tmp, args.pace_ms / 1000, args.flush_interval)
             )
         local = bare(spec, args.steps)
         base = statistics.median(local["step_render"])
@@ -178,6 +230,7 @@ def main() -> None:
                 "jpeg_encode": stats(local["encode"]),
                 "record_median": round(record * 1000, 4),
             },
+            "flushes": local["flushes"],
         }
     print(json.dumps(report, indent=2))
 

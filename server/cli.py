@@ -8,6 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -222,6 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     except DomainError as exc:
         detail = f"\n{exc.detail}" if exc.detail else ""
         print(f"error: {exc.message}{detail}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:
+        # e.g. create-user with a short password: the fields and problems, no traceback
+        for err in exc.errors():
+            where = ".".join(str(part) for part in err["loc"])
+            print(f"error: {where + ': ' if where else ''}{err['msg']}", file=sys.stderr)
         return 2
 
 

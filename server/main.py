@@ -12,15 +12,18 @@ from urllib.parse import unquote_to_bytes
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from server import __version__
 from server.api.routes import auth, episodes, exports, health, play, studies, users
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
+from server.core.headers import SECURITY_HEADERS, SecurityHeadersMiddleware
+from server.core.login_limit import LoginLimiter
 from server.errors import DomainError, validation_detail
 from server.export.jobs import JobManager
 from server.player.protocol import MAX_MESSAGE_BYTES
@@ -138,13 +141,22 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+        # Headers kept: Retry-After of a 429, Allow of a 405.
+        return JSONResponse(
+            {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
+        )
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         # Logged with its traceback here; the client gets no internals.
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return JSONResponse({"detail": "Internal error; it has been logged."}, status_code=500)
+        # Answered outside the middleware stack (Starlette's ServerErrorMiddleware): the
+        # security headers are added here.
+        return JSONResponse(
+            {"detail": "Internal error; it has been logged."},
+            status_code=500,
+            headers=SECURITY_HEADERS,
+        )
 
 
 # How uvicorn serves the app. Frames are JPEG, which deflate cannot shrink: permessage-deflate
@@ -152,10 +164,13 @@ def _install_error_handlers(app: FastAPI) -> None:
 # ws_max_size: the player refuses client messages over MAX_MESSAGE_BYTES with a ``too_large``
 # error and close 1008; uvicorn closes sockets sending more than twice that with 1009 as soon
 # as a frame header names the length, without reading it (uvicorn's default reads 16 MiB).
+# uvicorn's proxy headers are off: it would trust X-Forwarded-For from 127.0.0.1 by default;
+# the app trusts only STUDIO_TRUSTED_PROXIES (create_app).
 SERVE_OPTIONS: dict[str, Any] = {
     "ws": "websockets-sansio",
     "ws_per_message_deflate": False,
     "ws_max_size": 2 * MAX_MESSAGE_BYTES,
+    "proxy_headers": False,
 }
 
 
@@ -179,8 +194,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.replay_cache.close()
         engine.dispose()
 
+    # /docs is the vendored Swagger UI (web/docs.html): FastAPI's own pages load it from a
+    # CDN with an inline script, which the Content-Security-Policy forbids.
     app = FastAPI(
-        title="RLDS Studio", version=__version__, description=DESCRIPTION, lifespan=lifespan
+        title="RLDS Studio",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.sessionmaker = make_sessionmaker(engine)
@@ -189,10 +211,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.replay_cache = ReaderCache()
     app.state.player_registry = Registry()
+    app.state.login_limiter = LoginLimiter(
+        max_per_account=settings.login_max_failures,
+        max_per_address=settings.login_max_failures_per_address,
+        window_s=settings.login_window_s,
+    )
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     app.add_middleware(NulInUrlMiddleware)
+    if settings.trusted_proxies:
+        # Only these peers' X-Forwarded-For is believed (uvicorn's own is turned off).
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
+    # Outermost, so answers of the other middlewares (413, 422) carry the headers too.
+    app.add_middleware(SecurityHeadersMiddleware)
     _install_error_handlers(app)
     for module in (health, auth, users, studies, play, episodes, exports):
         app.include_router(module.router)
+
+    @app.get("/docs", include_in_schema=False)
+    def api_docs() -> FileResponse:
+        return FileResponse(WEB_DIR / "docs.html")
+
     app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
     return app

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from server.core.passwords import MIN_LENGTH as MIN_PASSWORD_LENGTH
 from server.models import EpisodeStatus, JobState, Role, StudyState
 from server.player.protocol import PROTOCOL_VERSION
 from server.principal import is_reserved_participant_id
@@ -18,6 +19,11 @@ class _Public(BaseModel):
 
 
 # --- users and auth -----------------------------------------------------------------------
+PASSWORD_RULE = (
+    f"{MIN_PASSWORD_LENGTH}+ characters; common or easily guessed passwords are refused (422)."
+)
+
+
 class LoginIn(StrictModel):
     email: str = Field(min_length=3, max_length=320)
     password: str = Field(min_length=1, max_length=1024)
@@ -26,13 +32,17 @@ class LoginIn(StrictModel):
 class UserCreate(StrictModel):
     email: str = Field(min_length=3, max_length=320, pattern=r"^[^@\s]+@[^@\s]+$")
     name: str = Field(default="", max_length=200)
-    password: str = Field(min_length=8, max_length=1024)
+    password: str = Field(
+        min_length=MIN_PASSWORD_LENGTH, max_length=1024, description=PASSWORD_RULE
+    )
     role: Role = Role.designer
 
 
 class UserUpdate(StrictModel):
     name: str | None = Field(default=None, max_length=200)
-    password: str | None = Field(default=None, min_length=8, max_length=1024)
+    password: str | None = Field(
+        default=None, min_length=MIN_PASSWORD_LENGTH, max_length=1024, description=PASSWORD_RULE
+    )
     role: Role | None = None
     is_active: bool | None = None
 

@@ -181,15 +181,19 @@ def browser():  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def page(browser):  # type: ignore[no-untyped-def]
-    """A fresh browser context and page; console errors fail the test."""
+    """A fresh browser context and page; script errors and CSP violations fail the test."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on(
+        "console",
+        lambda msg: errors.append(msg.text) if "Content Security Policy" in msg.text else None,
+    )
     page.set_default_timeout(15_000)
     yield page
     context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
+    assert not errors, f"JavaScript errors or CSP violations on the page: {errors}"
 
 
 @pytest.fixture(scope="session")

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from sqlalchemy import select
 
 from server.core.db import make_engine, make_sessionmaker
+from server.core.passwords import password_problem
+from server.errors import Invalid
 from server.models import Role, Study, User
 from server.services import bootstrap
 from tests.factories import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
+CLI_PASSWORD = "amber walrus teapot"
 
 
 def test_create_user_import_and_export_study(settings, db, tmp_path):
@@ -21,7 +25,7 @@ def test_create_user_import_and_export_study(settings, db, tmp_path):
         "create-user",
         "admin@example.com",
         "--password",
-        "pw-123456789",
+        CLI_PASSWORD,
         "--role",
         "admin",
     )
@@ -39,8 +43,20 @@ def test_create_user_import_and_export_study(settings, db, tmp_path):
     assert yaml.safe_load(out.read_text())["environments"][0]["source"]["id"] == "CartPole-v1"
 
 
+@pytest.mark.parametrize(
+    ("password", "says"),
+    [("12345678", "at least 12 characters"), ("password1234", "common")],
+)
+def test_create_user_refuses_a_weak_password(settings, db, password, says):
+    res = run_cli(settings, "create-user", "x@example.com", "--password", password)
+    assert res.returncode == 2
+    assert "password" in res.stderr and says in res.stderr
+    assert "Traceback" not in res.stderr
+    assert db.scalar(select(User)) is None
+
+
 def test_import_of_a_bad_file_says_where(settings, tmp_path):
-    run_cli(settings, "create-user", "admin@example.com", "--password", "pw-123456789")
+    run_cli(settings, "create-user", "admin@example.com", "--password", CLI_PASSWORD)
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "name: x\nenvironments:\n  - id: a\n    name: A\n    fps: 1000\n"
@@ -67,6 +83,12 @@ def test_bootstrap_creates_admin_once_and_loads_samples(settings):
         names = sorted(s.name for s in db.scalars(select(Study)))
     engine.dispose()
     assert first and second is None  # a generated password, printed once
+    assert password_problem(first) is None
     assert len(admins) == 1
     assert len(names) == len(list((ROOT / "studies").glob("*.yaml")))
     assert "CartPole balance" in names
+
+
+def test_a_weak_admin_password_setting_is_refused(settings, db):
+    with pytest.raises(Invalid, match="STUDIO_ADMIN_PASSWORD"):
+        bootstrap.bootstrap(settings.model_copy(update={"admin_password": "password1234"}), db)

@@ -100,14 +100,17 @@ export function createApi({ describe = describeError, onUnauthorized } = {}) {
 // --- DOM ----------------------------------------------------------------------------------
 
 /**
- * Build an element: ``class``, ``dataset``, ``on<event>`` listeners, other attributes (left
- * out when undefined, null or false); children may be nested arrays, null ones are skipped.
+ * Build an element: ``class``, ``dataset``, ``style`` (an object of CSS properties),
+ * ``on<event>`` listeners, other attributes (left out when undefined, null or false);
+ * children may be nested arrays, null ones are skipped. Styles go through the CSSOM: the
+ * Content-Security-Policy refuses style attributes.
  */
 export function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(props)) {
     if (key === "class") node.className = value;
     else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key === "style") Object.assign(node.style, value);
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else if (value !== undefined && value !== null && value !== false) node.setAttribute(key, value);
   }

@@ -180,13 +180,13 @@ function renderTimeline() {
   const ep = state.episode, n = Math.max(1, ep.steps);
   const ranges = ep.step_tags.map((t) => el("div", {
     class: "ep-tl-tag", title: `${t.name} ${t.start}..${t.end}`,
-    style: `left:${(100 * t.start) / n}%;width:${(100 * (t.end - t.start + 1)) / n}%`,
+    style: { left: `${(100 * t.start) / n}%`, width: `${(100 * (t.end - t.start + 1)) / n}%` },
   }));
   if (state.mark !== null) {
     const a = Math.min(state.mark, state.markEnd ?? state.step), b = Math.max(state.mark, state.markEnd ?? state.step);
-    ranges.push(el("div", { class: "ep-tl-mark", style: `left:${(100 * a) / n}%;width:${(100 * (b - a + 1)) / n}%` }));
+    ranges.push(el("div", { class: "ep-tl-mark", style: { left: `${(100 * a) / n}%`, width: `${(100 * (b - a + 1)) / n}%` } }));
   }
-  ranges.push(el("div", { class: "ep-tl-cursor", style: `left:${(100 * (state.step + 0.5)) / n}%` }));
+  ranges.push(el("div", { class: "ep-tl-cursor", style: { left: `${(100 * (state.step + 0.5)) / n}%` } }));
   $("timeline").replaceChildren(...ranges);
 }
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import secrets
+import stat
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -10,6 +13,43 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PLACEHOLDER_SECRET = "change-me"
+# Outside production, a key generated on first start lives here under the data root.
+SECRET_KEY_FILE = "secret_key"
+_MIN_SECRET = 16
+
+
+def _load_or_create_secret(data_root: Path) -> str:
+    """The key in ``data_root/secret_key``, written (mode 0600) with a random one if absent."""
+    path = data_root / SECRET_KEY_FILE
+    try:
+        data_root.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            # Written aside then linked into place: a second process starting at the same
+            # moment either wins the link or reads the complete file, never a partial one.
+            tmp = data_root / f".{SECRET_KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_urlsafe(48) + "\n")
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass
+            finally:
+                tmp.unlink()
+        if stat.S_IMODE(path.stat().st_mode) & 0o077:
+            path.chmod(0o600)  # the key signs tickets: nobody else on the machine reads it
+        key = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ValueError(
+            f"cannot read or create the secret key file {path} ({exc.strerror}): "
+            "set STUDIO_SECRET_KEY or make the data root writable"
+        ) from exc
+    if len(key) < _MIN_SECRET:
+        raise ValueError(
+            f"the secret_key file {path} holds fewer than {_MIN_SECRET} characters: "
+            "delete it to have a new key generated, or set STUDIO_SECRET_KEY"
+        )
+    return key
 
 
 class Settings(BaseSettings):
@@ -20,7 +60,8 @@ class Settings(BaseSettings):
     environment: Literal["development", "test", "production"] = "development"
     database_url: str = ""
     data_root: Path = Path("data")
-    secret_key: str = PLACEHOLDER_SECRET
+    # Empty: outside production, read (or create on first start) <data_root>/secret_key.
+    secret_key: str = ""
     host: str = "127.0.0.1"
     port: int = 8000
 
@@ -32,6 +73,18 @@ class Settings(BaseSettings):
     worker_start_timeout_s: float = Field(default=60.0, gt=0)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     session_max_age_s: int = 7 * 24 * 3600
+    login_max_failures: int = Field(
+        default=5, ge=1, description="Failed logins per account in a window before 429."
+    )
+    login_max_failures_per_address: int = Field(
+        default=20, ge=1, description="Failed logins per client address in a window before 429."
+    )
+    login_window_s: float = Field(default=900.0, gt=0, description="The login limits' window.")
+    trusted_proxies: str = Field(
+        default="",
+        description="Comma-separated addresses or networks of reverse proxies whose "
+        "X-Forwarded-For gives the client address; empty: the peer address is the client.",
+    )
     reconnect_grace_s: float = Field(default=30.0, ge=0)
     ticket_ttl_s: int = Field(
         default=3 * 3600, ge=60, le=24 * 3600,
@@ -48,13 +101,14 @@ class Settings(BaseSettings):
         self.data_root = self.data_root.expanduser().resolve()
         if not self.database_url:
             self.database_url = f"sqlite:///{(self.data_root / 'studio.db').as_posix()}"
-        if self.environment == "production" and (
-            self.secret_key == PLACEHOLDER_SECRET or len(self.secret_key) < 16
-        ):
-            raise ValueError(
-                "STUDIO_SECRET_KEY must be set to a random string of 16+ characters "
-                "outside development"
-            )
+        if self.environment == "production":
+            if self.secret_key == PLACEHOLDER_SECRET or len(self.secret_key) < _MIN_SECRET:
+                raise ValueError(
+                    f"STUDIO_SECRET_KEY must be set to a random string of {_MIN_SECRET}+ "
+                    "characters in production"
+                )
+        elif not self.secret_key:
+            self.secret_key = _load_or_create_secret(self.data_root)
         return self
 
     @property

@@ -2,7 +2,8 @@
 
 TFDS's ``FeaturesDict.encode_example`` and ``ExampleSerializer`` work without TensorFlow once
 images are encoded bytes, so image observations are encoded to PNG here (Pillow, lossless).
-Integers are range-checked first: TFDS silently truncates values that do not fit their dtype.
+Numbers are checked first (TFDS silently truncates integers that do not fit their dtype, and
+fails on others with a bare OverflowError): an error names the step and the field.
 """
 
 from __future__ import annotations
@@ -35,23 +36,55 @@ def encode_png(image: np.ndarray) -> bytes:
 
 
 def check_range(values: np.ndarray, dtype: Any, where: str) -> None:
-    """Raise if an integer array holds values ``dtype`` cannot represent."""
+    """Raise, naming the step (axis 0) and ``where``, if ``values`` hold a number ``dtype``
+    cannot represent: an integer out of range, a NaN, infinite or fractional value for an
+    integer dtype, or a finite float too large for a float dtype."""
     target = np.dtype(dtype)
-    if target.kind not in "iu" or values.size == 0:
+    if target.kind not in "iuf" or values.size == 0:
         return
-    if values.dtype.kind in "iub" and np.can_cast(values.dtype, target):
+    if values.dtype.kind in "iubf" and np.can_cast(values.dtype, target):
         return  # every value of the recorded dtype fits (e.g. uint8 images): no pass needed
-    if values.dtype.kind not in "iub":
-        if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
-            raise ValueOutOfRangeError(f"{where}: non-finite value for integer dtype {target}")
-        if values.dtype.kind == "f" and not np.all(values == np.round(values)):
-            raise ValueOutOfRangeError(f"{where}: fractional value for integer dtype {target}")
-    info = np.iinfo(target)
-    low, high = values.min(), values.max()
-    if low < info.min or high > info.max:
+    rows = values.reshape(len(values), -1)  # one row per step
+    with np.errstate(invalid="ignore", over="ignore"):
+        if target.kind == "f":
+            if rows.dtype.kind != "f":
+                return  # integers become floats (rounded, never out of range)
+            bad = np.isfinite(rows) & (np.abs(rows) > np.finfo(target).max)
+        else:
+            info = np.iinfo(target)
+            bad = (rows < info.min) | (rows > info.max)
+            if rows.dtype.kind == "f":
+                bad |= ~np.isfinite(rows) | (rows != np.round(rows))
+    if bad.any():
+        step, column = (int(i) for i in np.argwhere(bad)[0])
         raise ValueOutOfRangeError(
-            f"{where}: values in [{low}, {high}] do not fit {target} [{info.min}, {info.max}]"
+            f"step {step}, field {where}: {_why(rows[step, column].item(), target)}"
         )
+
+
+def _why(value: Any, target: np.dtype) -> str:
+    if isinstance(value, float) and not np.isfinite(value):
+        return f"{value} is not a finite number ({target} field)"
+    if target.kind in "iu" and isinstance(value, float) and value != round(value):
+        return f"{value} is fractional for an integer ({target}) field"
+    limits = np.iinfo(target) if target.kind in "iu" else np.finfo(target)
+    return f"value {value} does not fit {target} [{limits.min}, {limits.max}]"
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} characters)"
+
+
+def int64_column(values: list[Any], where: str) -> list[int]:
+    """Per-step int64 values (timing fields); raise naming the step that is not one."""
+    low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    for step, value in enumerate(values):
+        if not (isinstance(value, int) and low <= value <= high):
+            raise ValueOutOfRangeError(
+                f"step {step}, field {where}: {_short(value)} is not a finite integer within int64"
+            )
+    return values
 
 
 def _leaf_column(values: list[Any], spec: Any, where: str) -> list[Any]:
@@ -108,7 +141,8 @@ def episode_example(
         steps["input"] = list(episode.inputs)
         steps["info"] = list(episode.infos)
         steps["timing"] = {
-            key: [timing[key] for timing in episode.timings] for key in episode.timings[0]
+            key: int64_column([timing[key] for timing in episode.timings], f"timing/{key}")
+            for key in episode.timings[0]
         }
     for name, column in tag_columns.items():
         if len(column) != len(episode):
@@ -117,7 +151,7 @@ def episode_example(
     seed = metadata.get("seed")
     seed_value = -1 if seed is None else int(seed)
     if not -(2**63) <= seed_value < 2**63:
-        raise ValueOutOfRangeError(f"seed {seed_value} does not fit int64")
+        raise ValueOutOfRangeError(f"field seed: {seed_value} does not fit int64")
     return {
         "steps": steps,
         "episode_id": str(metadata.get("episode_id", "")),

@@ -63,7 +63,9 @@ class RldsEpisode:
     frames: list[bytes] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     infos: list[str] = field(default_factory=list)
-    timings: list[dict[str, int]] = field(default_factory=list)
+    # ints; a number the log holds that no int64 can (NaN, infinite) stays as it is, for the
+    # encoder to refuse by step and field
+    timings: list[dict[str, int | float]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.observations)
@@ -136,11 +138,26 @@ def _timing(step: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _int_or_unknown(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else -1
+def _int_or_unknown(value: Any) -> int | float:
+    """A recorded number as an int (-1 when absent or not a number); a float no int64 holds
+    (NaN, infinite, huge) is kept as it is, for the encoder to name."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return UNKNOWN
+    if isinstance(value, float) and not -(2**63) <= value < 2**63:
+        return value
+    return int(value)
 
 
-def realign_timings(raw: list[dict[str, Any]]) -> list[dict[str, int]]:
+def _step_index(value: Any, n: int) -> int | None:
+    """An ack's step index when it is one of the ``n`` steps (acks for no step are ignored)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < n:
+        return value
+    return None
+
+
+def realign_timings(raw: list[dict[str, Any]]) -> list[dict[str, int | float]]:
     """Per-step timing from per-timestep records (``raw[t]`` was recorded with o_t).
 
     The times of action a_t arrive with timestep t+1; ``acks`` give each step's frame
@@ -148,13 +165,14 @@ def realign_timings(raw: list[dict[str, Any]]) -> list[dict[str, int]]:
     frame it produced (both client clocks).
     """
     n = len(raw)
-    frame_times: dict[int, tuple[int, int]] = {}
+    frame_times: dict[int, tuple[int | float, int | float]] = {}
     for record in raw:
         for ack in record.get("acks") or []:
             if isinstance(ack, list | tuple) and len(ack) == 3:
-                index, sent, drawn = ack
-                frame_times[int(index)] = (_int_or_unknown(sent), _int_or_unknown(drawn))
-    out: list[dict[str, int]] = []
+                index = _step_index(ack[0], n)
+                if index is not None:
+                    frame_times[index] = (_int_or_unknown(ack[1]), _int_or_unknown(ack[2]))
+    out: list[dict[str, int | float]] = []
     for t in range(n):
         action = raw[t + 1] if t + 1 < n else {}
         sent, drawn = frame_times.get(t, (UNKNOWN, UNKNOWN))
@@ -168,8 +186,10 @@ def realign_timings(raw: list[dict[str, Any]]) -> list[dict[str, int]]:
             "input_latency_ms": UNKNOWN,
         }
         next_drawn = frame_times.get(t + 1, (UNKNOWN, UNKNOWN))[1]
-        if timing["input_sent_ms"] != UNKNOWN and next_drawn != UNKNOWN:
-            timing["input_latency_ms"] = next_drawn - timing["input_sent_ms"]
+        input_sent = timing["input_sent_ms"]
+        known = isinstance(input_sent, int) and isinstance(next_drawn, int)
+        if known and UNKNOWN not in (input_sent, next_drawn):
+            timing["input_latency_ms"] = next_drawn - input_sent
         out.append(timing)
     return out
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import shutil
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -155,6 +156,21 @@ def _prepare(ep: EpisodeInput, options: ExportOptions) -> RldsEpisode:
     return episode if end is None else episode.truncated_at(end)
 
 
+@contextmanager
+def naming(episode_id: str) -> Iterator[None]:
+    """Errors met while exporting one episode name it, so the user can leave it out."""
+    try:
+        yield
+    except ExportError as exc:
+        if str(exc).startswith(f"episode {episode_id}"):
+            raise
+        raise type(exc)(f"episode {episode_id}: {exc}") from exc
+    except (ValueError, TypeError, OverflowError) as exc:  # from TFDS, on a value not checked
+        raise ExportError(
+            f"episode {episode_id}: cannot encode ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
 def _summary(ep: EpisodeInput, episode: RldsEpisode) -> EpisodeSummary:
     return EpisodeSummary(
         episode_id=ep.episode_id,
@@ -280,25 +296,23 @@ def _write_rlds(
     try:
         for i, ep in enumerate(episodes):
             _check_cancel(cancel)
-            episode = _prepare(ep, options)
-            columns = tag_columns(ep.step_tags, tag_names, len(episode))
-            example = episode_example(
-                episode,
-                {
-                    **episode.log_metadata,
-                    "episode_id": ep.episode_id,
-                    "agent_id": ep.agent_id,
-                    "status": ep.status,
-                    "tags": ep.tags,
-                    "notes": ep.notes,
-                },
-                keep_step_metadata=options.keep_step_metadata,
-                tag_columns=columns,
-            )
-            try:
+            with naming(ep.episode_id):
+                episode = _prepare(ep, options)
+                columns = tag_columns(ep.step_tags, tag_names, len(episode))
+                example = episode_example(
+                    episode,
+                    {
+                        **episode.log_metadata,
+                        "episode_id": ep.episode_id,
+                        "agent_id": ep.agent_id,
+                        "status": ep.status,
+                        "tags": ep.tags,
+                        "notes": ep.notes,
+                    },
+                    keep_step_metadata=options.keep_step_metadata,
+                    tag_columns=columns,
+                )
                 writer.add(serializer.serialize(example))
-            except (ValueError, TypeError) as exc:
-                raise ExportError(f"episode {ep.episode_id}: cannot encode ({exc})") from exc
             summaries.append(_summary(ep, episode))
             steps_done += len(episode)
             if progress is not None:
@@ -327,8 +341,9 @@ def _write_envlogger(
     steps_done = 0
     for i, ep in enumerate(episodes):
         _check_cancel(cancel)
-        episode = read_episode(ep.log_dir)  # validates the log and gives the card's totals
-        validate_step_tags(ep.step_tags, len(episode), ep.episode_id)
+        with naming(ep.episode_id):
+            episode = read_episode(ep.log_dir)  # validates the log and gives the card's totals
+            validate_step_tags(ep.step_tags, len(episode), ep.episode_id)
         doc = tags_document(
             episode_id=ep.episode_id,
             agent_id=ep.agent_id,

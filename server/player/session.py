@@ -23,7 +23,7 @@ from server.player._run import EpisodeRun
 from server.player.outbox import Frame, Outbox
 from server.player.views import env_ready, study_view
 from server.principal import Principal
-from server.recording.format import now_ms
+from server.recording.format import episode_dir, now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
 from server.services import episodes
 from server.study_spec import StudySpec
@@ -356,8 +356,10 @@ class LiveSession:
         if self.worker is not None:
             try:
                 summary = await self.worker.end_episode(reason)
-            except WorkerError as exc:  # the log is closed by the dying worker; keep the row
+            except WorkerError as exc:  # the worker died: the row counts what its log holds
                 log.warning("end_episode failed: %s", exc)
+                await self._close_worker()
+                await self._count_log(run)
             else:
                 if summary:  # the log's count: async steps may still be on their way to us
                     run.step = max(run.step, int(summary["num_steps"]) - 1)
@@ -377,9 +379,18 @@ class LiveSession:
         await self._close_worker()
         run = self.run
         if run is not None and self.phase != Phase.ended:
+            await self._count_log(run)
             await self.finish(run, EpisodeStatus.failed, error=text, end_reason="failed")
             self.send({"type": "episode_failed", "episode_id": run.id, "message": text})
         self.phase = Phase.idle if self.phase != Phase.closed else Phase.closed
+
+    async def _count_log(self, run: EpisodeRun) -> None:
+        """After its worker died (and was reaped), an episode counts what its log holds: the
+        steps it had not flushed are lost (docs/runtime.md bounds them)."""
+        path = episode_dir(self.settings.data_root, self.study_id, run.id)
+        totals = await asyncio.to_thread(episodes.log_totals, path)
+        if totals is not None:
+            run.step, run.return_ = totals[0] - 1, totals[1]
 
     async def _close_worker(self) -> None:
         worker, self.worker, self.env_id = self.worker, None, None

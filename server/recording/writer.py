@@ -2,9 +2,10 @@
 
 One :class:`EpisodeWriter` records one episode of a dm_env environment to
 ``episode_dir(data_root, study_id, episode_id)`` with the log-level metadata and per-step
-metadata of :mod:`server.recording.format`. Steps are flushed at least every
-``flush_interval_s`` (and on :meth:`EpisodeWriter.flush`), so a worker killed with
-SIGKILL loses at most about that much and the log stays readable.
+metadata of :mod:`server.recording.format`. Steps are flushed (handed to the operating
+system, which keeps them when the process dies) at least every ``flush_interval_s`` (and on
+:meth:`EpisodeWriter.flush`), so a worker killed with SIGKILL loses at most the steps of the
+last :data:`MAX_LOSS_S` and the log stays readable (``docs/runtime.md``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,14 @@ from server.recording._envlogger import environment_logger, envlogger, riegeli_b
 # "transpose,brotli:6,chunk_size:1M" at the same median step time, without brotli's
 # tens-of-ms stall each time a 1 MB chunk is compressed (a visible hitch at 30 fps).
 WRITER_OPTIONS = "zstd:1,chunk_size:256K"
+
+# A worker flushes once the last flush is FLUSH_INTERVAL_S old (after writing a step, or
+# woken when idle); an env step in progress delays that by the step. With steps (step +
+# render + encode) under 50 ms, a SIGKILL loses at most the last MAX_LOSS_S of play. A flush
+# is envlogger's fsync of two files, ~10 ms whatever it holds (benchmarks/step_overhead.py),
+# so flushing every step before its reply is not an option.
+FLUSH_INTERVAL_S = 0.2
+MAX_LOSS_S = 0.25
 
 StepFn = Callable[[dm_env.TimeStep, Any, dm_env.Environment], dict[str, Any]]
 
@@ -156,7 +165,7 @@ class EpisodeWriter:
         metadata: dict[str, Any],
         step_fn: StepFn,
         *,
-        flush_interval_s: float = 0.5,
+        flush_interval_s: float = FLUSH_INTERVAL_S,
         defer_records: bool = False,
     ) -> None:
         self.directory = Path(directory)

@@ -3,7 +3,7 @@
 API for the app (all methods are coroutines unless noted; none blocks the event loop)::
 
     w = await EnvWorker.start(env_spec, study_id=..., data_root=..., timeout=60.0,
-                              reply_timeout=10.0, flush_interval_s=0.5)
+                              reply_timeout=10.0, flush_interval_s=0.2)
     w.info            # dict: observation_spec, action_spec, action_meanings, cameras,
                       #       camera, controls (resolved bindings, labels, problems),
                       #       fps, mode ("sync" | "async"), catalog_key

@@ -12,6 +12,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Literal
 
+from server.recording.writer import FLUSH_INTERVAL_S
 from server.runtime._child import worker_main
 from server.study_spec import EnvironmentSpec
 
@@ -109,7 +110,7 @@ class EnvWorker:
         data_root: Path | str,
         timeout: float = 60.0,
         reply_timeout: float = 10.0,
-        flush_interval_s: float = 0.5,
+        flush_interval_s: float = FLUSH_INTERVAL_S,
     ) -> EnvWorker:
         """Start a worker and build its environment (WorkerTimeout / RemoteError on failure)."""
         ctx = _context()

@@ -196,22 +196,32 @@ def finish_episode(db: Session, episode_id: str, result: EpisodeResult) -> Episo
     return episode
 
 
-def recover_interrupted(db: Session) -> int:
-    """Episodes a dead server left ``recording`` become ``abandoned``, totals from their logs.
+def log_totals(storage_path: Path | str) -> tuple[int, float] | None:
+    """Steps and return an episode's log holds; None when it cannot be read.
 
-    Run by ``rlds-studio serve`` before it serves (no player can be connected then). The log
-    holds every step the worker flushed, which may be more than the row had counted.
+    What a row counts after its worker died (the server, or the worker alone): the log holds
+    every step the worker flushed, which may be fewer or more than the player had counted.
     """
     from server.export.episode import read_episode  # reads envlogger logs; imported lazily
 
+    try:
+        recorded = read_episode(Path(storage_path))
+    except Exception as exc:  # an empty or unreadable log: the caller keeps its own counts
+        log.warning("episode log %s not readable (%s)", storage_path, exc)
+        return None
+    return len(recorded), float(recorded.total_reward)
+
+
+def recover_interrupted(db: Session) -> int:
+    """Episodes a dead server left ``recording`` become ``abandoned``, totals from their logs.
+
+    Run by ``rlds-studio serve`` before it serves (no player can be connected then).
+    """
     rows = db.scalars(select(Episode).where(Episode.status == EpisodeStatus.recording)).all()
     for episode in rows:
-        try:
-            recorded = read_episode(Path(episode.storage_path))
-            episode.steps = len(recorded)
-            episode.total_reward = float(recorded.total_reward)
-        except Exception as exc:  # an empty or unreadable log keeps the row's own counts
-            log.warning("episode %s: log not readable (%s)", episode.id, exc)
+        totals = log_totals(episode.storage_path)
+        if totals is not None:
+            episode.steps, episode.total_reward = totals
         episode.status = EpisodeStatus.abandoned
         episode.end_reason = SERVER_RESTART
         episode.ended_at = utcnow()

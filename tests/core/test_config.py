@@ -1,7 +1,9 @@
+import stat
+
 import pytest
 from pydantic import ValidationError
 
-from server.core.config import PLACEHOLDER_SECRET, Settings
+from server.core.config import PLACEHOLDER_SECRET, SECRET_KEY_FILE, Settings
 
 
 def test_defaults_embed_sqlite_under_the_data_root(tmp_path):
@@ -19,9 +21,46 @@ def test_placeholder_secret_is_refused_outside_development():
     assert ok.secret_key == "x" * 32
 
 
-def test_environment_variables_use_the_studio_prefix(monkeypatch):
+def test_environment_variables_use_the_studio_prefix(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # the default data root is relative: keep its key file here
     monkeypatch.setenv("STUDIO_PORT", "9123")
     monkeypatch.setenv("STUDIO_DATABASE_URL", "postgresql+psycopg://u@h/db")
     settings = Settings(_env_file=None)
     assert settings.port == 9123
     assert not settings.is_sqlite
+
+
+def test_without_a_secret_key_one_is_generated_in_the_data_root_and_reused(tmp_path):
+    first = Settings(data_root=tmp_path / "a", _env_file=None)
+    key_file = tmp_path / "a" / SECRET_KEY_FILE
+    assert first.secret_key != PLACEHOLDER_SECRET and len(first.secret_key) >= 32
+    assert key_file.read_text().strip() == first.secret_key
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    again = Settings(data_root=tmp_path / "a", _env_file=None)
+    assert again.secret_key == first.secret_key
+    other = Settings(data_root=tmp_path / "b", _env_file=None)
+    assert other.secret_key != first.secret_key
+
+
+def test_an_explicit_secret_key_writes_no_file(tmp_path):
+    settings = Settings(data_root=tmp_path / "d", secret_key="k" * 32, _env_file=None)
+    assert settings.secret_key == "k" * 32
+    assert not (tmp_path / "d" / SECRET_KEY_FILE).exists()
+
+
+def test_production_does_not_generate_a_key(tmp_path):
+    with pytest.raises(ValidationError, match="STUDIO_SECRET_KEY"):
+        Settings(environment="production", data_root=tmp_path / "d", _env_file=None)
+    assert not (tmp_path / "d" / SECRET_KEY_FILE).exists()
+
+
+def test_a_readable_key_file_is_made_private_and_an_empty_one_refused(tmp_path):
+    root = tmp_path / "d"
+    root.mkdir()
+    (root / SECRET_KEY_FILE).write_text("s" * 43 + "\n")
+    (root / SECRET_KEY_FILE).chmod(0o644)
+    assert Settings(data_root=root, _env_file=None).secret_key == "s" * 43
+    assert stat.S_IMODE((root / SECRET_KEY_FILE).stat().st_mode) == 0o600
+    (root / SECRET_KEY_FILE).write_text("short")
+    with pytest.raises(ValidationError, match="secret_key"):
+        Settings(data_root=root, _env_file=None)

@@ -133,10 +133,13 @@ def record_episode(
     study_id: str = "study-1",
     env_config: dict[str, Any] | None = None,
     jpeg_quality: int = 75,
+    bad_timing: dict[int, dict[str, Any]] | None = None,
 ) -> Recording:
     """Play one seeded random-policy episode of ``make_env()`` into an envlogger log.
 
     Time limits (``gym.make(..., max_episode_steps=N)``) end episodes as dm_env truncations.
+    ``bad_timing`` maps a timestep index to timing values recorded with it as given (NaN,
+    1e300, ...), as a recorder without the protocol's checks did.
     """
     gym_env = make_env()
     config = env_config if env_config is not None else {"env_id": env_id, "kwargs": {}}
@@ -160,6 +163,7 @@ def record_episode(
             rec.inputs.append(raw)
         timing["acks"] = list(pending_acks)
         pending_acks.clear()
+        timing.update((bad_timing or {}).get(t, {}))
         frame = np.ascontiguousarray(gym_env.render())
         jpeg = bytes(simplejpeg.encode_jpeg(frame, quality=jpeg_quality, colorsubsampling="420"))
         info_text = _info_json(info)

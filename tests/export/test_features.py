@@ -74,12 +74,17 @@ def test_signature_ignores_bounds_not_shapes() -> None:
 
 def test_int_range_is_validated() -> None:
     check_range(np.array([0, 255]), np.uint8, "ok")
-    with pytest.raises(ValueOutOfRangeError, match="do not fit uint8"):
+    with pytest.raises(ValueOutOfRangeError, match=r"^step 1, field obs: value 256 does not fit"):
         check_range(np.array([0, 256]), np.uint8, "obs")
-    with pytest.raises(ValueOutOfRangeError, match="do not fit int32"):
+    with pytest.raises(ValueOutOfRangeError, match="step 0, field action: .* does not fit int32"):
         spec_column([np.int64(2**40)], specs.Array((), np.int32), "action")
-    with pytest.raises(ValueOutOfRangeError, match="fractional"):
+    with pytest.raises(ValueOutOfRangeError, match="step 0, field x: 0.5 is fractional"):
         check_range(np.array([0.5]), np.int64, "x")
+    with pytest.raises(ValueOutOfRangeError, match="step 2, field a/b: nan is not a finite"):
+        check_range(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, np.nan]]), np.int32, "a/b")
+    with pytest.raises(ValueOutOfRangeError, match="step 1, field r: value 1e.300 does not fit"):
+        spec_column([0.5, 1e300], specs.Array((), np.float32), "r")  # would become inf
+    check_range(np.array([np.inf, np.nan]), np.float32, "r")  # float32 holds those as they are
     with pytest.raises(ExportError, match="shape"):
         spec_column([np.zeros(3)], specs.Array((4,), np.float32), "obs")
 

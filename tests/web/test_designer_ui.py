@@ -326,11 +326,15 @@ def test_admin_creates_and_deactivates_a_user(
 
     users.get_by_label("Email").fill("new.designer@example.com")
     users.get_by_label("Name").fill("New Designer")
-    users.get_by_label("Password (8+ characters)").fill("short")
+    password = users.get_by_label("Password (12+ characters, not a common one)")
+    password.fill("short")
     users.get_by_role("button", name="Create user").click()
     expect(users.locator("#user-form-error")).to_contain_text("password:")
+    password.fill("password1234")
+    users.get_by_role("button", name="Create user").click()
+    expect(users.locator("#user-form-error")).to_contain_text("too common or easy to guess")
 
-    users.get_by_label("Password (8+ characters)").fill("a long enough password")
+    password.fill("a long enough password")
     users.get_by_role("button", name="Create user").click()
     row = users.locator("#users-body tr", has_text="new.designer@example.com")
     expect(row).to_contain_text("designer")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, HTTPException, Request, Response
 
 from server.api.deps import CurrentUser, SessionDep, SettingsDep
 from server.core import security
+from server.errors import Unauthorized
 from server.schemas import LoginIn, LoginOut, UserPublic
 from server.services import users
 
@@ -16,11 +17,39 @@ router = APIRouter(prefix="/api/auth", tags=["auth"])
     "/login",
     response_model=LoginOut,
     summary="Log in",
-    responses={401: {"description": "Wrong email or password (one message for both)."}},
+    responses={
+        401: {"description": "Wrong email or password (one message for both)."},
+        429: {
+            "description": "Too many failed logins for this account or from this address; "
+            "the Retry-After header gives the seconds to wait."
+        },
+    },
 )
-def login(body: LoginIn, response: Response, db: SessionDep, settings: SettingsDep) -> LoginOut:
-    """Set the session cookie (HTTP-only) and the CSRF cookie; return the user."""
-    user = users.authenticate(db, body.email, body.password)
+def login(
+    body: LoginIn, request: Request, response: Response, db: SessionDep, settings: SettingsDep
+) -> LoginOut:
+    """Set the session cookie (HTTP-only) and the CSRF cookie; return the user.
+
+    Failed logins are limited per account and per client address (429 with Retry-After);
+    while limited, even the right password is refused.
+    """
+    limiter = request.app.state.login_limiter
+    # The peer address; behind STUDIO_TRUSTED_PROXIES the app has already put the client's
+    # address from X-Forwarded-For here (server.main), and nothing else reads that header.
+    address = request.client.host if request.client else ""
+    wait = limiter.retry_after(body.email, address)
+    if wait:
+        raise HTTPException(
+            429,
+            detail=f"Too many failed logins. Try again in {_minutes(wait)}.",
+            headers={"Retry-After": str(wait)},
+        )
+    try:
+        user = users.authenticate(db, body.email, body.password)
+    except Unauthorized:
+        limiter.failed(body.email, address)
+        raise
+    limiter.succeeded(body.email)
     token = users.start_login(db, user, settings.session_max_age_s)
     csrf = security.new_token(16)
     secure = settings.environment == "production"
@@ -55,3 +84,8 @@ def logout(request: Request, response: Response, db: SessionDep, _: CurrentUser)
 def me(user: CurrentUser) -> UserPublic:
     """Who the session cookie belongs to."""
     return UserPublic.model_validate(user)
+
+
+def _minutes(seconds: int) -> str:
+    minutes = -(-seconds // 60)
+    return f"{seconds} seconds" if seconds < 60 else f"{minutes} minute{'s' * (minutes > 1)}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from server.core import security
 from server.models import AuthSession, Role
 from tests.factories import PASSWORD
@@ -77,7 +79,7 @@ def test_verify_password_costs_a_verification_for_unknown_users():
 def test_admin_manages_users_and_designers_cannot(factory):
     admin = factory.client(factory.user(Role.admin))
     designer = factory.client(factory.user())
-    body = {"email": "new@example.com", "password": "long enough pw", "role": "designer"}
+    body = {"email": "new@example.com", "password": "long enough pass", "role": "designer"}
     assert designer.post("/api/users", json=body).status_code == 403
     assert factory.client().post("/api/users", json=body).status_code == 401
     created = admin.post("/api/users", json=body)
@@ -89,11 +91,35 @@ def test_admin_manages_users_and_designers_cannot(factory):
     assert admin.patch("/api/users/424242", json={"name": "x"}).status_code == 404
 
 
-def test_short_password_is_refused(factory):
+@pytest.mark.parametrize(
+    ("password", "says"),
+    [
+        ("short", "at least 12 characters"),
+        ("12345678", "at least 12 characters"),
+        ("password", "at least 12 characters"),
+        (" " * 8, "at least 12 characters"),
+        (" " * 12, "easy to guess"),
+        ("password1234", "common"),
+        ("qwertyuiop12", "common"),
+        ("new.person.1", "easy to guess"),  # the account's own email
+    ],
+)
+def test_short_or_common_password_is_refused_with_a_clear_422(factory, password, says):
     admin = factory.client(factory.user(Role.admin))
-    res = admin.post("/api/users", json={"email": "a@b.org", "password": "short"})
-    assert res.status_code == 422
-    assert ["body", "password"] in [e["loc"] for e in res.json()["detail"]]
+    res = admin.post("/api/users", json={"email": "new.person@b.org", "password": password})
+    assert res.status_code == 422, res.text
+    problems = [e for e in res.json()["detail"] if e["loc"] == ["body", "password"]]
+    assert problems and says in problems[0]["msg"], res.json()
+    assert admin.get("/api/users").json()[-1]["email"] != "new.person@b.org"
+
+
+def test_password_change_follows_the_same_rule(factory):
+    admin = factory.client(factory.user(Role.admin))
+    user = factory.user()
+    weak = admin.patch(f"/api/users/{user.id}", json={"password": "password1234"})
+    assert weak.status_code == 422 and "common" in weak.json()["message"]
+    strong = admin.patch(f"/api/users/{user.id}", json={"password": "violet kettle orbit"})
+    assert strong.status_code == 200
 
 
 def test_nul_in_login_is_422_not_a_database_error(client) -> None:  # type: ignore[no-untyped-def]

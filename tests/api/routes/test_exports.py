@@ -288,3 +288,22 @@ def test_user_id_beyond_integer_selects_nothing(world) -> None:  # type: ignore[
     )
     assert res.status_code == 422, res.text
     assert res.json()["detail"][0]["msg"] == "matches no episode"
+
+
+def test_bad_value_fails_the_job_naming_it(world, db, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.export._recordings import record_episode
+    from tests.export.conftest import make_cartpole
+
+    # a log recorded before the protocol refused such numbers: client_ms 1e300 at timestep 2
+    rec = record_episode(
+        make_cartpole(5), tmp_path / "bad", env_id="CartPole-v1", episode_id="bad".ljust(32, "0"),
+        seed=3, bad_timing={2: {"input_sent": 1e300}},
+    )  # fmt: skip
+    Inserter(db, settings.data_root).add(world["study"], rec)
+    job = start(world["client"], world["study"].id, archive="zip")
+    done = wait_done(world["client"], job["id"])
+    assert done["state"] == "failed"
+    assert done["message"].startswith(
+        f"episode {rec.episode_id}: step 1, field timing/input_sent_ms: 1e+300"
+    ), done["message"]
+    assert _leftovers(settings.data_root) == []

@@ -1,0 +1,106 @@
+"""Failed logins are limited per account and per client address (429 with Retry-After)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from server.core.config import Settings
+from server.main import create_app
+from tests.factories import PASSWORD
+
+
+@pytest.fixture
+def from_address(app) -> Iterator:  # type: ignore[no-untyped-def]
+    """Clients of the test app connecting from a given peer address."""
+    made: list[TestClient] = []
+
+    def make(host: str, app=app) -> TestClient:  # type: ignore[no-untyped-def]
+        client = TestClient(app, client=(host, 40000))
+        client.__enter__()
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.__exit__(None, None, None)
+
+
+def login(client: TestClient, email: str, password: str, **headers: str):  # type: ignore[no-untyped-def]
+    return client.post(
+        "/api/auth/login", json={"email": email, "password": password}, headers=headers
+    )
+
+
+def test_five_failures_lock_the_account_even_for_the_right_password(factory, from_address):
+    user, other = factory.user(), factory.user()
+    client = from_address("10.0.0.1")
+    for _ in range(5):
+        assert login(client, user.email, "wrong password").status_code == 401
+    res = login(client, user.email.upper(), PASSWORD)  # the same account, spelled otherwise
+    assert res.status_code == 429, res.text
+    assert 0 < int(res.headers["Retry-After"]) <= 900
+    assert res.headers["content-type"].startswith("application/json")
+    assert "Too many failed logins" in res.json()["detail"]
+    # from another address too: the account is limited, not the address
+    assert login(from_address("10.0.0.2"), user.email, PASSWORD).status_code == 429
+    # another account from the same address still logs in
+    assert login(client, other.email, PASSWORD).status_code == 200
+
+
+def test_a_success_resets_the_account_count(factory, from_address):
+    user = factory.user()
+    client = from_address("10.0.0.1")
+    for _ in range(2):
+        for _ in range(4):
+            assert login(client, user.email, "wrong password").status_code == 401
+        assert login(client, user.email, PASSWORD).status_code == 200
+
+
+def test_failures_from_one_address_lock_that_address(settings, factory, from_address):
+    user = factory.user()
+    app = create_app(settings.model_copy(update={"login_max_failures_per_address": 3}))
+    spray = from_address("10.0.0.1", app=app)
+    for n in range(3):
+        assert login(spray, f"nobody{n}@example.com", "wrong password").status_code == 401
+    limited = login(spray, user.email, PASSWORD)
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0
+    assert login(from_address("10.0.0.2", app=app), user.email, PASSWORD).status_code == 200
+
+
+def test_x_forwarded_for_is_ignored_unless_the_proxy_is_trusted(settings, factory, from_address):
+    user = factory.user()
+    three = settings.model_copy(update={"login_max_failures_per_address": 3})
+    client = from_address("10.0.0.1", app=create_app(three))
+    for n in range(3):
+        res = login(client, f"x{n}@example.com", "wrong", **{"X-Forwarded-For": f"192.0.2.{n}"})
+        assert res.status_code == 401
+    res = login(client, user.email, PASSWORD, **{"X-Forwarded-For": "192.0.2.99"})
+    assert res.status_code == 429
+
+    proxied = create_app(three.model_copy(update={"trusted_proxies": "10.0.0.9, 10.1.0.0/16"}))
+    proxy = from_address("10.0.0.9", app=proxied)
+    for n in range(3):
+        res = login(proxy, f"y{n}@example.com", "wrong", **{"X-Forwarded-For": "198.51.100.7"})
+        assert res.status_code == 401
+    blocked = login(proxy, user.email, PASSWORD, **{"X-Forwarded-For": "198.51.100.7"})
+    assert blocked.status_code == 429
+    # another client behind the same proxy is another address
+    res = login(proxy, user.email, PASSWORD, **{"X-Forwarded-For": "198.51.100.8, 10.1.2.3"})
+    assert res.status_code == 200
+
+
+def test_the_limits_are_settings(settings, factory, from_address):
+    defaults = Settings(data_root=settings.data_root, _env_file=None)
+    assert defaults.login_max_failures == 5
+    assert defaults.login_max_failures_per_address == 20
+    assert defaults.login_window_s == 15 * 60
+    assert defaults.trusted_proxies == ""
+    user = factory.user()
+    strict = create_app(settings.model_copy(update={"login_max_failures": 2}))
+    client = from_address("10.0.0.1", app=strict)
+    for _ in range(2):
+        assert login(client, user.email, "wrong password").status_code == 401
+    assert login(client, user.email, PASSWORD).status_code == 429
