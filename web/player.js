@@ -3,13 +3,12 @@
    screen has a way forward; a reload finds its place again from the server (/api/play/me,
    the session id) with the ticket kept in sessionStorage. */
 import * as crowd from "./player-crowd.js";
-import { fit, fmt, now, onFrame, onFrameDrawn, readPad, updateStatus } from "./player-stage.js";
+import { createInput, PLAYER_KEYS } from "./player-input.js";
+import * as views from "./player-views.js";
+import { fit, fmt, onFrame, onFrameDrawn, updateStatus } from "./player-stage.js";
 
 const PROTOCOL = 1;
 const SUBPROTOCOL = "rlds-studio";
-const PLAYER_KEYS = { start: "Enter", pause: "Escape", cancel: "Delete" };
-const GAMEPAD_POLL_MS = 4; // while a gamepad is connected
-const GAMEPAD_SEARCH_MS = 250; // looking for one
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const token = params.get("token");
@@ -217,7 +216,7 @@ const handlers = {
       afterHello(); // a reconnect in the middle of the play view keeps its screen
     }
   },
-  env_ready(m) { state.info = m; if (state.envs[m.env_id]) enterPlay(m.env_id); renderControls(m); },
+  env_ready(m) { state.info = m; if (state.envs[m.env_id]) enterPlay(m.env_id); views.renderControls(state, m); },
   episode_started(m) {
     state.episode = m.episode; state.step = 0; state.next = null;
     if (m.episode.env_id && state.envs[m.episode.env_id]) enterPlay(m.episode.env_id);
@@ -338,39 +337,7 @@ function goNext() {
 
 /* --- views ------------------------------------------------------------------------- */
 function renderLobby() {
-  const s = state.study;
-  const ps = state.participant;
-  $("study-name").textContent = s.name;
-  $("study-instructions").innerHTML = s.instructions_html; // rendered server-side, HTML disabled
-  $("study-instructions-side").innerHTML = s.instructions_html;
-  $("lobby-end").hidden = isParticipant();
-  $("lobby-finish").hidden = !(ps && ps.done);
-  $("lobby-hint").textContent = ps ? "Pick a game to play. Games you have finished, or that are full, are marked." : "";
-  $("env-list").replaceChildren(...Object.values(state.envs).map((env) => {
-    const progress = ps && ps.progress ? ps.progress[env.id] : null;
-    const done = progress ? progress.completed : env.completed;
-    const required = progress ? progress.required : env.episodes_per_participant;
-    const finished = Boolean(progress) && done >= required;
-    const full = Boolean(progress && progress.full) && !finished;
-    const li = document.createElement("li");
-    const text = document.createElement("div");
-    const name = document.createElement("strong");
-    name.textContent = env.name;
-    const meta = document.createElement("div");
-    meta.className = "env-meta";
-    meta.textContent = `${env.mode === "sync" ? "turn by turn" : `real time, ${env.fps} fps`} · ` +
-      `${done} of ${required} episodes done`;
-    text.append(name, meta);
-    const button = document.createElement("button");
-    button.type = "button"; button.className = "btn btn-primary";
-    button.textContent = finished ? "Finished" : full ? "Full" : `Play ${env.name}`;
-    button.disabled = finished || full;
-    if (finished || full) { button.className = "btn"; li.classList.add("env-closed"); }
-    button.dataset.env = env.id;
-    button.addEventListener("click", () => { enterPlay(env.id); startEpisode(env.id); });
-    li.append(text, button);
-    return li;
-  }));
+  views.renderLobby(state, (envId) => { enterPlay(envId); startEpisode(envId); });
 }
 
 function enterPlay(envId) {
@@ -381,24 +348,6 @@ function enterPlay(envId) {
   $("env-instructions").innerHTML = env.instructions_html || "<p class=\"muted\">No extra instructions.</p>";
   $("speed-field").hidden = env.mode !== "async";
   if ($("play-view").hidden) { show("play-view"); requestAnimationFrame(fit); }
-}
-
-function renderControls(info) {
-  const body = $("legend").tBodies[0];
-  body.replaceChildren();
-  for (const row of info.controls.legend) {
-    const tr = document.createElement("tr");
-    const a = document.createElement("td"); const b = document.createElement("td");
-    a.textContent = row.input; b.textContent = row.label;
-    tr.append(a, b); body.append(tr);
-  }
-  state.boundKeys = new Set(info.controls.keys);
-  state.deadzone = info.controls.deadzone;
-  $("quality").value = info.quality;
-  $("speed").value = String(info.speed);
-  const cams = info.cameras || [];
-  $("camera-field").hidden = cams.length < 2;
-  $("camera").replaceChildren(...cams.map((c) => new Option(c, c, false, c === info.camera)));
 }
 
 const OVERLAYS = { paused: "Paused — press Esc or Resume to continue", idle: "Press Enter to start",
@@ -466,67 +415,9 @@ function primaryAction() {
   else if (state.phase === "idle") startEpisode();
 }
 
-/* --- input ----------------------------------------------------------------------------- */
-function mode() { return state.env && state.envs[state.env] ? state.envs[state.env].mode : "sync"; }
-function sendInput() {
-  const pad = state.pad;
-  send({ type: "input", keys: [...state.held], buttons: pad.buttons, axes: pad.axes,
-    client_ms: now(), seen_step: state.step });
-}
-function releaseAll(notify) {
-  const had = state.held.length > 0;
-  state.held = [];
-  if (notify && had && mode() === "async" && state.phase === "playing") sendInput();
-}
-
-function onKeyDown(e) {
-  if ($("save-dialog").open || $("instructions-dialog").open) return;
-  if (e.code === PLAYER_KEYS.start && (state.phase === "idle" || state.phase === "ready")) { e.preventDefault(); primaryAction(); return; }
-  if (e.code === PLAYER_KEYS.pause) { e.preventDefault(); togglePause(); return; }
-  if (e.code === PLAYER_KEYS.cancel) { e.preventDefault(); cancelEpisode(); return; }
-  if (!state.boundKeys.has(e.code)) return;
-  e.preventDefault();
-  if (state.phase === "ready" && !e.repeat) { go(); return; } // this key only starts the episode
-  if (e.repeat || state.phase !== "playing") return;
-  state.held = state.held.filter((k) => k !== e.code).concat(e.code);
-  sendInput(); // sync: one step per key press; async: the held set changed
-}
-function onKeyUp(e) {
-  if (!state.held.includes(e.code)) return;
-  e.preventDefault();
-  state.held = state.held.filter((k) => k !== e.code);
-  if (mode() === "async" && state.phase === "playing") sendInput();
-}
-
-function pollGamepad() {
-  const pads = navigator.getGamepads ? [...navigator.getGamepads()].filter(Boolean) : [];
-  const pad = pads[0];
-  const status = $("gamepad-status");
-  if (!pad) {
-    if (status.dataset.connected === "true") { status.dataset.connected = "false"; status.textContent = "No gamepad"; }
-    state.pad = { index: null, buttons: {}, axes: [], signature: "" };
-  } else {
-    if (status.dataset.connected !== "true") { status.dataset.connected = "true"; status.textContent = `Gamepad: ${pad.id}`; }
-    onPad(readPad(pad, state.deadzone));
-  }
-  // Timers, not requestAnimationFrame: a rAF loop keeps the page painting, and Chromium then
-  // holds back the frame that answers a key press until the next paint (8 ms on average).
-  setTimeout(pollGamepad, pad ? GAMEPAD_POLL_MS : GAMEPAD_SEARCH_MS);
-}
-
-function onPad(now) {
-  $("gamepad-status").dataset.buttons = Object.keys(now.buttons).join(",");
-  const before = state.pad;
-  state.pad = now;
-  if (now.signature === before.signature) return;
-  const pressed = Object.keys(now.buttons).filter((i) => now.buttons[i] > 0.5 && !(before.buttons[i] > 0.5));
-  if (state.phase === "ready" && pressed.includes("0")) { go(); return; } // gamepad A
-  if (state.phase !== "playing") return;
-  if (mode() === "async") { sendInput(); return; }
-  // sync: a step per newly pressed button or axis pushed past the dead zone
-  const pushed = now.axes.some((v, i) => v !== 0 && !before.axes[i]);
-  if (pressed.length || pushed) sendInput();
-}
+const input = createInput(state, send, { primary: primaryAction, go, togglePause, cancel: cancelEpisode,
+  blocked: () => $("save-dialog").open || $("instructions-dialog").open });
+const { mode, sendInput, releaseAll, onKeyDown, onKeyUp } = input;
 
 /* --- wiring ------------------------------------------------------------------------- */
 function wire() {
@@ -568,7 +459,7 @@ function wire() {
   document.addEventListener("fullscreenchange", () => requestAnimationFrame(fit));
   window.addEventListener("resize", fit);
   window.addEventListener("gamepadconnected", () => {}); // some browsers expose pads only to listeners
-  pollGamepad();
+  input.pollGamepad();
 }
 
 wire();
