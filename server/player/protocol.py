@@ -75,7 +75,7 @@ class StartMsg(_Msg):
     """Start an episode of one of the study's environments."""
 
     type: Literal["start"]
-    env_id: str = Field(min_length=1, max_length=64)
+    env_id: str | None = Field(default=None, min_length=1, max_length=64)
 
 
 class PauseMsg(_Msg):

@@ -14,9 +14,8 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, WebSocket
 from sqlalchemy.orm import Session
 
-from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
+from server.api.deps import CurrentPrincipal, RowId, SessionDep
 from server.core import security
-from server.errors import Conflict, NotFound
 from server.models import Study, StudyState, is_row_id
 from server.player import protocol as p
 from server.player import tickets
@@ -25,36 +24,10 @@ from server.player.registry import Registry
 from server.player.session import LiveSession
 from server.player.views import study_view
 from server.principal import Principal
-from server.schemas import JoinIn, PlayerStudyOut
+from server.schemas import PlayerStudyOut
 from server.services import episodes, studies, users
 
 router = APIRouter(tags=["player"])
-
-
-@router.post(
-    "/api/play/join", response_model=PlayerStudyOut, summary="Join a study as a participant"
-)
-def join(body: JoinIn, db: SessionDep, settings: SettingsDep) -> PlayerStudyOut:
-    """Find or create the participant behind a permalink; returns a play ticket."""
-    study = studies.study_by_token(db, body.token)
-    if study is None:
-        raise NotFound("This study link is not valid (it may have been replaced).")
-    if study.state != StudyState.active:
-        raise Conflict("This study is not accepting participants right now.")
-    participant = episodes.find_or_create_participant(db, study, body.participant_id)
-    principal = Principal.for_participant(study.id, participant.id)
-    counts = episodes.completed_counts(db, study.id, principal)
-    return PlayerStudyOut(
-        study=study_view(study.id, studies.spec_of(study), counts),
-        ticket=tickets.issue(
-            settings.secret_key,
-            study.id,
-            participant.id,
-            study.permalink_token or "",
-            settings.ticket_ttl_s,
-        ),
-        participant_id=participant.external_id,
-    )
 
 
 @router.get(
