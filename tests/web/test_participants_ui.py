@@ -7,11 +7,12 @@ from playwright.sync_api import Page, expect
 
 from tests.factories import Factory
 from tests.player.conftest import activate, counter_env, spec
+from tests.web._crowd import shot
 from tests.web.test_designer_ui import log_in
 
 pytestmark = pytest.mark.browser
 
-ODD_ID = "<img src=x onerror=alert(1)>✓"
+ODD_ID = "<img/src=x/onerror=alert(1)>✓"  # markup and unicode: stored, shown as text
 
 
 def test_participants_page_from_the_study_panel(
@@ -25,6 +26,7 @@ def test_participants_page_from_the_study_panel(
     expect(page).to_have_url(f"{live_server}/participants.html?study={study.id}")
     expect(page.locator("#study-name")).to_have_text("Player test")
     expect(page.get_by_text("No participants yet")).to_be_visible()
+    shot(page, "30-participants-empty")
 
     player = factory.client()  # two workers arrive (the API a player page calls)
     joined = player.post("/api/play/join", json={"token": study.permalink_token,
@@ -35,17 +37,18 @@ def test_participants_page_from_the_study_panel(
     odd = player.post(
         "/api/play/join", json={"token": study.permalink_token, "participant_id": ODD_ID}
     )
+    assert odd.status_code == 200, odd.text
     page.get_by_role("button", name="Refresh").click()
     rows = page.locator("#participants-body tr")
-    expect(rows).to_have_count(2 if odd.is_success else 1)
+    expect(rows).to_have_count(2)
     first = page.locator("#participants-body tr", has_text="pp-1")
     expect(first).to_contain_text("Prolific")
     expect(first).to_contain_text("study S1")
     expect(first).to_contain_text("given")
     expect(first).to_contain_text("not yet")
-    if odd.is_success:  # stored as typed, shown as text
-        expect(page.locator("#participants-body td.pt-id", has_text=ODD_ID)).to_have_count(1)
-        assert page.locator("#participants-body img").count() == 0
+    expect(page.locator("#participants-body td.pt-id", has_text=ODD_ID)).to_have_count(1)
+    assert page.locator("#participants-body img").count() == 0
+    shot(page, "31-participants")
 
     with page.expect_download() as download:
         page.get_by_role("link", name="Download CSV").click()
