@@ -77,3 +77,20 @@ def test_a_reload_at_every_screen_has_a_way_forward(live_server, page, factory, 
     assert sorted((r.env_key, r.status) for r in rows) == [
         ("counter", EpisodeStatus.completed), ("other", EpisodeStatus.completed),
     ]  # fmt: skip
+
+
+def test_a_paused_or_closed_link_says_which(live_server, page, factory, designer, db):
+    from server.models import StudyState
+    from server.services import studies
+
+    study = crowd_study(db, factory, designer)
+    studies.change_state(db, study, StudyState.paused)
+    page.goto(link(live_server, study, PROLIFIC_PID="p-late"))
+    expect(page.locator("#status-title")).to_have_text("This study is paused")
+    shot(page, "24-paused")
+    studies.change_state(db, study, StudyState.active)
+    page.get_by_role("button", name="Try again").click()  # the way forward once it reopens
+    expect(page.locator("#instructions-view")).to_be_visible()
+    studies.change_state(db, study, StudyState.closed)
+    page.goto(link(live_server, study))
+    expect(page.locator("#status-title")).to_have_text("This study has ended")
