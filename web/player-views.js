@@ -3,6 +3,8 @@
 
 const $ = (id) => document.getElementById(id);
 
+const CLOSED_LABELS = { finished: "Finished", full: "Full", failed: "Unavailable" };
+
 export function renderLobby(state, play) {
   const s = state.study;
   const ps = state.participant;
@@ -11,13 +13,14 @@ export function renderLobby(state, play) {
   $("study-instructions-side").innerHTML = s.instructions_html;
   $("lobby-end").hidden = Boolean(ps);
   $("lobby-finish").hidden = !(ps && ps.done);
-  $("lobby-hint").textContent = ps ? "Pick a game to play. Games you have finished, or that are full, are marked." : "";
+  $("lobby-hint").textContent = ps ? "Pick a game to play. Games you have finished, that are full or that cannot start are marked." : "";
   $("env-list").replaceChildren(...Object.values(state.envs).map((env) => {
     const progress = ps && ps.progress ? ps.progress[env.id] : null;
     const done = progress ? progress.completed : env.completed;
     const required = progress ? progress.required : env.episodes_per_participant;
-    const finished = Boolean(progress) && done >= required;
-    const full = Boolean(progress && progress.full) && !finished;
+    // open, finished, full (enough episodes from everyone) or failed (it cannot start)
+    const status = progress ? progress.status || (done >= required ? "finished" : progress.full ? "full" : "open") : "open";
+    const closed = status !== "open";
     const li = document.createElement("li");
     const text = document.createElement("div");
     const name = document.createElement("strong");
@@ -29,9 +32,13 @@ export function renderLobby(state, play) {
     text.append(name, meta);
     const button = document.createElement("button");
     button.type = "button"; button.className = "btn btn-primary";
-    button.textContent = finished ? "Finished" : full ? "Full" : `Play ${env.name}`;
-    button.disabled = finished || full;
-    if (finished || full) { button.className = "btn"; li.classList.add("env-closed"); }
+    button.textContent = CLOSED_LABELS[status] || `Play ${env.name}`;
+    button.disabled = closed;
+    if (closed) {
+      button.className = "btn";
+      button.setAttribute("aria-label", `${env.name}: ${CLOSED_LABELS[status] || status}`);
+      li.classList.add("env-closed");
+    }
     button.dataset.env = env.id;
     button.addEventListener("click", () => play(env.id));
     li.append(text, button);
