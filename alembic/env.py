@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from logging.config import fileConfig
 
 from alembic import context
+from sqlalchemy import Connection
 
 from server import models  # noqa: F401  (registers every table on Base.metadata)
 from server.core.config import get_settings
@@ -42,15 +45,39 @@ def run_migrations_online() -> None:
     engine.dispose()
 
 
-def _run(connection: object) -> None:
+def _run(connection: Connection) -> None:
     context.configure(
-        connection=connection,  # type: ignore[arg-type]
+        connection=connection,
         target_metadata=target_metadata,
         compare_type=True,
         render_as_batch=True,
     )
-    with context.begin_transaction():
+    with _sqlite_foreign_keys_off(connection), context.begin_transaction():
         context.run_migrations()
+
+
+@contextmanager
+def _sqlite_foreign_keys_off(connection: Connection) -> Iterator[None]:
+    """SQLite alters a table by copying it and dropping the old one; with foreign keys on,
+    that drop would cascade to (or be refused by) the rows pointing at it.
+
+    The pragma only works outside a transaction, so it is set before the migrations start;
+    afterwards every reference is checked before foreign keys go back on.
+    """
+    if connection.dialect.name != "sqlite":
+        yield
+        return
+    was_on = connection.exec_driver_sql("PRAGMA foreign_keys").scalar()
+    connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+    connection.commit()
+    try:
+        yield
+        broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+        if broken:
+            raise RuntimeError(f"the migration left rows pointing at missing rows: {broken}")
+    finally:
+        connection.exec_driver_sql(f"PRAGMA foreign_keys={'ON' if was_on else 'OFF'}")
+        connection.commit()
 
 
 if context.is_offline_mode():

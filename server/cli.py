@@ -18,6 +18,7 @@ from server.errors import DomainError
 from server.models import EpisodeStatus, Role, Study, User
 from server.schemas import ExportOptionsIn, ExportSelection, UserCreate
 from server.services import bootstrap, studies, study_files, users
+from server.services.env_check import allowed_environments, require_allowed
 
 
 def _session(settings: Settings) -> Session:
@@ -49,6 +50,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_import_study(args: argparse.Namespace, settings: Settings) -> int:
     """Import a study file as a draft."""
     spec = study_files.load_file(Path(args.file))
+    require_allowed(spec, allowed_environments(settings), prefix=())
     with _session(settings) as db:
         owner = _owner(db, args.owner or settings.admin_email)
         study = studies.create_study(db, owner.id, spec)

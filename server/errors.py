@@ -47,3 +47,9 @@ class Unauthorized(DomainError):
 
 class Forbidden(DomainError):
     status = 403
+
+
+class TooLarge(DomainError):
+    """413: a body or file over a documented size limit."""
+
+    status = 413

@@ -143,6 +143,14 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if isinstance(exc.__cause__, RecursionError):
+            # FastAPI's JSON body parsing gave up on a too deeply nested body: the client's
+            # input, not a server fault (specs refuse kwargs deeper than a few levels anyway).
+            detail = [{"loc": ["body"], "msg": "JSON nested too deeply", "type": "json_invalid"}]
+            return JSONResponse(
+                {"detail": detail, "message": "The request body is nested too deeply."},
+                status_code=422,
+            )
         # Headers kept: Retry-After of a 429, Allow of a 405.
         return JSONResponse(
             {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers

@@ -31,6 +31,12 @@ from server.core.db import Base
 MAX_DB_INT = 2**31 - 1
 
 
+# Integer ids appear in URLs, exports and answers: a deleted row's id must never come back
+# for another row. PostgreSQL sequences never go back; SQLite needs AUTOINCREMENT for that
+# (it otherwise reuses the largest id after a delete). Every table with an integer id has it.
+NO_ID_REUSE = {"sqlite_autoincrement": True}
+
+
 def is_row_id(text: str) -> bool:
     """``text`` is the decimal id of a row (fits the 32-bit INTEGER columns of PostgreSQL)."""
     return text.isascii() and text.isdigit() and int(text) <= MAX_DB_INT
@@ -106,6 +112,7 @@ _TS = UTCDateTime()
 
 class User(Base):
     __tablename__ = "users"
+    __table_args__ = NO_ID_REUSE
 
     id: Mapped[int] = mapped_column(primary_key=True)
     email: Mapped[str] = mapped_column(String(320), unique=True, index=True)
@@ -129,6 +136,7 @@ class AuthSession(Base):
 
 class Study(Base):
     __tablename__ = "studies"
+    __table_args__ = NO_ID_REUSE
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), index=True)
@@ -150,7 +158,7 @@ class StudyEnvironment(Base):
     """One environment of a study, mirrored from its spec so episodes can point at it."""
 
     __tablename__ = "study_environments"
-    __table_args__ = (UniqueConstraint("study_id", "env_key"),)
+    __table_args__ = (UniqueConstraint("study_id", "env_key"), NO_ID_REUSE)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
@@ -168,7 +176,7 @@ class Participant(Base):
     """A crowd worker in one study, known by an external id (Prolific, MTurk, ...)."""
 
     __tablename__ = "participants"
-    __table_args__ = (UniqueConstraint("study_id", "external_id"),)
+    __table_args__ = (UniqueConstraint("study_id", "external_id"), NO_ID_REUSE)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
@@ -241,7 +249,7 @@ class Episode(Base):
 
 class EpisodeTag(Base):
     __tablename__ = "episode_tags"
-    __table_args__ = (UniqueConstraint("episode_id", "name"),)
+    __table_args__ = (UniqueConstraint("episode_id", "name"), NO_ID_REUSE)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     episode_id: Mapped[str] = mapped_column(
@@ -256,6 +264,7 @@ class StepTag(Base):
     """A tag on one step (start == end) or an inclusive range of steps."""
 
     __tablename__ = "step_tags"
+    __table_args__ = NO_ID_REUSE
 
     id: Mapped[int] = mapped_column(primary_key=True)
     episode_id: Mapped[str] = mapped_column(
@@ -270,6 +279,7 @@ class StepTag(Base):
 
 class Note(Base):
     __tablename__ = "notes"
+    __table_args__ = NO_ID_REUSE
 
     id: Mapped[int] = mapped_column(primary_key=True)
     episode_id: Mapped[str] = mapped_column(
@@ -282,6 +292,7 @@ class Note(Base):
 
 class ExportJob(Base):
     __tablename__ = "export_jobs"
+    __table_args__ = NO_ID_REUSE
 
     id: Mapped[int] = mapped_column(primary_key=True)
     study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)

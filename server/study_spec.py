@@ -6,6 +6,8 @@ in ``docs/study-schema.json`` is generated from :class:`StudySpec`.
 
 from __future__ import annotations
 
+import json
+import math
 import re
 import unicodedata
 from typing import Annotated, Any, Literal
@@ -17,6 +19,9 @@ SLUG = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 # Seeds are stored in an INTEGER column (32-bit on PostgreSQL) and NumPy wants them >= 0.
 MAX_SEED = 2**31 - 1
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+# kwargs are data for the environment's constructor: JSON values, small and shallow.
+MAX_KWARGS_DEPTH = 8
+MAX_KWARGS_BYTES = 16 * 1024
 
 # A value a control produces: a discrete action index, a vector added to a Box action
 # (or MultiDiscrete/MultiBinary values), or a character typed into a text-like action.
@@ -24,22 +29,49 @@ ActionValue = int | float | list[int] | list[float] | str
 
 
 def nul_path(value: Any, path: str = "") -> str | None:
-    """Where ``value`` (nested dicts, lists and their keys) holds a NUL character, or None."""
-    if isinstance(value, str):
-        return path or "value" if "\x00" in value else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            if isinstance(key, str) and "\x00" in key:
-                return where
-            found = nul_path(item, where)
-            if found is not None:
-                return found
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            found = nul_path(item, f"{path}.{i}" if path else str(i))
-            if found is not None:
-                return found
+    """Where ``value`` (nested dicts, lists and their keys) holds a NUL character, or None.
+
+    Walks with its own stack: a deeply nested input cannot exhaust Python's recursion.
+    """
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return where or "value"
+        elif isinstance(item, dict):
+            for key, sub in reversed(item.items()):
+                at = f"{where}.{key}" if where else str(key)
+                if isinstance(key, str) and "\x00" in key:
+                    return at
+                stack.append((sub, at))
+        elif isinstance(item, list | tuple):
+            for i in reversed(range(len(item))):
+                stack.append((item[i], f"{where}.{i}" if where else str(i)))
+    return None
+
+
+def json_data_problem(value: Any, max_depth: int, max_bytes: int) -> str | None:
+    """Why ``value`` is not plain JSON data (finite numbers, string keys) nested at most
+    ``max_depth`` containers deep and ``max_bytes`` long as JSON; None when it is."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:  # its own stack: a 20,000-deep list is refused, not a RecursionError
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= max_depth:
+                return f"nested deeper than {max_depth} levels"
+            if isinstance(item, dict) and not all(isinstance(k, str) for k in item):
+                return "mapping keys must be strings"
+            stack.extend(
+                (sub, depth + 1) for sub in (item.values() if isinstance(item, dict) else item)
+            )
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return "numbers must be finite"
+        elif item is not None and not isinstance(item, str | int):  # bool is an int
+            return f"{type(item).__name__} is not a JSON value"
+    if len(json.dumps(value)) > max_bytes:
+        return f"longer than {max_bytes} bytes as JSON"
     return None
 
 
@@ -63,20 +95,47 @@ class StrictModel(BaseModel):
     _no_nul = model_validator(mode="before")(reject_nul)
 
 
+def _kwargs_data(value: Any) -> Any:
+    if isinstance(value, dict):
+        problem = json_data_problem(value, MAX_KWARGS_DEPTH, MAX_KWARGS_BYTES)
+        if problem is not None:
+            raise ValueError(f"kwargs must be plain JSON data: {problem}")
+    return value
+
+
+KWARGS_DESCRIPTION = (
+    f"Settings passed to the environment: JSON values, at most {MAX_KWARGS_DEPTH} levels "
+    f"deep and {MAX_KWARGS_BYTES // 1024} KiB. Catalog environments accept only the "
+    "settings of their schema."
+)
+
+
 class GymnasiumSource(StrictModel):
-    """An environment registered with Gymnasium, built with ``gymnasium.make(id, **kwargs)``."""
+    """An environment registered with Gymnasium, built with ``gymnasium.make(id, **kwargs)``.
+
+    Only ids of the catalog or registered by packages the operator allows; never
+    ``module:Env`` ids (they import a module).
+    """
 
     kind: Literal["gymnasium"] = "gymnasium"
     id: str = Field(min_length=1, max_length=200, examples=["CartPole-v1"])
-    kwargs: dict[str, Any] = Field(default_factory=dict)
+    kwargs: dict[str, Any] = Field(default_factory=dict, description=KWARGS_DESCRIPTION)
+
+    _bounded_kwargs = field_validator("kwargs", mode="before")(_kwargs_data)
 
 
 class DmEnvSource(StrictModel):
-    """A dm_env environment built by calling ``module:function(**kwargs)``."""
+    """A dm_env environment built by calling ``module:function(**kwargs)``.
+
+    Only factories of the catalog, listed by the operator, or registered by an installed
+    package (entry-point group ``rlds_studio.environments``).
+    """
 
     kind: Literal["dm_env"] = "dm_env"
     factory: str = Field(max_length=200, examples=["dm_control.suite:load"])
-    kwargs: dict[str, Any] = Field(default_factory=dict)
+    kwargs: dict[str, Any] = Field(default_factory=dict, description=KWARGS_DESCRIPTION)
+
+    _bounded_kwargs = field_validator("kwargs", mode="before")(_kwargs_data)
 
     @field_validator("factory")
     @classmethod

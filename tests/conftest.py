@@ -19,6 +19,7 @@ from server.core.config import Settings
 from server.core.db import Base, make_engine, make_sessionmaker
 from server.core.migrate import upgrade_head
 from tests.factories import Factory
+from tests.runtime.fake_envs import FACTORIES
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("STUDIO_TEST_DATABASE_URL", "")
@@ -80,6 +81,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         admin_email="admin@example.com",
         admin_password="admin-password",
         max_body_bytes=256 * 1024,
+        dm_env_factories=FACTORIES,
     )
 
 

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
+from server.core.config import Settings
 from server.export.jobs import JobManager
 from server.main import create_app
 from server.models import ExportJob, JobState, Note, Role, StepTag
@@ -44,7 +45,10 @@ BASE = "http://testserver"
 
 def _operations() -> list[tuple[str, str]]:
     """(method, path) of every operation in the app's schema (built without a database)."""
-    spec = create_app().openapi()
+    # Only the schema is read: an in-memory database and an explicit key write no file.
+    spec = create_app(
+        Settings(database_url="sqlite://", secret_key="schema-only-key-0123456789", _env_file=None)
+    ).openapi()
     return [
         (method.upper(), path)
         for path, item in spec["paths"].items()

@@ -37,6 +37,7 @@ def _serve(settings, port: int) -> subprocess.Popen[bytes]:
         "STUDIO_DATA_ROOT": str(settings.data_root),
         "STUDIO_ADMIN_PASSWORD": PASSWORD,
         "STUDIO_LOAD_SAMPLE_STUDIES": "false",
+        "STUDIO_DM_ENV_FACTORIES": ",".join(settings.dm_env_factories),  # the fake envs
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import secrets
 import stat
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 PLACEHOLDER_SECRET = "change-me"
 # Outside production, a key generated on first start lives here under the data root.
@@ -50,6 +52,24 @@ def _load_or_create_secret(data_root: Path) -> str:
             "delete it to have a new key generated, or set STUDIO_SECRET_KEY"
         )
     return key
+
+
+_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+_FACTORY = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+_NAME_LISTS = {
+    "gym_packages": (_MODULE, "module names"),
+    "dm_env_factories": (_FACTORY, "'package.module:function' names"),
+}
+
+
+def _names(value: Any) -> Any:
+    """A list setting from the environment: a JSON list or comma-separated names."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
 
 
 class Settings(BaseSettings):
@@ -94,6 +114,27 @@ class Settings(BaseSettings):
 
     studies_dir: Path = Path("studies")
     load_sample_studies: bool = True
+
+    # Environments designers may choose besides the catalog (docs/runtime.md, "Allowed
+    # environments"): nothing a designer types is imported unless it is on these lists.
+    gym_packages: Annotated[list[str], NoDecode] = Field(
+        default=["gymnasium", "ale_py", "minigrid"],
+        description="Packages whose Gymnasium ids designers may use (comma-separated).",
+    )
+    dm_env_factories: Annotated[list[str], NoDecode] = Field(
+        default=[],
+        description="dm_env factories ('package.module:function') designers may use.",
+    )
+
+    @field_validator("gym_packages", "dm_env_factories", mode="before")
+    @classmethod
+    def _name_lists(cls, value: Any, info: ValidationInfo) -> Any:
+        pattern, what = _NAME_LISTS[info.field_name or ""]
+        value = _names(value)
+        bad = [v for v in value if not isinstance(v, str) or not pattern.match(v)]
+        if bad:
+            raise ValueError(f"not {what}: {bad}")
+        return value
 
     @model_validator(mode="after")
     def _defaults_and_secrets(self) -> Settings:

@@ -26,6 +26,7 @@ from server.principal import Principal
 from server.recording.format import episode_dir, now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
 from server.services import crowd, episodes
+from server.services.env_check import allowed_environments
 from server.study_spec import StudySpec
 
 log = logging.getLogger(__name__)
@@ -265,8 +266,11 @@ class LiveSession:
 
     async def _start_worker(self, env_id: str) -> None:
         env = self.spec.environment(env_id)
+        # The worker refuses a source the operator does not allow (a study stored before the
+        # allow-list, or edited in the database); the list reads package metadata: a thread.
+        allowed = await asyncio.to_thread(allowed_environments, self.settings)
         worker = await EnvWorker.start(
-            env, study_id=self.study_id, data_root=self.settings.data_root,
+            env, allowed=allowed, study_id=self.study_id, data_root=self.settings.data_root,
             timeout=self.settings.worker_start_timeout_s,
             reply_timeout=self.settings.worker_timeout_s,
         )  # fmt: skip

@@ -2,7 +2,8 @@
 
 API for the app (all methods are coroutines unless noted; none blocks the event loop)::
 
-    w = await EnvWorker.start(env_spec, study_id=..., data_root=..., timeout=60.0,
+    w = await EnvWorker.start(env_spec, allowed=AllowedEnvironments.from_settings(settings),
+                              study_id=..., data_root=..., timeout=60.0,
                               reply_timeout=10.0, flush_interval_s=0.2)
     w.info            # dict: observation_spec, action_spec, action_meanings, cameras,
                       #       camera, controls (resolved bindings, labels, problems),
@@ -24,8 +25,12 @@ Errors: :class:`WorkerTimeout` (the worker was killed), :class:`WorkerClosed` (u
 close, or the process died), :class:`RemoteError` (an exception in the worker: ``kind``,
 ``message``, ``traceback``; ``kind == "ProtocolError"`` for out-of-order calls).
 
-Also: :func:`catalog.validate_environment` (study checks), :mod:`catalog` (known envs),
-:mod:`input_mapping` (browser input → actions). See ``docs/runtime.md``.
+The worker builds only sources ``allowed`` allows (:mod:`allowlist`: the catalog and what the
+operator lists or installs); any other is refused (``RemoteError`` of kind ``NotAllowed``)
+before anything is imported.
+
+Also: :func:`catalog.validate_environment` and :mod:`probe` (study checks), :mod:`catalog`
+(known envs), :mod:`input_mapping` (browser input → actions). See ``docs/runtime.md``.
 """
 
 from server.runtime.worker import (

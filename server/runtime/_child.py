@@ -27,6 +27,7 @@ from server.recording import format as fmt
 from server.recording.writer import EpisodeWriter, episode_metadata, info_json, to_json
 from server.runtime import _specs
 from server.runtime.adapters import EnvAdapter, build_adapter
+from server.runtime.allowlist import AllowedEnvironments
 from server.runtime.catalog import default_controls, find_entry
 from server.runtime.input_mapping import ActionMapper
 from server.study_spec import EnvironmentSpec
@@ -67,7 +68,10 @@ class Session:
         adapter.max_steps = spec.max_steps
         adapter.max_duration_s = spec.max_duration_s
         controls = spec.controls or default_controls(spec.source)
-        self.mapper = ActionMapper(adapter.action_spec(), controls, adapter.action_meanings)
+        self.mapper = ActionMapper(
+            adapter.action_spec(), controls, adapter.action_meanings,
+            strict=spec.controls is not None,
+        )  # fmt: skip
         self.quality = QUALITY[spec.image_quality]
         if spec.camera:
             adapter.set_camera(spec.camera)
@@ -306,9 +310,9 @@ class Session:
         return self.writer.seconds_to_flush() if self.writer is not None else None
 
 
-def worker_main(conn: Connection, spec_json: str, study_id: str, data_root: str,
-                flush_interval_s: float) -> None:  # fmt: skip
-    """Child process entry point."""
+def worker_main(conn: Connection, spec_json: str, allowed: AllowedEnvironments, study_id: str,
+                data_root: str, flush_interval_s: float) -> None:  # fmt: skip
+    """Child process entry point (``allowed``: what the operator allows, checked first)."""
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICE)
     adapter: EnvAdapter | None = None
@@ -316,7 +320,7 @@ def worker_main(conn: Connection, spec_json: str, study_id: str, data_root: str,
     try:
         try:
             spec = EnvironmentSpec.model_validate_json(spec_json)
-            adapter = build_adapter(spec.source)
+            adapter = build_adapter(spec.source, allowed)
             session = Session(conn, spec, adapter, study_id, Path(data_root), flush_interval_s)
             conn.send(("ready", session.info()))
         except Exception as exc:

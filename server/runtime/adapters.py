@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import dm_env
@@ -25,6 +25,8 @@ from server.recording.format import (  # re-exported for the runtime
     END_TRUNCATED,
 )
 from server.runtime import _specs
+from server.runtime.allowlist import AllowedEnvironments, NotAllowed
+from server.runtime.catalog import is_catalog_id
 from server.study_spec import DmEnvSource, GymnasiumSource
 
 DEFAULT_CAMERA = "default"
@@ -36,6 +38,14 @@ DISCOUNT_SPEC = specs.BoundedArray((), np.float64, 0.0, 1.0, name="discount")
 
 class EnvBuildError(RuntimeError):
     """The environment could not be built (unknown id, missing suite, bad kwargs)."""
+
+
+class UnknownEnvironment(EnvBuildError):
+    """The Gymnasium id is not registered by the catalog's suites or the allowed packages."""
+
+
+class BadSettings(EnvBuildError):
+    """The environment refused its kwargs."""
 
 
 def suite_modules(env_id: str) -> list[str]:
@@ -59,6 +69,46 @@ def register_suites(modules: Iterable[str]) -> None:
         mod = _import(module)
         if module == "ale_py":
             gym.register_envs(mod)  # ale_py registers its ids only when asked
+
+
+def ensure_registered(env_id: str, packages: Sequence[str]) -> None:
+    """Register ``env_id`` by importing only trusted modules, or raise.
+
+    A catalog id: its suite's modules. Any other id: the operator's ``packages`` one by one
+    (the one its prefix suggests first) until the id appears, and it must then come from one
+    of them (its entry point lives in a listed package). :class:`UnknownEnvironment` else.
+    """
+    import gymnasium as gym
+
+    if is_catalog_id(env_id):
+        register_suites(suite_modules(env_id))
+        if env_id not in gym.registry:
+            raise UnknownEnvironment(f"unknown Gymnasium environment id {env_id!r}")
+        return
+    hinted = [m for m in suite_modules(env_id) if m in packages]
+    for package in [*hinted, *(p for p in packages if p not in hinted)]:
+        if env_id in gym.registry:
+            break
+        try:
+            register_suites([package])
+        except EnvBuildError:
+            continue  # a listed package that is not installed registers nothing
+    spec = gym.registry.get(env_id)
+    if spec is None or not any(_lives_in(spec.entry_point, p) for p in packages):
+        listed = ", ".join(packages) or "none"
+        raise UnknownEnvironment(
+            f"unknown Gymnasium environment id {env_id!r}: not in the catalog, nor registered "
+            f"by a package the operator allows ({listed})"
+        )
+
+
+def _lives_in(entry_point: Any, package: str) -> bool:
+    """Whether a registered entry point (``"module:Class"`` or a callable) is in ``package``."""
+    if isinstance(entry_point, str):
+        module = entry_point.partition(":")[0]
+    else:
+        module = getattr(entry_point, "__module__", None) or ""
+    return module == package or module.startswith(package + ".")
 
 
 class EnvAdapter(dm_env.Environment):
@@ -136,7 +186,6 @@ class GymnasiumAdapter(EnvAdapter):
         super().__init__()
         import gymnasium as gym
 
-        register_suites(suite_modules(env_id))
         kwargs = dict(kwargs)
         kwargs.setdefault("render_mode", "rgb_array")
         try:
@@ -144,7 +193,7 @@ class GymnasiumAdapter(EnvAdapter):
         except gym.error.Error as exc:
             raise EnvBuildError(f"cannot make {env_id!r}: {exc}") from exc
         except TypeError as exc:
-            raise EnvBuildError(f"bad settings for {env_id!r}: {exc}") from exc
+            raise BadSettings(f"bad settings for {env_id!r}: {exc}") from exc
         self.space = self.env.action_space
         self._obs_spec = _specs.space_to_spec(self.env.observation_space, "observation")
         self._image = _image_path(self._obs_spec)  # where frame() looks without rgb_array
@@ -210,7 +259,7 @@ class DmEnvAdapter(EnvAdapter):
         try:
             self.env = func(**kwargs)
         except TypeError as exc:
-            raise EnvBuildError(f"bad settings for {factory!r}: {exc}") from exc
+            raise BadSettings(f"bad settings for {factory!r}: {exc}") from exc
         if not isinstance(self.env, dm_env.Environment):
             raise EnvBuildError(f"{factory!r} returned {type(self.env).__name__}, not dm_env")
         self._physics = getattr(self.env, "physics", None)
@@ -277,9 +326,19 @@ class DmEnvAdapter(EnvAdapter):
         self.env.close()
 
 
-def build_adapter(source: GymnasiumSource | DmEnvSource) -> EnvAdapter:
-    """Build the environment of a study source (raises :class:`EnvBuildError`)."""
+def build_adapter(
+    source: GymnasiumSource | DmEnvSource, allowed: AllowedEnvironments
+) -> EnvAdapter:
+    """Build the environment of a study source if ``allowed`` allows it.
+
+    Raises :class:`~server.runtime.allowlist.NotAllowed` before importing anything for a
+    source the operator did not allow, :class:`EnvBuildError` when it cannot be built.
+    """
+    problems = allowed.source_problems(source)
+    if problems:
+        raise NotAllowed(problems)
     if isinstance(source, GymnasiumSource):
+        ensure_registered(source.id, allowed.gym_packages)
         return GymnasiumAdapter(source.id, source.kwargs)
     return DmEnvAdapter(source.factory, source.kwargs)
 

@@ -2,20 +2,22 @@
 
 Each :class:`CatalogEntry` gives a source (Gymnasium id or dm_env factory, plus fixed
 kwargs), default controls, mode and fps, and a JSON Schema of its settings (kwargs) for the
-study editor. :func:`validate_environment` is what the study API calls: it returns messages,
-never raises, and imports a suite only when the study uses it.
+study editor. :func:`validate_environment` is what the study API calls: it returns problems
+with their field paths, never raises, and imports nothing (a suite's presence is looked up).
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.runtime._catalog_data import ATARI_CONTROLS, ATARI_SCHEMA, ENTRIES, SUITES
 from server.study_spec import Controls, DmEnvSource, EnvironmentSpec, GymnasiumSource
+
+if TYPE_CHECKING:
+    from server.runtime.allowlist import AllowedEnvironments, Problem
 
 
 @dataclass(frozen=True)
@@ -100,76 +102,50 @@ def find_entry(source: GymnasiumSource | DmEnvSource) -> CatalogEntry | None:
 _MISSING = object()
 
 
+def is_catalog_id(env_id: str) -> bool:
+    """Whether a Gymnasium id is one of the catalog's (any ``ALE/<Game>-v5`` included)."""
+    return env_id.startswith("ALE/") or any(e.id == env_id for e in CATALOG.values())
+
+
 def default_controls(source: GymnasiumSource | DmEnvSource) -> Controls:
     """The catalog's controls for ``source`` (empty controls when unknown)."""
     entry = find_entry(source)
     return entry.controls if entry is not None else Controls()
 
 
-def validate_environment(env_spec: EnvironmentSpec) -> list[str]:
-    """Why ``env_spec`` cannot run here (empty list when it can). Never raises."""
+def validate_environment(env_spec: EnvironmentSpec, allowed: AllowedEnvironments) -> list[Problem]:
+    """Why ``env_spec`` cannot run here, as far as the app process can tell. Never raises.
+
+    Imports nothing a designer named: the allow-list, the suite's presence, the catalog's
+    settings schema and the controls' presence are checked here; building the environment
+    and checking its controls against its action spec happens in a worker
+    (:mod:`server.runtime.probe`). Problems are ``(field path in the env spec, message)``.
+    """
     try:
-        return _validate(env_spec)
-    except Exception as exc:  # a broken suite import must not crash the study API
-        return [f"cannot check environment: {type(exc).__name__}: {exc}"]
+        return _validate(env_spec, allowed)
+    except Exception as exc:  # a broken suite lookup must not crash the study API
+        return [(("source",), f"cannot check environment: {type(exc).__name__}: {exc}")]
 
 
-def _validate(env_spec: EnvironmentSpec) -> list[str]:
+def _validate(env_spec: EnvironmentSpec, allowed: AllowedEnvironments) -> list[Problem]:
     source = env_spec.source
-    entry = find_entry(source)
-    problems: list[str] = []
-    if entry is not None and not entry.installed():
-        hint = f" (pip install 'rlds-studio[{entry.extra}]')" if entry.extra else ""
-        return [f"the {entry.suite} suite needed by {entry.key!r} is not installed{hint}"]
-    if isinstance(source, GymnasiumSource):
-        problems += _check_gymnasium_id(source.id)
-    else:
-        problems += _check_factory(source.factory)
+    problems = allowed.source_problems(source)
     if problems:
         return problems
+    entry = find_entry(source)
+    if entry is not None and not entry.installed():
+        hint = f" (pip install 'rlds-studio[{entry.extra}]')" if entry.extra else ""
+        return [
+            (("source",), f"the {entry.suite} suite needed by {entry.key!r} is not installed{hint}")
+        ]
     if entry is not None:
-        problems += check_settings(source.kwargs, entry.schema, fixed=entry.kwargs)
+        problems += [
+            (("source", "kwargs", name), message)
+            for name, message in settings_problems(source.kwargs, entry.schema, fixed=entry.kwargs)
+        ]
     if env_spec.controls is None and entry is None:
-        problems.append("no default controls for this environment: set 'controls'")
+        problems.append((("controls",), "no default controls for this environment: set 'controls'"))
     return problems
-
-
-def _check_gymnasium_id(env_id: str) -> list[str]:
-    from server.runtime.adapters import suite_modules
-
-    for module in suite_modules(env_id):
-        if importlib.util.find_spec(module) is None:
-            return [f"module {module!r} needed by {env_id!r} is not installed"]
-    return (
-        []
-        if env_id in _registered_ids(tuple(suite_modules(env_id)))
-        else [f"unknown Gymnasium environment id {env_id!r}"]
-    )
-
-
-@cache
-def _registered_ids(modules: tuple[str, ...]) -> frozenset[str]:
-    import gymnasium as gym
-
-    from server.runtime.adapters import register_suites
-
-    register_suites(modules)
-    return frozenset(gym.registry)
-
-
-def _check_factory(factory: str) -> list[str]:
-    module_name, _, func_name = factory.partition(":")
-    try:
-        if importlib.util.find_spec(module_name) is None:
-            return [f"module {module_name!r} is not installed"]
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        return [f"module {exc.name!r} needed by {factory!r} is not installed"]
-    except ImportError as exc:
-        return [f"module {module_name!r} cannot be imported: {exc}"]
-    if not callable(getattr(module, func_name, None)):
-        return [f"{module_name!r} has no function {func_name!r}"]
-    return []
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -186,6 +162,13 @@ def check_settings(
     kwargs: dict[str, Any], schema: dict[str, Any], *, fixed: dict[str, Any] | None = None
 ) -> list[str]:
     """Check kwargs against the small JSON Schema subset the catalog uses."""
+    return [message for _, message in settings_problems(kwargs, schema, fixed=fixed)]
+
+
+def settings_problems(
+    kwargs: dict[str, Any], schema: dict[str, Any], *, fixed: dict[str, Any] | None = None
+) -> list[tuple[str, str]]:
+    """``(setting, message)`` for each setting that breaks ``schema`` (unknown ones included)."""
     props = schema.get("properties", {})
     problems = []
     for name, value in kwargs.items():
@@ -194,17 +177,17 @@ def check_settings(
         prop = props.get(name)
         if prop is None:
             if schema.get("additionalProperties", True) is False:
-                problems.append(f"unknown setting {name!r}; known: {sorted(props)}")
+                problems.append((name, f"unknown setting {name!r}; known: {sorted(props)}"))
             continue
         kinds = _TYPES.get(prop.get("type", ""), (object,))
         wrong_bool = isinstance(value, bool) and bool not in kinds
         if not isinstance(value, kinds) or wrong_bool:
-            problems.append(f"setting {name!r} must be of type {prop['type']}")
+            problems.append((name, f"setting {name!r} must be of type {prop['type']}"))
             continue
         if "minimum" in prop and value < prop["minimum"]:
-            problems.append(f"setting {name!r} must be >= {prop['minimum']}")
+            problems.append((name, f"setting {name!r} must be >= {prop['minimum']}"))
         if "maximum" in prop and value > prop["maximum"]:
-            problems.append(f"setting {name!r} must be <= {prop['maximum']}")
+            problems.append((name, f"setting {name!r} must be <= {prop['maximum']}"))
     return problems
 
 

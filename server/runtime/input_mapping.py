@@ -15,7 +15,9 @@ environment's dm_env action spec:
   leaves.
 
 Nothing pressed gives the noop. Malformed input (unknown keys, NaN, wrong types, out of
-range values) is ignored or clamped; mapping never raises.
+range values) is ignored or clamped; mapping never raises. Bindings that fit no action are
+dropped and listed in :attr:`ActionMapper.issues` with their field path inside ``controls``
+(study validation refuses them, see ``server/runtime/probe.py``).
 """
 
 from __future__ import annotations
@@ -63,12 +65,20 @@ class ActionMapper:
     """Maps sanitized browser input to actions of ``action_spec`` under ``controls``."""
 
     def __init__(
-        self, action_spec: Any, controls: Controls, meanings: list[str] | None = None
+        self,
+        action_spec: Any,
+        controls: Controls,
+        meanings: list[str] | None = None,
+        *,
+        strict: bool = False,
     ) -> None:
         self.spec = action_spec
         self.controls = controls
         self.meanings = meanings or []
-        self.problems: list[str] = []
+        # strict: the designer's own controls, where an action name this env lacks is a
+        # mistake; the catalog's generic controls name actions some games lack on purpose.
+        self.strict = strict
+        self.issues: list[tuple[tuple[str | int, ...], str]] = []  # (field path, message)
         leaves = _leaves(action_spec)
         self.discrete = (
             len(leaves) == 1
@@ -89,19 +99,38 @@ class ActionMapper:
         )
         self.bindings: list[_Binding] = []
         for combo, value in controls.keys.items():
-            self._bind(frozenset(p for p in combo.split("+") if p), value, combo)
+            parts = frozenset(p for p in combo.split("+") if p)
+            self._bind(parts, value, combo, ("keys", combo))
         for button, value in controls.buttons.items():
-            self._bind(frozenset({f"button:{button}"}), value, f"button {button}")
-        for ax in controls.axes:
+            self._bind(frozenset({f"button:{button}"}), value, f"button {button}",
+                       ("buttons", button))  # fmt: skip
+        for i, ax in enumerate(controls.axes):
             if self.discrete:
-                for sign, bound in (("-", ax.negative), ("+", ax.positive)):
+                for sign, field, bound in (("-", "negative", ax.negative),
+                                           ("+", "positive", ax.positive)):  # fmt: skip
                     if bound is not None:
-                        self._bind(
-                            frozenset({f"axis:{ax.axis}{sign}"}), bound, f"axis {ax.axis}{sign}"
-                        )
+                        self._bind(frozenset({f"axis:{ax.axis}{sign}"}), bound,
+                                   f"axis {ax.axis}{sign}", ("axes", i, field))  # fmt: skip
             elif ax.dim >= self.size:
-                self.problems.append(f"axis {ax.axis}: dim {ax.dim} out of range")
+                self._problem(("axes", i, "dim"), f"axis {ax.axis}: dim {ax.dim} out of range "
+                              f"(the action has {self.size} dimensions)")  # fmt: skip
         self.noop = self._noop()
+
+    @property
+    def problems(self) -> list[str]:
+        """The messages of :attr:`issues`: bindings that do not fit and were dropped."""
+        return [message for _, message in self.issues]
+
+    def _problem(self, loc: tuple[str | int, ...], message: str) -> None:
+        self.issues.append((loc, message))
+
+    def _misfit(self, value: Any) -> str:
+        """Why ``value`` is no action here, naming what would be."""
+        if not self.discrete:
+            return f"{value!r} does not fit the action: use a list of {self.size} numbers"
+        lo, hi = int(self.low[0]), int(self.high[0])
+        names = f" or one of {self.meanings}" if self.meanings else ""
+        return f"{value!r} is not an action of this environment: use {lo}..{hi}{names}"
 
     # -- construction -----------------------------------------------------------------------
     def _convert(self, value: Any) -> Any:
@@ -126,13 +155,16 @@ class ActionMapper:
             return None
         return vec
 
-    def _bind(self, parts: frozenset[str], value: Any, name: str) -> None:
-        if self.discrete and isinstance(value, str) and value.isupper() and self.meanings:
-            if value not in self.meanings:
-                return  # generic defaults name actions this game lacks: not a problem
-        converted = self._convert(value) if parts else None
+    def _bind(self, parts: frozenset[str], value: Any, name: str, loc: tuple) -> None:
+        if not parts:
+            self._problem(loc, f"control {name!r} names no key")
+            return
+        generic = self.discrete and isinstance(value, str) and value.isupper() and self.meanings
+        if generic and not self.strict and value not in self.meanings:
+            return  # the catalog's generic controls name actions this game lacks
+        converted = self._convert(value)
         if converted is None:
-            self.problems.append(f"control {name!r}: value {value!r} does not fit the actions")
+            self._problem(loc, f"control {name!r}: {self._misfit(value)}")
             return
         self.bindings.append(_Binding(parts, converted, name))
 
@@ -141,7 +173,7 @@ class ActionMapper:
             converted = self._convert(self.controls.noop)
             if converted is not None:
                 return converted
-            self.problems.append(f"noop {self.controls.noop!r} does not fit the actions")
+            self._problem(("noop",), f"noop: {self._misfit(self.controls.noop)}")
         if self.discrete:
             return int(np.clip(0, self.low[0], self.high[0]))
         return np.clip(np.zeros(self.size), self.low, self.high)
@@ -231,7 +263,8 @@ class ActionMapper:
             "labels": dict(self.controls.labels),
             "deadzone": self.controls.deadzone,
             "axes": [a.model_dump() for a in self.controls.axes],
-            "problems": list(self.problems),
+            "problems": self.problems,
+            "issues": [{"loc": list(loc), "msg": msg} for loc, msg in self.issues],
         }
 
 

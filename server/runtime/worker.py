@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from server.recording.writer import FLUSH_INTERVAL_S
 from server.runtime._child import worker_main
+from server.runtime.allowlist import AllowedEnvironments
 from server.study_spec import EnvironmentSpec
 
 # forkserver: the server process pre-imports the runtime once, so each worker starts by a
@@ -106,18 +107,23 @@ class EnvWorker:
         cls,
         env_spec: EnvironmentSpec,
         *,
+        allowed: AllowedEnvironments,
         study_id: int | str,
         data_root: Path | str,
         timeout: float = 60.0,
         reply_timeout: float = 10.0,
         flush_interval_s: float = FLUSH_INTERVAL_S,
     ) -> EnvWorker:
-        """Start a worker and build its environment (WorkerTimeout / RemoteError on failure)."""
+        """Start a worker and build its environment (WorkerTimeout / RemoteError on failure).
+
+        The worker refuses (``RemoteError`` of kind ``NotAllowed``) a source ``allowed`` does
+        not allow, before importing anything.
+        """
         ctx = _context()
         parent, child = ctx.Pipe(duplex=True)
         process = ctx.Process(
             target=worker_main,
-            args=(child, env_spec.model_dump_json(), str(study_id), str(data_root),
+            args=(child, env_spec.model_dump_json(), allowed, str(study_id), str(data_root),
                   flush_interval_s),
             daemon=True,
             name=f"env-worker-{env_spec.id}",

@@ -20,7 +20,8 @@ from server.study_spec import CrowdSettings
 
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"  # MTurk's assignmentId while a HIT is previewed
 MAX_ID = 200
-LOOPBACK = {"localhost", "127.0.0.1", "[::1]", "::1"}
+# the origins MTurk hands in turkSubmitTo (see form-action in server/core/headers.py)
+MTURK_SUBMIT = ("https://www.mturk.com", "https://workersandbox.mturk.com")
 
 
 def _invalid(field: str, message: str) -> Invalid:
@@ -49,12 +50,13 @@ def clean_id(value: str, field: str) -> str:
 
 
 def clean_submit_to(value: str) -> str:
-    """MTurk's ``turkSubmitTo``: an https URL (http only on this machine, for tests)."""
+    """MTurk's ``turkSubmitTo``: MTurk's own submit address (the live site or its sandbox,
+    the only form targets the pages' CSP allows), else 422."""
     parts = urlsplit(value.strip())
-    local = parts.scheme == "http" and (parts.hostname or "") in LOOPBACK
-    if not (parts.scheme == "https" or local) or not parts.netloc or len(value) > 500:
-        raise _invalid("params.turkSubmitTo", "turkSubmitTo must be an https:// URL.")
-    return value.strip()
+    origin = f"{parts.scheme}://{parts.netloc}"
+    if origin not in MTURK_SUBMIT or parts.query or parts.fragment:
+        raise _invalid("params.turkSubmitTo", "turkSubmitTo must be MTurk's submit address.")
+    return origin
 
 
 @dataclass(frozen=True)

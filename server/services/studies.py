@@ -102,18 +102,31 @@ def get_in_study(
     return row
 
 
-def update_study(db: Session, study: Study, spec: StudySpec) -> Study:
-    """Replace the spec of a draft or paused study."""
+def update_study(db: Session, study: Study, spec: StudySpec, data_root: Path) -> Study:
+    """Replace the spec of a draft or paused study.
+
+    Environments removed from a draft take their test plays along (logs included), as
+    deleting the whole draft does; a started study keeps every environment.
+    """
     if study.state not in EDITABLE:
         raise Conflict(f"{_a(study.state).capitalize()} study cannot be edited; pause it first.")
-    used = {env.env_key for env in study.environments}
-    if study.state != StudyState.draft and not used <= {env.id for env in spec.environments}:
+    kept = {env.id for env in spec.environments}
+    removed = [env.id for env in study.environments if env.env_key not in kept]
+    if removed and study.state != StudyState.draft:
         raise Conflict("Environments of a started study cannot be removed.")
+    folders = []
+    if removed:
+        # Episodes point at environment rows: a draft's (all test plays) go before their rows.
+        gone = db.scalars(select(Episode.id).where(Episode.study_env_id.in_(removed))).all()
+        folders = [episode_dir(data_root, study.id, episode_id) for episode_id in gone]
+        db.execute(delete(Episode).where(Episode.study_env_id.in_(removed)))
     study.spec = spec.model_dump(mode="json")
     study.name = spec.name
     _sync_environments(study, spec)
     study.updated_at = utcnow()
     db.commit()
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
     return study
 
 

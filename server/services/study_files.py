@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from server.errors import Invalid, validation_detail
+from server.errors import Invalid, TooLarge, validation_detail
 from server.study_spec import StudySpec
 
 
@@ -24,10 +24,78 @@ def parse_spec(data: Any, prefix: tuple[str | int, ...] = ("spec",)) -> StudySpe
         ) from exc
 
 
-def load_yaml(text: str) -> StudySpec:
-    """Parse a study file's text."""
+# Study files are a few KiB of hand-written text; these bounds keep a hostile one cheap.
+MAX_FILE_BYTES = 256 * 1024
+MAX_DEPTH = 32
+
+
+class _StudyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases and nesting deeper than :data:`MAX_DEPTH`.
+
+    Aliases are refused outright rather than counted: study files never need them (the
+    exporter writes none), and without them a document's tree is no larger than its text,
+    so nothing after parsing (validation, storage, JSON answers) can be made to blow up.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()
+        mark = event.start_mark if isinstance(event.start_mark, yaml.Mark) else None
+        if isinstance(event, yaml.AliasEvent):
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"alias *{event.anchor} is not allowed in study files (write the value out)",
+                mark,
+            )
+        # PyYAML composes recursively: without this bound a deep file ends in RecursionError.
+        if self._depth >= MAX_DEPTH:
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {MAX_DEPTH} levels", mark
+            )
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        # Python refuses some YAML values (a 5,000-digit integer, 2001-13-45): say where.
+        try:
+            return super().construct_object(node, deep)
+        except ValueError as exc:
+            raise yaml.constructor.ConstructorError(None, None, str(exc), node.start_mark) from exc
+
+
+def too_large() -> TooLarge:
+    """The 413 for a study file over :data:`MAX_FILE_BYTES`."""
+    return TooLarge(f"The study file is too large (limit {MAX_FILE_BYTES} bytes).")
+
+
+def load_bytes(raw: bytes) -> StudySpec:
+    """Parse a study file's bytes (UTF-8), as uploaded."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise too_large()
     try:
-        data = yaml.safe_load(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Invalid(
+            "The study file must be UTF-8 text.",
+            detail=[{"loc": ["body"], "msg": "not UTF-8", "type": "encoding"}],
+        ) from exc
+    return load_yaml(text)
+
+
+def load_yaml(text: str) -> StudySpec:
+    """Parse a study file's text, within the size, alias and depth limits."""
+    if len(text) > MAX_FILE_BYTES or len(text.encode("utf-8")) > MAX_FILE_BYTES:
+        raise too_large()
+    loader = _StudyLoader(text)
+    try:
+        data = loader.get_single_data()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -36,6 +104,8 @@ def load_yaml(text: str) -> StudySpec:
             "The study file is not valid YAML.",
             detail=[{"loc": ["body"], "msg": f"{problem}{where}", "type": "yaml"}],
         ) from exc
+    finally:
+        loader.dispose()
     if not isinstance(data, dict):
         raise Invalid(
             "The study file must be a mapping.",
@@ -46,6 +116,10 @@ def load_yaml(text: str) -> StudySpec:
 
 class _StudyDumper(yaml.SafeDumper):
     """Writes multi-line text (Markdown instructions) as ``|`` blocks, as people write it."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        # The loader refuses aliases: a shared value is written out each time it appears.
+        return True
 
 
 def _str_block(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -68,8 +142,11 @@ def dump_yaml(spec: StudySpec) -> str:
 
 
 def load_file(path: Path) -> StudySpec:
-    """Read and validate one study file."""
-    return load_yaml(Path(path).read_text(encoding="utf-8"))
+    """Read and validate one study file (the CLI, the sample studies)."""
+    path = Path(path)
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise too_large()
+    return load_bytes(path.read_bytes())
 
 
 def json_schema() -> dict[str, Any]:

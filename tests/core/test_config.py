@@ -64,3 +64,19 @@ def test_a_readable_key_file_is_made_private_and_an_empty_one_refused(tmp_path):
     (root / SECRET_KEY_FILE).write_text("short")
     with pytest.raises(ValidationError, match="secret_key"):
         Settings(data_root=root, _env_file=None)
+
+
+def test_allowed_environment_lists(monkeypatch, tmp_path):
+    defaults = Settings(data_root=tmp_path, _env_file=None)
+    assert defaults.gym_packages == ["gymnasium", "ale_py", "minigrid"]
+    assert defaults.dm_env_factories == []
+    monkeypatch.setenv("STUDIO_GYM_PACKAGES", "gymnasium, lab_envs.gym")
+    monkeypatch.setenv("STUDIO_DM_ENV_FACTORIES", '["lab_envs.maze:make", "other:build"]')
+    settings = Settings(data_root=tmp_path, _env_file=None)
+    assert settings.gym_packages == ["gymnasium", "lab_envs.gym"]
+    assert settings.dm_env_factories == ["lab_envs.maze:make", "other:build"]
+    monkeypatch.setenv("STUDIO_GYM_PACKAGES", "")
+    assert Settings(data_root=tmp_path, _env_file=None).gym_packages == []
+    monkeypatch.setenv("STUDIO_DM_ENV_FACTORIES", "os.system")
+    with pytest.raises(ValidationError, match="package.module:function"):
+        Settings(data_root=tmp_path, _env_file=None)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
+from typing import Any
 
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect, text
+from sqlalchemy import Connection, Integer, Table, delete, insert, inspect, select, text
 
 from server.core.db import Base, make_engine
 from server.core.migrate import alembic_config, upgrade_head
@@ -74,5 +76,119 @@ def test_filter_columns_are_indexed(tmp_path):
             indexed = {col for ix in insp.get_indexes("episodes") for col in ix["column_names"]}
         engine.dispose()
         assert {"study_id", "status", "env_key", "participant_id", "started_at"} <= indexed
+    finally:
+        cleanup()
+
+
+# --- ids are never handed out twice ---------------------------------------------------------
+def _int_id_tables() -> list[Table]:
+    """Tables whose rows are known by an integer id (in URLs, exports and answers)."""
+    return [
+        t
+        for t in Base.metadata.sorted_tables
+        if [c.name for c in t.primary_key] == ["id"] and isinstance(t.c.id.type, Integer)
+    ]
+
+
+def test_every_integer_id_table_is_declared_to_never_reuse_ids():
+    # Alembic's autogenerate does not compare this option: the models must say it themselves
+    # so that a migration generated for a new table carries it.
+    tables = _int_id_tables()
+    assert {t.name for t in tables} >= {"users", "studies", "export_jobs", "episode_tags"}
+    assert [t.name for t in tables if not t.dialect_options["sqlite"]["autoincrement"]] == []
+
+
+def _rows_at_0001() -> dict[str, list[dict[str, Any]]]:
+    """Rows of every table as 0001 made them; the last row of each table is unreferenced."""
+    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    user = {"name": "n", "password_hash": "h", "role": "designer", "is_active": True}
+    study = {"owner_id": 1, "state": "draft", "spec": {"name": "s"}, "created_at": now}
+    env = {"study_id": 1, "name": "E", "source_kind": "gymnasium", "source_ref": "CartPole-v1"}
+    tag = {"episode_id": "e1", "author_id": 1, "created_at": now}
+    job = {"study_id": 1, "owner_id": 1, "state": "succeeded", "format": "tfds"}
+    job |= {"selection": {}, "options": {}, "episodes_total": 1, "episodes_done": 1}
+    return {
+        "users": [
+            {"id": 1, "email": "a@example.com", "created_at": now, **user},
+            {"id": 2, "email": "b@example.com", "created_at": now, **user},
+        ],
+        "auth_sessions": [
+            {"token_hash": "t" * 64, "user_id": 1, "created_at": now, "expires_at": now}
+        ],
+        "studies": [
+            {"id": 1, "name": "one", "permalink_token": "tok", "updated_at": now, **study},
+            {"id": 2, "name": "two", "permalink_token": None, "updated_at": now, **study},
+        ],
+        "study_environments": [
+            {"id": 1, "position": 0, "env_key": "cp", "mode": "sync", **env},
+            {"id": 2, "position": 1, "env_key": "mc", "mode": "async", **env},
+        ],
+        "participants": [
+            {"id": 1, "study_id": 1, "external_id": "p1", "created_at": now},
+            {"id": 2, "study_id": 1, "external_id": "p2", "created_at": now},
+        ],
+        "sessions": [{"id": "s1", "study_id": 1, "participant_id": 1, "started_at": now}],
+        "episodes": [
+            {
+                "id": "e1",
+                "study_id": 1,
+                "study_env_id": 1,
+                "env_key": "cp",
+                "session_id": "s1",
+                "participant_id": 1,
+                "status": "completed",
+                "steps": 3,
+                "total_reward": 1.5,
+                "started_at": now,
+                "storage_path": "episodes/1/e1",
+                "frames_dropped": 0,
+            }
+        ],  # fmt: skip
+        "episode_tags": [{"id": 1, "name": "good", **tag}, {"id": 2, "name": "bad", **tag}],
+        "step_tags": [
+            {"id": 1, "name": "jump", "start_step": 0, "end_step": 1, **tag},
+            {"id": 2, "name": "fall", "start_step": 2, "end_step": 2, **tag},
+        ],
+        "notes": [{"id": 1, "body": "first", **tag}, {"id": 2, "body": "second", **tag}],
+        "export_jobs": [{"id": 1, "steps_done": 3, **job}, {"id": 2, "steps_done": 0, **job}],
+    }
+
+
+def _snapshot(conn: Connection) -> dict[str, list[tuple[Any, ...]]]:
+    return {
+        t.name: [tuple(row) for row in conn.execute(select(t).order_by(*t.primary_key))]
+        for t in Base.metadata.sorted_tables
+    }
+
+
+def test_upgrade_from_0001_keeps_every_row_and_then_never_reuses_an_id(tmp_path):
+    rows = _rows_at_0001()
+    assert {t.name for t in _int_id_tables()} <= set(rows), "give the new table rows here"
+    url, cleanup = _empty_database(tmp_path)
+    try:
+        config = alembic_config(url)
+        command.upgrade(config, "0001")
+        engine = make_engine(url)
+        with engine.begin() as conn:
+            for table in Base.metadata.sorted_tables:
+                conn.execute(insert(table), rows[table.name])
+            before = _snapshot(conn)
+        if PG_URL:  # rows were given their ids: move the sequences past them, as use would
+            with engine.begin() as conn:
+                for table in _int_id_tables():
+                    conn.execute(text(f"SELECT setval('{table.name}_id_seq', 2)"))
+        command.upgrade(config, "head")
+        with engine.begin() as conn:
+            assert _snapshot(conn) == before
+            if not PG_URL:
+                assert list(conn.execute(text("PRAGMA foreign_key_check"))) == []
+            # Delete the newest row of each table and add it again: it gets a new id.
+            for table in reversed(_int_id_tables()):
+                newest = conn.execute(select(table).where(table.c.id == 2)).mappings().one()
+                conn.execute(delete(table).where(table.c.id == 2))
+                again = {k: v for k, v in newest.items() if k != "id"}
+                new_id = conn.execute(insert(table).values(again)).inserted_primary_key[0]
+                assert new_id > 2, table.name
+        engine.dispose()
     finally:
         cleanup()

@@ -11,9 +11,25 @@ from typing import Any
 
 import pytest
 
+from server.runtime.allowlist import ENTRY_POINT_GROUP, AllowedEnvironments
 from server.study_spec import EnvironmentSpec
+from tests.runtime.fake_envs import FACTORIES
 
 FAKE = "tests.runtime.fake_envs"
+# What the runtime tests allow: the default packages, the catalog and the fake envs.
+ALLOWED = AllowedEnvironments.of(["gymnasium", "ale_py", "minigrid"], FACTORIES)
+
+
+def install_plugin(site: Path, monkeypatch: pytest.MonkeyPatch, **entry_points: str) -> None:
+    """An installed distribution (a dist-info folder on ``sys.path``) registering
+    ``entry_points`` (name → ``module:function``) in the environments' entry-point group;
+    importlib.metadata reads it like any installed package's."""
+    info = site / "lab_envs-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lab-envs\nVersion: 0.1\n")
+    lines = [f"{name} = {value}" for name, value in entry_points.items()]
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n" + "\n".join(lines) + "\n")
+    monkeypatch.syspath_prepend(str(site))
 
 
 def fake_spec(factory: str = "counter", **fields: Any) -> EnvironmentSpec:

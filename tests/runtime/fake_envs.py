@@ -13,6 +13,14 @@ import dm_env
 import numpy as np
 from dm_env import specs
 
+# Tests allow these factories (settings ``dm_env_factories``): the runtime builds only
+# environments the operator allows.
+FACTORIES = [
+    f"tests.runtime.fake_envs:{name}"
+    for name in ("counter", "slow_start", "broken_start", "not_an_env", "image_obs",
+                 "camera_less_physics")
+]  # fmt: skip
+
 
 class CounterEnv(dm_env.Environment):
     """8×8 RGB observation filled with the step count; reward = action; two cameras.
@@ -75,6 +83,11 @@ class CounterEnv(dm_env.Environment):
 
 def counter(**kwargs: Any) -> CounterEnv:
     """A well-behaved counter env."""
+    return CounterEnv(**kwargs)
+
+
+def plugged(**kwargs: Any) -> CounterEnv:
+    """The counter env under another name, allowed only through an entry point in tests."""
     return CounterEnv(**kwargs)
 
 

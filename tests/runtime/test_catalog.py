@@ -15,6 +15,7 @@ from server.runtime.catalog import (
     validate_environment,
 )
 from server.study_spec import EnvironmentSpec, GymnasiumSource
+from tests.runtime.conftest import ALLOWED
 
 REQUIRED_SUITES = {"classic", "box2d", "minigrid", "atari"}
 
@@ -39,32 +40,33 @@ def test_catalog_covers_the_suites_and_core_ones_are_installed():
 @pytest.mark.parametrize("key", [k for k, e in CATALOG.items() if e.installed()])
 def test_installed_entries_validate_cleanly(key):
     entry = CATALOG[key]
-    assert validate_environment(env(entry.source().model_dump())) == []
+    assert validate_environment(env(entry.source().model_dump()), ALLOWED) == []
 
 
-def test_unknown_ids_and_factories_give_messages():
-    assert validate_environment(env({"kind": "gymnasium", "id": "NoSuchEnv-v9"})) == [
-        "unknown Gymnasium environment id 'NoSuchEnv-v9'"
-    ]
-    assert "no function" in validate_environment(env({"kind": "dm_env", "factory": "os:nope"}))[0]
-    msg = validate_environment(env({"kind": "dm_env", "factory": "no_such_pkg.x:make"}))[0]
-    assert "not installed" in msg
+def test_factories_not_allowed_are_refused_by_field():
+    for factory in ("os:nope", "no_such_pkg.x:make", "subprocess:call"):
+        ((loc, msg),) = validate_environment(
+            env({"kind": "dm_env", "factory": factory}, controls={"keys": {"KeyA": 0}}), ALLOWED
+        )
+        assert loc == ("source", "factory") and "not allowed" in msg, factory
 
 
 def test_missing_optional_suite_names_the_extra():
     for key, entry in CATALOG.items():
         if not entry.installed():
-            (msg,) = validate_environment(env(entry.source().model_dump()))
-            assert f"rlds-studio[{entry.extra}]" in msg, key
+            ((loc, msg),) = validate_environment(env(entry.source().model_dump()), ALLOWED)
+            assert loc == ("source",) and f"rlds-studio[{entry.extra}]" in msg, key
 
 
 def test_generic_atari_and_settings_checks():
     entry = find_entry(GymnasiumSource(id="ALE/Tennis-v5"))
     assert entry is not None and entry.suite == "atari"
     problems = validate_environment(
-        env({"kind": "gymnasium", "id": "ALE/Tennis-v5", "kwargs": {"frameskip": "4", "x": 1}})
+        env({"kind": "gymnasium", "id": "ALE/Tennis-v5", "kwargs": {"frameskip": "4", "x": 1}}),
+        ALLOWED,
     )
-    assert len(problems) == 2
+    assert [loc for loc, _ in problems] == [("source", "kwargs", "frameskip"),
+                                           ("source", "kwargs", "x")]  # fmt: skip
     schema = CATALOG["LunarLander"].schema
     assert check_settings({"gravity": -5.0, "enable_wind": True}, schema) == []
     assert check_settings({"gravity": 3}, schema) == ["setting 'gravity' must be <= -0.01"]
@@ -81,9 +83,10 @@ def test_variants_pick_the_most_specific_entry():
 
 def test_registered_but_uncatalogued_env_needs_controls():
     spec = env({"kind": "gymnasium", "id": "phys2d/CartPole-v1"})
-    (message,) = validate_environment(spec)
-    assert message == "no default controls for this environment: set 'controls'"
+    assert validate_environment(spec, ALLOWED) == [
+        (("controls",), "no default controls for this environment: set 'controls'")
+    ]
     with_controls = env(
         {"kind": "gymnasium", "id": "phys2d/CartPole-v1"}, controls={"keys": {"KeyA": 0}}
     )
-    assert validate_environment(with_controls) == []
+    assert validate_environment(with_controls, ALLOWED) == []

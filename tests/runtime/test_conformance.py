@@ -21,7 +21,7 @@ from server.runtime.adapters import build_adapter
 from server.runtime.catalog import CATALOG
 from server.runtime.input_mapping import ActionMapper
 from server.study_spec import EnvironmentSpec
-from tests.runtime.conftest import run
+from tests.runtime.conftest import ALLOWED, run
 
 INSTALLED = [entry for entry in CATALOG.values() if entry.installed()]
 MAX_STEPS = 5
@@ -55,7 +55,7 @@ def assert_same(recorded: Any, expected: Any) -> None:
 
 def replay(spec: EnvironmentSpec, inputs: list[dict[str, Any]], steps: int) -> list[tuple]:
     """In-process run of the same adapter: [(timestep, action)] for FIRST and each step."""
-    adapter = build_adapter(spec.source)
+    adapter = build_adapter(spec.source, ALLOWED)
     try:
         adapter.max_steps = spec.max_steps
         mapper = ActionMapper(
@@ -83,7 +83,9 @@ def test_catalog_environment_conformance(entry, data_root):
     inputs = sample_inputs(entry.controls)
 
     async def scenario():
-        worker = await EnvWorker.start(spec, study_id="conf", data_root=data_root, timeout=60)
+        worker = await EnvWorker.start(
+            spec, allowed=ALLOWED, study_id="conf", data_root=data_root, timeout=60
+        )
         try:
             assert worker.info["controls"]["problems"] == []
             events = [await worker.begin_episode("ep", SEED)]

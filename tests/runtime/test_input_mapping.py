@@ -146,3 +146,25 @@ def test_resolved_controls_are_json():
     m = discrete_mapper()
     resolved = m.resolved()
     assert json.loads(json.dumps(resolved))["bindings"]["ArrowRight+Space"] == 4
+
+
+def test_issues_name_the_field_and_strict_controls_refuse_missing_names():
+    controls = Controls(
+        keys={"ArrowLeft": 99, "Space": "FIRE", "ArrowUp": "UP"},
+        buttons={3: -1},
+        axes=[AxisBinding(axis=0, negative=1, positive=7)],
+        noop=2.5,
+    )
+    lenient = ActionMapper(DISCRETE, controls, ATARI)
+    strict = ActionMapper(DISCRETE, controls, ATARI, strict=True)
+    common = [("keys", "ArrowLeft"), ("buttons", 3), ("axes", 0, "positive"), ("noop",)]
+    assert [loc for loc, _ in lenient.issues] == common
+    assert [loc for loc, _ in strict.issues] == [common[0], ("keys", "ArrowUp"), *common[1:]]
+    assert strict.problems[1] == (
+        f"control 'ArrowUp': 'UP' is not an action of this environment: use 0..5 or one of {ATARI}"
+    )
+    assert strict.resolved()["issues"][0] == {"loc": ["keys", "ArrowLeft"],
+                                              "msg": strict.problems[0]}  # fmt: skip
+    box = ActionMapper(specs.BoundedArray((2,), np.float32, -1, 1),
+                       Controls(keys={"K": [1]}, axes=[AxisBinding(axis=0, dim=5)]))  # fmt: skip
+    assert [loc for loc, _ in box.issues] == [("keys", "K"), ("axes", 0, "dim")]

@@ -13,11 +13,13 @@ import pytest
 from server.recording.format import episode_dir
 from server.recording.writer import open_reader
 from server.runtime import EnvWorker, RemoteError, WorkerClosed, WorkerTimeout
-from tests.runtime.conftest import fake_spec, run
+from tests.runtime.conftest import ALLOWED, fake_spec, run
 
 
 async def _start(spec, data_root, **kw):
-    return await EnvWorker.start(spec, study_id=7, data_root=data_root, timeout=20, **kw)
+    return await EnvWorker.start(
+        spec, allowed=ALLOWED, study_id=7, data_root=data_root, timeout=20, **kw
+    )
 
 
 def test_sync_episode_records_every_step(data_root, no_leaks):
@@ -70,7 +72,11 @@ def test_start_failures_are_reported(data_root, no_leaks):
             await _start(fake_spec("not_an_env"), data_root)
         with pytest.raises(WorkerTimeout):
             await EnvWorker.start(
-                fake_spec("slow_start"), study_id=1, data_root=data_root, timeout=1.0
+                fake_spec("slow_start"),
+                allowed=ALLOWED,
+                study_id=1,
+                data_root=data_root,
+                timeout=1.0,
             )
 
     run(scenario())

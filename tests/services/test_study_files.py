@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from server.errors import Invalid, TooLarge
 from server.services import study_files
 from server.study_spec import StudySpec
 
@@ -70,3 +71,88 @@ def test_multiline_text_is_written_as_a_block_and_kept_exactly():
     assert "instructions: |\n  # Balance the pole\n" in text
     odd = spec.model_copy(update={"instructions": "line with trailing space \nnext"})
     assert study_files.load_yaml(study_files.dump_yaml(odd)).instructions == odd.instructions
+
+
+# --- files that must not freeze or crash the server -----------------------------------------
+def billion_laughs(levels: int = 6) -> str:
+    """A short file whose aliases expand to 10**levels strings (in an env's kwargs)."""
+    lines = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels):
+        lines.append(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]")
+    body = "\n".join("        " + line for line in lines)
+    return (
+        "name: Laughs\nenvironments:\n  - id: a\n    name: A\n"
+        f"    source:\n      kind: gymnasium\n      id: CartPole-v1\n      kwargs:\n{body}\n"
+    )
+
+
+def nested(depth: int) -> str:
+    """A study file whose env kwargs hold lists nested ``depth`` deep."""
+    return (
+        "name: Deep\nenvironments:\n  - id: a\n    name: A\n"
+        "    source: {kind: gymnasium, id: CartPole-v1, kwargs: {k: "
+        f"{'[' * depth}1{']' * depth}}}}}\n"
+    )
+
+
+def _refusal(text: str) -> str:
+    with pytest.raises(Invalid) as caught:
+        study_files.load_yaml(text)
+    return " ".join(err["msg"] for err in caught.value.detail)
+
+
+def test_billion_laughs_is_refused_at_its_first_alias():
+    text = billion_laughs()
+    assert len(text) < 1024
+    message = _refusal(text)
+    assert "alias" in message and "line 10" in message, message
+
+
+def test_a_single_alias_is_refused_too():
+    text = (
+        "name: x\nenvironments:\n  - id: a\n    name: A\n"
+        "    source: {kind: gymnasium, id: CartPole-v1, kwargs: &k {a: 1}}\n"
+        "  - id: b\n    name: B\n    source: {kind: gymnasium, id: CartPole-v1, kwargs: *k}\n"
+    )
+    assert "alias *k" in _refusal(text)
+
+
+@pytest.mark.parametrize("depth", [40, 10_000])
+def test_deep_nesting_is_refused_with_a_message(depth):
+    message = _refusal(nested(depth))
+    assert f"nested deeper than {study_files.MAX_DEPTH} levels" in message
+    assert "line 5" in message
+
+
+def test_nesting_within_the_limit_loads():
+    spec = study_files.load_yaml(nested(study_files.MAX_DEPTH - 8))
+    assert spec.environments[0].source.kwargs is not None
+
+
+def test_a_file_over_the_size_limit_is_refused_before_parsing():
+    text = "# " + "x" * study_files.MAX_FILE_BYTES + "\nname: [unclosed"
+    with pytest.raises(TooLarge) as caught:
+        study_files.load_yaml(text)
+    assert f"{study_files.MAX_FILE_BYTES} bytes" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "value,fragment",
+    [("1" * 5000, "line 3"), ("2001-13-45", "month must be in 1..12")],
+)
+def test_values_python_cannot_build_are_invalid_not_a_crash(value, fragment):
+    text = f"name: x\nenvironments: []\nseeds: [{value}]\n"
+    assert fragment in _refusal(text)
+
+
+def test_exported_files_never_use_aliases():
+    source = {"kind": "gymnasium", "id": "CartPole-v1", "kwargs": {"render_fps": 30}}
+    spec = StudySpec.model_validate(
+        {
+            "name": "Shared",
+            "environments": [{"id": key, "name": key, "source": source} for key in ("a", "b")],
+        }
+    )
+    text = study_files.dump_yaml(spec)
+    assert "&" not in text and "*" not in text
+    assert study_files.load_yaml(text) == spec

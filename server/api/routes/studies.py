@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from functools import partial
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 
 from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
-from server.errors import Invalid
 from server.models import Study, StudyState
+from server.runtime.allowlist import AllowedEnvironments
 from server.schemas import StudyCreate, StudyPublic, StudyStateChange, StudySummary, StudyUpdate
 from server.services import studies, study_files
-from server.services.env_check import validate_study_environments
-from server.study_spec import StudySpec
+from server.services.env_check import (
+    allowed_environments,
+    require_allowed,
+    validate_study_environments,
+)
 
 router = APIRouter(prefix="/api/studies", tags=["studies"])
 
@@ -24,9 +28,33 @@ YAML_BODY: dict[str, Any] = {
         "content": {"application/yaml": {"schema": {"type": "string"}}},
     }
 }
+TOO_LARGE: dict[int | str, dict[str, Any]] = {
+    413: {"description": f"The study file is over {study_files.MAX_FILE_BYTES} bytes."}
+}
 CONFLICT: dict[int | str, dict[str, Any]] = {
     409: {"description": "Not allowed in the study's current state."}
 }
+
+
+def _allowed(settings: SettingsDep) -> AllowedEnvironments:
+    # A sync dependency: FastAPI runs it in a thread (it reads installed packages' metadata).
+    return allowed_environments(settings)
+
+
+AllowedDep = Annotated[AllowedEnvironments, Depends(_allowed)]
+
+
+async def study_file_body(request: Request) -> bytes:
+    """The request body, read up to the study-file limit (413 past it, without reading on)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > study_files.MAX_FILE_BYTES:
+            raise study_files.too_large()
+    return bytes(body)
+
+
+StudyFileBody = Annotated[bytes, Depends(study_file_body)]
 
 
 @router.get("", response_model=list[StudySummary], summary="List your studies")
@@ -38,9 +66,12 @@ def list_studies(
 
 
 @router.post("", response_model=StudyPublic, status_code=201, summary="Create a draft study")
-def create_study(body: StudyCreate, db: SessionDep, principal: CurrentPrincipal) -> Study:
-    """A new draft owned by you."""
+def create_study(
+    body: StudyCreate, db: SessionDep, principal: CurrentPrincipal, allowed: AllowedDep
+) -> Study:
+    """A new draft owned by you; every environment must be one this server allows (422)."""
     assert principal.user_id is not None
+    require_allowed(body.spec, allowed)
     return studies.create_study(db, principal.user_id, body.spec)
 
 
@@ -50,25 +81,17 @@ def create_study(body: StudyCreate, db: SessionDep, principal: CurrentPrincipal)
     status_code=201,
     summary="Import a study file (YAML)",
     openapi_extra=YAML_BODY,
-    responses={422: {"description": "Invalid YAML or spec, with the field path."}},
+    responses={**TOO_LARGE, 422: {"description": "Invalid YAML or spec, with the field path."}},
 )
-async def import_study(request: Request, db: SessionDep, principal: CurrentPrincipal) -> Study:
+def import_study(
+    db: SessionDep, principal: CurrentPrincipal, allowed: AllowedDep, body: StudyFileBody
+) -> Study:
     """Create a draft from the text of a study file (the ``studies/`` format)."""
-    spec = await _spec_from_yaml_body(request)
+    # A sync route: parsing and the database run in the threadpool, never on the event loop.
+    spec = study_files.load_bytes(body)
+    require_allowed(spec, allowed, prefix=())
     assert principal.user_id is not None
     return studies.create_study(db, principal.user_id, spec)
-
-
-async def _spec_from_yaml_body(request: Request) -> StudySpec:
-    raw = await request.body()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise Invalid(
-            "The study file must be UTF-8 text.",
-            detail=[{"loc": ["body"], "msg": "not UTF-8", "type": "encoding"}],
-        ) from exc
-    return study_files.load_yaml(text)
 
 
 @router.get("/{study_id}", response_model=StudyPublic, summary="Read a study", responses=NOT_FOUND)
@@ -84,10 +107,20 @@ def read_study(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> 
     responses={**NOT_FOUND, **CONFLICT},
 )
 def update_study(
-    study_id: RowId, body: StudyUpdate, db: SessionDep, principal: CurrentPrincipal
+    study_id: RowId,
+    body: StudyUpdate,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+    allowed: AllowedDep,
 ) -> Study:
-    """Only drafts and paused studies can be edited."""
-    return studies.update_study(db, studies.get_study(db, principal, study_id), body.spec)
+    """Only drafts and paused studies can be edited.
+
+    Removing an environment from a draft deletes its test plays; a paused study keeps all.
+    """
+    study = studies.get_study(db, principal, study_id)
+    require_allowed(body.spec, allowed)
+    return studies.update_study(db, study, body.spec, settings.data_root)
 
 
 @router.put(
@@ -95,14 +128,26 @@ def update_study(
     response_model=StudyPublic,
     summary="Replace a study's spec from a study file (YAML)",
     openapi_extra=YAML_BODY,
-    responses={**NOT_FOUND, **CONFLICT, 422: {"description": "Invalid YAML or spec."}},
+    responses={
+        **NOT_FOUND,
+        **CONFLICT,
+        **TOO_LARGE,
+        422: {"description": "Invalid YAML or spec."},
+    },
 )
-async def replace_study_file(
-    study_id: RowId, request: Request, db: SessionDep, principal: CurrentPrincipal
+def replace_study_file(
+    study_id: RowId,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+    allowed: AllowedDep,
+    body: StudyFileBody,
 ) -> Study:
     """Like ``PUT /api/studies/{id}`` with the spec given as the text of a study file."""
     study = studies.get_study(db, principal, study_id)
-    return studies.update_study(db, study, await _spec_from_yaml_body(request))
+    spec = study_files.load_bytes(body)
+    require_allowed(spec, allowed, prefix=())
+    return studies.update_study(db, study, spec, settings.data_root)
 
 
 @router.delete(
@@ -122,15 +167,22 @@ def delete_study(
     responses={**NOT_FOUND, **CONFLICT},
 )
 def change_state(
-    study_id: RowId, body: StudyStateChange, db: SessionDep, principal: CurrentPrincipal
+    study_id: RowId,
+    body: StudyStateChange,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+    allowed: AllowedDep,
 ) -> Study:
     """draft → active → paused ↔ active → closed; other moves are refused with 409.
 
-    Activating checks that every environment can be built here (422 otherwise) and creates
-    the permalink token the first time.
+    Activating checks that every environment is allowed and builds here, with controls that
+    fit its actions (422 otherwise, with field paths), and creates the permalink token the
+    first time. (A sync route: the check builds each environment in a worker, off the loop.)
     """
     study = studies.get_study(db, principal, study_id)
-    return studies.change_state(db, study, body.state, validate_study_environments)
+    check = partial(validate_study_environments, settings=settings, allowed=allowed)
+    return studies.change_state(db, study, body.state, check)
 
 
 @router.post(

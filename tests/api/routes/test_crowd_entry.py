@@ -68,8 +68,10 @@ def test_mturk_join_and_preview(factory, db):
     row = db.query(Participant).one()
     assert (row.platform, row.external_id, row.platform_session_id, row.submit_to) == (
         "mturk", "A1B2C3D4E5", "3ABCDEF", "https://workersandbox.mturk.com")  # fmt: skip
-    bad = _join(anon, study, params={**MTURK, "turkSubmitTo": "javascript:alert(1)"})
-    assert bad.status_code == 422 and "turkSubmitTo" in str(bad.json()["detail"])
+    for elsewhere in ("javascript:alert(1)", "https://evil.example", "http://www.mturk.com",
+                      "https://www.mturk.com.evil.example"):  # fmt: skip
+        bad = _join(anon, study, params={**MTURK, "turkSubmitTo": elsewhere})
+        assert bad.status_code == 422 and "turkSubmitTo" in str(bad.json()["detail"])
 
 
 def test_typed_and_anonymous_ids(factory, db):

@@ -233,7 +233,7 @@ def test_activation_refuses_environments_that_do_not_run_here(factory):
     res = factory.client(owner).post(f"/api/studies/{study.id}/state", json={"state": "active"})
     assert res.status_code == 422
     detail = res.json()["detail"]
-    assert detail[0]["loc"] == ["spec", "environments", 0, "source"]
+    assert detail[0]["loc"] == ["spec", "environments", 0, "source", "id"]
     assert "NoSuchEnv-v0" in detail[0]["msg"]
 
 

@@ -1,0 +1,67 @@
+"""validate_study_environments: every problem of a study's environments, by field path."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from server.errors import Invalid
+from server.services.env_check import (
+    allowed_environments,
+    require_allowed,
+    validate_study_environments,
+)
+from server.study_spec import StudySpec
+
+CANARY = "tests.runtime._canary"
+
+
+def _env(env_id: str, source: dict, **fields) -> dict:
+    return {"id": env_id, "name": env_id, "source": source, **fields}
+
+
+def test_each_environment_is_checked_and_named_by_its_path(settings):
+    keys = {"keys": {"KeyA": 0}}
+    spec = StudySpec.model_validate({"name": "S", "environments": [
+        _env("fine", {"kind": "gymnasium", "id": "CartPole-v1"}),
+        _env("shell", {"kind": "dm_env", "factory": f"{CANARY}:make"}, controls=keys),
+        _env("taxi", {"kind": "gymnasium", "id": "Taxi-v4", "kwargs": {"bogus": 1}},
+             controls=keys),
+        _env("nosuch", {"kind": "gymnasium", "id": "NoSuchEnv-v9"}),
+        _env("keys", {"kind": "gymnasium", "id": "CartPole-v1"},
+             controls={"keys": {"ArrowLeft": 99}, "axes": [{"axis": 0, "negative": 5}]}),
+    ]})  # fmt: skip
+    problems = validate_study_environments(spec, settings, prefix=())
+    assert [p["loc"] for p in problems] == [
+        ["environments", 1, "source", "factory"],
+        ["environments", 2, "source", "kwargs"],
+        ["environments", 3, "source", "id"],
+        ["environments", 3, "controls"],
+        ["environments", 4, "controls", "keys", "ArrowLeft"],
+        ["environments", 4, "controls", "axes", 0, "negative"],
+    ]
+    assert "bogus" in problems[1]["msg"]
+    assert "NoSuchEnv-v9" in problems[2]["msg"]
+    assert CANARY not in sys.modules
+
+
+def test_require_allowed_needs_no_worker_and_names_the_field(settings):
+    spec = StudySpec.model_validate({"name": "S", "environments": [
+        _env("ok", {"kind": "gymnasium", "id": "Taxi-v4"}),
+        _env("colon", {"kind": "gymnasium", "id": "os:system"}),
+    ]})  # fmt: skip
+    with pytest.raises(Invalid) as err:
+        require_allowed(spec, allowed_environments(settings))
+    assert [d["loc"] for d in err.value.detail] == [["spec", "environments", 1, "source", "id"]]
+
+
+def test_an_empty_package_list_leaves_the_catalog_only(settings):
+    strict = settings.model_copy(update={"gym_packages": []})
+    spec = StudySpec.model_validate({"name": "S", "environments": [
+        _env("cat", {"kind": "gymnasium", "id": "CartPole-v1"}),
+        _env("taxi", {"kind": "gymnasium", "id": "Taxi-v4"}, controls={"keys": {"KeyA": 0}}),
+    ]})  # fmt: skip
+    problems = validate_study_environments(spec, strict)
+    assert [p["loc"] for p in problems] == [["spec", "environments", 1, "source", "id"]]
+    assert "not in the catalog" in problems[0]["msg"]
