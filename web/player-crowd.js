@@ -83,8 +83,8 @@ const NOT_OPEN = {
   full: ["This study is full", "Enough people have already taken part in this study. Thank you for your interest."],
 };
 
-export function showNotOpen(studyState, retry) {
-  const [title, text] = NOT_OPEN[studyState] || ["This study is not open", "This study is not accepting participants right now."];
+export function showNotOpen(studyState, retry, detail = "") {
+  const [title, text] = NOT_OPEN[studyState] || ["This study is not open", detail || "This study is not accepting participants right now."];
   showStatus({ title, text, button: studyState === "paused" ? { label: "Try again", onClick: retry } : null });
 }
 

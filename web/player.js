@@ -77,23 +77,28 @@ async function boot() {
     if (me.status === 0) { crowd.showUnreachable(crowd.errorText(me), boot); return; }
     forgetTicket(); // expired, or the link was replaced: join again
   }
-  if (look.body.state !== "active" && !Object.keys(ids).length) { crowd.showNotOpen(look.body.state, boot); return; }
-  if (Object.keys(ids).length) { await join({ params: ids }, false, look.body.state); return; }
-  crowd.askForId(state.study, "", (id) => join(id ? { participant_id: id } : {}, true, look.body.state));
+  const anonymous = localStorage.getItem(anonKey()); // a returning anonymous participant
+  if (look.body.state !== "active" && !Object.keys(ids).length && !anonymous) { crowd.showNotOpen(look.body.state, boot); return; }
+  if (Object.keys(ids).length) { await join({ params: ids }, false); return; }
+  if (anonymous && state.study.allow_anonymous) { await join({ participant_id: anonymous }, false); return; }
+  crowd.askForId(state.study, "", (id) => join(id ? { participant_id: id } : {}, true));
 }
 
-async function join(body, typed, studyState) {
+function anonKey() { return `rlds-anon:${token}`; }
+
+async function join(body, typed) {
   const res = await crowd.call("POST", "/api/play/join", { token, ...body });
   if (!res.ok) {
     if (res.status === 404) crowd.showInvalidLink();
     else if (res.status === 409 && res.body.code === "preview") crowd.showPreview(state.study);
-    else if (res.status === 409) crowd.showNotOpen(studyState === "active" ? "" : studyState, boot);
+    else if (res.status === 409) crowd.showNotOpen(res.body.code, boot, crowd.errorText(res));
     else if (typed && res.status === 422) crowd.pageError(crowd.errorText(res));
     else crowd.showUnreachable(crowd.errorText(res), boot);
     return;
   }
   state.ticket = res.body.ticket;
   remember();
+  if (res.body.participant.platform === "anonymous") localStorage.setItem(anonKey(), res.body.participant.external_id);
   useStudy(res.body.study);
   route(res.body.participant);
 }
@@ -318,12 +323,13 @@ function showNext(next, text) {
   $("next-btn").dataset.kind = kind;
   $("next-btn").dataset.env = nextEnv ? next.env_id : "";
   $("after-save-text").textContent = text;
+  $("after-save-text").hidden = !text;
   $("other-env-btn").hidden = kind === "done" || kind === "lobby" || (isParticipant() && balanced());
   $("end-btn").hidden = isParticipant();
   $("after-save").hidden = false;
   renderLobby();
-  setPhase("idle");
-  $("next-btn").focus();
+  setPhase("idle", `${label} — press Enter`);
+  $("next-btn").focus({ preventScroll: true });
 }
 
 function goNext() {
@@ -361,6 +367,7 @@ function setPhase(phase, overlay = OVERLAYS[phase]) {
   $("pause-btn").disabled = !active;
   $("cancel-btn").disabled = !active;
   $("start-btn").disabled = !(phase === "idle" || phase === "ready");
+  $("start-btn").hidden = phase === "idle" && !$("after-save").hidden; // the panel has the way on
   $("pause-btn").firstChild.textContent = phase === "paused" ? "Resume " : "Pause ";
   $("overlay").hidden = !overlay;
   $("overlay").dataset.phase = phase;
