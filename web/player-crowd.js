@@ -183,7 +183,7 @@ export function showCode(kind, outcome) {
   btn.hidden = !redirect;
   if (redirect) {
     const name = platformName(redirect);
-    btn.textContent = redirect.method === "POST" ? "Submit the HIT" : name ? `Return to ${name}` : "Continue";
+    btn.textContent = redirect.method === "POST" ? "Submit the HIT" : name ? `Return to ${name}` : "Return to the platform";
     btn.onclick = () => leave(redirect);
     if (!code) $("code-text").textContent = "Use the button below to finish.";
   }
