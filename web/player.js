@@ -239,14 +239,14 @@ const handlers = {
     if (m.participant) state.participant = m.participant;
     for (const [key, n] of Object.entries(m.completed || {})) if (state.envs[key]) state.envs[key].completed = n;
     const words = { completed: "Episode saved.", rejected: "Episode discarded.", canceled: "Episode canceled.",
-      abandoned: "The episode was abandoned." };
+      abandoned: "The episode was abandoned.", failed: "The game stopped." };
     showNext(m.next, `${words[m.status] || m.status} ${m.steps} steps, return ${fmt(m.return)}.`);
   },
   episode_failed(m) {
     setPhase("idle"); state.episode = null;
-    // a participant never sees the details (the designer finds them with the episode)
-    playMessage(isParticipant() ? "The game stopped because of a problem on our side. This episode does not count." : m.message);
-    showNext(m.next, isParticipant() ? "You can go on." : "The environment failed; this episode is kept as failed.");
+    // the server words it plainly for a participant (the designer finds the details with the episode)
+    playMessage(m.message);
+    showNext(m.next, isParticipant() ? "" : "The environment failed; this episode is kept as failed.");
   },
   setting(m) {
     if (m.speed !== undefined) $("speed").value = String(m.speed);

@@ -94,3 +94,22 @@ def test_a_paused_or_closed_link_says_which(live_server, page, factory, designer
     studies.change_state(db, study, StudyState.closed)
     page.goto(link(live_server, study))
     expect(page.locator("#status-title")).to_have_text("This study has ended")
+
+
+def test_an_anonymous_participant_starts_without_an_id_and_comes_back(
+    live_server, page, factory, designer, db
+):
+    from server.models import Participant
+
+    study = crowd_study(db, factory, designer, allow_anonymous=True)
+    page.goto(link(live_server, study))
+    expect(page.locator("#join-ask")).to_contain_text("Press Start")
+    shot(page, "25-anonymous-start")
+    page.get_by_role("button", name="Start").click()
+    expect(page.locator("#instructions-view")).to_be_visible()
+    again = page.context.new_page()  # a new tab later: the same participant, no new id
+    again.goto(link(live_server, study))
+    expect(again.locator("#status-title")).to_have_text("This study is open in another tab")
+    db.expire_all()
+    (row,) = db.query(Participant).filter_by(study_id=study.id).all()
+    assert row.platform == "anonymous" and row.external_id.startswith("anon-")
