@@ -36,9 +36,7 @@ def _episodes(db, study):
     return db.query(Episode).filter_by(study_id=study.id).order_by(Episode.id).all()
 
 
-def test_prolific_worker_from_link_to_completion_redirect(
-    live_server, page, factory, designer, db
-):
+def test_prolific_worker_from_link_to_completion_redirect(live_server, page, factory, designer, db):
     env = counter_env(episode_len=2, episodes_per_participant=2)
     study = crowd_study(
         db, factory, designer, env, consent=CONSENT, completion_code="C0DE-123",
@@ -95,9 +93,7 @@ def test_prolific_worker_from_link_to_completion_redirect(
     assert worker.consented_at is not None and worker.completed_at is not None
 
 
-def test_mturk_preview_then_accepted_hit_submits_the_form(
-    live_server, page, factory, designer, db
-):
+def test_mturk_preview_then_accepted_hit_submits_the_form(live_server, page, factory, designer, db):
     study = crowd_study(db, factory, designer, completion_code="MT-77")
     submit = "https://workersandbox.mturk.com"
     platform = fake_platform(page, submit)
