@@ -54,6 +54,11 @@ def test_prolific_worker_from_link_to_completion_redirect(live_server, page, fac
     read_instructions(page)
     expect(page.locator("#lobby-view")).to_be_visible()
     shot(page, "03-lobby")
+    page.get_by_role("button", name="Instructions").click()  # reachable again at any time
+    expect(page.locator("#instructions-dialog-text h1")).to_have_text("Hi")
+    shot(page, "03b-instructions-again")
+    page.keyboard.press("Escape")
+    expect(page.locator("#instructions-dialog")).to_be_hidden()
     page.get_by_role("button", name="Play Counter").click()
     expect(page.locator("#overlay")).to_contain_text("Press Enter")
     shot(page, "04-ready-gate")
