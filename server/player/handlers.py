@@ -83,6 +83,13 @@ def start_check(s: LiveSession, state: dict[str, Any], env_id: str | None) -> tu
     return env_id, info["completed"] >= info["required"]
 
 
+async def on_go(s: LiveSession, _msg: p.GoMsg) -> None:
+    """Past the ready gate: the episode starts (async: its clock runs)."""
+    if s.phase != Phase.ready or s.run is None or s.worker is None:
+        raise wrong_state(s.phase, "start playing")
+    await s.go()
+
+
 async def on_input(s: LiveSession, msg: p.InputMsg) -> None:
     """Sync: step with the input. Async: hold it for the next tick."""
     run = s.run
@@ -190,8 +197,9 @@ async def on_end_session(s: LiveSession, _msg: p.EndSessionMsg) -> None:
 
 
 HANDLERS: dict[str, Callable[[LiveSession, Any], Awaitable[None]]] = {
-    "ping": on_ping, "start": on_start, "input": on_input, "ack": on_ack, "pause": on_pause,
-    "resume": on_resume, "cancel": on_cancel, "save": on_save, "set_speed": on_set_speed,
+    "ping": on_ping, "start": on_start, "go": on_go, "input": on_input, "ack": on_ack,
+    "pause": on_pause, "resume": on_resume, "cancel": on_cancel, "save": on_save,
+    "set_speed": on_set_speed,
     "set_quality": on_set_quality, "set_camera": on_set_camera, "end_session": on_end_session,
 }  # fmt: skip
 

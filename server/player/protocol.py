@@ -81,6 +81,12 @@ class StartMsg(_Msg):
     env_id: str | None = Field(default=None, min_length=1, max_length=64)
 
 
+class GoMsg(_Msg):
+    """The player is ready: the episode shown behind the ready gate starts."""
+
+    type: Literal["go"]
+
+
 class PauseMsg(_Msg):
     """Stop the clock (async) and the input."""
 
@@ -144,6 +150,7 @@ ClientMessage = Annotated[
     InputMsg
     | AckMsg
     | StartMsg
+    | GoMsg
     | PauseMsg
     | ResumeMsg
     | CancelMsg
@@ -158,7 +165,7 @@ ClientMessage = Annotated[
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(ClientMessage)
 CLIENT_TYPES = frozenset(
     m.model_fields["type"].annotation.__args__[0]  # type: ignore[union-attr]
-    for m in (InputMsg, AckMsg, StartMsg, PauseMsg, ResumeMsg, CancelMsg, SaveMsg, SpeedMsg,
+    for m in (InputMsg, AckMsg, StartMsg, GoMsg, PauseMsg, ResumeMsg, CancelMsg, SaveMsg, SpeedMsg,
               QualityMsg, CameraMsg, EndSessionMsg, PingMsg)
 )  # fmt: skip
 

@@ -38,13 +38,14 @@ class Phase(enum.StrEnum):
 
     idle = "idle"
     starting = "starting"
+    ready = "ready"  # the first frame is shown; nothing steps until the player's ``go``
     playing = "playing"
     paused = "paused"
     ended = "ended"
     closed = "closed"
 
 
-ACTIVE = frozenset({Phase.playing, Phase.paused})
+ACTIVE = frozenset({Phase.ready, Phase.playing, Phase.paused})
 
 
 class PlayError(Exception):
@@ -203,7 +204,7 @@ class LiveSession:
         await asyncio.sleep(delay)
         async with self.lock:
             self._pause_timer = None
-            if self.phase == Phase.paused:
+            if self.phase in (Phase.paused, Phase.ready):
                 await self._abandon("pause_timeout")
                 message = "The pause lasted too long: the episode was abandoned."
                 self.send({"type": "error", "code": "pause_timeout", "message": message})
@@ -241,13 +242,35 @@ class LiveSession:
         self.run = run
         assert self.worker is not None
         try:
-            first = await self.worker.begin_episode(run.id, seed)
+            first = await self.worker.begin_episode(run.id, seed, paused=True)
         except WorkerError as exc:
             await self.fail(exc)
             return
-        self.phase = Phase.playing
-        self.send({"type": "episode_started", "episode": self._episode_view()})
+        # the ready gate: the first frame, then nothing until ``go`` (a gate left standing
+        # longer than a pause may is abandoned, which releases the quota reservation)
+        self.phase = Phase.ready
+        self.arm_pause_timer()
+        self.send({"type": "episode_started", "episode": self._episode_view(),
+                   "ready_gate": True, "countdown_s": self._countdown(env_id)})  # fmt: skip
         self._show(first)
+
+    def _countdown(self, env_id: str) -> int:
+        env = self.spec.environment(env_id)
+        return env.countdown_s if env.mode == "async" else 0
+
+    async def go(self) -> None:
+        """The player is ready: start the clock; the episode's time counts from now."""
+        run = self.run
+        assert self.worker is not None and run is not None
+        self.disarm_pause_timer()
+        try:
+            await self.worker.resume()
+        except WorkerError as exc:
+            await self.fail(exc)
+            return
+        await self.db(episodes.mark_started, run.id)
+        self.phase = Phase.playing
+        self.send({"type": "started", "episode_id": run.id})
 
     async def _env_failed(self, env_id: str, exc: WorkerError) -> NoReturn:
         """The environment did not start: log and store the details (a ``failed`` episode

@@ -180,6 +180,14 @@ def create_episode(
     return episode
 
 
+def mark_started(db: Session, episode_id: str) -> None:
+    """The player is past the ready gate: the episode's time counts from now."""
+    episode = db.get(Episode, episode_id)
+    if episode is not None and episode.status == EpisodeStatus.recording:
+        episode.started_at = utcnow()
+        db.commit()
+
+
 def record_start_failure(
     db: Session, *, study_id: int, env_key: str, session_id: str, principal: Principal,
     data_root: Path, error: str,
