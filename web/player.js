@@ -19,6 +19,7 @@ const state = {
   held: [], boundKeys: new Set(), deadzone: 0.15,
   pad: { index: null, buttons: {}, axes: [], signature: "" },
   retries: 0, closing: false, takeover: false, resendTimer: null, countdown: null, refused: null,
+  countdownS: null,
 };
 
 /* --- small helpers ------------------------------------------------------------------- */
@@ -221,14 +222,21 @@ const handlers = {
       afterHello(); // a reconnect in the middle of the play view keeps its screen
     }
   },
-  env_ready(m) { state.info = m; if (state.envs[m.env_id]) enterPlay(m.env_id); views.renderControls(state, m); },
+  env_ready(m) {
+    state.info = m;
+    // a resumed session re-announces its worker: move to the game only when one is starting
+    if (state.envs[m.env_id] && (state.phase !== "idle" || state.episode)) enterPlay(m.env_id);
+    views.renderControls(state, m);
+  },
   episode_started(m) {
     state.episode = m.episode; state.step = 0; state.next = null;
     if (m.episode.env_id && state.envs[m.episode.env_id]) enterPlay(m.episode.env_id);
     $("after-save").hidden = true; playMessage("");
     $("screen").focus();
+    state.countdownS = m.countdown_s || 0;
     if (m.ready_gate) readyGate(); else setPhase("playing");
   },
+  started() { if (state.phase === "countdown" || state.phase === "ready") setPhase("playing"); },
   paused() { setPhase("paused"); },
   resumed() { setPhase("playing"); $("screen").focus(); },
   episode_ended(m) { setPhase("ended"); releaseAll(false); askSave(m); },
@@ -400,7 +408,7 @@ function clearCountdown() { clearTimeout(state.countdown); state.countdown = nul
 function go() {
   if (state.phase !== "ready") return;
   const env = state.envs[state.env];
-  let left = (env && env.countdown_s) || 0;
+  let left = state.countdownS ?? ((env && env.mode === "async" && env.countdown_s) || 0);
   const tick = () => {
     if (state.phase !== "countdown" && state.phase !== "ready") return;
     if (left <= 0) { send({ type: "go" }); setPhase("playing"); $("screen").focus(); return; }
