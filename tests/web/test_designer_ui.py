@@ -186,7 +186,7 @@ def test_activation_problems_are_shown(live_server: str, page: Page, factory: Fa
     page.get_by_role("button", name="Activate").click()
     error = page.locator("#detail-error")
     expect(error).to_contain_text("The study cannot start")
-    expect(error).to_contain_text("spec.environments.0.source:")
+    expect(error).to_contain_text("spec.environments.0.source.id: unknown Gymnasium environment id")
     fresh_study = fresh(db, study.id)
     assert fresh_study is not None and fresh_study.state == StudyState.draft
 
