@@ -47,7 +47,8 @@ function row(p) {
   const ids = [p.platform_study_id && `study ${p.platform_study_id}`,
     p.platform_session_id && `session ${p.platform_session_id}`].filter(Boolean).join(" · ");
   return el("tr", { "data-id": p.id },
-    el("td", { class: "pt-id" }, p.external_id, ids ? el("span", { class: "pt-sub" }, ids) : null),
+    el("td", { class: "pt-id" }, p.external_id, ids ? el("span", { class: "pt-sub" }, ids) : null,
+      p.last_error ? el("span", { class: "pt-error", title: p.last_error }, `last error: ${p.last_error}`) : null),
     el("td", {}, PLATFORMS[p.platform] || p.platform || "–"),
     el("td", {}, consent(p)),
     el("td", {}, when(p.started_at)),
