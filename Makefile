@@ -8,7 +8,8 @@ PG_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 
 PIP_VERSION := 26.3
 LOCK_ARGS   := --universal --python-version 3.11 -q --custom-compile-command "make lock"
-LOCKS       := requirements/run.txt requirements/test.txt tests/export/consumer-requirements.txt
+LOCKS       := requirements/run.txt requirements/test.txt tests/export/consumer-requirements.txt \
+               tests/export/minari-requirements.txt
 
 .PHONY: lock lock-check compile-locks
 
@@ -26,7 +27,7 @@ $(VENV)/.test-stamp: requirements/test.txt $(VENV)/.run-stamp
 	touch $@
 
 ## lock: re-resolve every dependency to its newest allowed version and rewrite the lock files
-## (requirements/run.txt, requirements/test.txt, tests/export/consumer-requirements.txt)
+## (requirements/run.txt, requirements/test.txt, tests/export/*-requirements.txt)
 lock: $(VENV)/.test-stamp
 	$(MAKE) compile-locks UV_ARGS=--upgrade OUT=
 
@@ -46,6 +47,8 @@ compile-locks:
 		-o $(OUT)requirements/test.txt
 	$(BIN)/uv pip compile tests/export/consumer-requirements.in $(LOCK_ARGS) $(UV_ARGS) \
 		-o $(OUT)tests/export/consumer-requirements.txt
+	$(BIN)/uv pip compile tests/export/minari-requirements.in $(LOCK_ARGS) $(UV_ARGS) \
+		-o $(OUT)tests/export/minari-requirements.txt
 
 ## run: install, migrate, load the sample studies and serve on http://127.0.0.1:8000
 run: $(VENV)/.run-stamp
@@ -82,9 +85,11 @@ chromium:
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 	else echo "Browser tests need Debian's chromium: sudo apt-get install chromium"; fi
 
-## consumer-venv: TensorFlow + tensorflow-datasets + rlds, to load exports as a researcher would
+## consumer-venv: TensorFlow + tensorflow-datasets + rlds (.consumer-venv) and minari
+## (.consumer-venv-minari), to load exports as researchers would
 consumer-venv:
 	PYTHON=$(PYTHON) tests/export/make_consumer_venv.sh
+	CONSUMER=minari PYTHON=$(PYTHON) tests/export/make_consumer_venv.sh
 
 ## vendor: refresh web/vendor/ (built files from the npm registry, pinned; see web/vendor/README.md)
 SWAGGER_UI_VERSION := 5.35.0

@@ -126,6 +126,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             format=args.format,
             strip_step_metadata=args.strip,
             end_tags=args.end_tag or [],
+            profile=args.profile,
             archive=args.archive,
             name=args.name,
         )
@@ -208,7 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--exclude-tag", action="append", help="excluded episode tag")
     export.add_argument("--end-tag", action="append", help="step tag that ends an episode")
     export.add_argument("--strip", action="store_true", help="strip step metadata")
-    export.add_argument("--format", choices=["tfds", "envlogger"], default="tfds")
+    export.add_argument("--format", choices=["tfds", "envlogger", "minari"], default="tfds")
+    export.add_argument(
+        "--profile", choices=["oxe"], help="Open X-Embodiment profile of the tfds format"
+    )
     export.add_argument("--archive", choices=["folder", "zip", "tar.gz"], default="folder")
     export.add_argument("--name", help="dataset name (snake_case; default from the study)")
     export.add_argument("--out", required=True, help="folder, or archive file, to create")

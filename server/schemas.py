@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from server.core.passwords import MIN_LENGTH as MIN_PASSWORD_LENGTH
 from server.models import EpisodeStatus, JobState, Role, StudyState
 from server.player.protocol import PROTOCOL_VERSION
-from server.principal import is_reserved_participant_id
 from server.study_spec import StrictModel, StudySpec
 
 
@@ -189,12 +188,15 @@ class ExportSelection(StrictModel):
 class ExportOptionsIn(StrictModel):
     """How to export (see docs/export.md)."""
 
-    format: Literal["tfds", "envlogger"] = "tfds"
+    format: Literal["tfds", "envlogger", "minari"] = "tfds"
     strip_step_metadata: bool = False
     step_tags: list[str] | None = Field(
         default=None, description="Step tag names that become tag:<name> fields (None: all)."
     )
     end_tags: list[str] = Field(default_factory=list)
+    profile: Literal["oxe"] | None = Field(
+        default=None, description="oxe: the Open X-Embodiment profile (tfds format only)."
+    )
     archive: Literal["folder", "zip", "tar.gz"] = "zip"
     name: str | None = Field(
         default=None, max_length=64, description="Dataset name (snake_case); default from study."
@@ -228,25 +230,34 @@ class ExportJobPublic(BaseModel):
 
 
 # --- the player ----------------------------------------------------------------------------
-RESERVED_ID_MESSAGE = "participant ids starting with 'user:' are reserved for designers' test plays"
+class PreviewIn(StrictModel):
+    """A first look at a permalink: no participant is made."""
+
+    token: str = Field(min_length=1, max_length=64, description="The study's permalink token.")
+
+
+JOIN_PARAMS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "workerId", "assignmentId", "hitId",
+               "turkSubmitTo")  # fmt: skip
 
 
 class JoinIn(StrictModel):
-    """A participant arriving through a permalink."""
+    """A participant arriving through a permalink: the platform's URL parameters, a typed id,
+    or neither (anonymous, when the study allows it)."""
 
     token: str = Field(min_length=1, max_length=64, description="The study's permalink token.")
-    participant_id: str = Field(
-        min_length=1, max_length=200, pattern=r"^[\w.@:+-]+$",
-        description="The participant's id (Prolific, MTurk, ...): letters, digits, ._@:+-; "
-                    "not starting with 'user:' (designers' test plays)",
+    participant_id: str | None = Field(
+        default=None, max_length=1000,
+        description="A typed id: 1-200 characters, no spaces or control characters, not "
+                    "starting with 'user:' (designers' test plays).",
+    )  # fmt: skip
+    params: dict[str, Annotated[str, Field(max_length=1000)]] = Field(
+        default_factory=dict, max_length=32,
+        description="The permalink's URL query: " + ", ".join(JOIN_PARAMS) + " (others ignored).",
     )  # fmt: skip
 
-    @field_validator("participant_id")
-    @classmethod
-    def _not_a_designer(cls, value: str) -> str:
-        if is_reserved_participant_id(value):
-            raise ValueError(RESERVED_ID_MESSAGE)
-        return value
+
+class ConsentIn(StrictModel):
+    accept: bool
 
 
 class PlayerStudyOut(BaseModel):
@@ -255,6 +266,9 @@ class PlayerStudyOut(BaseModel):
     study: dict[str, Any]
     ticket: str | None = None
     participant_id: str | None = None
+    participant: dict[str, Any] | None = Field(
+        default=None, description="ParticipantState (docs/protocol.md)."
+    )
     protocol: int = PROTOCOL_VERSION
 
 
@@ -305,3 +319,28 @@ class EnvValidationPublic(BaseModel):
 class StudyValidationPublic(BaseModel):
     ok: bool = Field(description="True when every environment built with no problems.")
     environments: list[EnvValidationPublic]
+
+
+class PreviewOut(BaseModel):
+    study: dict[str, Any]
+    state: Literal["active", "paused", "closed", "full"]
+
+
+class ParticipantRow(BaseModel):
+    """One participant as the designer's participants page lists it."""
+
+    id: int
+    external_id: str
+    platform: str
+    platform_study_id: str | None
+    platform_session_id: str | None
+    consented_at: datetime | None
+    screened_out_at: datetime | None
+    started_at: datetime
+    last_seen_at: datetime | None
+    episodes: dict[str, int] = Field(description="Episodes per status.")
+    play_time_s: float = Field(description="Summed duration of completed episodes.")
+    completed_at: datetime | None
+    completion_code_shown: bool
+    assigned_env: str | None
+    last_error: str | None = Field(description="The last environment failure they met.")

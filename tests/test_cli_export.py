@@ -105,3 +105,12 @@ def test_export_envlogger_folder(settings, study, tmp_path, recorded) -> None:  
     assert res.returncode == 0, res.stderr
     got = sorted(p.name for p in (out / "episodes").iterdir())
     assert got == sorted(r.episode_id for r in recorded["cartpole"][1:3])
+
+
+def test_export_minari_folder(settings, study, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "mini"
+    args = ["export", "--study", str(study.id), "--format", "minari", "--env", "cartpole"]
+    res = run_cli(settings, *args, "--name", "mini", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    meta = json.loads((out / "mini-v1" / "data" / "metadata.json").read_text())
+    assert meta["dataset_id"] == "mini-v1" and meta["total_episodes"] >= 1

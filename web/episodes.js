@@ -281,11 +281,14 @@ async function startExport(event) {
   event.preventDefault();
   const useChecked = document.querySelector("input[name=ex-sel]:checked").value === "checked";
   if (useChecked && !state.checked.size) { toast("Check some episodes first.", "error"); return; }
+  // "tfds-oxe" is the tfds format with the Open X-Embodiment profile.
+  const [format, profile] = $("ex-format").value.split("-");
   const options = {
-    format: $("ex-format").value, archive: $("ex-archive").value,
+    format, archive: $("ex-archive").value,
     strip_step_metadata: $("ex-strip").checked,
     end_tags: $("ex-end").value.split(",").map((s) => s.trim()).filter(Boolean),
   };
+  if (profile) options.profile = profile;
   if ($("ex-name").value.trim()) options.name = $("ex-name").value.trim();
   const selection = useChecked ? { episode_ids: [...state.checked] } : filterSelection();
   const job = await api("POST", `/api/studies/${study}/exports`, { json: { selection, options } });

@@ -61,6 +61,24 @@ def _envlogger_loading() -> str:
     )
 
 
+def _minari_loading(dataset: str) -> str:
+    return (
+        "```python\n"
+        "import os\n"
+        'os.environ["MINARI_DATASETS_PATH"] = "<this folder>"  # before importing minari\n'
+        "import minari\n"
+        f'dataset = minari.load_dataset("{dataset}")\n'
+        "for episode in dataset.iterate_episodes():\n"
+        "    episode.observations, episode.actions, episode.rewards, episode.infos\n"
+        "```\n\n"
+        "Minari's arrow storage (`minari[arrow]`, tested with minari 0.5.4). An episode of n\n"
+        "observations holds n - 1 actions, rewards, terminations and truncations; step\n"
+        "metadata and `tag:<name>` columns are in `episode.infos` (one value per observation).\n"
+        "Episode metadata (`episode_id`, `agent_id`, `status`, `tags`, `notes`, `env_id`,\n"
+        "`env_config`, `seed`): `dataset.storage.get_episode_metadata([i])`.\n"
+    )
+
+
 def render_card(
     *,
     title: str,
@@ -105,5 +123,10 @@ def render_card(
     if options_text:
         lines += ["## Export options", "", *(f"- {text}" for text in options_text), ""]
     lines += ["## Loading", ""]
-    loading = _rlds_loading(data_path) if export_format == "rlds" else _envlogger_loading()
+    if export_format == "rlds":
+        loading = _rlds_loading(data_path)
+    elif export_format == "minari":
+        loading = _minari_loading(data_path)
+    else:
+        loading = _envlogger_loading()
     return "\n".join(lines) + "\n" + loading

@@ -17,6 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from server.export import minari_format, oxe
 from server.export.card import EpisodeSummary, render_card
 from server.export.encoding import EpisodeSerializer, episode_example
 from server.export.envlogger_format import copy_episode_log, tags_document
@@ -27,7 +28,12 @@ from server.export.errors import (
     IncompatibleEnvironmentsError,
     InvalidEpisodeError,
 )
-from server.export.features import episode_features, specs_signature
+from server.export.features import (
+    episode_features,
+    episode_fields,
+    specs_signature,
+    step_features,
+)
 from server.export.tags import StepTag, first_end_step, tag_columns, validate_step_tags
 from server.export.tfds_writer import DEFAULT_MAX_SHARD_BYTES, DatasetWriter, check_dataset_name
 from server.recording._envlogger import envlogger
@@ -39,10 +45,11 @@ _EPISODE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class ExportFormat(StrEnum):
-    """What an export holds: an RLDS (TFDS) dataset or the raw envlogger logs."""
+    """What an export holds: an RLDS (TFDS) dataset, the raw envlogger logs or Minari."""
 
     RLDS = "rlds"
     ENVLOGGER = "envlogger"
+    MINARI = "minari"
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,7 @@ class EpisodeInput:
     tags: tuple[str, ...] = ()
     step_tags: tuple[StepTag, ...] = ()
     notes: str = ""
+    instruction: str = ""  # the environment's (else the study's) instructions: OXE profile
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,7 @@ class ExportOptions:
     max_episodes_per_shard: int | None = None
     study: str = ""
     description: str = ""
+    profile: str = ""  # "oxe": the Open X-Embodiment profile of the RLDS format
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,10 @@ def _check_inputs(episodes: Sequence[EpisodeInput], options: ExportOptions) -> N
     if not episodes:
         raise ExportError("no episode selected")
     check_dataset_name(options.name, options.version)
+    if options.profile not in oxe.PROFILES:
+        raise ExportError(f"unknown profile {options.profile!r}; profiles: oxe")
+    if options.profile and options.format is not ExportFormat.RLDS:
+        raise ExportError(f"the {options.profile} profile applies to the RLDS format only")
     seen: set[str] = set()
     for ep in episodes:
         if not _EPISODE_ID_RE.match(ep.episode_id):
@@ -185,19 +198,38 @@ def _summary(ep: EpisodeInput, episode: RldsEpisode) -> EpisodeSummary:
 def _options_text(options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
     if options.format is ExportFormat.ENVLOGGER:
         return ["logs copied as recorded (step tags and notes in each tags.json)"]
+    if options.format is ExportFormat.MINARI:
+        # frames are JPEGs of varying size: Minari's infos hold fixed columns only
+        lines = [
+            "step metadata (raw input, timing, env info; not the frame) in `infos`: "
+            + ("kept" if options.keep_step_metadata else "stripped")
+        ]
+        if tag_names:
+            lines.append("step tag infos: " + ", ".join(f"`tag:{n}`" for n in tag_names))
+        return lines + _end_text(options)
     lines = [
         "step metadata (frame JPEG, raw input, timing, env info): "
         + ("kept" if options.keep_step_metadata else "stripped")
     ]
     if tag_names:
         lines.append("step tag fields: " + ", ".join(f"`tag:{n}`" for n in tag_names))
-    if options.end_tags:
+    if options.profile == "oxe":
         lines.append(
-            "episodes end at their first step tagged "
-            + ", ".join(f"`{n}`" for n in options.end_tags)
-            + " (not terminal; returns recomputed)"
+            "Open X-Embodiment profile: `language_instruction` on every step, dict observations"
+            " (`observation/image` or `observation/state`), episode fields under"
+            " `episode_metadata`, statistics in `dataset_statistics.json` beside the shards"
         )
-    return lines
+    return lines + _end_text(options)
+
+
+def _end_text(options: ExportOptions) -> list[str]:
+    if not options.end_tags:
+        return []
+    return [
+        "episodes end at their first step tagged "
+        + ", ".join(f"`{n}`" for n in options.end_tags)
+        + " (not terminal; returns recomputed)"
+    ]
 
 
 def export_dataset(
@@ -218,6 +250,8 @@ def export_dataset(
         raise ExportError(f"the output folder {out_dir} already exists")
     _check_inputs(episodes, options)
     specs = check_compatible(episodes)
+    if options.format is ExportFormat.MINARI:
+        minari_format.check_specs(specs)
     used = sorted({t.name for ep in episodes for t in ep.step_tags})
     tag_names = sorted(set(options.step_tag_names)) if options.step_tag_names is not None else used
 
@@ -227,6 +261,10 @@ def export_dataset(
     try:
         if options.format is ExportFormat.RLDS:
             result = _write_rlds(episodes, options, specs, tag_names, tmp, progress, cancel)
+        elif options.format is ExportFormat.MINARI:
+            from server.export.minari_job import write_minari  # it builds on this module
+
+            result = write_minari(episodes, options, specs, tag_names, tmp, progress, cancel)
         else:
             result = _write_envlogger(episodes, options, tmp, progress, cancel)
         card = render_card(
@@ -234,7 +272,11 @@ def export_dataset(
             study=options.study or _study(episodes),
             export_format=str(options.format),
             episodes=result.episodes,
-            data_path=f"{options.name}/{options.version}",
+            data_path=(
+                minari_format.dataset_id(options.name, options.version)
+                if options.format is ExportFormat.MINARI
+                else f"{options.name}/{options.version}"
+            ),
             options_text=_options_text(options, tag_names),
         )
         (tmp / CARD_FILE).write_text(card)
@@ -277,9 +319,19 @@ def _write_rlds(
     progress: ProgressFn | None,
     cancel: CancelFn | None,
 ) -> ExportResult:
-    features = episode_features(
-        specs, keep_step_metadata=options.keep_step_metadata, step_tag_names=tag_names
-    )
+    profiled = options.profile == "oxe"
+    if profiled:
+        step = step_features(
+            oxe.profile_specs(specs),
+            keep_step_metadata=options.keep_step_metadata,
+            step_tag_names=tag_names,
+        )
+        features = oxe.episode_features(step, episode_fields())
+    else:
+        features = episode_features(
+            specs, keep_step_metadata=options.keep_step_metadata, step_tag_names=tag_names
+        )
+    stats = oxe.Statistics()
     serializer = EpisodeSerializer(features)
     writer = DatasetWriter(
         tmp,
@@ -287,7 +339,12 @@ def _write_rlds(
         options.version,
         features,
         description=options.description or f"RLDS Studio export of study {options.study}",
-        metadata={"exporter": "rlds-studio", "format": "rlds", "study": options.study},
+        metadata={
+            "exporter": "rlds-studio",
+            "format": "rlds",
+            "profile": options.profile or "rlds",
+            "study": options.study,
+        },
         max_shard_bytes=options.max_shard_bytes,
         max_episodes_per_shard=options.max_episodes_per_shard,
     )
@@ -298,6 +355,9 @@ def _write_rlds(
             _check_cancel(cancel)
             with naming(ep.episode_id):
                 episode = _prepare(ep, options)
+                if profiled:
+                    episode = oxe.wrap_observations(episode)
+                    stats.add(episode)
                 columns = tag_columns(ep.step_tags, tag_names, len(episode))
                 example = episode_example(
                     episode,
@@ -312,6 +372,8 @@ def _write_rlds(
                     keep_step_metadata=options.keep_step_metadata,
                     tag_columns=columns,
                 )
+                if profiled:
+                    example = oxe.profile_example(example, ep.instruction)
                 writer.add(serializer.serialize(example))
             summaries.append(_summary(ep, episode))
             steps_done += len(episode)
@@ -319,6 +381,8 @@ def _write_rlds(
                 progress(i + 1, len(episodes), steps_done)
         _check_cancel(cancel)
         written = writer.finish()
+        if profiled:
+            stats.write(written.data_dir)
     finally:
         writer.close()
     return ExportResult(

@@ -98,25 +98,24 @@ def step_features(
     return step
 
 
+def episode_fields() -> dict[str, Any]:
+    """The features of an episode's metadata fields."""
+    return {
+        **{name: tfds_features.Text() for name in EPISODE_TEXT_FIELDS},
+        "seed": np.int64,
+        "tags": tfds_features.Sequence(tfds_features.Text()),
+        "notes": tfds_features.Text(),
+    }
+
+
 def episode_features(
     env_specs: EnvSpecs, *, keep_step_metadata: bool, step_tag_names: Iterable[str]
 ) -> Any:
     """The FeaturesDict of one exported episode: its steps and its metadata."""
-    return tfds_features.FeaturesDict(
-        {
-            "steps": tfds_features.Dataset(
-                step_features(
-                    env_specs,
-                    keep_step_metadata=keep_step_metadata,
-                    step_tag_names=step_tag_names,
-                )
-            ),
-            **{name: tfds_features.Text() for name in EPISODE_TEXT_FIELDS},
-            "seed": np.int64,
-            "tags": tfds_features.Sequence(tfds_features.Text()),
-            "notes": tfds_features.Text(),
-        }
+    step = step_features(
+        env_specs, keep_step_metadata=keep_step_metadata, step_tag_names=step_tag_names
     )
+    return tfds_features.FeaturesDict({"steps": tfds_features.Dataset(step), **episode_fields()})
 
 
 def specs_signature(env_specs: EnvSpecs) -> Any:

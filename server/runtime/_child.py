@@ -87,6 +87,7 @@ class Session:
         self.jpeg = b""
         # async clock
         self.running = False
+        self.gated = False  # the episode waits for its player's go (started paused)
         self.speed = 1.0
         self.next_tick = 0.0
 
@@ -166,7 +167,9 @@ class Session:
         except BaseException:
             self._fail()
             raise
-        if self.spec.mode == "async":
+        # paused: the ready gate; nothing steps (and the duration does not run) until resume
+        self.gated = bool(payload.get("paused"))
+        if self.spec.mode == "async" and not self.gated:
             self.running = True
             self.next_tick = time.monotonic() + self.period
         return self.event(timestep)
@@ -265,6 +268,9 @@ class Session:
             self.running = False
             return None
         if command == "resume":
+            if self.gated:
+                self.gated = False
+                self.env.start_clock()
             if self.spec.mode == "async" and not self.ended:
                 self.running = True
                 self.next_tick = time.monotonic() + self.period

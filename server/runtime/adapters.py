@@ -159,6 +159,10 @@ class EnvAdapter(dm_env.Environment):
         self._started = time.monotonic()
         return self._reset(self._seed)
 
+    def start_clock(self) -> None:
+        """The episode's ``max_duration_s`` counts from now (its player is ready)."""
+        self._started = time.monotonic()
+
     def step(self, action: Any) -> dm_env.TimeStep:
         timestep = self._step(action)
         self._steps += 1

@@ -198,9 +198,14 @@ class EnvWorker:
         return False
 
     # -- commands ---------------------------------------------------------------------------
-    async def begin_episode(self, episode_id: str, seed: int | None = None) -> StepEvent:
-        """Reset with ``seed`` and start recording; returns the first frame's event."""
-        payload = {"episode_id": episode_id, "seed": seed}
+    async def begin_episode(
+        self, episode_id: str, seed: int | None = None, paused: bool = False
+    ) -> StepEvent:
+        """Reset with ``seed`` and start recording; returns the first frame's event.
+
+        ``paused``: the async clock (and ``max_duration_s``) waits for :meth:`resume`.
+        """
+        payload = {"episode_id": episode_id, "seed": seed, "paused": paused}
         return StepEvent.from_wire(await self._request("begin_episode", payload))
 
     async def send_input(

@@ -23,6 +23,7 @@ from server.export import (
     ExportOptions,
     StepTag,
     check_compatible,
+    minari_format,
 )
 from server.export.jobs import JobPayload
 from server.export.tfds_writer import check_dataset_name
@@ -32,6 +33,11 @@ from server.schemas import ExportCreate, ExportOptionsIn, ExportSelection
 from server.services import review, studies
 
 ACTIVE = frozenset({JobState.queued, JobState.running})
+_FORMATS = {
+    "tfds": ExportFormat.RLDS,
+    "envlogger": ExportFormat.ENVLOGGER,
+    "minari": ExportFormat.MINARI,
+}
 
 
 def dataset_name(study: Study, requested: str | None) -> str:
@@ -103,10 +109,20 @@ def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
     return episodes
 
 
+def instructions_of(study: Study) -> dict[str, str]:
+    """Each environment's instructions, else the study's (the OXE language instruction)."""
+    spec = studies.spec_of(study)
+    return {env.id: (env.instructions or spec.instructions).strip() for env in spec.environments}
+
+
 def episode_inputs(
-    db: Session, episodes: list[Episode], secret_key: str, data_root: Path
+    db: Session,
+    episodes: list[Episode],
+    secret_key: str,
+    data_root: Path,
+    instructions: dict[str, str] | None = None,
 ) -> list[EpisodeInput]:
-    """The exporter's inputs: log folders, pseudonymous agent ids, tags and notes."""
+    """The exporter's inputs: log folders, pseudonymous agent ids, tags, notes, instructions."""
     externals = review.external_ids(db, episodes)
     inputs = []
     for e in episodes:
@@ -122,13 +138,17 @@ def episode_inputs(
                     for t in sorted(e.step_tags, key=lambda t: (t.start_step, t.id))
                 ),
                 notes="\n\n".join(n.body for n in review.notes_of(e)),
+                instruction=(instructions or {}).get(e.env_key, ""),
             )
         )
     return inputs
 
 
-def check_inputs(episodes: list[Episode], inputs: list[EpisodeInput]) -> None:
-    """Cheap checks before queuing: logs exist; one log per environment has the same spaces."""
+def check_inputs(
+    episodes: list[Episode], inputs: list[EpisodeInput], export_format: ExportFormat
+) -> None:
+    """Cheap checks before queuing: logs exist; one log per environment has the same spaces,
+    which the format can hold."""
     for ep in inputs:
         if not ep.log_dir.is_dir():
             raise Invalid(
@@ -139,7 +159,9 @@ def check_inputs(episodes: list[Episode], inputs: list[EpisodeInput]) -> None:
     for row, ep in zip(episodes, inputs, strict=True):
         one_per_env.setdefault(row.env_key, ep)
     try:
-        check_compatible(list(one_per_env.values()))
+        specs = check_compatible(list(one_per_env.values()))
+        if export_format is ExportFormat.MINARI:
+            minari_format.check_specs(specs)
     except ExportError as exc:
         raise Invalid(
             f"Cannot export this selection: {exc}.",
@@ -151,12 +173,18 @@ def library_options(study: Study, opts: ExportOptionsIn) -> ExportOptions:
     """The exporter's options for the API's."""
     options = ExportOptions(
         name=dataset_name(study, opts.name),
-        format=ExportFormat.ENVLOGGER if opts.format == "envlogger" else ExportFormat.RLDS,
+        format=_FORMATS[opts.format],
         keep_step_metadata=not opts.strip_step_metadata,
         step_tag_names=tuple(opts.step_tags) if opts.step_tags is not None else None,
         end_tags=tuple(opts.end_tags),
         study=f"{study.name} (study {study.id})",
+        profile=opts.profile or "",
     )
+    if opts.profile and opts.format != "tfds":
+        raise Invalid(
+            f"The {opts.profile} profile applies to the tfds format only.",
+            detail=[{"loc": ["body", "options", "profile"], "msg": "tfds format only"}],
+        )
     try:
         check_dataset_name(options.name, options.version)
     except ExportError as exc:
@@ -179,8 +207,8 @@ def prepare(
     """Resolve and check a selection: its episodes, the exporter's options and inputs."""
     episodes = resolve(db, study, selection)
     options = library_options(study, opts)
-    inputs = episode_inputs(db, episodes, secret_key, data_root)
-    check_inputs(episodes, inputs)
+    inputs = episode_inputs(db, episodes, secret_key, data_root, instructions_of(study))
+    check_inputs(episodes, inputs, options.format)
     return episodes, options, inputs
 
 

@@ -5,6 +5,7 @@ Usage:
     consumer_check.py reference <data_dir> <logs_root> <work_dir>
     consumer_check.py envlogger <export_dir> <expected.npz>
     consumer_check.py reference-time <data_dir> <logs_root> <work_dir>   (benchmarks/export.py)
+    consumer_check.py oxe <docs/export.md> <export_dir> <name> <expected.npz>
 
 Each mode prints one JSON line of what it checked and exits non-zero on the first mismatch.
 """
@@ -280,6 +281,73 @@ def check_envlogger(export_dir: str, expected_path: str) -> None:
     print(json.dumps({"mode": "envlogger", "episodes": count}))
 
 
+def oxe_statistics(rows: np.ndarray) -> dict[str, Any]:
+    """Octo's per-dimension statistics of stacked values."""
+    rows = rows.reshape(len(rows), -1).astype(np.float64)
+    return {
+        "mean": rows.mean(0),
+        "std": rows.std(0),
+        "max": rows.max(0),
+        "min": rows.min(0),
+        "p99": np.percentile(rows, 99, axis=0),
+        "p01": np.percentile(rows, 1, axis=0),
+    }
+
+
+def check_oxe(doc_path: str, export_dir: str, name: str, expected_path: str) -> None:
+    """The docs' OXE snippet, every value, and dataset_statistics.json recomputed."""
+    import re
+
+    section = Path(doc_path).read_text().split("### Open X-Embodiment profile", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    if match is None:
+        fail("no python snippet in the OXE section of docs/export.md")
+    assert match is not None
+    code = match.group(1).replace("<export>", export_dir).replace("<name>", name)
+    scope: dict[str, Any] = {}
+    exec(compile(code, "docs/export.md (OXE snippet)", "exec"), scope)
+    ds, statistics, builder = scope["ds"], scope["statistics"], scope["builder"]
+    frame_feature = builder.info.features["steps"]["frame"]
+    expected = {str(e["episode_metadata/episode_id"]): e for e in load_expected(expected_path)}
+    actions, observations, steps_checked = [], defaultdict(list), 0
+    for episode in ds:
+        flat = flatten_episode({k: v for k, v in episode.items() if k != "episode_metadata"})
+        for key, value in episode["episode_metadata"].items():
+            flat[f"episode_metadata/{key}"] = value.numpy()
+        want = expected[as_text(flat["episode_metadata/episode_id"])]
+        want_keys = {k for k in want if not k.startswith("_")}
+        if set(flat) != want_keys:
+            fail(f"fields {sorted(set(flat) ^ want_keys)} differ")
+        for key in sorted(want_keys):
+            value = want[key]
+            if key == "steps/frame":
+                value = np.stack([frame_feature.decode_example(v).numpy() for v in value])
+            compare(key, flat[key], value)
+        actions.append(flat["steps/action"].reshape(len(flat["steps/action"]), -1))
+        for key, value in flat.items():
+            if key.startswith("steps/observation/") and not (
+                value.dtype == np.uint8 and value.ndim == 4
+            ):
+                observations[key[len("steps/observation/") :]].append(value)
+        steps_checked += len(flat["steps/is_first"])
+    if statistics["num_trajectories"] != len(expected) or statistics["num_transitions"] != (
+        steps_checked
+    ):
+        fail(f"counts {statistics['num_trajectories']}, {statistics['num_transitions']}")
+    wants = {"action": oxe_statistics(np.concatenate(actions))}
+    for key, values in observations.items():
+        wants[f"observation/{key}"] = oxe_statistics(np.concatenate(values))
+    got_obs = {f"observation/{k}": v for k, v in statistics["observation"].items()}
+    if set(got_obs) != set(wants) - {"action"}:
+        fail(f"statistics of {sorted(got_obs)} != {sorted(set(wants) - {'action'})}")
+    for key, want_stats in wants.items():
+        got_stats = statistics["action"] if key == "action" else got_obs[key]
+        for stat, value in want_stats.items():
+            if not np.allclose(got_stats[stat], value, rtol=1e-12, atol=0):
+                fail(f"statistics {key} {stat}: {got_stats[stat]} != {value.tolist()}")
+    print(json.dumps({"mode": "oxe", "episodes": len(expected), "steps": steps_checked}))
+
+
 def main(argv: list[str]) -> None:
     """Dispatch on the mode."""
     mode, *args = argv
@@ -289,6 +357,8 @@ def main(argv: list[str]) -> None:
         check_reference(*args)
     elif mode == "envlogger":
         check_envlogger(*args)
+    elif mode == "oxe":
+        check_oxe(*args)
     elif mode == "reference-time":
         time_reference(*args)
     else:

@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
-# Create (or reuse) .consumer-venv: TensorFlow 2.15 + tensorflow-datasets + rlds, to load
-# exports as a researcher would. Idempotent: a stamp holds the requirements' hash, so the
-# venv is rebuilt only when tests/export/consumer-requirements.txt changes.
+# Create (or reuse) a consumer venv, to load exports as a researcher would. By default
+# .consumer-venv: TensorFlow 2.15 + tensorflow-datasets + rlds; with CONSUMER=minari,
+# .consumer-venv-minari: minari[arrow]. Idempotent: a stamp holds the requirements' hash, so
+# a venv is rebuilt only when its lock (tests/export/*-requirements.txt) changes.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-REQ="$ROOT/tests/export/consumer-requirements.txt"  # the lock (make lock), from consumer-requirements.in
-VENV="${CONSUMER_VENV:-$ROOT/.consumer-venv}"
+CONSUMER="${CONSUMER:-tfds}"
+case "$CONSUMER" in
+    tfds)  # the lock (make lock), from consumer-requirements.in
+        REQ="$ROOT/tests/export/consumer-requirements.txt"
+        VENV="${CONSUMER_VENV:-$ROOT/.consumer-venv}"
+        IMPORTS="import rlds, tensorflow_datasets, tensorflow, envlogger" ;;
+    minari)  # from minari-requirements.in
+        REQ="$ROOT/tests/export/minari-requirements.txt"
+        VENV="${CONSUMER_VENV_MINARI:-$ROOT/.consumer-venv-minari}"
+        IMPORTS="import minari, minari.dataset._storages.arrow_storage" ;;
+    *) echo "unknown consumer $CONSUMER (tfds or minari)"; exit 2 ;;
+esac
 PYTHON="${PYTHON:-python3}"
 STAMP="$VENV/.requirements-sha256"
 
@@ -22,6 +33,6 @@ rm -rf "$VENV"
 "$VENV/bin/pip" install -q pip==26.3
 "$VENV/bin/pip" install -q -r "$REQ"
 # Prove the stack imports before stamping it.
-"$VENV/bin/python" -c "import rlds, tensorflow_datasets, tensorflow, envlogger"
+"$VENV/bin/python" -c "$IMPORTS"
 echo "$want" > "$STAMP"
-echo "consumer venv built in $(( $(date +%s) - start )) s: $VENV"
+echo "consumer venv built in $(( $(date +%s) - start )) s ($(du -sh "$VENV" | cut -f1)): $VENV"

@@ -9,14 +9,16 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from server.export import ExportFormat, ExportOptions, StepTag, export_dataset
 from tests.export._expected import expected_episode, save_expected
 from tests.export._recordings import Recording
-from tests.export.conftest import episode_input
+from tests.export.conftest import ROOT, episode_input
 
 pytestmark = pytest.mark.consumer
 
@@ -117,3 +119,49 @@ def test_envlogger_format_reads_back(
     save_expected(tmp_path / "expected.npz", [expected_episode(r) for r in recs])
     report = _last_json(consumer("envlogger", str(result.path), str(tmp_path / "expected.npz")))
     assert report == {"mode": "envlogger", "episodes": len(recs)}
+
+
+def oxe_expected(expected: dict, instruction: str) -> dict:
+    """The plain RLDS expectation in the OXE profile's layout."""
+    out: dict = {}
+    for key, value in expected.items():
+        if key == "steps/observation":
+            image = np.asarray(value).dtype == np.uint8 and np.asarray(value).ndim == 4
+            out["steps/observation/" + ("image" if image else "state")] = value
+        elif key.startswith(("steps/", "_")):
+            out[key] = value
+        else:
+            out[f"episode_metadata/{key}"] = value
+    out["steps/language_instruction"] = np.asarray([instruction] * int(expected["_length"]))
+    return out
+
+
+@pytest.mark.parametrize("env", ["cartpole", "pong", "minigrid", "lunar"])
+def test_oxe_profile_loads_with_statistics(
+    env: str,
+    recordings: dict[str, list[Recording]],
+    consumer: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    recs = recordings[env]
+    tags = (StepTag("good", 1, 1),)
+    instruction = "Balance the pole.\n\nUse the arrow keys."
+    inputs = [
+        replace(episode_input(r, step_tags=tags, tags=("a",)), instruction=instruction)
+        for r in recs
+    ]
+    result = export_dataset(inputs, ExportOptions(name="oxe_ds", profile="oxe"), tmp_path / "out")
+    expected = [
+        oxe_expected(
+            expected_episode(r, tags=("a",), step_tags=tags, tag_names=("good",)), instruction
+        )
+        for r in recs
+    ]
+    save_expected(tmp_path / "expected.npz", expected)
+    doc = str(ROOT / "docs" / "export.md")
+    out = consumer("oxe", doc, str(result.path), "oxe_ds", str(tmp_path / "expected.npz"))
+    assert _last_json(out) == {
+        "mode": "oxe",
+        "episodes": len(recs),
+        "steps": sum(r.num_steps for r in recs),
+    }

@@ -126,6 +126,38 @@ def test_tar_gz_with_explicit_ids_and_envlogger_format(world) -> None:  # type: 
         assert f"raw/episodes/{episode_id}/tags.json" in names
 
 
+def test_minari_format_job(world) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    job = start(c, sid, format="minari", archive="zip", name="mini")
+    assert job["format"] == "minari"
+    done = wait_done(c, job["id"])
+    assert done["state"] == "succeeded", done
+    with zipfile.ZipFile(io.BytesIO(c.get(done["download_url"]).content)) as zf:
+        names = zf.namelist()
+        meta = json.loads(zf.read("mini/mini-v1/data/metadata.json"))
+        card = zf.read("mini/README.md").decode()
+    assert meta["total_episodes"] == 3 and meta["data_format"] == "arrow"
+    assert {f"mini/mini-v1/data/{i}/part-0.arrow" for i in range(3)} <= set(names)
+    assert 'minari.load_dataset("mini-v1")' in card
+
+
+def test_oxe_profile_job(world) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    res = c.post(
+        f"/api/studies/{sid}/exports",
+        json={"selection": {}, "options": {"format": "envlogger", "profile": "oxe"}},
+    )
+    assert res.status_code == 422 and "tfds format only" in res.text
+    job = start(c, sid, profile="oxe", archive="zip", name="ox")
+    done = wait_done(c, job["id"])
+    assert done["state"] == "succeeded", done
+    with zipfile.ZipFile(io.BytesIO(c.get(done["download_url"]).content)) as zf:
+        stats = json.loads(zf.read("ox/ox/1.0.0/dataset_statistics.json"))
+        features = zf.read("ox/ox/1.0.0/features.json").decode()
+    assert stats["num_trajectories"] == 3 and set(stats["observation"]) == {"state"}
+    assert "language_instruction" in features and "episode_metadata" in features
+
+
 def test_folder_export_streams_a_zip(world) -> None:  # type: ignore[no-untyped-def]
     c, sid = world["client"], world["study"].id
     job = start(c, sid, {"tags": ["good"]}, archive="folder", name="good_ones")

@@ -1,0 +1,92 @@
+"""Minari exports loaded by minari itself (.consumer-venv-minari), value by value.
+
+Each test exports recordings in the main venv, saves the RLDS values it expects from the
+recordings' ground truth (the same as the RLDS consumer tests), and runs minari_check.py,
+which runs the docs' loading snippet and compares every loaded value.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from server.export import ExportFormat, ExportOptions, StepTag, export_dataset
+from tests.export._expected import expected_episode, save_expected
+from tests.export._recordings import Recording
+from tests.export.conftest import ROOT, episode_input
+
+pytestmark = pytest.mark.consumer
+
+MINARI_PYTHON = ROOT / ".consumer-venv-minari" / "bin" / "python"
+CHECK = Path(__file__).resolve().parent / "minari_check.py"
+
+
+def run_minari_check(export_dir: Path, dataset: str, expected: Path) -> dict:
+    """minari_check.py's report; fails (not skips) when the consumer venv is absent."""
+    if not MINARI_PYTHON.exists():
+        pytest.fail(
+            f"the Minari consumer venv ({MINARI_PYTHON.parent.parent}) is missing: "
+            "run `make consumer-venv` (make test builds it)"
+        )
+    proc = subprocess.run(
+        [str(MINARI_PYTHON), str(CHECK), str(ROOT / "docs" / "export.md")]
+        + [str(export_dir), dataset, str(expected)],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(export_dir)},
+    )
+    assert proc.returncode == 0, f"minari check failed:\n{proc.stdout}\n{proc.stderr[-5000:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("env", ["cartpole", "pong", "minigrid", "lunar"])
+def test_minari_loads_every_value(
+    env: str, recordings: dict[str, list[Recording]], tmp_path: Path
+) -> None:
+    recs = recordings[env]
+    tags = (StepTag("jump", 0, 1), StepTag("good", 1, 1))
+    inputs = [episode_input(r, step_tags=tags, tags=("a", "b"), notes="n") for r in recs]
+    options = ExportOptions(name="ds", format=ExportFormat.MINARI)
+    result = export_dataset(inputs, options, tmp_path / "out")
+    expected = [
+        expected_episode(r, tags=("a", "b"), notes="n", step_tags=tags, tag_names=("good", "jump"))
+        for r in recs
+    ]
+    save_expected(tmp_path / "expected.npz", expected)
+    report = run_minari_check(result.path, "ds-v1", tmp_path / "expected.npz")
+    assert report == {
+        "mode": "minari",
+        "episodes": len(recs),
+        "steps": sum(r.num_steps for r in recs),
+    }
+
+
+def test_minari_stripped_and_cut_by_end_tag(
+    recordings: dict[str, list[Recording]], tmp_path: Path
+) -> None:
+    recs = recordings["cartpole"]
+    inputs, expected = [], []
+    for r in recs:
+        tags = (StepTag("crash", 3, 3),) if r.episode_id == "cp-1" else ()
+        inputs.append(episode_input(r, step_tags=tags))
+        expected.append(
+            expected_episode(
+                r,
+                step_tags=tags,
+                tag_names=("crash",),
+                end_tags=("crash",),
+                keep_step_metadata=False,
+            )
+        )
+    options = ExportOptions(
+        name="cut", format=ExportFormat.MINARI, keep_step_metadata=False, end_tags=("crash",)
+    )
+    result = export_dataset(inputs, options, tmp_path / "out")
+    assert result.episodes[0].num_steps == 4 and not result.episodes[0].terminated
+    save_expected(tmp_path / "expected.npz", expected)
+    report = run_minari_check(result.path, "cut-v1", tmp_path / "expected.npz")
+    assert report["episodes"] == 3 and report["steps"] == sum(e.num_steps for e in result.episodes)
