@@ -272,6 +272,55 @@ class PlayerStudyOut(BaseModel):
     protocol: int = PROTOCOL_VERSION
 
 
+# --- study editor: catalog and validation --------------------------------------------------
+class CatalogEntryPublic(BaseModel):
+    """An environment the operator allows, with the defaults the editor starts from."""
+
+    key: str
+    name: str
+    suite: str
+    action_type: Literal["discrete", "continuous"]
+    source: dict[str, Any]
+    mode: Literal["sync", "async"]
+    fps: int
+    controls: dict[str, Any]
+    settings_schema: dict[str, Any]
+    installed: bool
+    extra: str | None
+    thumbnail_url: str | None = Field(description="First frame (only when installed).")
+
+
+class ValidationIssue(BaseModel):
+    loc: list[str | int]
+    msg: str
+
+
+class EnvValidationPublic(BaseModel):
+    """What building one environment in a worker showed (spaces, frame, speed, issues)."""
+
+    index: int
+    id: str
+    name: str
+    ok: bool = Field(description="True when it built with no problems.")
+    cached: bool = Field(description="Served from the validation cache (no worker started).")
+    problems: list[ValidationIssue]
+    warnings: list[ValidationIssue]
+    observation_space: Any = None
+    action_space: Any = None
+    action_meanings: list[str] | None = None
+    cameras: list[str] | None = None
+    controls: dict[str, Any] | None = None
+    speed: dict[str, Any] | None = Field(
+        default=None, description="mode, fps, native_fps, frameskip, effective (1 = real speed)"
+    )
+    frame_url: str | None = None
+
+
+class StudyValidationPublic(BaseModel):
+    ok: bool = Field(description="True when every environment built with no problems.")
+    environments: list[EnvValidationPublic]
+
+
 class PreviewOut(BaseModel):
     study: dict[str, Any]
     state: Literal["active", "paused", "closed", "full"]

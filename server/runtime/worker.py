@@ -259,6 +259,12 @@ class EnvWorker:
         """Finalize the episode's log; returns its summary, None if none was open."""
         return await self._request("end_episode", {"reason": reason})
 
+    async def preview(
+        self, seed: int | None = None, inputs: list[Any] | None = None
+    ) -> dict[str, Any]:
+        """Reset without recording, step once per input: ``{"frame": JPEG, "actions"}``."""
+        return await self._request("preview", {"seed": seed, "inputs": inputs or []})
+
     async def ping(self) -> None:
         """Round trip to the worker (health check)."""
         await self._request("ping", None)
