@@ -20,10 +20,11 @@ class DomainError(Exception):
 
     status = 400
 
-    def __init__(self, message: str, *, detail: Any = None) -> None:
+    def __init__(self, message: str, *, detail: Any = None, code: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.detail = detail
+        self.code = code  # a machine-readable reason, sent as ``code`` when set
 
 
 class NotFound(DomainError):

@@ -57,6 +57,15 @@ class Role(enum.StrEnum):
     designer = "designer"
 
 
+class Platform(enum.StrEnum):
+    """How a participant arrived: a platform's URL parameters, a typed id, or no id."""
+
+    prolific = "prolific"
+    mturk = "mturk"
+    direct = "direct"
+    anonymous = "anonymous"
+
+
 class StudyState(enum.StrEnum):
     draft = "draft"
     active = "active"
@@ -174,6 +183,19 @@ class Participant(Base):
     external_id: Mapped[str] = mapped_column(String(200), index=True)
     created_at: Mapped[datetime] = mapped_column(_TS, default=utcnow)
     completed_at: Mapped[datetime | None] = mapped_column(_TS)
+    # where they came from (Platform) and the platform's own ids, for approvals and bonuses
+    platform: Mapped[str] = mapped_column(
+        String(16), index=True, default="direct", server_default="direct"
+    )
+    platform_study_id: Mapped[str | None] = mapped_column(String(200))  # STUDY_ID / hitId
+    # Prolific SESSION_ID / MTurk assignmentId
+    platform_session_id: Mapped[str | None] = mapped_column(String(200))
+    submit_to: Mapped[str | None] = mapped_column(String(500))  # MTurk turkSubmitTo
+    assigned_env: Mapped[str | None] = mapped_column(String(64))  # balanced assignment
+    consented_at: Mapped[datetime | None] = mapped_column(_TS)
+    screened_out_at: Mapped[datetime | None] = mapped_column(_TS)
+    last_seen_at: Mapped[datetime | None] = mapped_column(_TS)
+    completion_shown_at: Mapped[datetime | None] = mapped_column(_TS)
 
 
 class PlaySession(Base):

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from server.core.passwords import MIN_LENGTH as MIN_PASSWORD_LENGTH
 from server.models import EpisodeStatus, JobState, Role, StudyState
 from server.player.protocol import PROTOCOL_VERSION
-from server.principal import is_reserved_participant_id
 from server.study_spec import StrictModel, StudySpec
 
 
@@ -233,25 +232,34 @@ class ExportJobPublic(BaseModel):
 
 
 # --- the player ----------------------------------------------------------------------------
-RESERVED_ID_MESSAGE = "participant ids starting with 'user:' are reserved for designers' test plays"
+class PreviewIn(StrictModel):
+    """A first look at a permalink: no participant is made."""
+
+    token: str = Field(min_length=1, max_length=64, description="The study's permalink token.")
+
+
+JOIN_PARAMS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "workerId", "assignmentId", "hitId",
+               "turkSubmitTo")  # fmt: skip
 
 
 class JoinIn(StrictModel):
-    """A participant arriving through a permalink."""
+    """A participant arriving through a permalink: the platform's URL parameters, a typed id,
+    or neither (anonymous, when the study allows it)."""
 
     token: str = Field(min_length=1, max_length=64, description="The study's permalink token.")
-    participant_id: str = Field(
-        min_length=1, max_length=200, pattern=r"^[\w.@:+-]+$",
-        description="The participant's id (Prolific, MTurk, ...): letters, digits, ._@:+-; "
-                    "not starting with 'user:' (designers' test plays)",
+    participant_id: str | None = Field(
+        default=None, max_length=1000,
+        description="A typed id: 1-200 characters, no spaces or control characters, not "
+                    "starting with 'user:' (designers' test plays).",
+    )  # fmt: skip
+    params: dict[str, Annotated[str, Field(max_length=1000)]] = Field(
+        default_factory=dict, max_length=32,
+        description="The permalink's URL query: " + ", ".join(JOIN_PARAMS) + " (others ignored).",
     )  # fmt: skip
 
-    @field_validator("participant_id")
-    @classmethod
-    def _not_a_designer(cls, value: str) -> str:
-        if is_reserved_participant_id(value):
-            raise ValueError(RESERVED_ID_MESSAGE)
-        return value
+
+class ConsentIn(StrictModel):
+    accept: bool
 
 
 class PlayerStudyOut(BaseModel):
@@ -260,4 +268,81 @@ class PlayerStudyOut(BaseModel):
     study: dict[str, Any]
     ticket: str | None = None
     participant_id: str | None = None
+    participant: dict[str, Any] | None = Field(
+        default=None, description="ParticipantState (docs/protocol.md)."
+    )
     protocol: int = PROTOCOL_VERSION
+
+
+# --- study editor: catalog and validation --------------------------------------------------
+class CatalogEntryPublic(BaseModel):
+    """An environment the operator allows, with the defaults the editor starts from."""
+
+    key: str
+    name: str
+    suite: str
+    action_type: Literal["discrete", "continuous"]
+    source: dict[str, Any]
+    mode: Literal["sync", "async"]
+    fps: int
+    controls: dict[str, Any]
+    settings_schema: dict[str, Any]
+    installed: bool
+    extra: str | None
+    thumbnail_url: str | None = Field(description="First frame (only when installed).")
+
+
+class ValidationIssue(BaseModel):
+    loc: list[str | int]
+    msg: str
+
+
+class EnvValidationPublic(BaseModel):
+    """What building one environment in a worker showed (spaces, frame, speed, issues)."""
+
+    index: int
+    id: str
+    name: str
+    ok: bool = Field(description="True when it built with no problems.")
+    cached: bool = Field(description="Served from the validation cache (no worker started).")
+    problems: list[ValidationIssue]
+    warnings: list[ValidationIssue]
+    observation_space: Any = None
+    action_space: Any = None
+    action_meanings: list[str] | None = None
+    cameras: list[str] | None = None
+    controls: dict[str, Any] | None = None
+    speed: dict[str, Any] | None = Field(
+        default=None, description="mode, fps, native_fps, frameskip, effective (1 = real speed)"
+    )
+    frame_url: str | None = None
+
+
+class StudyValidationPublic(BaseModel):
+    ok: bool = Field(description="True when every environment built with no problems.")
+    environments: list[EnvValidationPublic]
+
+
+class PreviewOut(BaseModel):
+    study: dict[str, Any]
+    state: Literal["active", "paused", "closed", "full"]
+
+
+class ParticipantRow(BaseModel):
+    """One participant as the designer's participants page lists it."""
+
+    id: int
+    external_id: str
+    platform: str
+    platform_study_id: str | None
+    platform_session_id: str | None
+    consented_at: datetime | None
+    screened_out_at: datetime | None
+    started_at: datetime
+    last_seen_at: datetime | None
+    episodes: dict[str, int] = Field(description="Episodes per status.")
+    play_time_s: float = Field(description="Summed duration of completed episodes.")
+    completed_at: datetime | None
+    completion_code_shown: bool
+    assigned_env: str | None
+    last_error: str | None = Field(description="The last environment failure they met.")

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -198,7 +200,61 @@ class EnvironmentSpec(StrictModel):
         default=None, description="Seeds used in turn; a random seed per episode when empty."
     )
     episodes_per_participant: int = Field(default=1, ge=1, le=10_000)
-    episodes_total: int | None = Field(default=None, ge=1)
+    episodes_total: int | None = Field(
+        default=None, ge=1, le=10_000_000,
+        description="Completed episodes (all participants) after which the environment is full.",
+    )  # fmt: skip
+    countdown_s: int = Field(
+        default=0, ge=0, le=10, description="Async: a countdown shown before an episode starts."
+    )
+
+
+CODE = r"^[A-Za-z0-9_-]{0,64}$"
+
+
+def check_url(value: str) -> str:
+    """An http(s) URL with a host, or empty; anything else (javascript:, data:...) is refused."""
+    if not value:
+        return value
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("must be an http:// or https:// URL")
+    if any(ch.isspace() or unicodedata.category(ch)[0] == "C" for ch in value):
+        raise ValueError("must not contain spaces or control characters")
+    return value
+
+
+class Requirements(StrictModel):
+    """What a participant must have done, on top of the per-environment quotas."""
+
+    min_episodes: int = Field(default=0, ge=0, le=10_000, description="Completed episodes.")
+    min_play_time_s: float = Field(
+        default=0, ge=0, le=24 * 3600, description="Active play time (completed episodes)."
+    )
+
+
+class CrowdSettings(StrictModel):
+    """How crowd workers (Prolific, MTurk, a typed id) take part: see docs/study-format.md."""
+
+    consent: str = Field(
+        default="", max_length=50_000, description="Markdown; must be accepted when set."
+    )
+    assignment: Literal["choice", "balanced"] = "choice"
+    allow_anonymous: bool = Field(default=False, description="No id needed: one is made up.")
+    completion_code: str = Field(default="", pattern=CODE)
+    screenout_code: str = Field(default="", pattern=CODE)
+    completion_url: str = Field(
+        default="", max_length=2000, description="http(s); {code} is replaced by the code."
+    )
+    screenout_url: str = Field(
+        default="", max_length=2000, description="http(s); {code} is replaced by the code."
+    )
+    requirements: Requirements = Field(default_factory=Requirements)
+
+    @field_validator("completion_url", "screenout_url")
+    @classmethod
+    def _http_only(cls, value: str) -> str:
+        return check_url(value)
 
 
 class StudySpec(StrictModel):
@@ -211,6 +267,7 @@ class StudySpec(StrictModel):
         default=300, gt=0, le=24 * 3600, description="A pause longer than this abandons."
     )
     environments: list[EnvironmentSpec] = Field(min_length=1, max_length=50)
+    crowd: CrowdSettings = Field(default_factory=CrowdSettings)
 
     @model_validator(mode="after")
     def _unique_env_ids(self) -> StudySpec:

@@ -1,31 +1,29 @@
-/* RLDS Studio player: joins a study, opens the play socket (docs/protocol.md), draws
-   JPEG frames on a canvas, sends keyboard and gamepad input, and acks every frame drawn. */
-"use strict";
+/* RLDS Studio player: a participant's way through a study — entry, consent, instructions,
+   lobby, ready gate, episodes, completion — and the play socket (docs/protocol.md). Every
+   screen has a way forward; a reload finds its place again from the server (/api/play/me,
+   the session id) with the ticket kept in sessionStorage. */
+import * as crowd from "./player-crowd.js";
+import { createInput, PLAYER_KEYS } from "./player-input.js";
+import * as views from "./player-views.js";
+import { fit, fmt, onFrame, onFrameDrawn, updateStatus } from "./player-stage.js";
 
 const PROTOCOL = 1;
 const SUBPROTOCOL = "rlds-studio";
-const HEADER_BYTES = 24; // episode u32, step u32, server ms f64, return f64 (big-endian)
-const PLAYER_KEYS = { start: "Enter", pause: "Escape", cancel: "Delete" };
-const GAMEPAD_POLL_MS = 4; // while a gamepad is connected
-const GAMEPAD_SEARCH_MS = 250; // looking for one
 const $ = (id) => document.getElementById(id);
-const now = () => performance.timeOrigin + performance.now();
 const params = new URLSearchParams(location.search);
+const token = params.get("token");
 
 const state = {
   ws: null, sessionId: null, ticket: null, study: null, envs: {}, env: null, info: null,
-  phase: "idle", episode: null, step: -1, shownEpisode: 0, lastEnv: null,
+  participant: null, phase: "idle", episode: null, step: -1, next: null,
   held: [], boundKeys: new Set(), deadzone: 0.15,
   pad: { index: null, buttons: {}, axes: [], signature: "" },
-  decoding: false, pending: null, drawnTimes: [], ended: false, retries: 0, closing: false,
-  resendTimer: null,
+  retries: 0, closing: false, takeover: false, resendTimer: null, countdown: null, refused: null,
+  countdownS: null,
 };
 
 /* --- small helpers ------------------------------------------------------------------- */
-function show(view) {
-  for (const id of ["join-view", "lobby-view", "play-view", "done-view"]) $(id).hidden = id !== view;
-}
-function pageError(text) { const el = $("page-error"); el.textContent = text; el.hidden = !text; }
+const show = crowd.show;
 function playMessage(text, ok = false) {
   const el = $("play-message");
   el.textContent = text || "";
@@ -36,104 +34,167 @@ function playMessage(text, ok = false) {
 function send(message) {
   if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(JSON.stringify(message));
 }
-function storageKey() { return `rlds-player:${params.get("token") || "study-" + params.get("study")}`; }
-function remember() {
-  sessionStorage.setItem(storageKey(), JSON.stringify({ ticket: state.ticket, session: state.sessionId }));
-}
+function storageKey() { return `rlds-player:${token || "study-" + params.get("study")}`; }
 function recall() {
   try { return JSON.parse(sessionStorage.getItem(storageKey()) || "{}"); } catch { return {}; }
 }
+function remember(extra = {}) {
+  sessionStorage.setItem(storageKey(), JSON.stringify({ ...recall(),
+    ticket: state.ticket, session: state.sessionId, ...extra }));
+}
+function forgetTicket() { state.ticket = null; state.sessionId = null; remember(); }
+const isParticipant = () => state.participant !== null;
+const balanced = () => Boolean(state.study && state.study.assignment === "balanced");
 
-/* --- entry --------------------------------------------------------------------------- */
+/** Leave the game for a screen of its own: this tab's socket is closed on purpose. */
+function stopPlaying() {
+  state.closing = true;
+  if (state.ws) state.ws.close(1000);
+  state.ws = null;
+  for (const id of ["save-dialog", "instructions-dialog"]) if ($(id).open) $(id).close();
+}
+
+/* --- entry: link, platform ids, consent ------------------------------------------------ */
 async function boot() {
-  if (params.get("token")) {
-    $("join-form").addEventListener("submit", join);
-    const saved = recall();
-    state.sessionId = saved.session || null; // kept across a new join: the session resumes
-    if (saved.ticket) { state.ticket = saved.ticket; connect(); return; }
-    askToJoin("");
-  } else if (params.get("study")) {
-    state.sessionId = recall().session || null;
-    connect();
-  } else {
-    pageError("This page needs a study link (…/player.html?token=…) from the study's designer.");
+  state.closing = false;
+  if (!token) {
+    if (params.get("study")) { state.sessionId = recall().session || null; connect(); return; }
+    crowd.showStatus({ title: "No study link",
+      text: "This page needs a study link (…/player.html?token=…) from the study's researchers." });
+    return;
   }
+  const saved = recall();
+  state.ticket = saved.ticket || null;
+  state.sessionId = saved.session || null;
+  const look = await crowd.call("POST", "/api/play/preview", { token });
+  if (look.status === 404) { crowd.showInvalidLink(); return; }
+  if (!look.ok) { crowd.showUnreachable(crowd.errorText(look), boot); return; }
+  useStudy(look.body.study);
+  const ids = crowd.platformParams(params);
+  if (ids.assignmentId === crowd.MTURK_PREVIEW) { crowd.showPreview(state.study); return; }
+  if (state.ticket) {
+    const me = await crowd.call("GET", "/api/play/me", undefined, state.ticket);
+    if (me.ok) { route(me.body); return; }
+    if (me.status === 0) { crowd.showUnreachable(crowd.errorText(me), boot); return; }
+    forgetTicket(); // expired, or the link was replaced: join again
+  }
+  const anonymous = localStorage.getItem(anonKey()); // a returning anonymous participant
+  if (look.body.state !== "active" && !Object.keys(ids).length && !anonymous) { crowd.showNotOpen(look.body.state, boot); return; }
+  if (Object.keys(ids).length) { await join({ params: ids }, false); return; }
+  if (anonymous && state.study.allow_anonymous) { await join({ participant_id: anonymous }, false); return; }
+  crowd.askForId(state.study, "", (id) => join(id ? { participant_id: id } : {}, true));
 }
 
-function askToJoin(text) {
-  show("join-view");
-  pageError(text);
-  $("participant-id").focus();
+function anonKey() { return `rlds-anon:${token}`; }
+
+async function join(body, typed) {
+  const res = await crowd.call("POST", "/api/play/join", { token, ...body });
+  if (!res.ok) {
+    if (res.status === 404) crowd.showInvalidLink();
+    else if (res.status === 409 && res.body.code === "preview") crowd.showPreview(state.study);
+    else if (res.status === 409) crowd.showNotOpen(res.body.code, boot, crowd.errorText(res));
+    else if (typed && res.status === 422) crowd.pageError(crowd.errorText(res));
+    else crowd.showUnreachable(crowd.errorText(res), boot);
+    return;
+  }
+  state.ticket = res.body.ticket;
+  remember();
+  if (res.body.participant.platform === "anonymous") localStorage.setItem(anonKey(), res.body.participant.external_id);
+  useStudy(res.body.study);
+  route(res.body.participant);
 }
 
-async function join(event) {
-  event.preventDefault();
-  const id = $("participant-id").value.trim();
-  if (!id) { pageError("Please enter your participant ID."); return; }
-  $("join-btn").disabled = true;
-  try {
-    let res;
-    try {
-      res = await fetch("/api/play/join", {
-        method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ token: params.get("token"), participant_id: id }),
-      });
-    } catch { pageError("The server cannot be reached. Try again in a moment."); return; }
-    const body = await res.json();
-    if (!res.ok) {
-      const first = Array.isArray(body.detail) ? body.detail[0] : null;
-      const detail = typeof body.detail === "string" ? body.detail
-        : first && first.type === "value_error" ? first.msg.replace(/^Value error, /, "")
-        : "Check your participant ID: letters, digits and . _ @ : + - only.";
-      pageError(detail);
-      return;
-    }
-    pageError("");
-    state.ticket = body.ticket;
-    remember();
-    connect();
-  } finally { $("join-btn").disabled = false; }
+function useStudy(study) {
+  state.study = study;
+  state.envs = Object.fromEntries(study.environments.map((e) => [e.id, e]));
+  $("brand-name").textContent = study.name;
+  document.title = `${study.name} — RLDS Studio`;
+}
+
+/** The screen a participant's state calls for (ParticipantState, docs/protocol.md). */
+async function route(ps) {
+  state.participant = ps;
+  if (ps.screened_out) { stopPlaying(); crowd.showCode("screenout", ps.screenout); return; }
+  if (ps.completed && ps.completion) { stopPlaying(); crowd.showCode("completion", ps.completion); return; }
+  if (ps.done) { await finishStudy(); return; }
+  if (ps.consent_required && !ps.consented) { crowd.showConsent(state.study.consent_html, answerConsent); return; }
+  if (!state.ws) connect();
+}
+
+async function answerConsent(accept) {
+  const res = await crowd.call("POST", "/api/play/consent", { accept }, state.ticket);
+  if (res.ok) { route(res.body); return; }
+  if ([401, 403, 404].includes(res.status)) { forgetTicket(); boot(); return; }
+  crowd.pageError(crowd.errorText(res));
+}
+
+/** Ask for the completion code; when something is still missing, say what and go on playing. */
+async function finishStudy() {
+  const res = await crowd.call("POST", "/api/play/complete", {}, state.ticket);
+  if (res.ok && res.body.completion) { route(res.body); return; }
+  if ([401, 403, 404].includes(res.status)) { forgetTicket(); boot(); return; }
+  // not done after all (the server says what is missing): back to the games
+  if (res.ok) state.participant = res.body;
+  if (state.participant) state.participant.done = false;
+  state.refused = res.ok ? "Some of the study is still to do." : crowd.errorText(res);
+  if (!state.ws) { connect(); return; }
+  goLobby();
 }
 
 /* --- the socket ------------------------------------------------------------------------ */
 /* A participant's ticket rides in the Sec-WebSocket-Protocol header, not in the URL, which
    access logs and browser history keep (docs/protocol.md). */
 function connect() {
+  state.closing = false;
   const q = new URLSearchParams();
   if (!state.ticket) q.set("study", params.get("study"));
   if (state.sessionId) q.set("session", state.sessionId);
+  if (state.takeover) q.set("takeover", "1");
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const protocols = state.ticket ? [SUBPROTOCOL, `ticket.${state.ticket}`] : [SUBPROTOCOL];
   const ws = new WebSocket(`${scheme}://${location.host}/ws/play?${q}`, protocols);
   ws.binaryType = "arraybuffer";
   let opened = false;
   ws.onopen = () => { opened = true; state.retries = 0; };
-  ws.onmessage = (ev) => (typeof ev.data === "string" ? onControl(JSON.parse(ev.data)) : onFrame(ev.data));
-  ws.onclose = (ev) => onClose(ev, opened);
+  ws.onmessage = (ev) => { if (state.ws === ws) (typeof ev.data === "string" ? onControl(JSON.parse(ev.data)) : onFrame(ev.data)); };
+  ws.onclose = (ev) => { if (state.ws === ws) onClose(ev, opened); };
   state.ws = ws;
 }
 
+function takeOver() { state.takeover = true; state.sessionId = null; connect(); }
+
 function onClose(ev, opened) {
   state.ws = null;
-  if (state.closing || ev.code === 4001) { finish("Your session has ended. You can close this page."); return; }
-  if (ev.code === 4000) { pageError("This session was opened in another tab."); return; }
+  clearCountdown();
+  if (ev.code === 4002) {
+    crowd.showStatus({ title: "This study is open in another tab",
+      text: "You can take part in one tab or window at a time. Continue here to move your study to this tab (the other one will stop).",
+      button: { label: "Continue here", onClick: takeOver } });
+    return;
+  }
+  if (ev.code === 4000) {
+    stopPlaying();
+    crowd.showStatus({ title: "Continued in another tab",
+      text: "This study was opened in another tab or window, so it stopped here. Nothing you did is lost.",
+      button: { label: "Continue here", onClick: takeOver } });
+    return;
+  }
+  if (state.closing) return;
+  if (ev.code === 4001) {
+    if (!isParticipant()) { finish("Your session has ended. You can close this page."); return; }
+    crowd.showStatus({ title: "Your session has ended", text: "You can go on where you left off.",
+      button: { label: "Continue", onClick: boot } });
+    return;
+  }
   if (!opened && state.retries === 0) {
     // refused on arrival: the session may be over (start a new one), or else the ticket
     if (state.sessionId) { state.sessionId = null; remember(); connect(); return; }
-    if (state.ticket) { // expired, or the study's link was replaced: join again
-      state.ticket = null; remember();
-      askToJoin("Your entry has expired. Enter your participant ID again to go on.");
-      return;
-    }
-    pageError("You cannot test-play this study: log in as one of its designers first.");
+    if (state.ticket) { forgetTicket(); boot(); return; } // expired, replaced link, study paused
+    crowd.pageError("You cannot test-play this study: log in as one of its designers first.");
     return;
   }
-  if (ev.code === 1008) { pageError(`Disconnected: ${ev.reason || "policy violation"}.`); return; }
-  if (!opened && state.ticket && state.retries >= 3) { // the ticket may have expired meanwhile
-    state.ticket = null; remember(); state.retries = 0; playMessage("");
-    askToJoin("The connection could not be restored. Enter your participant ID again to go on.");
-    return;
-  }
+  if (ev.code === 1008) { crowd.showUnreachable(`Disconnected: ${ev.reason || "policy violation"}.`, boot); return; }
+  if (!opened && state.ticket && state.retries >= 3) { forgetTicket(); state.retries = 0; boot(); return; }
   state.retries++;
   playMessage("Connection lost — reconnecting…");
   setTimeout(connect, Math.min(1000 * state.retries, 5000));
@@ -143,69 +204,78 @@ function finish(text) { $("done-text").textContent = text; show("done-view"); se
 
 const handlers = {
   hello(m) {
-    if (m.protocol !== PROTOCOL) { pageError(`The server speaks protocol ${m.protocol}; reload the page.`); return; }
+    if (m.protocol !== PROTOCOL) { crowd.pageError(`The server speaks protocol ${m.protocol}; reload the page.`); return; }
     state.sessionId = m.session_id;
+    state.takeover = false;
     remember();
-    state.study = m.study;
-    state.envs = Object.fromEntries(m.study.environments.map((e) => [e.id, e]));
-    $("brand-name").textContent = m.study.name;
-    document.title = `${m.study.name} — RLDS Studio`;
-    renderLobby();
+    useStudy(m.study);
+    if (m.participant !== undefined) state.participant = m.participant;
     playMessage("");
     setPhase(m.phase);
     if (m.episode) {
       state.episode = m.episode; state.step = m.episode.step;
       enterPlay(m.episode.env_id);
       updateStatus({ step: m.episode.step, ret: m.episode.return });
-    } else if (!m.resumed || !state.env) {
-      show("lobby-view");
+      if (m.phase === "ended") askSave(m.episode);
+      if (m.phase === "ready" || m.episode.ready_gate) readyGate();
+    } else if (!m.resumed || $("play-view").hidden) {
+      afterHello(); // a reconnect in the middle of the play view keeps its screen
     }
   },
-  env_ready(m) { state.info = m; if (state.envs[m.env_id]) enterPlay(m.env_id); renderControls(m); },
-  episode_started(m) {
-    state.episode = m.episode; state.step = 0; state.ended = false;
-    $("after-save").hidden = true; playMessage("");
-    setPhase("playing");
-    $("screen").focus();
+  env_ready(m) {
+    state.info = m;
+    // a resumed session re-announces its worker: move to the game only when one is starting
+    if (state.envs[m.env_id] && (state.phase !== "idle" || state.episode)) enterPlay(m.env_id);
+    views.renderControls(state, m);
   },
+  episode_started(m) {
+    state.episode = m.episode; state.step = 0; state.next = null;
+    if (m.episode.env_id && state.envs[m.episode.env_id]) enterPlay(m.episode.env_id);
+    $("after-save").hidden = true; playMessage("");
+    $("screen").focus();
+    state.countdownS = m.countdown_s || 0;
+    if (m.ready_gate) readyGate(); else setPhase("playing");
+  },
+  started() { if (state.phase === "countdown" || state.phase === "ready") setPhase("playing"); },
   paused() { setPhase("paused"); },
   resumed() { setPhase("playing"); $("screen").focus(); },
-  episode_ended(m) {
-    setPhase("ended");
-    releaseAll(false);
-    $("save-text").textContent = `${m.steps} steps, return ${fmt(m.return)}.`;
-    if (!$("save-dialog").open) $("save-dialog").showModal();
-  },
+  episode_ended(m) { setPhase("ended"); releaseAll(false); askSave(m); },
   episode_saved(m) {
     if ($("save-dialog").open) $("save-dialog").close();
     setPhase("idle");
     state.episode = null;
+    if (m.participant) state.participant = m.participant;
     for (const [key, n] of Object.entries(m.completed || {})) if (state.envs[key]) state.envs[key].completed = n;
-    renderLobby();
     const words = { completed: "Episode saved.", rejected: "Episode discarded.", canceled: "Episode canceled.",
-      abandoned: "The episode was abandoned." };
-    $("after-save-text").textContent = `${words[m.status] || m.status} ${m.steps} steps, return ${fmt(m.return)}.`;
-    $("after-save").hidden = false;
-    $("next-btn").focus();
+      abandoned: "The episode was abandoned.", failed: "The game stopped." };
+    showNext(m.next, `${words[m.status] || m.status} ${m.steps} steps, return ${fmt(m.return)}.`);
   },
-  episode_failed(m) { setPhase("idle"); state.episode = null; playMessage(m.message); $("after-save").hidden = false;
-    $("after-save-text").textContent = "The environment failed; this episode is kept as failed."; },
+  episode_failed(m) {
+    setPhase("idle"); state.episode = null;
+    // the server words it plainly for a participant (the designer finds the details with the episode)
+    playMessage(m.message);
+    showNext(m.next, isParticipant() ? "" : "The environment failed; this episode is kept as failed.");
+  },
   setting(m) {
     if (m.speed !== undefined) $("speed").value = String(m.speed);
     if (m.quality !== undefined) $("quality").value = m.quality;
     if (m.camera !== undefined) $("camera").value = m.camera;
   },
   stats(m) { $("st-latency").textContent = m.latency_ms == null ? "–" : `${Math.round(m.latency_ms)} ms`; },
-  session_ended() { state.closing = true; },
+  session_ended() { state.closing = !isParticipant(); },
   error(m) {
     if (m.for === "input" && m.code === "wrong_state") return; // a key in flight as the state changed
+    if (m.code === "open_elsewhere") return; // the close (4002) that follows says it
     if (m.for === "input" && m.code === "rate_limited" && mode() === "async") {
       // the server still holds an older input: send the current one once the limit allows
       clearTimeout(state.resendTimer);
       state.resendTimer = setTimeout(() => { if (state.phase === "playing") sendInput(); }, 100);
       return;
     }
-    if (m.for === "start" && state.phase === "starting") setPhase("idle");
+    if (m.for === "start" && state.phase === "starting") {
+      setPhase("idle");
+      if (isParticipant()) { playMessage(m.message); showNext(m.next, ""); return; }
+    }
     playMessage(`${m.message}`);
   },
   pong() {},
@@ -213,249 +283,185 @@ const handlers = {
 
 function onControl(m) { const h = handlers[m.type]; if (h) h(m); }
 
-/* --- frames -------------------------------------------------------------------------- */
-function onFrame(buffer) {
-  const view = new DataView(buffer);
-  const frame = { episode: view.getUint32(0), step: view.getUint32(4), ret: view.getFloat64(16),
-    jpeg: new Uint8Array(buffer, HEADER_BYTES) };
-  state.pending = frame; // only the newest waiting frame is decoded
-  if (!state.decoding) decodeNext();
-}
+onFrameDrawn((frame, drawn) => {
+  send({ type: "ack", episode: frame.episode, step: frame.step, drawn_ms: drawn });
+  state.step = frame.step;
+});
 
-async function decodeNext() {
-  const frame = state.pending;
-  if (!frame) return;
-  state.pending = null;
-  state.decoding = true;
-  try {
-    const image = await decodeJpeg(frame.jpeg);
-    draw(image);
-    image.close();
-    const drawn = now();
-    send({ type: "ack", episode: frame.episode, step: frame.step, drawn_ms: drawn });
-    state.shownEpisode = frame.episode;
-    state.step = frame.step;
-    countFrame(drawn);
-    updateStatus({ episode: frame.episode, step: frame.step, ret: frame.ret });
-  } catch (err) {
-    console.warn("frame not drawn", err);
-  } finally {
-    state.decoding = false;
-    if (state.pending) decodeNext();
+/* --- where to go next --------------------------------------------------------------- */
+/** First screen of a (new) socket with no episode running. */
+function afterHello() {
+  if (!isParticipant()) { renderLobby(); show("lobby-view"); return; }
+  const ps = state.participant;
+  if (ps.done && !state.refused) { finishStudy(); return; }
+  const played = Object.values(ps.progress || {}).some((p) => p.completed > 0);
+  if (!played && !recall().instructionsSeen) {
+    crowd.showInstructions(state.study.instructions_html, () => { remember({ instructionsSeen: true }); goLobby(); });
+    return;
   }
+  goLobby();
 }
 
-/* WebCodecs' ImageDecoder decodes a small JPEG in about a quarter of createImageBitmap's time
-   in Chromium (0.4 vs 1.5 ms); it exists only in secure contexts (https, localhost). */
-async function decodeJpeg(bytes) {
-  if (!window.ImageDecoder) return createImageBitmap(new Blob([bytes], { type: "image/jpeg" }));
-  const decoder = new ImageDecoder({ data: bytes, type: "image/jpeg" });
-  try {
-    return (await decoder.decode()).image; // a VideoFrame
-  } finally {
-    decoder.close();
+/** The lobby (choice), or straight into the assigned environment (balanced). */
+function goLobby() {
+  $("after-save").hidden = true;
+  playMessage("");
+  const ps = state.participant;
+  if (ps && ps.done && !state.refused) { finishStudy(); return; }
+  if (isParticipant() && balanced()) {
+    const first = ps.assigned_env || Object.keys(state.envs)[0];
+    enterPlay(first);
+    startEpisode(null);
+    return;
   }
+  renderLobby();
+  show("lobby-view");
+  if (state.refused) { crowd.pageError(state.refused); state.refused = null; }
+  const first = $("env-list").querySelector("button:not(:disabled)");
+  if (first) first.focus();
 }
 
-function draw(image) {
-  const canvas = $("screen");
-  const width = image.displayWidth ?? image.width, height = image.displayHeight ?? image.height;
-  if (canvas.width !== width || canvas.height !== height) {
-    canvas.width = width; canvas.height = height; fit();
-  }
-  canvas.getContext("2d").drawImage(image, 0, 0);
-  canvas.dataset.frames = String(Number(canvas.dataset.frames || 0) + 1);
+/** After an episode: one obvious way forward, reachable with Enter (``next`` from the server). */
+function showNext(next, text) {
+  const kind = next ? next.kind : isParticipant() ? "lobby" : "again";
+  const nextEnv = next && next.env_id && state.envs[next.env_id];
+  const label = { again: "Next episode", next_env: nextEnv ? `Next game: ${nextEnv.name}` : "Choose the next game",
+    done: "Finish and get your code", lobby: balanced() ? "Continue" : "Choose a game" }[kind] || "Continue";
+  $("next-label").textContent = label;
+  $("next-btn").dataset.kind = kind;
+  $("next-btn").dataset.env = nextEnv ? next.env_id : "";
+  $("after-save-text").textContent = text;
+  $("after-save-text").hidden = !text;
+  $("other-env-btn").hidden = kind === "done" || kind === "lobby" || (isParticipant() && balanced());
+  $("end-btn").hidden = isParticipant();
+  $("after-save").hidden = false;
+  renderLobby();
+  setPhase("idle", `${label} — press Enter`);
+  $("next-btn").focus({ preventScroll: true });
 }
 
-function fit() {
-  const canvas = $("screen"), stage = $("stage");
-  const scale = Math.min(stage.clientWidth / canvas.width, stage.clientHeight / canvas.height);
-  canvas.style.width = `${Math.floor(canvas.width * scale)}px`;
-  canvas.style.height = `${Math.floor(canvas.height * scale)}px`;
+function goNext() {
+  const { kind, env } = $("next-btn").dataset;
+  $("after-save").hidden = true;
+  if (kind === "done") { finishStudy(); return; }
+  if (kind === "again") { startEpisode(state.env); return; }
+  if (kind === "next_env" && env) { enterPlay(env); startEpisode(env); return; }
+  goLobby();
 }
-
-function countFrame(t) {
-  state.drawnTimes.push(t);
-  while (state.drawnTimes.length && state.drawnTimes[0] < t - 1000) state.drawnTimes.shift();
-}
-
-function fmt(x) { return Number.isInteger(x) ? String(x) : Number(x).toFixed(2); }
-function updateStatus({ episode, step, ret }) {
-  if (episode !== undefined) $("st-episode").textContent = episode;
-  if (step !== undefined) $("st-step").textContent = step;
-  if (ret !== undefined) $("st-return").textContent = fmt(ret);
-}
-setInterval(() => {
-  const t = now();
-  $("st-fps").textContent = state.drawnTimes.filter((x) => x > t - 1000).length;
-}, 500);
 
 /* --- views ------------------------------------------------------------------------- */
 function renderLobby() {
-  const s = state.study;
-  $("study-name").textContent = s.name;
-  $("study-instructions").innerHTML = s.instructions_html; // rendered server-side, HTML disabled
-  $("study-instructions-side").innerHTML = s.instructions_html;
-  const list = $("env-list");
-  list.replaceChildren();
-  for (const env of Object.values(state.envs)) {
-    const li = document.createElement("li");
-    const text = document.createElement("div");
-    const name = document.createElement("strong");
-    name.textContent = env.name;
-    const meta = document.createElement("div");
-    meta.className = "env-meta";
-    meta.textContent = `${env.mode === "sync" ? "turn by turn" : `real time, ${env.fps} fps`} · ` +
-      `${env.completed} of ${env.episodes_per_participant} episodes done`;
-    text.append(name, meta);
-    const button = document.createElement("button");
-    button.type = "button"; button.className = "btn btn-primary"; button.textContent = `Play ${env.name}`;
-    button.dataset.env = env.id;
-    button.addEventListener("click", () => { enterPlay(env.id); startEpisode(); });
-    li.append(text, button);
-    list.append(li);
-  }
+  views.renderLobby(state, (envId) => { enterPlay(envId); startEpisode(envId); });
 }
 
 function enterPlay(envId) {
   const env = state.envs[envId];
+  if (!env) return;
   state.env = envId;
   $("env-name").textContent = env.name;
   $("env-instructions").innerHTML = env.instructions_html || "<p class=\"muted\">No extra instructions.</p>";
   $("speed-field").hidden = env.mode !== "async";
-  show("play-view");
-  requestAnimationFrame(fit);
+  if ($("play-view").hidden) { show("play-view"); requestAnimationFrame(fit); }
 }
 
-function renderControls(info) {
-  const body = $("legend").tBodies[0];
-  body.replaceChildren();
-  for (const row of info.controls.legend) {
-    const tr = document.createElement("tr");
-    const a = document.createElement("td"); const b = document.createElement("td");
-    a.textContent = row.input; b.textContent = row.label;
-    tr.append(a, b); body.append(tr);
-  }
-  state.boundKeys = new Set(info.controls.keys);
-  state.deadzone = info.controls.deadzone;
-  $("quality").value = info.quality;
-  $("speed").value = String(info.speed);
-  const cams = info.cameras || [];
-  $("camera-field").hidden = cams.length < 2;
-  $("camera").replaceChildren(...cams.map((c) => new Option(c, c, false, c === info.camera)));
-}
+const OVERLAYS = { paused: "Paused — press Esc or Resume to continue", idle: "Press Enter to start",
+  starting: "Starting…", ended: "Episode over",
+  ready: "Press Enter, any game key or gamepad A to start" };
 
-function setPhase(phase) {
+function setPhase(phase, overlay = OVERLAYS[phase]) {
   state.phase = phase;
   $("st-phase").textContent = phase;
   const active = phase === "playing" || phase === "paused";
   $("pause-btn").disabled = !active;
   $("cancel-btn").disabled = !active;
-  $("start-btn").disabled = phase !== "idle";
+  $("start-btn").disabled = !(phase === "idle" || phase === "ready");
+  $("start-btn").hidden = phase === "idle" && !$("after-save").hidden; // the panel has the way on
   $("pause-btn").firstChild.textContent = phase === "paused" ? "Resume " : "Pause ";
-  const overlay = { paused: "Paused — press Esc or Resume to continue", idle: "Press Enter to start",
-    starting: "Starting…", ended: "Episode over" }[phase];
   $("overlay").hidden = !overlay;
+  $("overlay").dataset.phase = phase;
   $("overlay-text").textContent = overlay || "";
 }
 
-function startEpisode() {
-  if (state.phase !== "idle" || !state.env) return;
+function askSave(m) {
+  $("save-text").textContent = `${m.steps ?? m.step} steps, return ${fmt(m.return)}.`;
+  if (!$("save-dialog").open) $("save-dialog").showModal();
+  $("save-yes").focus();
+}
+
+/* --- episodes: start, the ready gate, pause, cancel ------------------------------------ */
+function startEpisode(envId = state.env) {
+  if (state.phase !== "idle") return;
   $("after-save").hidden = true; playMessage("");
   setPhase("starting");
-  send({ type: "start", env_id: state.env });
+  // balanced studies: the server picks the environment
+  send(isParticipant() && balanced() ? { type: "start" } : { type: "start", env_id: envId });
 }
+
+/** The first frame is on screen; nothing steps until the player says go. */
+function readyGate() {
+  setPhase("ready");
+  $("screen").focus();
+}
+
+function clearCountdown() { clearTimeout(state.countdown); state.countdown = null; }
+
+function go() {
+  if (state.phase !== "ready") return;
+  const env = state.envs[state.env];
+  let left = state.countdownS ?? ((env && env.mode === "async" && env.countdown_s) || 0);
+  const tick = () => {
+    if (state.phase !== "countdown" && state.phase !== "ready") return;
+    if (left <= 0) { send({ type: "go" }); setPhase("playing"); $("screen").focus(); return; }
+    setPhase("countdown", String(left));
+    left -= 1;
+    state.countdown = setTimeout(tick, 1000);
+  };
+  tick();
+}
+
 function togglePause() {
   if (state.phase === "playing") { releaseAll(true); send({ type: "pause" }); }
   else if (state.phase === "paused") send({ type: "resume" });
 }
 function cancelEpisode() { if (state.phase === "playing" || state.phase === "paused") send({ type: "cancel" }); }
-
-/* --- input ----------------------------------------------------------------------------- */
-function mode() { return state.env ? state.envs[state.env].mode : "sync"; }
-function sendInput() {
-  const pad = state.pad;
-  send({ type: "input", keys: [...state.held], buttons: pad.buttons, axes: pad.axes,
-    client_ms: now(), seen_step: state.step });
-}
-function releaseAll(notify) {
-  const had = state.held.length > 0;
-  state.held = [];
-  if (notify && had && mode() === "async" && state.phase === "playing") sendInput();
+function primaryAction() {
+  if (state.phase === "ready") go();
+  else if (state.phase === "idle" && !$("after-save").hidden) goNext();
+  else if (state.phase === "idle") startEpisode();
 }
 
-function onKeyDown(e) {
-  if (e.code === PLAYER_KEYS.start && state.phase === "idle" && !$("save-dialog").open) { e.preventDefault(); startEpisode(); return; }
-  if (e.code === PLAYER_KEYS.pause) { e.preventDefault(); togglePause(); return; }
-  if (e.code === PLAYER_KEYS.cancel) { e.preventDefault(); cancelEpisode(); return; }
-  if (!state.boundKeys.has(e.code)) return;
-  e.preventDefault();
-  if (e.repeat || state.phase !== "playing") return;
-  state.held = state.held.filter((k) => k !== e.code).concat(e.code);
-  sendInput(); // sync: one step per key press; async: the held set changed
-}
-function onKeyUp(e) {
-  if (!state.held.includes(e.code)) return;
-  e.preventDefault();
-  state.held = state.held.filter((k) => k !== e.code);
-  if (mode() === "async" && state.phase === "playing") sendInput();
-}
-
-function pollGamepad() {
-  const pads = navigator.getGamepads ? [...navigator.getGamepads()].filter(Boolean) : [];
-  const pad = pads[0];
-  const status = $("gamepad-status");
-  if (!pad) {
-    if (status.dataset.connected === "true") { status.dataset.connected = "false"; status.textContent = "No gamepad"; }
-    state.pad = { index: null, buttons: {}, axes: [], signature: "" };
-  } else {
-    if (status.dataset.connected !== "true") { status.dataset.connected = "true"; status.textContent = `Gamepad: ${pad.id}`; }
-    readPad(pad);
-  }
-  // Timers, not requestAnimationFrame: a rAF loop keeps the page painting, and Chromium then
-  // holds back the frame that answers a key press until the next paint (8 ms on average).
-  setTimeout(pollGamepad, pad ? GAMEPAD_POLL_MS : GAMEPAD_SEARCH_MS);
-}
-
-function readPad(pad) {
-  const buttons = {};
-  pad.buttons.forEach((b, i) => { const v = typeof b === "number" ? b : b.value || (b.pressed ? 1 : 0); if (v > 0.05) buttons[i] = Math.round(v * 100) / 100; });
-  const axes = [...pad.axes].map((v) => (Math.abs(v) < state.deadzone ? 0 : Math.round(v * 100) / 100));
-  const signature = JSON.stringify([buttons, axes]);
-  $("gamepad-status").dataset.buttons = Object.keys(buttons).join(",");
-  const before = state.pad;
-  state.pad = { index: pad.index, buttons, axes, signature };
-  if (signature === before.signature || state.phase !== "playing") return;
-  if (mode() === "async") { sendInput(); return; }
-  // sync: a step per newly pressed button or axis pushed past the dead zone
-  const pressed = Object.keys(buttons).some((i) => buttons[i] > 0.5 && !(before.buttons[i] > 0.5));
-  const pushed = axes.some((v, i) => v !== 0 && !before.axes[i]);
-  if (pressed || pushed) sendInput();
-}
+const input = createInput(state, send, { primary: primaryAction, go, togglePause, cancel: cancelEpisode,
+  blocked: () => $("save-dialog").open || $("instructions-dialog").open });
+const { mode, sendInput, releaseAll, onKeyDown, onKeyUp } = input;
 
 /* --- wiring ------------------------------------------------------------------------- */
 function wire() {
   const canvas = $("screen");
   canvas.addEventListener("keydown", onKeyDown);
   canvas.addEventListener("keyup", onKeyUp);
-  canvas.addEventListener("click", () => canvas.focus());
+  canvas.addEventListener("click", () => { canvas.focus(); if (state.phase === "ready") go(); });
   canvas.addEventListener("focus", () => { $("stage").dataset.focused = "true"; });
   canvas.addEventListener("blur", () => { $("stage").dataset.focused = "false"; releaseAll(true); });
   document.addEventListener("keydown", (e) => {
-    if (e.target === canvas || $("play-view").hidden || $("save-dialog").open) return;
-    if (["INPUT", "SELECT", "TEXTAREA"].includes(e.target.tagName)) return;
-    if (e.code === PLAYER_KEYS.start && state.phase === "idle" && e.target.tagName !== "BUTTON") { e.preventDefault(); startEpisode(); }
-    if (e.code === PLAYER_KEYS.pause) { e.preventDefault(); togglePause(); }
-    if (e.code === PLAYER_KEYS.cancel) { e.preventDefault(); cancelEpisode(); }
+    if (!$("instructions-view").hidden && e.code === "Enter" && e.target.tagName !== "BUTTON") {
+      e.preventDefault(); $("instructions-ok").click(); return;
+    }
+    if (e.target === canvas || $("play-view").hidden || $("save-dialog").open || $("instructions-dialog").open) return;
+    if (["INPUT", "SELECT", "TEXTAREA", "BUTTON"].includes(e.target.tagName)) return;
+    onKeyDown(e);
   });
-  $("start-btn").addEventListener("click", startEpisode);
-  $("next-btn").addEventListener("click", startEpisode);
+  $("start-btn").addEventListener("click", primaryAction);
+  $("next-btn").addEventListener("click", goNext);
   $("pause-btn").addEventListener("click", togglePause);
   $("cancel-btn").addEventListener("click", cancelEpisode);
-  $("other-env-btn").addEventListener("click", () => { $("after-save").hidden = true; show("lobby-view"); });
-  const endSession = () => { state.closing = true; send({ type: "end_session" }); };
+  $("other-env-btn").addEventListener("click", () => { $("after-save").hidden = true; renderLobby(); show("lobby-view"); });
+  const endSession = () => { state.closing = true; send({ type: "end_session" }); finish("Your session has ended. You can close this page."); };
   $("end-btn").addEventListener("click", endSession);
   $("lobby-end").addEventListener("click", endSession);
+  $("lobby-finish").addEventListener("click", finishStudy);
+  for (const id of ["lobby-instructions", "play-instructions"]) {
+    $(id).addEventListener("click", () => crowd.openInstructions(state.study.instructions_html));
+  }
   $("save-yes").addEventListener("click", () => send({ type: "save", keep: true }));
   $("save-no").addEventListener("click", () => send({ type: "save", keep: false }));
   $("save-dialog").addEventListener("cancel", (e) => e.preventDefault()); // an answer is needed
@@ -468,7 +474,7 @@ function wire() {
   document.addEventListener("fullscreenchange", () => requestAnimationFrame(fit));
   window.addEventListener("resize", fit);
   window.addEventListener("gamepadconnected", () => {}); // some browsers expose pads only to listeners
-  pollGamepad();
+  input.pollGamepad();
 }
 
 wire();

@@ -19,7 +19,8 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "font-src 'self'",
         "object-src 'none'",
         "base-uri 'none'",
-        "form-action 'self'",
+        # the completion page posts MTurk's external-submit form (docs/study-format.md)
+        "form-action 'self' https://www.mturk.com https://workersandbox.mturk.com",
         "frame-ancestors 'none'",
     ]
 )

@@ -18,6 +18,7 @@ from server.player.session import ACTIVE, LiveSession, Phase, PlayError, wrong_s
 from server.recording.format import now_ms
 from server.runtime import WorkerError
 from server.services import episodes
+from server.services.crowd import FAILED_MESSAGE
 
 log = logging.getLogger(__name__)
 ACK_FLUSH = 30  # async mode: hand acks to the worker at least this often (in frames)
@@ -29,23 +30,66 @@ async def on_ping(s: LiveSession, msg: p.PingMsg) -> None:
 
 
 async def on_start(s: LiveSession, msg: p.StartMsg) -> None:
-    """Start an episode of one environment (a worker is started or reused)."""
+    """Start an episode of one environment (a worker is started or reused).
+
+    Participants: consent first; in a ``balanced`` study the assigned environment (``env_id``
+    may be left out); never a finished, full or failed one (quotas are checked again,
+    atomically, when the episode row is made).
+    """
     if s.phase != Phase.idle:
         raise wrong_state(s.phase, "start an episode")
-    try:
-        env = s.spec.environment(msg.env_id)
-    except KeyError:
-        raise PlayError("unknown_env", f"the study has no environment {msg.env_id!r}") from None
+    env_id = msg.env_id
+    extra = False
     if s.principal.participant_id is not None:
-        done = await s.db(episodes.completed_counts, s.study_id, s.principal)
-        if done.get(env.id, 0) >= env.episodes_per_participant:
-            raise PlayError("quota_reached", f"you have played all episodes of {env.name}")
+        state = await s.participant_state()
+        assert state is not None
+        env_id, extra = start_check(s, state, env_id)
+    if env_id is None:
+        raise PlayError("invalid", "start: env_id: name the environment to play")
+    try:
+        env = s.spec.environment(env_id)
+    except KeyError:
+        raise PlayError("unknown_env", f"the study has no environment {env_id!r}") from None
     s.phase = Phase.starting
     try:
-        await s.begin(env.id)
+        await s.begin(env.id, extra=extra)
     finally:
         if s.phase == Phase.starting:
             s.phase = Phase.idle
+
+
+def start_check(s: LiveSession, state: dict[str, Any], env_id: str | None) -> tuple[str, bool]:
+    """The environment a participant may start now (and whether it is past their quota
+    because a requirement is still unmet), or the PlayError saying why not."""
+    if state["screened_out"]:
+        raise PlayError("screened_out", "you did not consent to this study")
+    if state["consent_required"] and not state["consented"]:
+        raise PlayError("consent_required", "please accept the consent form first")
+    assigned = state["assigned_env"]
+    if s.spec.crowd.assignment == "balanced":
+        if env_id is not None and env_id != assigned:
+            raise PlayError("assigned_elsewhere", "another environment is assigned to you")
+        if assigned is None:
+            raise PlayError("quota_reached", "there is nothing left for you to play")
+        env_id = assigned
+    if env_id is None or env_id not in state["progress"]:
+        raise PlayError("unknown_env", f"the study has no environment {env_id!r}")
+    info = state["progress"][env_id]
+    name = s.spec.environment(env_id).name
+    if info["status"] == "finished":
+        raise PlayError("quota_reached", f"you have played all episodes of {name}")
+    if info["status"] == "full":
+        raise PlayError("env_full", f"{name} has all the episodes it needs")
+    if info["status"] == "failed":
+        raise PlayError("env_failed", FAILED_MESSAGE, {"next": state["next"]})
+    return env_id, info["completed"] >= info["required"]
+
+
+async def on_go(s: LiveSession, _msg: p.GoMsg) -> None:
+    """Past the ready gate: the episode starts (async: its clock runs)."""
+    if s.phase != Phase.ready or s.run is None or s.worker is None:
+        raise wrong_state(s.phase, "start playing")
+    await s.go()
 
 
 async def on_input(s: LiveSession, msg: p.InputMsg) -> None:
@@ -155,8 +199,9 @@ async def on_end_session(s: LiveSession, _msg: p.EndSessionMsg) -> None:
 
 
 HANDLERS: dict[str, Callable[[LiveSession, Any], Awaitable[None]]] = {
-    "ping": on_ping, "start": on_start, "input": on_input, "ack": on_ack, "pause": on_pause,
-    "resume": on_resume, "cancel": on_cancel, "save": on_save, "set_speed": on_set_speed,
+    "ping": on_ping, "start": on_start, "go": on_go, "input": on_input, "ack": on_ack,
+    "pause": on_pause, "resume": on_resume, "cancel": on_cancel, "save": on_save,
+    "set_speed": on_set_speed,
     "set_quality": on_set_quality, "set_camera": on_set_camera, "end_session": on_end_session,
 }  # fmt: skip
 
@@ -169,7 +214,8 @@ async def dispatch(live: LiveSession, msg: Any, outbox: Outbox) -> None:
                 raise PlayError("closed", "the session is over")
             await HANDLERS[msg.type](live, msg)
     except PlayError as exc:
-        outbox.send({"type": "error", "code": exc.code, "message": exc.message, "for": msg.type})
+        outbox.send({"type": "error", "code": exc.code, "message": exc.message, "for": msg.type,
+                     **exc.extra})  # fmt: skip
     except Exception:
         log.exception("player message %s failed in session %s", msg.type, live.id)
         message = "the server could not do this; it has been logged"

@@ -19,6 +19,8 @@ MAX_MESSAGE_BYTES = 64 * 1024
 # ``ticket.<ticket>`` as a second one (the header keeps tickets out of URLs and access logs).
 SUBPROTOCOL = "rlds-studio"
 TICKET_PREFIX = "ticket."
+# Offered as a further subprotocol: take this participant's session over from another tab.
+TAKEOVER = "takeover"
 
 # episode index (u32), step index (u32), server time in ms since the epoch (f64),
 # episode return so far (f64); network byte order.
@@ -29,6 +31,7 @@ CLOSE_POLICY = 1008  # abuse: oversize message, flood, too many errors, not allo
 CLOSE_SERVER_ERROR = 1011
 CLOSE_REPLACED = 4000  # the same play session was opened on another connection
 CLOSE_ENDED = 4001  # the play session is over
+CLOSE_OPEN_ELSEWHERE = 4002  # the participant's session is open in another tab
 
 
 # Every number a client sends is bounded so that whatever the recording keeps fits what the
@@ -75,7 +78,13 @@ class StartMsg(_Msg):
     """Start an episode of one of the study's environments."""
 
     type: Literal["start"]
-    env_id: str = Field(min_length=1, max_length=64)
+    env_id: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+class GoMsg(_Msg):
+    """The player is ready: the episode shown behind the ready gate starts."""
+
+    type: Literal["go"]
 
 
 class PauseMsg(_Msg):
@@ -141,6 +150,7 @@ ClientMessage = Annotated[
     InputMsg
     | AckMsg
     | StartMsg
+    | GoMsg
     | PauseMsg
     | ResumeMsg
     | CancelMsg
@@ -155,7 +165,7 @@ ClientMessage = Annotated[
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(ClientMessage)
 CLIENT_TYPES = frozenset(
     m.model_fields["type"].annotation.__args__[0]  # type: ignore[union-attr]
-    for m in (InputMsg, AckMsg, StartMsg, PauseMsg, ResumeMsg, CancelMsg, SaveMsg, SpeedMsg,
+    for m in (InputMsg, AckMsg, StartMsg, GoMsg, PauseMsg, ResumeMsg, CancelMsg, SaveMsg, SpeedMsg,
               QualityMsg, CameraMsg, EndSessionMsg, PingMsg)
 )  # fmt: skip
 

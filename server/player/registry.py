@@ -17,6 +17,13 @@ class Registry:
         """The live session with this id, if any."""
         return self.sessions.get(session_id or "")
 
+    def of_participant(self, participant_id: int) -> LiveSession | None:
+        """The participant's live session, if any (a participant has at most one)."""
+        for live in self.sessions.values():
+            if live.principal.participant_id == participant_id:
+                return live
+        return None
+
     def add(self, live: LiveSession) -> None:
         """Track a new session."""
         self.sessions[live.id] = live

@@ -12,7 +12,7 @@ import asyncio
 import enum
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -25,7 +25,7 @@ from server.player.views import env_ready, study_view
 from server.principal import Principal
 from server.recording.format import episode_dir, now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
-from server.services import episodes
+from server.services import crowd, episodes
 from server.services.env_check import allowed_environments
 from server.study_spec import StudySpec
 
@@ -38,22 +38,24 @@ class Phase(enum.StrEnum):
 
     idle = "idle"
     starting = "starting"
+    ready = "ready"  # the first frame is shown; nothing steps until the player's ``go``
     playing = "playing"
     paused = "paused"
     ended = "ended"
     closed = "closed"
 
 
-ACTIVE = frozenset({Phase.playing, Phase.paused})
+ACTIVE = frozenset({Phase.ready, Phase.playing, Phase.paused})
 
 
 class PlayError(Exception):
     """A message that cannot be served now; answered with an ``error`` message."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, extra: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.extra = extra or {}  # more fields of the error message (e.g. ``next``)
 
 
 def wrong_state(phase: Phase, what: str) -> PlayError:
@@ -100,6 +102,13 @@ class LiveSession:
                 return fn(session, *args, **kwargs)
 
         return await asyncio.to_thread(work)
+
+    async def participant_state(self, last_env: str | None = None) -> dict[str, Any] | None:
+        """ParticipantState of a participant's session (None for a designer's test play)."""
+        pid = self.principal.participant_id
+        if pid is None:
+            return None
+        return await self.db(crowd.state_for, self.study_id, self.spec, pid, last_env)
 
     def owned_by(self, principal: Principal) -> bool:
         """True when ``principal`` is the player of this session."""
@@ -148,7 +157,8 @@ class LiveSession:
             outbox.send({"type": "hello", "protocol": p.PROTOCOL_VERSION, "session_id": self.id,
                          "resumed": resumed, "phase": self.phase,
                          "study": study_view(self.study_id, self.spec, counts),
-                         "episode": self._episode_view()})  # fmt: skip
+                         "episode": self._episode_view(),
+                         "participant": await self.participant_state()})  # fmt: skip
             env = self._env_view()
             if env is not None:
                 outbox.send(env)
@@ -194,7 +204,7 @@ class LiveSession:
         await asyncio.sleep(delay)
         async with self.lock:
             self._pause_timer = None
-            if self.phase == Phase.paused:
+            if self.phase in (Phase.paused, Phase.ready):
                 await self._abandon("pause_timeout")
                 message = "The pause lasted too long: the episode was abandoned."
                 self.send({"type": "error", "code": "pause_timeout", "message": message})
@@ -206,8 +216,9 @@ class LiveSession:
             run.frame_sent(frame.step, now_ms())
 
     # -- messages -----------------------------------------------------------------------
-    async def begin(self, env_id: str) -> None:
-        """Start (or reuse) the worker for ``env_id``, create the episode row, reset the env."""
+    async def begin(self, env_id: str, extra: bool = False) -> None:
+        """Start (or reuse) the worker for ``env_id``, create the episode row (a participant's
+        is a quota reservation), reset the env."""
         env = self.spec.environment(env_id)
         if self.worker is None or self.env_id != env_id or not self.worker.alive:
             await self._close_worker()
@@ -216,25 +227,65 @@ class LiveSession:
             try:
                 await self._start_worker(env_id)
             except WorkerError as exc:
-                log.warning("environment %s did not start: %s", env_id, exc)
-                raise PlayError("env_failed", f"the environment did not start: {exc}") from None
+                await self._env_failed(env_id, exc)
         seed = await self.db(episodes.next_seed, self.study_id, env, self.principal)
-        row = await self.db(
-            episodes.create_episode, study_id=self.study_id, env_key=env_id, session_id=self.id,
-            principal=self.principal, seed=seed, data_root=self.settings.data_root,
-        )  # fmt: skip
+        try:
+            row = await self.db(
+                episodes.create_episode, study_id=self.study_id, env_key=env_id,
+                session_id=self.id, principal=self.principal, seed=seed,
+                data_root=self.settings.data_root, spec=self.spec, extra=extra,
+            )  # fmt: skip
+        except crowd.QuotaError as exc:
+            raise PlayError(exc.code or "quota_reached", exc.message) from None
         self.episodes_started += 1
         run = EpisodeRun(id=row.id, index=self.episodes_started, env_id=env_id, seed=seed)
         self.run = run
         assert self.worker is not None
         try:
-            first = await self.worker.begin_episode(run.id, seed)
+            first = await self.worker.begin_episode(run.id, seed, paused=True)
         except WorkerError as exc:
             await self.fail(exc)
             return
-        self.phase = Phase.playing
-        self.send({"type": "episode_started", "episode": self._episode_view()})
+        # the ready gate: the first frame, then nothing until ``go`` (a gate left standing
+        # longer than a pause may is abandoned, which releases the quota reservation)
+        self.phase = Phase.ready
+        self.arm_pause_timer()
+        self.send({"type": "episode_started", "episode": self._episode_view(),
+                   "ready_gate": True, "countdown_s": self._countdown(env_id)})  # fmt: skip
         self._show(first)
+
+    def _countdown(self, env_id: str) -> int:
+        env = self.spec.environment(env_id)
+        return env.countdown_s if env.mode == "async" else 0
+
+    async def go(self) -> None:
+        """The player is ready: start the clock; the episode's time counts from now."""
+        run = self.run
+        assert self.worker is not None and run is not None
+        self.disarm_pause_timer()
+        try:
+            await self.worker.resume()
+        except WorkerError as exc:
+            await self.fail(exc)
+            return
+        await self.db(episodes.mark_started, run.id)
+        self.phase = Phase.playing
+        self.send({"type": "started", "episode_id": run.id})
+
+    async def _env_failed(self, env_id: str, exc: WorkerError) -> NoReturn:
+        """The environment did not start: log and store the details (a ``failed`` episode
+        row the designer sees); a participant gets a plain message and the way forward."""
+        detail = f"{type(exc).__name__}: {exc}"
+        log.warning("environment %s of study %s did not start: %s", env_id, self.study_id, detail)
+        if self.principal.participant_id is None:  # a designer test-playing: the details
+            raise PlayError("env_failed", f"the environment did not start: {exc}")
+        await self.db(episodes.record_start_failure, study_id=self.study_id, env_key=env_id,
+                      session_id=self.id, principal=self.principal,
+                      data_root=self.settings.data_root, error=detail[:4000])  # fmt: skip
+        state = await self.participant_state(last_env=env_id)
+        assert state is not None
+        raise PlayError("env_failed", crowd.FAILED_MESSAGE,
+                        {"next": state["next"], "participant": state})  # fmt: skip
 
     async def _start_worker(self, env_id: str) -> None:
         env = self.spec.environment(env_id)
@@ -350,8 +401,16 @@ class LiveSession:
         self.phase = Phase.idle
         self.disarm_pause_timer()
         counts = await self.db(episodes.completed_counts, self.study_id, self.principal)
+        state = await self.participant_state(last_env=run.env_id)
         self.send({"type": "episode_saved", "episode_id": run.id, "status": status,
-                   "steps": run.steps, "return": run.return_, "completed": counts})  # fmt: skip
+                   "steps": run.steps, "return": run.return_, "completed": counts,
+                   "next": self._next(state, run.env_id), "participant": state})  # fmt: skip
+
+    def _next(self, state: dict[str, Any] | None, env_id: str) -> dict[str, Any]:
+        """What comes next; a designer may always play again."""
+        if state is None:
+            return {"kind": "again", "env_id": env_id}
+        return dict(state["next"])
 
     async def stop(self, status: EpisodeStatus, reason: str) -> None:
         """End the running episode early (cancel, abandon): finalize its log, then the row."""
@@ -385,7 +444,13 @@ class LiveSession:
         if run is not None and self.phase != Phase.ended:
             await self._count_log(run)
             await self.finish(run, EpisodeStatus.failed, error=text, end_reason="failed")
-            self.send({"type": "episode_failed", "episode_id": run.id, "message": text})
+            if self.principal.participant_id is None:  # a designer: the details
+                self.send({"type": "episode_failed", "episode_id": run.id, "message": text})
+            else:  # the details are the designer's (episode.error); never the participant's
+                state = await self.participant_state(last_env=run.env_id)
+                self.send({"type": "episode_failed", "episode_id": run.id,
+                           "message": crowd.STOPPED_MESSAGE,
+                           "next": self._next(state, run.env_id)})  # fmt: skip
         self.phase = Phase.idle if self.phase != Phase.closed else Phase.closed
 
     async def _count_log(self, run: EpisodeRun) -> None:

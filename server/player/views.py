@@ -27,6 +27,7 @@ def environment_view(env: EnvironmentSpec, completed: int = 0) -> dict[str, Any]
         "instructions_html": render_markdown(env.instructions),
         "episodes_per_participant": env.episodes_per_participant,
         "completed": completed,
+        "countdown_s": env.countdown_s if env.mode == "async" else 0,
     }
 
 
@@ -41,6 +42,9 @@ def study_view(
         "description": spec.description,
         "instructions_html": render_markdown(spec.instructions),
         "pause_timeout_s": spec.pause_timeout_s,
+        "consent_html": render_markdown(spec.crowd.consent),
+        "assignment": spec.crowd.assignment,
+        "allow_anonymous": spec.crowd.allow_anonymous,
         "environments": [environment_view(e, done.get(e.id, 0)) for e in spec.environments],
     }
 

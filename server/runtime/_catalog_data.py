@@ -61,6 +61,49 @@ ATARI_CONTROLS = Controls(
     noop="NOOP",
     labels={"Space": "fire", **ARROWS},
 )
+# The action sets of the named games (ALE's minimal action sets), so that their default
+# controls bind only actions the game has: no key that does nothing.
+_FIRE_LR = ("NOOP", "FIRE", "RIGHT", "LEFT", "RIGHTFIRE", "LEFTFIRE")
+ATARI_ACTIONS: dict[str, tuple[str, ...]] = {
+    "Breakout": ("NOOP", "FIRE", "RIGHT", "LEFT"),
+    "SpaceInvaders": _FIRE_LR,
+    "MsPacman": ("NOOP", "UP", "RIGHT", "LEFT", "DOWN", "UPRIGHT", "UPLEFT", "DOWNRIGHT",
+                 "DOWNLEFT"),
+    "Freeway": ("NOOP", "UP", "DOWN"),
+}  # fmt: skip
+
+
+def atari_controls(game: str) -> Controls:
+    """The generic Atari controls cut down to ``game``'s actions (all of them if unknown)."""
+    actions = ATARI_ACTIONS.get(game)
+    if actions is None:
+        return ATARI_CONTROLS
+    c = ATARI_CONTROLS
+    axes = [
+        a.model_copy(update={"negative": a.negative if a.negative in actions else None,
+                             "positive": a.positive if a.positive in actions else None})
+        for a in c.axes
+    ]  # fmt: skip
+    keys = {k: v for k, v in c.keys.items() if v in actions}
+    return Controls(
+        keys=keys,
+        buttons={b: v for b, v in c.buttons.items() if v in actions},
+        axes=[a for a in axes if a.negative is not None or a.positive is not None],
+        noop="NOOP",
+        labels={k: v for k, v in c.labels.items() if k in keys},
+    )
+
+
+# Pong's paddle is vertical: ALE's RIGHT moves it up and LEFT moves it down.
+PONG_CONTROLS = Controls(
+    keys={"ArrowUp": "RIGHT", "ArrowDown": "LEFT", "Space": "FIRE",
+          "ArrowUp+Space": "RIGHTFIRE", "ArrowDown+Space": "LEFTFIRE"},
+    buttons={0: "FIRE", 12: "RIGHT", 13: "LEFT"},
+    axes=[AxisBinding(axis=1, negative="RIGHT", positive="LEFT")],
+    noop="NOOP",
+    labels={"ArrowUp": "paddle up (RIGHT)", "ArrowDown": "paddle down (LEFT)",
+            "Space": "serve (FIRE)"},
+)  # fmt: skip
 ATARI_SCHEMA = _schema(
     mode=integer(0),
     difficulty=integer(0),
@@ -71,7 +114,15 @@ ATARI_SCHEMA = _schema(
 )
 
 MINIGRID_CONTROLS = Controls(
-    keys={"ArrowLeft": 0, "ArrowRight": 1, "ArrowUp": 2, "KeyP": 3, "KeyD": 4, "Space": 5},
+    keys={
+        "ArrowLeft": 0,
+        "ArrowRight": 1,
+        "ArrowUp": 2,
+        "KeyP": 3,
+        "KeyD": 4,
+        "Space": 5,
+        "Enter": 6,
+    },
     buttons={14: 0, 15: 1, 12: 2, 0: 5, 2: 3, 1: 4},
     labels={
         "ArrowLeft": "turn left",
@@ -80,6 +131,7 @@ MINIGRID_CONTROLS = Controls(
         "KeyP": "pick up",
         "KeyD": "drop",
         "Space": "toggle / open",
+        "Enter": "done",
     },
 )
 MINIGRID_SCHEMA = _schema(max_steps=integer(1), see_through_walls=BOOL, agent_view_size=integer(3))
@@ -111,10 +163,11 @@ def _walker_controls() -> Controls:
 
 
 # Each entry: key, suite, Gymnasium id or dm_env factory, fixed kwargs, mode, fps, controls,
-# settings schema.
+# settings schema. An async entry's fps is the environment's real pace (Gymnasium's
+# ``render_fps``; 60 Hz / frameskip for Atari): tests/runtime/test_conformance.py checks it.
 ENTRIES: list[dict[str, Any]] = [
     # -- classic control -------------------------------------------------------------------
-    _entry(key="CartPole", suite="classic", id="CartPole-v1", mode="async", fps=15,
+    _entry(key="CartPole", suite="classic", id="CartPole-v1", mode="async", fps=50,
          controls=_lr(0, 1, 0), schema=_schema(sutton_barto_reward=BOOL)),
     _entry(key="MountainCar", suite="classic", id="MountainCar-v0", mode="async", fps=30,
          controls=_lr(0, 2, 1), schema=_schema(goal_velocity=num(0))),
@@ -123,10 +176,10 @@ ENTRIES: list[dict[str, Any]] = [
          schema=_schema(goal_velocity=num(0))),
     _entry(key="Acrobot", suite="classic", id="Acrobot-v1", mode="async", fps=15,
          controls=_lr(0, 2, 1, ArrowLeft="torque -1", ArrowRight="torque +1"), schema=_schema()),
-    _entry(key="Pendulum", suite="classic", id="Pendulum-v1", mode="async", fps=20,
+    _entry(key="Pendulum", suite="classic", id="Pendulum-v1", mode="async", fps=30,
          controls=_lr([-2.0], [2.0], [0.0]), schema=_schema(g=num(0, 20))),
     # -- Box2D ------------------------------------------------------------------------------
-    _entry(key="LunarLander", suite="box2d", id="LunarLander-v3", mode="async", fps=30,
+    _entry(key="LunarLander", suite="box2d", id="LunarLander-v3", mode="async", fps=50,
          controls=Controls(
              keys={"ArrowUp": 2, "ArrowLeft": 1, "ArrowRight": 3},
              buttons={12: 2, 0: 2, 14: 1, 15: 3},
@@ -137,7 +190,7 @@ ENTRIES: list[dict[str, Any]] = [
          schema=_schema(gravity=num(-11.99, -0.01), enable_wind=BOOL, wind_power=num(0, 20),
                         turbulence_power=num(0, 2))),
     _entry(key="LunarLanderContinuous", suite="box2d", id="LunarLanderContinuous-v3",
-         mode="async", fps=30,
+         mode="async", fps=50,
          controls=Controls(
              keys={"ArrowUp": [1.0, 0.0], "ArrowLeft": [0.0, -1.0], "ArrowRight": [0.0, 1.0]},
              axes=[AxisBinding(axis=1, dim=0, scale=-1.0), AxisBinding(axis=0, dim=1)],
@@ -146,7 +199,7 @@ ENTRIES: list[dict[str, Any]] = [
                      "ArrowRight": "right engine"}),
          schema=_schema(gravity=num(-11.99, -0.01), enable_wind=BOOL, wind_power=num(0, 20),
                         turbulence_power=num(0, 2))),
-    _entry(key="CarRacing", suite="box2d", id="CarRacing-v3", mode="async", fps=30,
+    _entry(key="CarRacing", suite="box2d", id="CarRacing-v3", mode="async", fps=50,
          controls=Controls(
              keys={"ArrowLeft": [-1.0, 0.0, 0.0], "ArrowRight": [1.0, 0.0, 0.0],
                    "ArrowUp": [0.0, 1.0, 0.0], "ArrowDown": [0.0, 0.0, 0.8]},
@@ -156,14 +209,14 @@ ENTRIES: list[dict[str, Any]] = [
                      "ArrowUp": "gas", "ArrowDown": "brake"}),
          schema=_schema(lap_complete_percent=num(0, 1), domain_randomize=BOOL)),
     _entry(key="CarRacingDiscrete", suite="box2d", id="CarRacing-v3",
-         kwargs={"continuous": False}, mode="async", fps=30,
+         kwargs={"continuous": False}, mode="async", fps=50,
          controls=Controls(
              keys={"ArrowRight": 2, "ArrowLeft": 1, "ArrowUp": 3, "ArrowDown": 4},
              buttons={15: 2, 14: 1, 7: 3, 6: 4}, noop=0,
              labels={"ArrowLeft": "steer left", "ArrowRight": "steer right",
                      "ArrowUp": "gas", "ArrowDown": "brake"}),
          schema=_schema(continuous=BOOL, lap_complete_percent=num(0, 1), domain_randomize=BOOL)),
-    _entry(key="BipedalWalker", suite="box2d", id="BipedalWalker-v3", mode="async", fps=30,
+    _entry(key="BipedalWalker", suite="box2d", id="BipedalWalker-v3", mode="async", fps=50,
          controls=_walker_controls(), schema=_schema(hardcore=BOOL)),
     # -- MiniGrid ---------------------------------------------------------------------------
     *[
@@ -174,16 +227,20 @@ ENTRIES: list[dict[str, Any]] = [
     ],
     # -- Atari (named ones; any other ALE/<Game>-v5 gets the same defaults) -----------------
     *[
+        # fps 15 × ALE's default frameskip 4 = the Atari's 60 Hz: real speed
         _entry(key=game, suite="atari", id=f"ALE/{game}-v5", mode="async", fps=15,
-             controls=ATARI_CONTROLS, schema=ATARI_SCHEMA)
+             controls=PONG_CONTROLS if game == "Pong" else atari_controls(game),
+             schema=ATARI_SCHEMA)
         for game in ("Pong", "Breakout", "SpaceInvaders", "MsPacman", "Seaquest", "Freeway")
     ],
     # -- optional suites ----------------------------------------------------------------------
     *[
-        _entry(key=name, suite="mujoco", id=f"{name}-v5", mode="async", fps=20,
+        # fps = 1 / dt (Hopper's dt of 8 ms is faster than the 120 fps limit: not real speed)
+        _entry(key=name, suite="mujoco", id=f"{name}-v5", mode="async", fps=fps,
              controls=Controls(axes=[AxisBinding(axis=i, dim=i) for i in range(dims)]),
              schema=_schema(frame_skip=integer(1), reset_noise_scale=num(0)))
-        for name, dims in (("InvertedPendulum", 1), ("HalfCheetah", 6), ("Hopper", 3))
+        for name, dims, fps in (("InvertedPendulum", 1, 25), ("HalfCheetah", 6, 20),
+                                ("Hopper", 3, 20))
     ],
     _entry(key="Crafter", suite="crafter", factory="server.runtime.suites:crafter_env",
          mode="sync", fps=10,

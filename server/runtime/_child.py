@@ -87,6 +87,7 @@ class Session:
         self.jpeg = b""
         # async clock
         self.running = False
+        self.gated = False  # the episode waits for its player's go (started paused)
         self.speed = 1.0
         self.next_tick = 0.0
 
@@ -94,6 +95,7 @@ class Session:
     def info(self) -> dict[str, Any]:
         """What ``EnvWorker.info`` shows: specs, cameras, controls, fps, mode."""
         entry = find_entry(self.spec.source)
+        native_fps, frameskip = self.env.native_rate()
         return {
             "observation_spec": _specs.describe(self.env.observation_spec()),
             "action_spec": _specs.describe(self.env.action_spec()),
@@ -104,7 +106,27 @@ class Session:
             "fps": self.spec.fps,
             "mode": self.spec.mode,
             "catalog_key": entry.key if entry else None,
+            "native_fps": native_fps,
+            "frameskip": frameskip,
         }
+
+    def preview(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Reset (not recorded), then step once per input; the first frame as JPEG."""
+        if self.writer is not None:
+            raise ProtocolError("an episode is running: end it before a preview")
+        inputs = payload.get("inputs") or []
+        self.env.set_seed(payload.get("seed"))
+        timestep = self.env.reset()
+        first = encode_jpeg(self.env.frame(), self.quality)
+        actions = []
+        for raw in inputs:
+            if timestep.last():
+                timestep = self.env.reset()
+            action = self.mapper(raw)
+            timestep = self.env.step(action)
+            self.env.frame()  # each step must render too
+            actions.append(to_json(action))
+        return {"frame": first, "actions": actions}
 
     # -- recording --------------------------------------------------------------------------
     def step_metadata(self, _timestep: dm_env.TimeStep, _action: Any, _env: Any) -> dict:
@@ -145,7 +167,9 @@ class Session:
         except BaseException:
             self._fail()
             raise
-        if self.spec.mode == "async":
+        # paused: the ready gate; nothing steps (and the duration does not run) until resume
+        self.gated = bool(payload.get("paused"))
+        if self.spec.mode == "async" and not self.gated:
             self.running = True
             self.next_tick = time.monotonic() + self.period
         return self.event(timestep)
@@ -244,6 +268,9 @@ class Session:
             self.running = False
             return None
         if command == "resume":
+            if self.gated:
+                self.gated = False
+                self.env.start_clock()
             if self.spec.mode == "async" and not self.ended:
                 self.running = True
                 self.next_tick = time.monotonic() + self.period
@@ -264,6 +291,8 @@ class Session:
             return None
         if command == "ping":
             return "pong"
+        if command == "preview":
+            return self.preview(payload)
         raise ProtocolError(f"unknown command {command!r}")
 
     def run(self) -> None:

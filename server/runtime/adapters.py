@@ -30,6 +30,7 @@ from server.runtime.catalog import is_catalog_id
 from server.study_spec import DmEnvSource, GymnasiumSource
 
 DEFAULT_CAMERA = "default"
+ALE_HZ = 60.0  # the Atari 2600's frame rate (NTSC)
 _RENDER_SIZE = 480  # physics-rendered frames (dm_control), pixels per side
 
 REWARD_SPEC = specs.Array((), np.float64, name="reward")
@@ -137,6 +138,10 @@ class EnvAdapter(dm_env.Environment):
         """The current frame (H×W×3 uint8) from :attr:`camera`."""
         raise NotImplementedError
 
+    def native_rate(self) -> tuple[float | None, float | None]:
+        """``(steps per second of real time, frames per step)``; None where unknown."""
+        return None, None
+
     # -- dm_env ---------------------------------------------------------------------------
     def set_seed(self, seed: int | None) -> None:
         """Seed used by the next :meth:`reset`."""
@@ -153,6 +158,10 @@ class EnvAdapter(dm_env.Environment):
         self._steps = 0
         self._started = time.monotonic()
         return self._reset(self._seed)
+
+    def start_clock(self) -> None:
+        """The episode's ``max_duration_s`` counts from now (its player is ready)."""
+        self._started = time.monotonic()
 
     def step(self, action: Any) -> dm_env.TimeStep:
         timestep = self._step(action)
@@ -226,6 +235,17 @@ class GymnasiumAdapter(EnvAdapter):
         if truncated:
             return dm_env.truncation(float(reward), obs)
         return dm_env.transition(float(reward), obs)
+
+    def native_rate(self) -> tuple[float | None, float | None]:
+        """ALE: 60 Hz over the frameskip; else the env's ``render_fps`` (its real pace)."""
+        unwrapped = self.env.unwrapped
+        if hasattr(unwrapped, "ale"):
+            skip = getattr(unwrapped, "_frameskip", 1)
+            # a (low, high) frameskip is drawn uniformly from [low, high)
+            frames = (skip[0] + skip[1] - 1) / 2 if isinstance(skip, tuple) else float(skip)
+            return ALE_HZ / frames, frames
+        fps = self.env.metadata.get("render_fps")
+        return (float(fps), None) if isinstance(fps, int | float) and fps > 0 else (None, None)
 
     def frame(self) -> np.ndarray:
         if self.env.render_mode == "rgb_array":
@@ -305,6 +325,14 @@ class DmEnvAdapter(EnvAdapter):
         self._obs = obs
         self.last_info = dict(getattr(self.env, "info", None) or {})
         return timestep._replace(observation=obs)
+
+    def native_rate(self) -> tuple[float | None, float | None]:
+        """dm_control: one step per ``control_timestep()`` seconds; else unknown."""
+        timestep = getattr(self.env, "control_timestep", None)
+        if callable(timestep):
+            seconds = float(timestep())
+            return (1.0 / seconds, None) if seconds > 0 else (None, None)
+        return None, None
 
     def frame(self) -> np.ndarray:
         if self._source == "render":

@@ -50,11 +50,21 @@ class CatalogEntry:
         assert self.factory is not None
         return DmEnvSource(factory=self.factory, kwargs=dict(self.kwargs))
 
+    @property
+    def action_type(self) -> str:
+        """``discrete`` (actions chosen by index or name) or ``continuous`` (vectors)."""
+        c = self.controls
+        values = [*c.keys.values(), *c.buttons.values(), c.noop]
+        values += [v for a in c.axes for v in (a.negative, a.positive)]
+        return "discrete" if any(isinstance(v, int | str) for v in values) else "continuous"
+
     def public(self) -> dict[str, Any]:
         """JSON-able description for the editor."""
         return {
             "key": self.key,
+            "name": self.key,
             "suite": self.suite,
+            "action_type": self.action_type,
             "source": self.source().model_dump(),
             "mode": self.mode,
             "fps": self.fps,

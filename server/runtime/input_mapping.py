@@ -79,6 +79,7 @@ class ActionMapper:
         # mistake; the catalog's generic controls name actions some games lack on purpose.
         self.strict = strict
         self.issues: list[tuple[tuple[str | int, ...], str]] = []  # (field path, message)
+        self.unused: dict[str, Any] = {}  # generic bindings naming actions this env lacks
         leaves = _leaves(action_spec)
         self.discrete = (
             len(leaves) == 1
@@ -161,7 +162,8 @@ class ActionMapper:
             return
         generic = self.discrete and isinstance(value, str) and value.isupper() and self.meanings
         if generic and not self.strict and value not in self.meanings:
-            return  # the catalog's generic controls name actions this game lacks
+            self.unused[name] = value  # the catalog's generic controls name actions it lacks
+            return
         converted = self._convert(value)
         if converted is None:
             self._problem(loc, f"control {name!r}: {self._misfit(value)}")
@@ -265,7 +267,32 @@ class ActionMapper:
             "axes": [a.model_dump() for a in self.controls.axes],
             "problems": self.problems,
             "issues": [{"loc": list(loc), "msg": msg} for loc, msg in self.issues],
+            "unused": dict(self.unused),
+            "unbound": self.unbound(),
         }
+
+    def unbound(self) -> list[Any]:
+        """Actions no control reaches: discrete actions (by meaning when named) other than
+        the noop, or vector dimensions no key, button or axis moves."""
+        if self.discrete:
+            reached = {int(b.value) for b in self.bindings} | {int(self.noop)}
+            lo, hi = int(self.low[0]), int(self.high[0])
+            if hi - lo > 64:
+                return []  # a huge discrete space is driven by a few chosen actions
+            names = self.meanings
+            return [
+                names[a - lo] if a - lo < len(names) else a
+                for a in range(lo, hi + 1)
+                if a not in reached
+            ]
+        moved = np.zeros(self.size, dtype=bool)
+        for b in self.bindings:
+            moved |= np.asarray(b.value) != np.asarray(self.noop)
+        for ax in self.controls.axes:
+            if ax.dim < self.size and ax.scale != 0:
+                moved[ax.dim] = True
+        fixed = self.low == self.high
+        return [int(i) for i in np.flatnonzero(~moved & ~fixed)]
 
 
 def _number(value: Any) -> float:

@@ -2,15 +2,17 @@
 
 The app process never imports a designer-named module: a probe starts an
 :class:`~server.runtime.worker.EnvWorker` (which checks the allow-list first), reads what
-the worker reports (build errors, controls that fit no action of the real action spec) and
-closes it. Nothing is recorded: no episode is begun.
+the worker reports (spaces, controls, native rate, build errors, controls that fit no action
+of the real action spec), resets it once for a first frame (not recorded) and closes it.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from server.runtime.allowlist import AllowedEnvironments, Problem
 from server.runtime.worker import EnvWorker, RemoteError, WorkerError, WorkerTimeout
@@ -25,29 +27,89 @@ _ERROR_LOC: dict[str, tuple[str, ...]] = {
 }
 
 
-async def probe(
+class _Counter:
+    """Workers started by probes in this process (tests read it to see the cache at work)."""
+
+    starts = 0
+
+
+STARTS = _Counter()
+
+
+@dataclass
+class Inspection:
+    """What building one environment in a worker showed."""
+
+    problems: list[Problem] = field(default_factory=list)
+    info: dict[str, Any] | None = None  # EnvWorker.info when it built
+    frame: bytes | None = None  # JPEG of the first observation
+    transient: bool = False  # a timeout or crash: may not happen again (not to be cached)
+
+
+async def inspect(
     env_spec: EnvironmentSpec, allowed: AllowedEnvironments, *, data_root: Path, timeout: float
-) -> list[Problem]:
-    """Problems found by building ``env_spec`` in a worker (empty when it runs)."""
+) -> Inspection:
+    """Build ``env_spec`` in a worker, reset it once and read its spaces and first frame."""
+    STARTS.starts += 1
     try:
         worker = await EnvWorker.start(
             env_spec, allowed=allowed, study_id="probe", data_root=data_root, timeout=timeout
         )
     except RemoteError as exc:
-        return [(_ERROR_LOC.get(exc.kind, ("source",)), exc.message)]
+        return Inspection([(_ERROR_LOC.get(exc.kind, ("source",)), exc.message)])
     except WorkerTimeout:
-        return [(("source",), f"the environment did not start within {timeout:g} s")]
+        return Inspection([(("source",), f"the environment did not start within {timeout:g} s")],
+                          transient=True)  # fmt: skip
     except WorkerError as exc:
-        return [(("source",), f"the environment's worker failed: {exc}")]
+        return Inspection([(("source",), f"the environment's worker failed: {exc}")],
+                          transient=True)  # fmt: skip
     try:
         # The catalog's own controls may name actions a game lacks on purpose: only the
         # designer's controls are checked.
-        if env_spec.controls is None:
-            return []
-        issues = worker.info["controls"]["issues"]
-        return [(("controls", *issue["loc"]), issue["msg"]) for issue in issues]
+        problems: list[Problem] = []
+        if env_spec.controls is not None:
+            issues = worker.info["controls"]["issues"]
+            problems = [(("controls", *issue["loc"]), issue["msg"]) for issue in issues]
+        seed = env_spec.seeds[0] if env_spec.seeds else 0
+        try:
+            preview = await worker.preview(seed=seed)
+        except RemoteError as exc:
+            problems.append((("source",), f"the environment failed to reset or render: {exc}"))
+            return Inspection(problems, worker.info)
+        except WorkerError as exc:
+            problems.append((("source",), f"the environment's worker failed on reset: {exc}"))
+            return Inspection(problems, worker.info, transient=True)
+        return Inspection(problems, worker.info, preview["frame"])
     finally:
         await worker.close(timeout=5.0)
+
+
+async def probe(
+    env_spec: EnvironmentSpec, allowed: AllowedEnvironments, *, data_root: Path, timeout: float
+) -> list[Problem]:
+    """Problems found by building ``env_spec`` in a worker (empty when it runs)."""
+    return (await inspect(env_spec, allowed, data_root=data_root, timeout=timeout)).problems
+
+
+def inspect_all(
+    env_specs: Sequence[EnvironmentSpec],
+    allowed: AllowedEnvironments,
+    *,
+    data_root: Path,
+    timeout: float,
+) -> list[Inspection]:
+    """:func:`inspect` for each spec, a few at a time. Blocks: call it off the event loop."""
+
+    async def run() -> list[Inspection]:
+        gate = asyncio.Semaphore(PARALLEL)
+
+        async def one(spec: EnvironmentSpec) -> Inspection:
+            async with gate:
+                return await inspect(spec, allowed, data_root=data_root, timeout=timeout)
+
+        return list(await asyncio.gather(*(one(spec) for spec in env_specs)))
+
+    return asyncio.run(run())
 
 
 def probe_all(
@@ -57,15 +119,6 @@ def probe_all(
     data_root: Path,
     timeout: float,
 ) -> list[list[Problem]]:
-    """:func:`probe` for each spec, a few at a time. Blocks: call it off the event loop."""
-
-    async def run() -> list[list[Problem]]:
-        gate = asyncio.Semaphore(PARALLEL)
-
-        async def one(spec: EnvironmentSpec) -> list[Problem]:
-            async with gate:
-                return await probe(spec, allowed, data_root=data_root, timeout=timeout)
-
-        return list(await asyncio.gather(*(one(spec) for spec in env_specs)))
-
-    return asyncio.run(run())
+    """:func:`probe` for each spec (see :func:`inspect_all`)."""
+    found = inspect_all(env_specs, allowed, data_root=data_root, timeout=timeout)
+    return [inspection.problems for inspection in found]

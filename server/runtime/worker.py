@@ -198,9 +198,14 @@ class EnvWorker:
         return False
 
     # -- commands ---------------------------------------------------------------------------
-    async def begin_episode(self, episode_id: str, seed: int | None = None) -> StepEvent:
-        """Reset with ``seed`` and start recording; returns the first frame's event."""
-        payload = {"episode_id": episode_id, "seed": seed}
+    async def begin_episode(
+        self, episode_id: str, seed: int | None = None, paused: bool = False
+    ) -> StepEvent:
+        """Reset with ``seed`` and start recording; returns the first frame's event.
+
+        ``paused``: the async clock (and ``max_duration_s``) waits for :meth:`resume`.
+        """
+        payload = {"episode_id": episode_id, "seed": seed, "paused": paused}
         return StepEvent.from_wire(await self._request("begin_episode", payload))
 
     async def send_input(
@@ -253,6 +258,12 @@ class EnvWorker:
     async def end_episode(self, reason: str) -> dict[str, Any] | None:
         """Finalize the episode's log; returns its summary, None if none was open."""
         return await self._request("end_episode", {"reason": reason})
+
+    async def preview(
+        self, seed: int | None = None, inputs: list[Any] | None = None
+    ) -> dict[str, Any]:
+        """Reset without recording, step once per input: ``{"frame": JPEG, "actions"}``."""
+        return await self._request("preview", {"seed": seed, "inputs": inputs or []})
 
     async def ping(self) -> None:
         """Round trip to the worker (health check)."""

@@ -54,28 +54,17 @@ def validate_study_environments(
 
     Checks the allow-list, suites, catalog settings and controls' presence in this process,
     then builds each remaining environment in a worker (bad kwargs, controls that fit no
-    action). Blocks for as long as the workers take: call it off the event loop.
+    action), or reuses its cached validation (:mod:`server.services.env_validation`).
+    Blocks for as long as the workers take: call it off the event loop.
     """
-    from server.runtime.catalog import validate_environment
-    from server.runtime.probe import probe_all
+    from server.services.env_validation import validate_study
 
     allowed = allowed or allowed_environments(settings)
-    problems: list[dict] = []
-    to_probe = []
-    for index, env in enumerate(spec.environments):
-        found = validate_environment(env, allowed)
-        problems += _detail(index, found, prefix)
-        # Build it unless it may not be built (or its settings are already known bad); an
-        # env without controls is still built: an unknown id is the first thing to fix.
-        if all(loc == ("controls",) for loc, _ in found):
-            to_probe.append((index, env))
-    if to_probe:
-        results = probe_all(
-            [env for _, env in to_probe], allowed,
-            data_root=settings.data_root, timeout=settings.worker_start_timeout_s,
-        )  # fmt: skip
-        for (index, _), found in zip(to_probe, results, strict=True):
-            problems += _detail(index, found, prefix)
+    problems = [
+        {**problem, "type": "env"}
+        for report in validate_study(spec, settings, allowed, prefix)
+        for problem in report["problems"]
+    ]
     # per environment, the source's problems first
     problems.sort(key=lambda p: (p["loc"][len(prefix) + 1], p["loc"][len(prefix) + 2] != "source"))
     return problems

@@ -27,7 +27,8 @@ from server.models import (
 )
 from server.principal import Principal, is_reserved_participant_id
 from server.recording.format import episode_dir
-from server.study_spec import EnvironmentSpec
+from server.services import crowd
+from server.study_spec import EnvironmentSpec, StudySpec
 
 FINAL = frozenset(EpisodeStatus) - {EpisodeStatus.recording}
 SERVER_RESTART = "server_restart"
@@ -136,15 +137,31 @@ def create_episode(
     principal: Principal,
     seed: int | None,
     data_root: Path,
+    spec: StudySpec | None = None,
+    extra: bool = False,
 ) -> Episode:
-    """A new ``recording`` episode whose log goes to ``episode_dir``."""
-    study_env = db.scalar(
-        select(StudyEnvironment).where(
-            StudyEnvironment.study_id == study_id, StudyEnvironment.env_key == env_key
+    """A new ``recording`` episode whose log goes to ``episode_dir``.
+
+    With ``spec``, a participant's episode is a reservation against the environment's
+    quotas, checked under a lock (:func:`server.services.crowd.reserve`, QuotaError).
+    """
+    study_env: StudyEnvironment | None
+    if spec is not None:
+        try:
+            study_env = crowd.reserve(
+                db, study_id, env_key, principal.participant_id, spec, extra=extra
+            )
+        except Exception:
+            db.rollback()  # release the lock
+            raise
+    else:
+        study_env = db.scalar(
+            select(StudyEnvironment).where(
+                StudyEnvironment.study_id == study_id, StudyEnvironment.env_key == env_key
+            )
         )
-    )
-    if study_env is None:
-        raise NotFound(f"The study has no environment {env_key!r}.")
+        if study_env is None:
+            raise NotFound(f"The study has no environment {env_key!r}.")
     episode = Episode(
         study_id=study_id,
         study_env_id=study_env.id,
@@ -161,6 +178,31 @@ def create_episode(
     episode.storage_path = str(episode_dir(data_root, study_id, episode.id))
     db.commit()
     return episode
+
+
+def mark_started(db: Session, episode_id: str) -> None:
+    """The player is past the ready gate: the episode's time counts from now."""
+    episode = db.get(Episode, episode_id)
+    if episode is not None and episode.status == EpisodeStatus.recording:
+        episode.started_at = utcnow()
+        db.commit()
+
+
+def record_start_failure(
+    db: Session, *, study_id: int, env_key: str, session_id: str, principal: Principal,
+    data_root: Path, error: str,
+) -> Episode:  # fmt: skip
+    """A ``failed`` episode (no steps, end reason ``env_failed``) for an environment that did
+    not start for this player: the designer sees the error; it takes no quota."""
+    episode = create_episode(
+        db, study_id=study_id, env_key=env_key, session_id=session_id, principal=principal,
+        seed=None, data_root=data_root,
+    )  # fmt: skip
+    return finish_episode(
+        db, episode.id,
+        EpisodeResult(status=EpisodeStatus.failed, steps=0, total_reward=0.0,
+                      end_reason=crowd.ENV_FAILED, error=error),
+    )  # fmt: skip
 
 
 def record_progress(db: Session, episode_id: str, steps: int, total_reward: float) -> None:

@@ -69,10 +69,12 @@ def wait_status(db, episode_id, status, seconds=15.0):
 class Player:
     """A protocol client on a TestClient WebSocket session."""
 
-    def __init__(self, ws: Any) -> None:
+    def __init__(self, ws: Any, auto_go: bool = True) -> None:
         self.ws = ws
         self.frames: list[tuple[int, int, float, float, bytes]] = []
         self.seen: list[dict[str, Any]] = []
+        # pass every ready gate at once (tests of the gate itself turn this off)
+        self.auto_go = auto_go
 
     def send(self, **message: Any) -> None:
         self.ws.send_text(json.dumps(message))
@@ -87,6 +89,8 @@ class Player:
             return frame
         data = json.loads(message["text"])
         self.seen.append(data)
+        if self.auto_go and data["type"] == "episode_started" and data.get("ready_gate"):
+            self.send(type="go")
         return data
 
     def until(self, kind: str, limit: int = 2000) -> dict[str, Any]:

@@ -32,6 +32,7 @@ def test_a_client_that_never_reads_loses_frames_not_steps(factory, designer, db,
         stuck = Outbox(max_frames=2)  # nobody drains it: the client fell behind
         await live.attach(stuck, resumed=False)
         await dispatch(live, p.StartMsg(type="start", env_id="counter"), stuck)
+        await dispatch(live, p.GoMsg(type="go"), stuck)
         assert live.phase == Phase.playing
         await asyncio.sleep(1.0)
         run = live.run

@@ -90,3 +90,31 @@ def test_registered_but_uncatalogued_env_needs_controls():
         {"kind": "gymnasium", "id": "phys2d/CartPole-v1"}, controls={"keys": {"KeyA": 0}}
     )
     assert validate_environment(with_controls, ALLOWED) == []
+
+
+PONG_ACTIONS = ["NOOP", "FIRE", "RIGHT", "LEFT", "RIGHTFIRE", "LEFTFIRE"]
+
+
+def test_pong_paddle_moves_with_the_up_and_down_arrows():
+    """Pong's paddle is vertical: RIGHT moves it up, LEFT down; the labels say so."""
+    from dm_env import specs
+
+    from server.runtime.input_mapping import ActionMapper
+
+    controls = CATALOG["Pong"].controls
+    mapper = ActionMapper(specs.DiscreteArray(6), controls, PONG_ACTIONS, strict=True)
+    assert mapper.issues == []
+    press = {
+        ("ArrowUp",): "RIGHT", ("ArrowDown",): "LEFT", ("Space",): "FIRE",
+        ("ArrowUp", "Space"): "RIGHTFIRE", ("ArrowDown", "Space"): "LEFTFIRE", (): "NOOP",
+    }  # fmt: skip
+    for keys, meaning in press.items():
+        assert PONG_ACTIONS[int(mapper({"keys": list(keys)}))] == meaning, keys
+    assert "up" in controls.labels["ArrowUp"] and "down" in controls.labels["ArrowDown"]
+    assert "ArrowLeft" not in controls.keys and "ArrowRight" not in controls.keys
+
+
+def test_catalog_lists_the_action_type():
+    types = {entry["key"]: entry["action_type"] for entry in catalog_public()}
+    assert types["Pong"] == "discrete" and types["CarRacing"] == "continuous"
+    assert types["CarRacingDiscrete"] == "discrete" and types["HalfCheetah"] == "continuous"

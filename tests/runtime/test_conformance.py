@@ -20,6 +20,7 @@ from server.runtime import EnvWorker
 from server.runtime.adapters import build_adapter
 from server.runtime.catalog import CATALOG
 from server.runtime.input_mapping import ActionMapper
+from server.services.env_validation import SPEED_TOLERANCE
 from server.study_spec import EnvironmentSpec
 from tests.runtime.conftest import ALLOWED, run
 
@@ -144,3 +145,48 @@ def _validate(spec: Any, value: Any) -> None:
             _validate(sub, v)
     elif np.dtype(spec.dtype) != np.dtype(object):
         spec.validate(np.asarray(value))
+
+
+def control_inputs(controls: Any) -> list[tuple[str, dict[str, Any]]]:
+    """One input per bound control: each key combo, button and axis direction."""
+    inputs = [(combo, {"keys": combo.split("+")}) for combo in controls.keys]
+    inputs += [(f"button {b}", {"buttons": {str(b): 1.0}}) for b in controls.buttons]
+    for ax in controls.axes:
+        for value in (-1.0, 1.0):
+            axes = [0.0] * (ax.axis + 1)
+            axes[ax.axis] = value
+            inputs.append((f"axis {ax.axis} {value:+g}", {"axes": axes}))
+    return inputs
+
+
+@pytest.mark.parametrize("entry", INSTALLED, ids=lambda e: e.key)
+def test_catalog_defaults_play_right(entry, data_root):
+    """Every action is bound, every binding acts, a frame renders, and it plays at 1×."""
+    spec = EnvironmentSpec(
+        id="defaults", name=entry.key, source=entry.source(), mode=entry.mode, fps=entry.fps
+    )
+    inputs = control_inputs(entry.controls)
+
+    async def scenario():
+        worker = await EnvWorker.start(
+            spec, allowed=ALLOWED, study_id="conf", data_root=data_root, timeout=60
+        )
+        try:
+            preview = await worker.preview(SEED, [raw for _, raw in inputs] + [{"keys": []}])
+            return worker.info, preview
+        finally:
+            await worker.close()
+
+    info, preview = run(scenario())
+    assert preview["frame"][:2] == b"\xff\xd8"
+    controls = info["controls"]
+    assert controls["problems"] == [] and controls["unbound"] == []
+    assert controls["unused"] == {}, "default controls bound to actions the game lacks"
+    *actions, noop = [json.loads(a) for a in preview["actions"]]
+    assert noop == controls["noop"] and len(actions) == len(inputs)  # a step per control
+    if isinstance(noop, int):  # discrete: together the controls reach every action
+        assert {*actions, noop} == set(range(info["action_spec"]["num_values"]))
+    if entry.mode == "async":
+        assert info["native_fps"], "the environment's real pace is unknown"
+        effective = entry.fps / info["native_fps"]
+        assert abs(effective - 1) <= SPEED_TOLERANCE, f"plays at {effective:.2f}× real speed"

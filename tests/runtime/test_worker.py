@@ -288,3 +288,23 @@ def test_workers_yield_the_cpu_to_the_app(data_root, no_leaks):
             await w.close()
 
     assert run(scenario()) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICE)
+
+
+def test_preview_resets_without_recording_and_not_during_an_episode(data_root, no_leaks):
+    async def scenario():
+        worker = await EnvWorker.start(
+            fake_spec(), allowed=ALLOWED, study_id="s", data_root=data_root, timeout=30
+        )
+        try:
+            preview = await worker.preview(3, [{"keys": ["KeyA"]}, {"keys": ["KeyB"]}, {}])
+            assert preview["frame"][:2] == b"\xff\xd8"
+            assert [json.loads(a) for a in preview["actions"]] == [1, 2, 0]
+            assert not (data_root / "studies").exists()  # nothing recorded
+            await worker.begin_episode("ep", 1)
+            with pytest.raises(RemoteError, match="an episode is running"):
+                await worker.preview()
+        finally:
+            await worker.close()
+
+    run(scenario())
+    no_leaks()

@@ -366,3 +366,46 @@ def test_a_lost_session_returns_to_the_login_form(
     page.get_by_role("button", name="Orphan").click()
     expect(page.get_by_role("heading", name="Log in")).to_be_visible()
     expect(page.get_by_role("alert")).to_have_text("Your session has ended; log in again.")
+
+
+def test_validate_shows_spaces_first_frame_and_speed_warning_until_fixed(
+    live_server: str, page: Page, factory: Factory
+):
+    user = factory.user()
+    factory.study(user, spec_dict("Pacing", mode="async", fps=15))  # CartPole runs at 50
+    log_in(page, live_server, user)
+    page.get_by_role("button", name="Pacing").click()
+
+    page.get_by_role("button", name="Validate").click()
+    report = page.get_by_role("article", name="Validation of CartPole")
+    frame = report.get_by_role("img", name="First frame of CartPole")
+    expect(frame).to_be_visible()
+    assert frame.evaluate("img => img.complete && img.naturalWidth > 0")
+    expect(report).to_contain_text("float32 [4]")
+    expect(report).to_contain_text("int64 scalar, 2 values")
+    expect(report).to_contain_text("0.30× real speed")
+    warnings = report.get_by_role("list", name="warnings")
+    expect(warnings).to_contain_text("environments.0.fps: plays at 0.30× real speed")
+
+    editor = page.get_by_label("Edit the study file (YAML)")
+    editor.fill(re.sub(r"fps: 15", "fps: 50", editor.input_value()))
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.locator("#validation")).to_be_hidden()  # the old report is gone with the edit
+    page.get_by_role("button", name="Validate").click()
+    expect(report).to_contain_text("1.00× real speed")
+    expect(report.get_by_role("list", name="warnings")).to_have_count(0)
+    expect(page.locator("#validate-status")).to_have_text("Every environment builds.")
+
+
+def test_validate_lists_problems_with_field_paths(live_server: str, page: Page, factory: Factory):
+    user = factory.user()
+    bad = {"kind": "gymnasium", "id": "CartPole-v1", "kwargs": {"bogus": 1}}
+    factory.study(user, spec_dict("Broken kwargs", source=bad))
+    log_in(page, live_server, user)
+    page.get_by_role("button", name="Broken kwargs").click()
+    page.get_by_role("button", name="Validate").click()
+    report = page.get_by_role("article", name="Validation of CartPole")
+    expect(report.get_by_role("list", name="problems")).to_contain_text(
+        "environments.0.source.kwargs.bogus: unknown setting 'bogus'"
+    )
+    expect(page.locator("#validate-status")).to_have_text("Some environments do not build.")

@@ -9,14 +9,16 @@ that the WebSocket presents in its ``Sec-WebSocket-Protocol`` header, never in t
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+from typing import Any
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, WebSocket
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from sqlalchemy.orm import Session
 
-from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
+from server.api.deps import CurrentPrincipal, RowId, SessionDep
 from server.core import security
-from server.errors import Conflict, NotFound
 from server.models import Study, StudyState, is_row_id
 from server.player import protocol as p
 from server.player import tickets
@@ -25,36 +27,10 @@ from server.player.registry import Registry
 from server.player.session import LiveSession
 from server.player.views import study_view
 from server.principal import Principal
-from server.schemas import JoinIn, PlayerStudyOut
+from server.schemas import PlayerStudyOut
 from server.services import episodes, studies, users
 
 router = APIRouter(tags=["player"])
-
-
-@router.post(
-    "/api/play/join", response_model=PlayerStudyOut, summary="Join a study as a participant"
-)
-def join(body: JoinIn, db: SessionDep, settings: SettingsDep) -> PlayerStudyOut:
-    """Find or create the participant behind a permalink; returns a play ticket."""
-    study = studies.study_by_token(db, body.token)
-    if study is None:
-        raise NotFound("This study link is not valid (it may have been replaced).")
-    if study.state != StudyState.active:
-        raise Conflict("This study is not accepting participants right now.")
-    participant = episodes.find_or_create_participant(db, study, body.participant_id)
-    principal = Principal.for_participant(study.id, participant.id)
-    counts = episodes.completed_counts(db, study.id, principal)
-    return PlayerStudyOut(
-        study=study_view(study.id, studies.spec_of(study), counts),
-        ticket=tickets.issue(
-            settings.secret_key,
-            study.id,
-            participant.id,
-            study.permalink_token or "",
-            settings.ticket_ttl_s,
-        ),
-        participant_id=participant.external_id,
-    )
 
 
 @router.get(
@@ -138,6 +114,14 @@ async def play_socket(websocket: WebSocket) -> None:
     if live is not None and (live.study_id != study.id or not live.owned_by(principal)):
         await close_quietly(websocket, p.CLOSE_POLICY, "this play session is not yours")
         return
+    offered = websocket.scope.get("subprotocols") or ()
+    if live is None and principal.participant_id is not None:
+        # one live session per participant: a socket without it is another tab
+        live = registry.of_participant(principal.participant_id)
+        takeover = p.TAKEOVER in offered or websocket.query_params.get("takeover") == "1"
+        if live is not None and live.outbox is not None and not takeover:
+            await _refuse_open_elsewhere(websocket, offered)
+            return
     resumed = live is not None
     if live is None:
 
@@ -151,8 +135,24 @@ async def play_socket(websocket: WebSocket) -> None:
             db=sessionmaker, on_closed=registry.remove,
             workers_in_use=registry.workers_in_use,
         )  # fmt: skip
+        if principal.participant_id is not None and registry.of_participant(
+            principal.participant_id
+        ):  # another tab won the race while the row was written
+            await _refuse_open_elsewhere(websocket, offered)
+            await live.close("opened elsewhere")
+            return
         registry.add(live)
     # A browser that offered subprotocols fails the socket unless the server picks one.
-    offered = websocket.scope.get("subprotocols") or ()
     await websocket.accept(subprotocol=p.SUBPROTOCOL if p.SUBPROTOCOL in offered else None)
     await Connection(websocket, live).serve(resumed)
+
+
+async def _refuse_open_elsewhere(websocket: WebSocket, offered: Any) -> None:
+    """Another tab plays this participant's session: say so (the page offers to take over,
+    reconnecting with the ``takeover`` subprotocol) and close with 4002."""
+    await websocket.accept(subprotocol=p.SUBPROTOCOL if p.SUBPROTOCOL in offered else None)
+    message = {"type": "error", "code": "open_elsewhere",
+               "message": "This study is open in another tab or window."}  # fmt: skip
+    with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+        await websocket.send_text(json.dumps(message))
+    await close_quietly(websocket, p.CLOSE_OPEN_ELSEWHERE, "open elsewhere")

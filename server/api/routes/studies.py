@@ -11,8 +11,15 @@ from fastapi import APIRouter, Depends, Request, Response
 from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.models import Study, StudyState
 from server.runtime.allowlist import AllowedEnvironments
-from server.schemas import StudyCreate, StudyPublic, StudyStateChange, StudySummary, StudyUpdate
-from server.services import studies, study_files
+from server.schemas import (
+    StudyCreate,
+    StudyPublic,
+    StudyStateChange,
+    StudySummary,
+    StudyUpdate,
+    StudyValidationPublic,
+)
+from server.services import env_validation, studies, study_files
 from server.services.env_check import (
     allowed_environments,
     require_allowed,
@@ -183,6 +190,34 @@ def change_state(
     study = studies.get_study(db, principal, study_id)
     check = partial(validate_study_environments, settings=settings, allowed=allowed)
     return studies.change_state(db, study, body.state, check)
+
+
+@router.post(
+    "/{study_id}/validate",
+    response_model=StudyValidationPublic,
+    summary="Build each environment and describe it",
+    responses=NOT_FOUND,
+)
+def validate_study(
+    study_id: RowId,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+    allowed: AllowedDep,
+) -> dict[str, Any]:
+    """Builds each environment in a worker (under the start timeout) with its settings.
+
+    Per environment: observation and action spaces, the first frame (``frame_url``), the
+    resolved controls, the effective game speed, warnings and problems with field paths from
+    the study's root. An environment whose spec has not changed since it last built is
+    served from the cache (``cached``) without starting a worker. Activation runs the same
+    check: only a study whose environments all build (``ok``) can be activated.
+    """
+    study = studies.get_study(db, principal, study_id)
+    spec = studies.spec_of(study)
+    db.close()  # building can take a while: do not hold a connection meanwhile
+    reports = env_validation.validate_study(spec, settings, allowed)
+    return {"ok": all(r["ok"] for r in reports), "environments": reports}
 
 
 @router.post(

@@ -1,0 +1,85 @@
+"""The environment catalog for the study editor, and validation's cached first frames."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Path
+from fastapi.responses import FileResponse
+
+from server.api.deps import CurrentUser, SettingsDep
+from server.errors import NotFound
+from server.schemas import CatalogEntryPublic
+from server.services import env_validation
+from server.services.env_check import allowed_environments
+from server.study_spec import EnvironmentSpec
+
+router = APIRouter(prefix="/api", tags=["catalog"])
+
+JPEG: dict[int | str, dict[str, Any]] = {200: {"content": {"image/jpeg": {}}}}
+CatalogKey = Path(min_length=1, max_length=100, pattern=r"^[\w.-]+$")
+FrameKey = Path(min_length=64, max_length=64, pattern=r"^[0-9a-f]{64}$")
+# Cached frames never change (their name is a hash of what built them).
+IMMUTABLE = {"Cache-Control": "private, max-age=86400, immutable"}
+
+
+def _thumbnail_url(key: str) -> str:
+    return f"/api/catalog/{key}/thumbnail.jpg"
+
+
+@router.get("/catalog", response_model=list[CatalogEntryPublic], summary="The catalog")
+def read_catalog(_user: CurrentUser) -> list[dict[str, Any]]:
+    """The environments the operator allows designers to pick, with their defaults.
+
+    Each entry's settings JSON Schema describes its ``source.kwargs``; ``installed`` is
+    False when its suite is missing here (it cannot be used until the operator installs it).
+    """
+    from server.runtime.catalog import catalog_public
+
+    return [
+        {**entry, "thumbnail_url": _thumbnail_url(entry["key"]) if entry["installed"] else None}
+        for entry in catalog_public()
+    ]
+
+
+@router.get(
+    "/catalog/{key}/thumbnail.jpg",
+    summary="A catalog entry's first frame",
+    response_class=FileResponse,
+    responses={**JPEG, 404: {"description": "No such entry, or its suite is not installed."}},
+)
+def catalog_thumbnail(
+    _user: CurrentUser, settings: SettingsDep, key: str = CatalogKey
+) -> FileResponse:
+    """Built once in a worker with the entry's defaults, then served from the cache."""
+    from server.runtime.catalog import CATALOG
+
+    entry = CATALOG.get(key)
+    if entry is None or not entry.installed():
+        raise NotFound(f"No installed catalog entry {key!r}.")
+    spec = EnvironmentSpec(
+        id="thumbnail", name=entry.key, source=entry.source(), mode=entry.mode, fps=entry.fps
+    )
+    allowed = allowed_environments(settings)
+    (report,) = env_validation.validate_environments([spec], settings, allowed)
+    path = env_validation.frame_path(settings.data_root, env_validation.cache_key(spec, allowed))
+    if path is None:
+        problems = "; ".join(p["msg"] for p in report["problems"]) or "no frame"
+        raise NotFound(f"No first frame for {key!r}: {problems}")
+    return FileResponse(path, media_type="image/jpeg", headers=IMMUTABLE)
+
+
+@router.get(
+    "/validation/frames/{key}.jpg",
+    summary="A first frame shown by Validate",
+    response_class=FileResponse,
+    responses={**JPEG, 404: {"description": "No such frame."}},
+)
+def validation_frame(
+    _user: CurrentUser, settings: SettingsDep, key: str = FrameKey
+) -> FileResponse:
+    """The first frame of an environment as validation built it (cached by its spec's hash)."""
+    path = env_validation.frame_path(settings.data_root, key)
+    if path is None:
+        raise NotFound("No such frame: validate the study again.")
+    return FileResponse(path, media_type="image/jpeg", headers=IMMUTABLE)

@@ -1,0 +1,159 @@
+"""Crowd participants: a permalink's preview, joining from Prolific / MTurk / a typed id,
+consent, completion; and the designer's participants list (``docs/protocol.md``).
+
+Participant endpoints after ``join`` take the play ticket in the ``X-Play-Ticket`` header
+(never in the URL, like the WebSocket's).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Response
+from sqlalchemy.orm import Session
+
+from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
+from server.core.config import Settings
+from server.errors import Conflict, NotFound, Unauthorized
+from server.models import Participant, Study, utcnow
+from server.player import tickets
+from server.player.views import study_view
+from server.principal import Principal
+from server.schemas import ConsentIn, JoinIn, ParticipantRow, PlayerStudyOut, PreviewIn, PreviewOut
+from server.services import crowd, episodes, participants, studies
+
+router = APIRouter(tags=["player"])
+
+NO_LINK = "This study link is no longer valid."
+CLOSED = {
+    "paused": "This study is paused at the moment. Please try again later.",
+    "closed": "This study has ended and no longer takes participants.",
+    "full": "This study is full: it has all the participants it needs. Thank you!",
+}
+EXPIRED = "Your session has expired or the study link was replaced: open the study link again."
+
+
+def _study_for(db: Session, token: str) -> Study:
+    study = studies.study_by_token(db, token)
+    if study is None:
+        raise NotFound(NO_LINK)
+    return study
+
+
+def _out(db: Session, settings: Settings, study: Study, participant: Participant) -> PlayerStudyOut:
+    spec = studies.spec_of(study)
+    principal = Principal.for_participant(study.id, participant.id)
+    counts = episodes.completed_counts(db, study.id, principal)
+    return PlayerStudyOut(
+        study=study_view(study.id, spec, counts),
+        ticket=tickets.issue(settings.secret_key, study.id, participant.id,
+                             study.permalink_token or "", settings.ticket_ttl_s),
+        participant_id=participant.external_id,
+        participant=crowd.state(db, study, spec, participant),
+    )  # fmt: skip
+
+
+@router.post("/api/play/preview", response_model=PreviewOut, summary="Look at a study link")
+def preview(body: PreviewIn, db: SessionDep) -> PreviewOut:
+    """The study behind a permalink and whether it takes participants; creates nobody."""
+    study = _study_for(db, body.token)
+    spec = studies.spec_of(study)
+    return PreviewOut(study=study_view(study.id, spec), state=crowd.availability(db, study, spec))
+
+
+@router.post(
+    "/api/play/join", response_model=PlayerStudyOut, summary="Join a study as a participant"
+)
+def join(body: JoinIn, db: SessionDep, settings: SettingsDep) -> PlayerStudyOut:
+    """Find or create the participant behind a permalink; returns a play ticket and the
+    participant's state. A participant who completed gets their code again."""
+    study = _study_for(db, body.token)
+    spec = studies.spec_of(study)
+    who = participants.arrival(body.params, body.participant_id, spec.crowd)
+    existing = participants.find(db, study.id, who.external_id)
+    if existing is None or existing.completed_at is None:
+        state = crowd.availability(db, study, spec)
+        if state in ("paused", "closed") or (state == "full" and existing is None):
+            raise Conflict(CLOSED[state], code=state)
+    return _out(db, settings, study, participants.join(db, study, who))
+
+
+def ticket_holder(
+    db: Session, settings: Settings, ticket_text: str | None
+) -> tuple[Study, Participant]:
+    """The study and participant of an ``X-Play-Ticket`` header (401 when not valid: forged,
+    expired, or issued under a permalink that has since been rotated)."""
+    claimed = tickets.study_of(ticket_text)
+    study = db.get(Study, claimed) if claimed is not None else None
+    ticket = tickets.verify(settings.secret_key, ticket_text,
+                            study.permalink_token if study else None)  # fmt: skip
+    participant = db.get(Participant, ticket.participant_id) if ticket else None
+    if study is None or participant is None or participant.study_id != study.id:
+        raise Unauthorized(EXPIRED)
+    return study, participant
+
+
+def _state(db: Session, study: Study, participant: Participant) -> dict[str, Any]:
+    participant.last_seen_at = utcnow()
+    db.commit()
+    return crowd.state(db, study, studies.spec_of(study), participant)
+
+
+@router.get("/api/play/me", summary="Where the participant stands")
+def me(
+    db: SessionDep, settings: SettingsDep, x_play_ticket: Annotated[str | None, Header()] = None
+) -> dict[str, Any]:
+    """ParticipantState: consent, progress per environment, assignment, completion."""
+    study, participant = ticket_holder(db, settings, x_play_ticket)
+    return _state(db, study, participant)
+
+
+@router.post("/api/play/consent", summary="Accept or decline the consent form")
+def consent(
+    body: ConsentIn, db: SessionDep, settings: SettingsDep,
+    x_play_ticket: Annotated[str | None, Header()] = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Accepting lets the participant play; declining screens them out (for good)."""
+    study, participant = ticket_holder(db, settings, x_play_ticket)
+    if participant.completed_at is None and participant.screened_out_at is None:
+        if body.accept:
+            participant.consented_at = participant.consented_at or utcnow()
+        else:
+            participant.screened_out_at = utcnow()
+    return _state(db, study, participant)
+
+
+@router.post("/api/play/complete", summary="Finish the study and get the completion code")
+def complete(
+    db: SessionDep, settings: SettingsDep, x_play_ticket: Annotated[str | None, Header()] = None
+) -> dict[str, Any]:
+    """ParticipantState with ``completion`` (code and redirect); 409 saying what is missing."""
+    study, participant = ticket_holder(db, settings, x_play_ticket)
+    crowd.complete(db, study, studies.spec_of(study), participant)
+    return _state(db, study, participant)
+
+
+# -- the designer's side ---------------------------------------------------------------------
+@router.get(
+    "/api/studies/{study_id}/participants", response_model=list[ParticipantRow],
+    tags=["studies"], summary="A study's participants",
+)  # fmt: skip
+def list_participants(
+    study_id: RowId, db: SessionDep, principal: CurrentPrincipal
+) -> list[dict[str, Any]]:
+    """Every participant: platform ids, consent, episodes per status, play time, completion."""
+    study = studies.get_study(db, principal, study_id)
+    return participants.listing(db, study.id)
+
+
+@router.get(
+    "/api/studies/{study_id}/participants.csv", tags=["studies"],
+    summary="A study's participants as CSV", response_class=Response,
+)  # fmt: skip
+def participants_csv(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> Response:
+    """One row per participant, external id first (approval and bonus uploads)."""
+    study = studies.get_study(db, principal, study_id)
+    text = participants.listing_csv(participants.listing(db, study.id))
+    name = f"study-{study.id}-participants.csv"
+    return Response(text, media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"'})  # fmt: skip

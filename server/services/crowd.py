@@ -1,0 +1,359 @@
+"""A participant's progress through a crowd study: quotas, assignment, done, codes, redirects.
+
+Everything is computed from the episode rows, so a reload, a second server process or a
+restart sees the same state. Quotas count episodes in ``recording`` as reserved, and
+:func:`reserve` takes a lock before counting (see its docstring).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from server.errors import Conflict
+from server.models import (
+    Episode,
+    EpisodeStatus,
+    Participant,
+    Platform,
+    Study,
+    StudyEnvironment,
+    StudyState,
+    utcnow,
+)
+from server.study_spec import CrowdSettings, StudySpec
+
+RESERVED = (EpisodeStatus.completed, EpisodeStatus.recording)
+ENV_FAILED = "env_failed"  # end_reason of an episode whose environment did not start
+PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"
+FAILED_MESSAGE = "This game could not start. You can continue with another one."
+STOPPED_MESSAGE = "This game stopped working. Your progress is kept; you can continue."
+
+
+class QuotaError(Conflict):
+    """An episode cannot start: ``code`` is ``quota_reached`` or ``env_full``."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message, code=code)
+
+
+# -- counts --------------------------------------------------------------------------------
+def reserved_totals(db: Session, study_id: int) -> dict[str, int]:
+    """Participants' completed plus recording episodes per environment (designers' test
+    plays do not fill a study)."""
+    rows = db.execute(
+        select(Episode.env_key, func.count())
+        .where(Episode.study_id == study_id, Episode.status.in_(RESERVED),
+               Episode.participant_id.is_not(None))
+        .group_by(Episode.env_key)
+    ).all()  # fmt: skip
+    return {key: int(n) for key, n in rows}
+
+
+def _own_counts(db: Session, participant_id: int) -> dict[str, dict[str, int]]:
+    rows = db.execute(
+        select(Episode.env_key, Episode.status, Episode.end_reason, func.count())
+        .where(Episode.participant_id == participant_id)
+        .group_by(Episode.env_key, Episode.status, Episode.end_reason)
+    ).all()
+    out: dict[str, dict[str, int]] = {}
+    for key, status, reason, n in rows:
+        counts = out.setdefault(key, {})
+        name = ENV_FAILED if reason == ENV_FAILED else str(status)
+        counts[name] = counts.get(name, 0) + int(n)
+    return out
+
+
+def play_time_s(db: Session, participant_id: int) -> float:
+    """Active play time: the durations (from ``go``) of completed episodes."""
+    total = db.scalar(
+        select(func.coalesce(func.sum(Episode.duration_s), 0.0)).where(
+            Episode.participant_id == participant_id, Episode.status == EpisodeStatus.completed
+        )
+    )
+    return float(total or 0.0)
+
+
+def full_envs(spec: StudySpec, totals: dict[str, int]) -> set[str]:
+    """Environments whose ``episodes_total`` is reached (reservations included)."""
+    return {
+        e.id for e in spec.environments
+        if e.episodes_total is not None and totals.get(e.id, 0) >= e.episodes_total
+    }  # fmt: skip
+
+
+def availability(db: Session, study: Study, spec: StudySpec) -> str:
+    """``active``, ``paused``, ``closed`` (draft reads as closed) or ``full``."""
+    if study.state == StudyState.paused:
+        return "paused"
+    if study.state != StudyState.active:
+        return "closed"
+    if len(full_envs(spec, reserved_totals(db, study.id))) == len(spec.environments):
+        return "full"
+    return "active"
+
+
+# -- quotas, atomically ----------------------------------------------------------------------
+def reserve(db: Session, study_id: int, env_key: str, participant_id: int | None,
+            spec: StudySpec, extra: bool = False) -> StudyEnvironment:  # fmt: skip
+    """Lock the environment and check its quotas; the caller inserts the episode and commits.
+
+    The no-op UPDATE is the transaction's first write: on PostgreSQL it locks the
+    environment's row until commit, on SQLite it takes the database's write lock. Counting
+    after it, the insert and the commit are thus serialized per environment, so concurrent
+    starts never push it past ``episodes_total``. ``extra``: the per-participant quota is
+    lifted (the participant still has requirements to meet).
+    """
+    row = db.scalar(
+        select(StudyEnvironment).where(
+            StudyEnvironment.study_id == study_id, StudyEnvironment.env_key == env_key
+        )
+    )
+    if row is None:
+        raise Conflict(f"The study has no environment {env_key!r}.")
+    db.execute(
+        update(StudyEnvironment)
+        .where(StudyEnvironment.id == row.id)
+        .values(position=StudyEnvironment.position)
+        .execution_options(synchronize_session=False)
+    )
+    if participant_id is None:
+        return row
+    env = spec.environment(env_key)
+    if env.episodes_total is not None:
+        total = db.scalar(
+            select(func.count()).where(
+                Episode.study_env_id == row.id, Episode.status.in_(RESERVED),
+                Episode.participant_id.is_not(None),
+            )
+        )  # fmt: skip
+        if int(total or 0) >= env.episodes_total:
+            raise QuotaError("env_full", f"{env.name} has all the episodes it needs.")
+    if not extra:
+        mine = db.scalar(
+            select(func.count()).where(
+                Episode.study_env_id == row.id, Episode.status.in_(RESERVED),
+                Episode.participant_id == participant_id,
+            )
+        )  # fmt: skip
+        if int(mine or 0) >= env.episodes_per_participant:
+            raise QuotaError("quota_reached", f"You have played all episodes of {env.name}.")
+    return row
+
+
+# -- the participant's state -----------------------------------------------------------------
+@dataclass
+class Progress:
+    """Where one participant stands (see :func:`progress`)."""
+
+    envs: dict[str, dict[str, Any]]
+    full: set[str]
+    play_time_s: float
+    episodes: int  # completed, all environments
+    requirements_met: bool
+    done: bool
+
+    def playable(self, env_id: str) -> bool:
+        """May the participant start an episode of ``env_id`` now?"""
+        info = self.envs[env_id]
+        if info["full"] or info["failed"]:
+            return False
+        return not info["finished"] or self.extra
+
+    @property
+    def extra(self) -> bool:
+        """Every quota is played but a requirement is not met: more episodes are allowed."""
+        return not self.done and not self.requirements_met
+
+    def status(self, env_id: str) -> str:
+        """Why an environment is (not) offered: ``open``, ``finished``, ``full``, ``failed``."""
+        info = self.envs[env_id]
+        if info["failed"]:
+            return "failed"
+        if info["full"]:
+            return "full"
+        return "finished" if info["finished"] and not self.extra else "open"
+
+
+def progress(db: Session, study: Study, spec: StudySpec, participant: Participant) -> Progress:
+    """Per environment: completed / required / full / failed; requirements; done."""
+    totals = reserved_totals(db, study.id)
+    full = full_envs(spec, totals)
+    own = _own_counts(db, participant.id)
+    envs: dict[str, dict[str, Any]] = {}
+    for env in spec.environments:
+        counts = own.get(env.id, {})
+        completed = counts.get(EpisodeStatus.completed, 0)
+        envs[env.id] = {
+            "completed": completed,
+            "required": env.episodes_per_participant,
+            "finished": completed >= env.episodes_per_participant,
+            "full": env.id in full,
+            "failed": counts.get(ENV_FAILED, 0) > 0 and completed == 0,
+        }
+    req = spec.crowd.requirements
+    played = play_time_s(db, participant.id)
+    episodes = sum(e["completed"] for e in envs.values())
+    met = episodes >= req.min_episodes and played >= req.min_play_time_s
+    quotas_done = all(e["finished"] or e["full"] or e["failed"] for e in envs.values())
+    # Quotas played but a requirement unmet: the participant may play more; when nothing at
+    # all can be played any more (full or failed), they are done anyway (no dead end).
+    nothing_left = quotas_done and all(e["full"] or e["failed"] for e in envs.values())
+    done = quotas_done and (met or nothing_left)
+    return Progress(envs, full, played, episodes, met, done)
+
+
+def assign(db: Session, study: Study, spec: StudySpec, participant: Participant,
+           prog: Progress) -> str | None:  # fmt: skip
+    """Balanced assignment: keep a playable assigned environment, else pick the one furthest
+    from its ``episodes_total`` (fewest episodes and assigned participants first)."""
+    if spec.crowd.assignment != "balanced":
+        return None
+    current = participant.assigned_env
+    if current in prog.envs and prog.playable(current):
+        return current
+    candidates = [e for e in spec.environments if prog.playable(e.id)]
+    choice: str | None = None
+    if candidates:
+        totals = reserved_totals(db, study.id)
+        assigned = dict(
+            db.execute(
+                select(Participant.assigned_env, func.count())
+                .where(Participant.study_id == study.id, Participant.assigned_env.is_not(None),
+                       Participant.id != participant.id)
+                .group_by(Participant.assigned_env)
+            ).all()
+        )  # fmt: skip
+
+        def load(env_id: str) -> int:
+            return totals.get(env_id, 0) + int(assigned.get(env_id, 0))
+
+        def key(pos_env: tuple[int, Any]) -> tuple[float, int, int]:
+            pos, env = pos_env
+            room = float("inf") if env.episodes_total is None else env.episodes_total - load(env.id)
+            return (-room, load(env.id), pos)
+
+        choice = min(enumerate(candidates), key=key)[1].id
+    if choice != current:
+        participant.assigned_env = choice
+        db.commit()
+    return choice
+
+
+def next_step(spec: StudySpec, prog: Progress, assigned: str | None,
+              last_env: str | None) -> dict[str, Any]:  # fmt: skip
+    """What comes after an episode: ``again`` (same env), ``next_env`` or ``done``."""
+    if prog.done:
+        return {"kind": "done", "env_id": None}
+    if spec.crowd.assignment == "balanced":
+        if assigned is not None and assigned == last_env:
+            return {"kind": "again", "env_id": assigned}
+        return {"kind": "next_env", "env_id": assigned}
+    if last_env is not None and last_env in prog.envs and prog.playable(last_env):
+        return {"kind": "again", "env_id": last_env}
+    following = [e.id for e in spec.environments if prog.playable(e.id)]
+    return {"kind": "next_env", "env_id": following[0] if following else None}
+
+
+# -- codes and redirects ---------------------------------------------------------------------
+def _fill(url: str, code: str) -> str:
+    return url.replace("{code}", quote(code, safe=""))
+
+
+def completion(crowd: CrowdSettings, participant: Participant) -> dict[str, Any]:
+    """The completion code and where to send the participant with it."""
+    code = crowd.completion_code
+    redirect: dict[str, Any] | None = None
+    if crowd.completion_url:
+        redirect = {"method": "GET", "url": _fill(crowd.completion_url, code), "fields": {}}
+    elif participant.platform == Platform.prolific:
+        url = f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}"
+        redirect = {"method": "GET", "url": url, "fields": {}}
+    elif participant.platform == Platform.mturk and participant.submit_to:
+        url = participant.submit_to.rstrip("/") + "/mturk/externalSubmit"
+        fields = {"assignmentId": participant.platform_session_id or "", "completion_code": code}
+        redirect = {"method": "POST", "url": url, "fields": fields}
+    return {"code": code, "redirect": redirect}
+
+
+def screenout(crowd: CrowdSettings, participant: Participant) -> dict[str, Any]:
+    """The screen-out code and redirect (consent declined)."""
+    code = crowd.screenout_code
+    redirect: dict[str, Any] | None = None
+    if crowd.screenout_url:
+        redirect = {"method": "GET", "url": _fill(crowd.screenout_url, code), "fields": {}}
+    elif participant.platform == Platform.prolific and code:
+        url = f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}"
+        redirect = {"method": "GET", "url": url, "fields": {}}
+    return {"code": code, "redirect": redirect}
+
+
+def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
+          last_env: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """ParticipantState (docs/protocol.md): what the player page shows next."""
+    crowd = spec.crowd
+    prog = progress(db, study, spec, participant)
+    assigned = assign(db, study, spec, participant, prog)
+    completed = participant.completed_at is not None
+    screened = participant.screened_out_at is not None
+    envs = {
+        key: {"completed": v["completed"], "required": v["required"], "full": v["full"],
+              "failed": v["failed"], "status": prog.status(key)}
+        for key, v in prog.envs.items()
+    }  # fmt: skip
+    return {
+        "external_id": participant.external_id,
+        "platform": participant.platform,
+        "consent_required": bool(crowd.consent),
+        "consented": participant.consented_at is not None,
+        "screened_out": screened,
+        "screenout": screenout(crowd, participant) if screened else None,
+        "done": prog.done or completed,
+        "completed": completed,
+        "completion": completion(crowd, participant) if completed else None,
+        "progress": envs,
+        "assigned_env": assigned,
+        "next": next_step(spec, prog, assigned, last_env),
+        "play_time_s": round(prog.play_time_s, 3),
+        "requirements": {
+            "min_episodes": crowd.requirements.min_episodes,
+            "min_play_time_s": crowd.requirements.min_play_time_s,
+            "episodes": prog.episodes,
+            "met": prog.requirements_met,
+        },
+    }
+
+
+def complete(db: Session, study: Study, spec: StudySpec, participant: Participant) -> None:
+    """Stamp completion (once) and that the code was shown; Conflict saying what is missing."""
+    if participant.completed_at is None:
+        if participant.screened_out_at is not None:
+            raise Conflict("You did not consent, so the study cannot be completed.")
+        if spec.crowd.consent and participant.consented_at is None:
+            raise Conflict("Please read and accept the consent form first.")
+        prog = progress(db, study, spec, participant)
+        if not prog.done:
+            missing = [f"{spec.environment(k).name}: {v['completed']} of {v['required']}"
+                       for k, v in prog.envs.items() if prog.playable(k)]  # fmt: skip
+            raise Conflict(
+                "The study is not finished yet. Still to play: " + "; ".join(missing) + "."
+            )
+        participant.completed_at = utcnow()
+    participant.completion_shown_at = participant.completion_shown_at or utcnow()
+    db.commit()
+
+
+def state_for(db: Session, study_id: int, spec: StudySpec, participant_id: int,
+              last_env: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """:func:`state` by ids (the player's sessions hold ids, not rows)."""
+    study = db.get(Study, study_id)
+    participant = db.get(Participant, participant_id)
+    if study is None or participant is None:
+        raise Conflict("The participant or the study is gone.")
+    participant.last_seen_at = utcnow()
+    db.commit()
+    return state(db, study, spec, participant, last_env)

@@ -1,0 +1,216 @@
+"""Validate: build each environment in a worker and describe it for the designer.
+
+A report per environment gives its observation and action spaces, the first frame, the
+resolved controls, the effective game speed, warnings and problems (field paths from the
+study's root). Reports of environments that built are cached on disk under the data root,
+keyed by a hash of the environment's spec and the operator's allow-list, so an unchanged
+study validates without starting a worker. The runtime is imported lazily.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from server.core.config import Settings
+from server.study_spec import EnvironmentSpec, StudySpec
+
+if TYPE_CHECKING:
+    from server.runtime.allowlist import AllowedEnvironments, Problem
+    from server.runtime.probe import Inspection
+
+Loc = tuple[str | int, ...]
+CACHE_VERSION = 1  # bump when a report's shape or meaning changes
+SPEED_TOLERANCE = 0.05  # effective speeds within 5 % of 1× count as real speed
+FRAME_KEY = re.compile(r"^[0-9a-f]{64}$")
+_LISTED = 8  # names listed in one warning
+
+
+def cache_dir(data_root: Path) -> Path:
+    """Where validation reports and first frames are kept."""
+    return data_root / "cache" / "validation"
+
+
+def cache_key(env: EnvironmentSpec, allowed: AllowedEnvironments) -> str:
+    """Hash of the canonical JSON of the environment's spec and the allow-list."""
+    data = {
+        "version": CACHE_VERSION,
+        "env": env.model_dump(mode="json"),
+        "gym_packages": list(allowed.gym_packages),
+        "dm_env_factories": sorted(allowed.dm_env_factories),
+    }
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def frame_path(data_root: Path, key: str) -> Path | None:
+    """The cached first frame of ``key`` (None for a malformed key or no frame)."""
+    if not FRAME_KEY.match(key):
+        return None
+    path = cache_dir(data_root) / f"{key}.jpg"
+    return path if path.is_file() else None
+
+
+def frame_url(key: str) -> str:
+    """Where the API serves the first frame cached under ``key``."""
+    return f"/api/validation/frames/{key}.jpg"
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
+
+
+def _cached(data_root: Path, key: str) -> dict[str, Any] | None:
+    try:
+        report: dict[str, Any] = json.loads((cache_dir(data_root) / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return report
+
+
+def _items(problems: list[Problem]) -> list[dict[str, Any]]:
+    # the source's problems first: they are the first thing to fix
+    ordered = sorted(problems, key=lambda p: p[0][:1] != ("source",))
+    return [{"loc": list(loc), "msg": msg} for loc, msg in ordered]
+
+
+def speed(env: EnvironmentSpec, info: dict[str, Any]) -> dict[str, Any]:
+    """fps (× frameskip) against the environment's native rate; ``effective`` 1 is real speed."""
+    native, frameskip = info.get("native_fps"), info.get("frameskip")
+    effective = env.fps / native if env.mode == "async" and native else None
+    return {
+        "mode": env.mode, "fps": env.fps, "native_fps": native, "frameskip": frameskip,
+        "effective": effective,
+    }  # fmt: skip
+
+
+def _speed_warning(sp: dict[str, Any]) -> Problem | None:
+    if sp["mode"] != "async":
+        return None
+    native, skip, fps = sp["native_fps"], sp["frameskip"], sp["fps"]
+    if not native:
+        return (("fps",), f"the environment does not tell its real pace: check that {fps} "
+                          "steps per second looks right when test-playing")  # fmt: skip
+    effective = sp["effective"]
+    if abs(effective - 1) <= SPEED_TOLERANCE:
+        return None
+    if skip:
+        pace = (f"fps {fps} × frameskip {skip:g} = {fps * skip:g} frames/s against the "
+                f"game's {native * skip:g} Hz")  # fmt: skip
+    else:
+        pace = f"fps {fps} against the environment's {native:g} steps/s"
+    fix = f"set fps to {native:g}" if float(native).is_integer() and native <= 120 else "change fps"
+    return (("fps",), f"plays at {effective:.2f}× real speed ({pace}); {fix} for real speed")
+
+
+def _listing(names: list[str]) -> str:
+    return ", ".join(names[:_LISTED]) + (" …" if len(names) > _LISTED else "")
+
+
+def warnings(env: EnvironmentSpec, info: dict[str, Any], sp: dict[str, Any]) -> list[Problem]:
+    """Speed off 1×, actions no control reaches, default controls that do nothing here."""
+    found: list[Problem] = []
+    speed_warning = _speed_warning(sp)
+    if speed_warning:
+        found.append(speed_warning)
+    controls = info.get("controls") or {}
+    unbound = controls.get("unbound") or []
+    if unbound:
+        names = _listing([str(a) for a in unbound])
+        action = info.get("action_spec")
+        discrete = isinstance(action, dict) and action.get("shape") == []
+        what = "actions" if discrete else "action dimensions"
+        found.append((("controls",), f"no control reaches these {what}: {names}"))
+    unused = controls.get("unused") or {}
+    if unused:
+        pairs = _listing([f"{name} → {value}" for name, value in unused.items()])
+        message = f"default controls bound to actions this environment lacks: {pairs}"
+        found.append((("controls",), message))
+    return found
+
+
+def _report(env: EnvironmentSpec, inspection: Inspection, key: str) -> dict[str, Any]:
+    info = inspection.info or {}
+    sp = speed(env, info) if info else None
+    return {
+        "problems": _items(inspection.problems),
+        "warnings": _items(warnings(env, info, sp)) if sp else [],
+        "observation_space": info.get("observation_spec"),
+        "action_space": info.get("action_spec"),
+        "action_meanings": info.get("action_meanings"),
+        "cameras": info.get("cameras"),
+        "controls": info.get("controls"),
+        "speed": sp,
+        "frame_url": frame_url(key) if inspection.frame else None,
+    }
+
+
+def _empty(problems: list[Problem]) -> dict[str, Any]:
+    return {
+        "problems": _items(problems), "warnings": [], "observation_space": None,
+        "action_space": None, "action_meanings": None, "cameras": None, "controls": None,
+        "speed": None, "frame_url": None,
+    }  # fmt: skip
+
+
+def validate_environments(
+    envs: list[EnvironmentSpec], settings: Settings, allowed: AllowedEnvironments
+) -> list[dict[str, Any]]:
+    """A report per environment (locs relative to the environment), ``cached`` when served
+    from the cache. Blocks while workers build: call it off the event loop."""
+    from server.runtime.catalog import validate_environment
+    from server.runtime.probe import inspect_all
+
+    reports: list[dict[str, Any] | None] = [None] * len(envs)
+    to_build: list[tuple[int, str, list[Problem]]] = []
+    for index, env in enumerate(envs):
+        found = validate_environment(env, allowed)
+        # Build it unless it may not be built (or its settings are already known bad); an
+        # env without controls is still built: an unknown id is the first thing to fix.
+        if not all(loc == ("controls",) for loc, _ in found):
+            reports[index] = {**_empty(found), "cached": False}
+            continue
+        key = cache_key(env, allowed)
+        cached = None if found else _cached(settings.data_root, key)
+        if cached is not None:
+            reports[index] = {**cached, "cached": True}
+        else:
+            to_build.append((index, key, found))
+    if to_build:
+        inspections = inspect_all(
+            [envs[index] for index, _, _ in to_build], allowed,
+            data_root=settings.data_root, timeout=settings.worker_start_timeout_s,
+        )  # fmt: skip
+        for (index, key, found), inspection in zip(to_build, inspections, strict=True):
+            inspection.problems[:0] = found
+            report = _report(envs[index], inspection, key)
+            if inspection.info is not None and not inspection.transient and not found:
+                if inspection.frame:
+                    _write(cache_dir(settings.data_root) / f"{key}.jpg", inspection.frame)
+                _write(cache_dir(settings.data_root) / f"{key}.json", json.dumps(report).encode())
+            reports[index] = {**report, "cached": False}
+    return [r for r in reports if r is not None]
+
+
+def validate_study(
+    spec: StudySpec, settings: Settings, allowed: AllowedEnvironments, prefix: Loc = ()
+) -> list[dict[str, Any]]:
+    """:func:`validate_environments` for a study, field paths from ``prefix`` + the root."""
+    reports = validate_environments(spec.environments, settings, allowed)
+    out = []
+    for index, (env, report) in enumerate(zip(spec.environments, reports, strict=True)):
+        base = [*prefix, "environments", index]
+        out.append({
+            "index": index, "id": env.id, "name": env.name, **report,
+            "ok": not report["problems"],
+            "problems": [{**p, "loc": [*base, *p["loc"]]} for p in report["problems"]],
+            "warnings": [{**w, "loc": [*base, *w["loc"]]} for w in report["warnings"]],
+        })  # fmt: skip
+    return out

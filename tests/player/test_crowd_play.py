@@ -1,0 +1,95 @@
+"""A crowd participant end to end over the API and the socket: assignment, a broken
+environment that leads on (no Python error shown), quotas, completion code, designer list."""
+
+from __future__ import annotations
+
+from server.models import Participant
+from server.services.crowd import FAILED_MESSAGE
+from tests.player.conftest import FAKE, Player, activate, counter_env, spec, ticket_socket
+
+BROKEN = {"id": "broken", "name": "Broken", "source": {"kind": "dm_env",
+          "factory": f"{FAKE}:broken_start"}}  # fmt: skip
+PROLIFIC = {"PROLIFIC_PID": "pid-1", "STUDY_ID": "st", "SESSION_ID": "se"}
+
+
+def _play_one(player, keep=True):
+    """One episode of the one-step counter env."""
+    player.until("episode_started")
+    mark = len(player.seen)
+    player.step(["KeyA"])
+    if not any(m["type"] == "episode_ended" for m in player.seen[mark:]):
+        player.until("episode_ended")
+    player.send(type="save", keep=keep)
+    return player.until("episode_saved")
+
+
+def test_participant_is_led_past_a_broken_env_to_the_completion_code(factory, designer, db):
+    study = activate(db, factory.study(designer, spec(
+        BROKEN, counter_env(episode_len=1, episodes_per_participant=2),
+        crowd={"assignment": "balanced", "completion_code": "DONE-42"},
+    )))  # fmt: skip
+    anon = factory.client()
+    joined = anon.post("/api/play/join", json={"token": study.permalink_token,
+                                               "params": PROLIFIC}).json()  # fmt: skip
+    ticket = joined["ticket"]
+    assert joined["participant"]["assigned_env"] == "broken"  # first in the study, all empty
+    early = anon.post("/api/play/complete", headers={"X-Play-Ticket": ticket})
+    assert early.status_code == 409 and "Still to play" in early.json()["detail"]
+    with ticket_socket(anon, ticket) as ws:
+        player = Player(ws)
+        hello = player.until("hello")
+        assert hello["participant"]["external_id"] == "pid-1"
+        player.send(type="start")
+        failed = player.until("error")
+        assert failed["code"] == "env_failed" and failed["message"] == FAILED_MESSAGE
+        assert failed["next"] == {"kind": "next_env", "env_id": "counter"}
+        player.send(type="start", env_id="broken")  # balanced: not this one any more
+        assert player.until("error")["code"] == "assigned_elsewhere"
+        player.send(type="start")
+        saved = _play_one(player)
+        assert saved["next"] == {"kind": "again", "env_id": "counter"}
+        player.send(type="start")
+        saved = _play_one(player)
+        assert saved["next"] == {"kind": "done", "env_id": None}
+        assert saved["participant"]["done"] is True
+        player.send(type="start")
+        assert player.until("error")["code"] == "quota_reached"
+        texts = [str(m) for m in player.seen]
+    assert not [t for t in texts if "cannot build" in t or "RuntimeError" in t
+                or "Traceback" in t]  # fmt: skip
+    done = anon.post("/api/play/complete", headers={"X-Play-Ticket": ticket})
+    assert done.status_code == 200, done.text
+    assert done.json()["completion"] == {"code": "DONE-42", "redirect": {
+        "method": "GET", "url": "https://app.prolific.com/submissions/complete?cc=DONE-42",
+        "fields": {}}}  # fmt: skip
+    row = db.query(Participant).one()
+    db.refresh(row)
+    assert row.completed_at is not None and row.completion_shown_at is not None
+    # coming back: the code again, not a new session (even once the study is full or paused)
+    again = anon.post("/api/play/join", json={"token": study.permalink_token,
+                                              "params": PROLIFIC}).json()  # fmt: skip
+    assert again["participant"]["completed"] is True
+    assert again["participant"]["completion"]["code"] == "DONE-42"
+    # the designer sees the failure's details
+    rows = factory.client(designer).get(f"/api/studies/{study.id}/participants").json()
+    assert rows[0]["last_error"] and "cannot build" in rows[0]["last_error"]
+    assert rows[0]["episodes"] == {"completed": 2, "failed": 1}
+    assert rows[0]["completion_code_shown"] is True and rows[0]["platform"] == "prolific"
+
+
+def test_consent_comes_before_playing(factory, designer, db):
+    study = activate(db, factory.study(designer, spec(counter_env(), crowd={"consent": "OK?"})))
+    anon = factory.client()
+    join = {"token": study.permalink_token, "participant_id": "W-9"}
+    ticket = anon.post("/api/play/join", json=join).json()["ticket"]
+    with ticket_socket(anon, ticket) as ws:
+        player = Player(ws)
+        player.until("hello")
+        player.send(type="start", env_id="counter")
+        assert player.until("error")["code"] == "consent_required"
+    anon.post("/api/play/consent", json={"accept": True}, headers={"X-Play-Ticket": ticket})
+    with ticket_socket(anon, ticket, "") as ws:
+        player = Player(ws)
+        player.until("hello")
+        player.send(type="start", env_id="counter")
+        assert player.until("episode_started")["ready_gate"] is True

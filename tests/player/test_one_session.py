@@ -1,0 +1,73 @@
+"""One live session per participant: a second tab is refused (4002) unless it takes over,
+which closes the first tab's socket (4000)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from server.player.protocol import SUBPROTOCOL
+from tests.player.conftest import Player, activate, counter_env, spec
+
+
+def _socket(client, ticket, *extra):
+    return client.websocket_connect(
+        "/ws/play", subprotocols=[SUBPROTOCOL, f"ticket.{ticket}", *extra]
+    )
+
+
+def _closed_with(player):
+    with pytest.raises(ConnectionError) as closed:
+        for _ in range(50):
+            player.receive()
+    return closed.value.args[0]
+
+
+def test_second_tab_is_refused_and_can_take_over(factory, designer, db):
+    study = activate(db, factory.study(designer, spec(counter_env(episode_len=3))))
+    anon = factory.client()
+    join = {"token": study.permalink_token, "participant_id": "W-1"}
+    ticket = anon.post("/api/play/join", json=join).json()["ticket"]
+    with _socket(anon, ticket) as first_ws:
+        first = Player(first_ws)
+        session_id = first.until("hello")["session_id"]
+        first.send(type="start", env_id="counter")
+        first.until("episode_started")
+        with _socket(anon, ticket) as second_ws:
+            second = Player(second_ws)
+            error = second.until("error")
+            assert error["code"] == "open_elsewhere"
+            assert _closed_with(second) == 4002
+        first.send(type="ping", client_ms=1)
+        assert first.until("pong")  # the first tab still plays
+        with _socket(anon, ticket, "takeover") as third_ws:
+            third = Player(third_ws)
+            hello = third.until("hello")
+            assert hello["session_id"] == session_id and hello["resumed"] is True
+            assert hello["episode"] is not None  # the running episode, taken over
+            assert _closed_with(first) == 4000
+            third.send(type="ping", client_ms=2)
+            assert third.until("pong")
+        # ... or with ?takeover=1
+        with anon.websocket_connect(
+            "/ws/play?takeover=1", subprotocols=[SUBPROTOCOL, f"ticket.{ticket}"]
+        ) as fourth_ws:
+            assert Player(fourth_ws).until("hello")["session_id"] == session_id
+
+
+def test_a_tab_left_behind_is_resumed_without_asking(factory, designer, db):
+    study = activate(db, factory.study(designer, spec(counter_env())))
+    anon = factory.client()
+    join = {"token": study.permalink_token, "participant_id": "W-2"}
+    ticket = anon.post("/api/play/join", json=join).json()["ticket"]
+    with _socket(anon, ticket) as ws:
+        session_id = Player(ws).until("hello")["session_id"]
+    live = factory.app.state.player_registry.get(session_id)
+    deadline = time.monotonic() + 10
+    while live.outbox is not None and time.monotonic() < deadline:  # the server saw it go
+        time.sleep(0.01)
+    # the socket is gone (grace period): a new tab without ?session= gets the same session
+    with _socket(anon, ticket) as ws:
+        hello = Player(ws).until("hello")
+    assert hello["session_id"] == session_id and hello["resumed"] is True

@@ -1,0 +1,57 @@
+"""The designer's participants page in real Chromium: empty state, rows, odd ids, CSV."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.factories import Factory
+from tests.player.conftest import activate, counter_env, spec
+from tests.web._crowd import shot
+from tests.web.test_designer_ui import log_in
+
+pytestmark = pytest.mark.browser
+
+ODD_ID = "<img/src=x/onerror=alert(1)>✓"  # markup and unicode: stored, shown as text
+
+
+def test_participants_page_from_the_study_panel(
+    live_server: str, page: Page, factory: Factory, db
+) -> None:  # type: ignore[no-untyped-def]
+    owner = factory.user()
+    study = activate(db, factory.study(owner, spec(counter_env(), crowd={"consent": "Agree?"})))
+    log_in(page, live_server, owner)
+    page.get_by_role("button", name="Player test").click()
+    page.get_by_role("link", name="Participants").click()
+    expect(page).to_have_url(f"{live_server}/participants.html?study={study.id}")
+    expect(page.locator("#study-name")).to_have_text("Player test")
+    expect(page.get_by_text("No participants yet")).to_be_visible()
+    shot(page, "30-participants-empty")
+
+    player = factory.client()  # two workers arrive (the API a player page calls)
+    joined = player.post("/api/play/join", json={"token": study.permalink_token,
+                         "params": {"PROLIFIC_PID": "pp-1", "STUDY_ID": "S1"}})  # fmt: skip
+    assert joined.status_code == 200, joined.text
+    ticket = {"X-Play-Ticket": joined.json()["ticket"]}
+    assert player.post("/api/play/consent", json={"accept": True}, headers=ticket).is_success
+    odd = player.post(
+        "/api/play/join", json={"token": study.permalink_token, "participant_id": ODD_ID}
+    )
+    assert odd.status_code == 200, odd.text
+    page.get_by_role("button", name="Refresh").click()
+    rows = page.locator("#participants-body tr")
+    expect(rows).to_have_count(2)
+    first = page.locator("#participants-body tr", has_text="pp-1")
+    expect(first).to_contain_text("Prolific")
+    expect(first).to_contain_text("study S1")
+    expect(first).to_contain_text("given")
+    expect(first).to_contain_text("not yet")
+    expect(page.locator("#participants-body td.pt-id", has_text=ODD_ID)).to_have_count(1)
+    assert page.locator("#participants-body img").count() == 0
+    shot(page, "31-participants")
+
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download CSV").click()
+    text = open(download.value.path(), encoding="utf-8").read()
+    assert text.splitlines()[0].startswith("external_id")
+    assert "pp-1" in text

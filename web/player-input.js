@@ -1,0 +1,74 @@
+/* The player's input: keyboard and gamepad to `input` messages (one step per press in sync
+   mode, the held set in async mode), plus the player's own keys (start, pause, cancel). */
+import { now, readPad } from "./player-stage.js";
+
+export const PLAYER_KEYS = { start: "Enter", pause: "Escape", cancel: "Delete" };
+const GAMEPAD_POLL_MS = 4; // while a gamepad is connected
+const GAMEPAD_SEARCH_MS = 250; // looking for one
+const $ = (id) => document.getElementById(id);
+
+/** Input for the page's ``state``; ``act`` = {primary, go, togglePause, cancel, blocked}. */
+export function createInput(state, send, act) {
+  function mode() { return state.env && state.envs[state.env] ? state.envs[state.env].mode : "sync"; }
+  function sendInput() {
+    const pad = state.pad;
+    send({ type: "input", keys: [...state.held], buttons: pad.buttons, axes: pad.axes,
+      client_ms: now(), seen_step: state.step });
+  }
+  function releaseAll(notify) {
+    const had = state.held.length > 0;
+    state.held = [];
+    if (notify && had && mode() === "async" && state.phase === "playing") sendInput();
+  }
+
+  function onKeyDown(e) {
+    if (act.blocked()) return;
+    if (e.code === PLAYER_KEYS.start && (state.phase === "idle" || state.phase === "ready")) { e.preventDefault(); act.primary(); return; }
+    if (e.code === PLAYER_KEYS.pause) { e.preventDefault(); act.togglePause(); return; }
+    if (e.code === PLAYER_KEYS.cancel) { e.preventDefault(); act.cancel(); return; }
+    if (!state.boundKeys.has(e.code)) return;
+    e.preventDefault();
+    if (state.phase === "ready" && !e.repeat) { act.go(); return; } // this key only starts the episode
+    if (e.repeat || state.phase !== "playing") return;
+    state.held = state.held.filter((k) => k !== e.code).concat(e.code);
+    sendInput(); // sync: one step per key press; async: the held set changed
+  }
+  function onKeyUp(e) {
+    if (!state.held.includes(e.code)) return;
+    e.preventDefault();
+    state.held = state.held.filter((k) => k !== e.code);
+    if (mode() === "async" && state.phase === "playing") sendInput();
+  }
+
+  function pollGamepad() {
+    const pads = navigator.getGamepads ? [...navigator.getGamepads()].filter(Boolean) : [];
+    const pad = pads[0];
+    const status = $("gamepad-status");
+    if (!pad) {
+      if (status.dataset.connected === "true") { status.dataset.connected = "false"; status.textContent = "No gamepad"; }
+      state.pad = { index: null, buttons: {}, axes: [], signature: "" };
+    } else {
+      if (status.dataset.connected !== "true") { status.dataset.connected = "true"; status.textContent = `Gamepad: ${pad.id}`; }
+      onPad(readPad(pad, state.deadzone));
+    }
+    // Timers, not requestAnimationFrame: a rAF loop keeps the page painting, and Chromium then
+    // holds back the frame that answers a key press until the next paint (8 ms on average).
+    setTimeout(pollGamepad, pad ? GAMEPAD_POLL_MS : GAMEPAD_SEARCH_MS);
+  }
+
+  function onPad(next) {
+    $("gamepad-status").dataset.buttons = Object.keys(next.buttons).join(",");
+    const before = state.pad;
+    state.pad = next;
+    if (next.signature === before.signature) return;
+    const pressed = Object.keys(next.buttons).filter((i) => next.buttons[i] > 0.5 && !(before.buttons[i] > 0.5));
+    if (state.phase === "ready" && pressed.includes("0")) { act.go(); return; } // gamepad A
+    if (state.phase !== "playing") return;
+    if (mode() === "async") { sendInput(); return; }
+    // sync: a step per newly pressed button or axis pushed past the dead zone
+    const pushed = next.axes.some((v, i) => v !== 0 && !before.axes[i]);
+    if (pressed.length || pushed) sendInput();
+  }
+
+  return { mode, sendInput, releaseAll, onKeyDown, onKeyUp, pollGamepad };
+}

@@ -1,0 +1,65 @@
+/* The player's lobby (games with the participant's progress, finished and full ones
+   closed) and the controls legend of the environment being played. */
+
+const $ = (id) => document.getElementById(id);
+
+const CLOSED_LABELS = { finished: "Finished", full: "Full", failed: "Unavailable" };
+
+export function renderLobby(state, play) {
+  const s = state.study;
+  const ps = state.participant;
+  $("study-name").textContent = s.name;
+  $("study-instructions").innerHTML = s.instructions_html; // rendered server-side, HTML disabled
+  $("study-instructions-side").innerHTML = s.instructions_html;
+  $("lobby-end").hidden = Boolean(ps);
+  $("lobby-finish").hidden = !(ps && ps.done);
+  $("lobby-hint").textContent = ps ? "Pick a game to play. Games you have finished, that are full or that cannot start are marked." : "";
+  $("env-list").replaceChildren(...Object.values(state.envs).map((env) => {
+    const progress = ps && ps.progress ? ps.progress[env.id] : null;
+    const done = progress ? progress.completed : env.completed;
+    const required = progress ? progress.required : env.episodes_per_participant;
+    // open, finished, full (enough episodes from everyone) or failed (it cannot start)
+    const status = progress ? progress.status || (done >= required ? "finished" : progress.full ? "full" : "open") : "open";
+    const closed = status !== "open";
+    const li = document.createElement("li");
+    const text = document.createElement("div");
+    const name = document.createElement("strong");
+    name.textContent = env.name;
+    const meta = document.createElement("div");
+    meta.className = "env-meta";
+    meta.textContent = `${env.mode === "sync" ? "turn by turn" : `real time, ${env.fps} fps`} · ` +
+      `${done} of ${required} episodes done`;
+    text.append(name, meta);
+    const button = document.createElement("button");
+    button.type = "button"; button.className = "btn btn-primary";
+    button.textContent = CLOSED_LABELS[status] || `Play ${env.name}`;
+    button.disabled = closed;
+    if (closed) {
+      button.className = "btn";
+      button.setAttribute("aria-label", `${env.name}: ${CLOSED_LABELS[status] || status}`);
+      li.classList.add("env-closed");
+    }
+    button.dataset.env = env.id;
+    button.addEventListener("click", () => play(env.id));
+    li.append(text, button);
+    return li;
+  }));
+}
+
+export function renderControls(state, info) {
+  const body = $("legend").tBodies[0];
+  body.replaceChildren();
+  for (const row of info.controls.legend) {
+    const tr = document.createElement("tr");
+    const a = document.createElement("td"); const b = document.createElement("td");
+    a.textContent = row.input; b.textContent = row.label;
+    tr.append(a, b); body.append(tr);
+  }
+  state.boundKeys = new Set(info.controls.keys);
+  state.deadzone = info.controls.deadzone;
+  $("quality").value = info.quality;
+  $("speed").value = String(info.speed);
+  const cams = info.cameras || [];
+  $("camera-field").hidden = cams.length < 2;
+  $("camera").replaceChildren(...cams.map((c) => new Option(c, c, false, c === info.camera)));
+}
