@@ -183,7 +183,10 @@ async def player(port: int, ticket: str, out: dict[str, Any]) -> None:
             message = await asyncio.wait_for(ws.recv(), 10)
             t = time.monotonic()
             if isinstance(message, str):
-                if json.loads(message)["type"] in ("episode_ended", "episode_failed"):
+                kind = json.loads(message)["type"]
+                if kind == "episode_started":  # the ready gate: nothing steps before "go"
+                    await ws.send(json.dumps({"type": "go"}))
+                if kind in ("episode_ended", "episode_failed"):
                     break
                 continue
             episode, step = int.from_bytes(message[0:4], "big"), int.from_bytes(message[4:8], "big")

@@ -90,19 +90,27 @@ def stages_from_log(path: str) -> dict[str, float | None]:
 
 
 def play(page: Any, url: str, token: str, mode: str, inputs: int) -> None:
-    """Join, play ``inputs`` inputs with the keyboard, cancel the episode."""
+    """Join, pass the instructions and the ready gate, play ``inputs`` inputs with the
+    keyboard, cancel the episode (as a participant would, through the page)."""
+    from playwright.sync_api import expect
+
     page.goto(f"{url}/player.html?token={token}")
     page.get_by_label("Participant ID").fill(f"latency-{mode}")
     page.get_by_role("button", name="Continue").click()
+    expect(page.locator("#instructions-view")).to_be_visible()
+    page.keyboard.press("Enter")
     page.get_by_role("button", name="Play Pong").click()
-    page.wait_for_function("document.getElementById('st-phase').textContent === 'playing'")
+    expect(page.locator("#st-phase")).to_have_text("ready")
     page.locator("#screen").focus()
+    page.keyboard.press("Enter")  # the ready gate
+    expect(page.locator("#st-phase")).to_have_text("playing")
     if mode == "sync":
         for i in range(1, inputs + 1):
             page.keyboard.press("ArrowUp" if i % 2 else "ArrowDown")
             page.wait_for_timeout(60)
+        # (a function, not an expression string: the page's CSP forbids eval)
         page.wait_for_function(
-            f"Number(document.getElementById('st-step').textContent) >= {inputs}"
+            "n => Number(document.getElementById('st-step').textContent) >= n", arg=inputs
         )
     else:
         for i in range(inputs // 2):
@@ -112,9 +120,7 @@ def play(page: Any, url: str, token: str, mode: str, inputs: int) -> None:
             page.keyboard.up(key)
             page.wait_for_timeout(60)
     page.keyboard.press("Delete")
-    page.wait_for_function(
-        "document.getElementById('after-save-text').textContent.includes('canceled')"
-    )
+    expect(page.locator("#after-save-text")).to_contain_text("canceled")
 
 
 def measure(browser: Any, mode: str, inputs: int) -> dict[str, Any]:

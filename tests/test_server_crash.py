@@ -95,6 +95,8 @@ def test_killed_server_keeps_every_accepted_step(settings, db):
             until("hello")
             ws.send(json.dumps({"type": "start", "env_id": "counter"}))
             episode_id = until("episode_started")["episode"]["id"]
+            ws.send(json.dumps({"type": "go"}))  # past the ready gate
+            until("started")
             accepted = 0  # the highest step whose frame came back: the server applied it
             for i in range(25):
                 ws.send(json.dumps({"type": "input", "keys": ["KeyA"], "client_ms": 1000.0 + i}))

@@ -242,6 +242,7 @@ const handlers = {
   episode_ended(m) { setPhase("ended"); releaseAll(false); askSave(m); },
   episode_saved(m) {
     if ($("save-dialog").open) $("save-dialog").close();
+    playMessage("");
     setPhase("idle");
     state.episode = null;
     if (m.participant) state.participant = m.participant;
@@ -462,8 +463,10 @@ function wire() {
   for (const id of ["lobby-instructions", "play-instructions"]) {
     $(id).addEventListener("click", () => crowd.openInstructions(state.study.instructions_html));
   }
-  $("save-yes").addEventListener("click", () => send({ type: "save", keep: true }));
-  $("save-no").addEventListener("click", () => send({ type: "save", keep: false }));
+  // One answer per episode: the dialog closes at once, so a second Enter cannot answer again.
+  const answer = (keep) => { $("save-dialog").close(); playMessage(keep ? "Saving…" : "Discarding…", true); send({ type: "save", keep }); };
+  $("save-yes").addEventListener("click", () => answer(true));
+  $("save-no").addEventListener("click", () => answer(false));
   $("save-dialog").addEventListener("cancel", (e) => e.preventDefault()); // an answer is needed
   $("speed").addEventListener("change", (e) => send({ type: "set_speed", speed: Number(e.target.value) }));
   $("quality").addEventListener("change", (e) => send({ type: "set_quality", quality: e.target.value }));

@@ -72,6 +72,7 @@ def test_prolific_worker_from_link_to_completion_redirect(live_server, page, fac
     expect(page.locator("#save-dialog")).to_be_visible()
     shot(page, "06-save-dialog")
     page.keyboard.press("Enter")
+    expect(page.locator("#after-save")).to_be_visible()  # the server's answer came
     expect(page.locator("#next-btn")).to_contain_text("Next episode")
     shot(page, "07-after-save")
     page.keyboard.press("Enter")
