@@ -171,8 +171,11 @@ def browser():  # type: ignore[no-untyped-def]
     Module-scoped: Playwright's sync API keeps an event loop running in the main thread
     while it is open, which would break ``asyncio.run`` in any test collected after it.
     """
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # Assertions wait as long as actions do: on a busy 2-core machine, building an
+    # environment in a worker (activation, the first frame) can take more than 5 s.
+    expect.set_options(timeout=15_000)
     if not Path(CHROMIUM).exists():
         pytest.fail("Browser tests need Debian's chromium at /usr/bin/chromium: run `make test`.")
     with sync_playwright() as pw:
