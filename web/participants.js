@@ -31,10 +31,12 @@ function episodes(counts) {
     keys.map((k) => el("span", { class: `badge pt-${k}` }, `${counts[k]} ${k}`)));
 }
 
+let asksConsent = false; // the study has consent text (else nobody is asked)
+
 function consent(p) {
   if (p.screened_out_at) return el("span", { class: "badge pt-screened" }, "declined");
   if (p.consented_at) return el("span", { title: p.consented_at }, "given");
-  return el("span", { class: "muted" }, "–");
+  return el("span", { class: "muted" }, asksConsent ? "not yet" : "not asked");
 }
 
 function completion(p) {
@@ -78,6 +80,7 @@ async function main() {
   try {
     const s = await api("GET", `/api/studies/${study}`);
     $("study-name").textContent = s.name;
+    asksConsent = Boolean(s.spec && s.spec.crowd && s.spec.crowd.consent);
     document.title = `Participants · ${s.name} · RLDS Studio`;
   } catch (err) {
     pageError(err.message);

@@ -47,6 +47,9 @@ def test_participants_page_from_the_study_panel(
     expect(first).to_contain_text("given")
     expect(first).to_contain_text("not yet")
     expect(page.locator("#participants-body td.pt-id", has_text=ODD_ID)).to_have_count(1)
+    # the study asks for consent: the second worker has not answered yet
+    odd_row = page.locator("#participants-body tr", has_text="Typed id")
+    expect(odd_row.locator("td").nth(2)).to_have_text("not yet")
     assert page.locator("#participants-body img").count() == 0
     shot(page, "31-participants")
 
