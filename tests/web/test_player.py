@@ -214,9 +214,10 @@ def test_canvas_keeps_the_frame_aspect_ratio_and_goes_fullscreen(
     box = canvas.bounding_box()
     assert box["width"] > 100 and abs(box["width"] - box["height"]) <= 2
     page.get_by_role("button", name="Fullscreen").click()
-    page.wait_for_function("document.fullscreenElement?.id === 'stage'")
+    # predicates as functions: an expression string is eval'd, which the page's CSP forbids
+    page.wait_for_function("() => document.fullscreenElement?.id === 'stage'")
     page.wait_for_function(
-        "Math.abs(document.getElementById('screen').getBoundingClientRect().height"
+        "() => Math.abs(document.getElementById('screen').getBoundingClientRect().height"
         " - window.innerHeight) <= 2"
     )
     expect(canvas).to_be_focused()
