@@ -290,6 +290,19 @@ class Note(Base):
     created_at: Mapped[datetime] = mapped_column(_TS, default=utcnow)
 
 
+class EpisodeDeletion(Base):
+    """A record that someone deleted episodes of a study (the rows themselves are gone)."""
+
+    __tablename__ = "episode_deletions"
+    __table_args__ = NO_ID_REUSE
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), index=True)
+    count: Mapped[int] = mapped_column(Integer)
+    deleted_at: Mapped[datetime] = mapped_column(_TS, default=utcnow, index=True)
+
+
 class ExportJob(Base):
     __tablename__ = "export_jobs"
     __table_args__ = NO_ID_REUSE

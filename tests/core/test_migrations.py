@@ -163,6 +163,11 @@ def _rows_at_0001() -> dict[str, list[dict[str, Any]]]:
         ],
         "notes": [{"id": 1, "body": "first", **tag}, {"id": 2, "body": "second", **tag}],
         "export_jobs": [{"id": 1, "steps_done": 3, **job}, {"id": 2, "steps_done": 0, **job}],
+        # made by 0004: inserted once the database is at head
+        "episode_deletions": [
+            {"id": 1, "study_id": 1, "user_id": 1, "count": 3, "deleted_at": now},
+            {"id": 2, "study_id": 1, "user_id": 1, "count": 1, "deleted_at": now},
+        ],
     }
 
 
@@ -174,6 +179,8 @@ def _tables_at(engine: Engine) -> MetaData:
                    for name in inspect(conn).get_table_names()}  # fmt: skip
     old = MetaData()
     for table in Base.metadata.sorted_tables:
+        if table.name not in present:  # made by a later revision
+            continue
         columns = [Column(c.name, c.type, primary_key=c.primary_key, default=c.default)
                    for c in table.columns if c.name in present[table.name]]  # fmt: skip
         Table(table.name, old, *columns)
@@ -200,15 +207,20 @@ def test_upgrade_from_0001_keeps_every_row_and_then_never_reuses_an_id(tmp_path)
         old = _tables_at(engine)
         with engine.begin() as conn:
             for table in Base.metadata.sorted_tables:
-                conn.execute(insert(old.tables[table.name]), rows[table.name])
+                if table.name in old.tables:
+                    conn.execute(insert(old.tables[table.name]), rows[table.name])
             before = _snapshot(conn, old)
+        command.upgrade(config, "head")
+        with engine.begin() as conn:
+            assert _snapshot(conn, old) == before
+            for table in Base.metadata.sorted_tables:
+                if table.name not in old.tables:
+                    conn.execute(insert(table), rows[table.name])
         if PG_URL:  # rows were given their ids: move the sequences past them, as use would
             with engine.begin() as conn:
                 for table in _int_id_tables():
                     conn.execute(text(f"SELECT setval('{table.name}_id_seq', 2)"))
-        command.upgrade(config, "head")
         with engine.begin() as conn:
-            assert _snapshot(conn, old) == before
             if not PG_URL:
                 assert list(conn.execute(text("PRAGMA foreign_key_check"))) == []
             # Delete the newest row of each table and add it again: it gets a new id.
