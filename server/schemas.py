@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from server.core.passwords import MIN_LENGTH as MIN_PASSWORD_LENGTH
 from server.models import EpisodeStatus, JobState, Role, StudyState
@@ -167,6 +167,59 @@ class EpisodeList(BaseModel):
     offset: int
     limit: int
     tag_names: list[str] = Field(description="Every tag name used in the study.")
+
+
+MAX_BULK_IDS = 10_000
+MAX_BULK_TAGS = 50
+
+
+class EpisodeFilterIn(StrictModel):
+    """The episodes page's filter (empty fields do not filter; no status: every status)."""
+
+    statuses: list[EpisodeStatus] = Field(default_factory=list)
+    environments: list[str] = Field(default_factory=list, description="Environment keys.")
+    participants: list[str] = Field(default_factory=list, description="External ids, user:<id>.")
+    tags: list[str] = Field(default_factory=list, description="Required episode tags (all).")
+    exclude_tags: list[str] = Field(default_factory=list)
+    since: datetime | None = None
+    until: datetime | None = None
+    min_return: float | None = Field(default=None, allow_inf_nan=False, description="Return >=.")
+    max_return: float | None = Field(default=None, allow_inf_nan=False, description="Return <=.")
+
+
+class BulkSelection(StrictModel):
+    """Exactly one of: explicit episode ids, or a filter over the study's episodes."""
+
+    episode_ids: list[str] | None = Field(
+        default=None, min_length=1, max_length=MAX_BULK_IDS, description="These episodes."
+    )
+    filter: EpisodeFilterIn | None = Field(default=None, description="Every matching episode.")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> BulkSelection:
+        if (self.episode_ids is None) == (self.filter is None):
+            raise ValueError("give either episode_ids or filter")
+        return self
+
+
+class EpisodeBulkIn(StrictModel):
+    selection: BulkSelection
+    action: Literal["add_tags", "remove_tags", "delete"]
+    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=MAX_BULK_TAGS, description="For add_tags, remove_tags."
+    )
+
+    @model_validator(mode="after")
+    def _tags_when_tagging(self) -> EpisodeBulkIn:
+        if self.action != "delete" and not self.tags:
+            raise ValueError(f"{self.action} needs at least one tag")
+        return self
+
+
+class EpisodeBulkOut(BaseModel):
+    matched: int = Field(description="Episodes the selection matched in this study.")
+    changed: int = Field(description="Episodes changed (tagged, untagged or deleted).")
+    skipped_recording: int = Field(default=0, description="Still recording: not deleted.")
 
 
 # --- export jobs -------------------------------------------------------------------------

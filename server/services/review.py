@@ -13,11 +13,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, delete, func, select
 from sqlalchemy.orm import Session, selectinload
 
 from server.errors import DomainError, Invalid, NotFound
-from server.models import Episode, EpisodeTag, Note, Participant, StepTag, Study, is_row_id
+from server.models import (
+    Episode,
+    EpisodeDeletion,
+    EpisodeStatus,
+    EpisodeTag,
+    Note,
+    Participant,
+    StepTag,
+    Study,
+    is_row_id,
+)
 from server.principal import USER_PREFIX, Principal
 from server.services import studies
 
@@ -35,6 +45,7 @@ SORTS: dict[str, Any] = {
 }
 DEFAULT_SORT = "-started_at"
 MAX_PAGE = 500
+BULK_CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter caps
 
 
 @dataclass(frozen=True)
@@ -258,3 +269,84 @@ def tag_names(db: Session, study_id: int) -> list[str]:
     ep = select(EpisodeTag.name).join(Episode).where(Episode.study_id == study_id)
     st = select(StepTag.name).join(Episode).where(Episode.study_id == study_id)
     return sorted(set(db.scalars(ep).all()) | set(db.scalars(st).all()))
+
+
+# --- bulk actions -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BulkResult:
+    matched: int
+    changed: int
+    skipped_recording: int = 0
+
+
+def _chunks(ids: Sequence[str]) -> list[Sequence[str]]:
+    return [ids[i : i + BULK_CHUNK] for i in range(0, len(ids), BULK_CHUNK)]
+
+
+def matched_ids(
+    db: Session, study: Study, episode_ids: Sequence[str] | None, flt: EpisodeFilter | None
+) -> list[str]:
+    """Ids of the study's episodes among ``episode_ids`` (others are not counted), or else
+    matching ``flt``."""
+    if episode_ids is None:
+        query = filtered(study.id, flt or EpisodeFilter()).with_only_columns(Episode.id)
+        return list(db.scalars(query.order_by(Episode.id)))
+    found: list[str] = []
+    for chunk in _chunks(list(dict.fromkeys(episode_ids))):
+        where = (Episode.study_id == study.id, Episode.id.in_(chunk))
+        found += db.scalars(select(Episode.id).where(*where)).all()
+    return found
+
+
+def bulk_add_tags(
+    db: Session, ids: Sequence[str], tags: Sequence[str], author_id: int | None
+) -> int:
+    """Give every episode every tag; the number of episodes that got at least one."""
+    names = list(dict.fromkeys(_check_tag_name(t, "tags") for t in tags))
+    changed: set[str] = set()
+    for chunk in _chunks(ids):
+        query = select(EpisodeTag.episode_id, EpisodeTag.name).where(
+            EpisodeTag.episode_id.in_(chunk), EpisodeTag.name.in_(names)
+        )
+        have = set(db.execute(query).tuples())
+        for episode_id in chunk:
+            for name in names:
+                if (episode_id, name) not in have:
+                    db.add(EpisodeTag(episode_id=episode_id, name=name, author_id=author_id))
+                    changed.add(episode_id)
+    db.commit()
+    return len(changed)
+
+
+def bulk_remove_tags(db: Session, ids: Sequence[str], tags: Sequence[str]) -> int:
+    """Remove the tags from every episode; the number of episodes that had one."""
+    names = list(dict.fromkeys(_check_tag_name(t, "tags") for t in tags))
+    changed: set[str] = set()
+    for chunk in _chunks(ids):
+        where = (EpisodeTag.episode_id.in_(chunk), EpisodeTag.name.in_(names))
+        changed.update(db.scalars(select(EpisodeTag.episode_id).where(*where)).all())
+        db.execute(delete(EpisodeTag).where(*where))
+    db.commit()
+    return len(changed)
+
+
+def bulk_delete(
+    db: Session, study: Study, ids: Sequence[str], user_id: int | None, data_root: Path
+) -> BulkResult:
+    """Delete the episodes that are not recording (tags, step tags and notes cascade), record
+    the deletion, then remove their logs."""
+    gone: list[str] = []
+    recording = 0
+    for chunk in _chunks(ids):
+        # a recording episode keeps being written by its worker: never pulled from under it
+        where = (Episode.id.in_(chunk), Episode.status != EpisodeStatus.recording)
+        ended = db.scalars(select(Episode.id).where(*where)).all()
+        db.execute(delete(Episode).where(*where))
+        gone += ended
+        live = Episode.id.in_(chunk) & (Episode.status == EpisodeStatus.recording)
+        recording += db.scalar(select(func.count()).where(live)) or 0
+    if gone:
+        db.add(EpisodeDeletion(study_id=study.id, user_id=user_id, count=len(gone)))
+    db.commit()
+    studies.remove_episode_logs(data_root, study.id, gone)
+    return BulkResult(matched=len(ids), changed=len(gone), skipped_recording=recording)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -114,20 +114,25 @@ def update_study(db: Session, study: Study, spec: StudySpec, data_root: Path) ->
     removed = [env.id for env in study.environments if env.env_key not in kept]
     if removed and study.state != StudyState.draft:
         raise Conflict("Environments of a started study cannot be removed.")
-    folders = []
+    gone: Sequence[str] = []
     if removed:
         # Episodes point at environment rows: a draft's (all test plays) go before their rows.
         gone = db.scalars(select(Episode.id).where(Episode.study_env_id.in_(removed))).all()
-        folders = [episode_dir(data_root, study.id, episode_id) for episode_id in gone]
         db.execute(delete(Episode).where(Episode.study_env_id.in_(removed)))
     study.spec = spec.model_dump(mode="json")
     study.name = spec.name
     _sync_environments(study, spec)
     study.updated_at = utcnow()
     db.commit()
-    for folder in folders:
-        shutil.rmtree(folder, ignore_errors=True)
+    remove_episode_logs(data_root, study.id, gone)
     return study
+
+
+def remove_episode_logs(data_root: Path, study_id: int, episode_ids: Iterable[str]) -> None:
+    """Remove the log folders of episodes whose rows are gone (committed first: a failed
+    commit must not leave rows without their logs)."""
+    for episode_id in episode_ids:
+        shutil.rmtree(episode_dir(data_root, study_id, episode_id), ignore_errors=True)
 
 
 def delete_study(db: Session, study: Study, data_root: Path) -> None:

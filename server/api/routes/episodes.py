@@ -14,6 +14,8 @@ from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.errors import Invalid
 from server.models import MAX_DB_INT, Episode, EpisodeStatus
 from server.schemas import (
+    EpisodeBulkIn,
+    EpisodeBulkOut,
     EpisodeDetail,
     EpisodeList,
     EpisodeSummary,
@@ -124,6 +126,50 @@ def list_episodes(
         limit=page.limit,
         tag_names=review.tag_names(db, study.id),
     )
+
+
+@router.post(
+    "/api/studies/{study_id}/episodes/bulk",
+    response_model=EpisodeBulkOut,
+    summary="Tag, untag or delete many episodes",
+    responses={**NOT_FOUND, 422: {"description": "Unknown action, bad tag, too many ids."}},
+)
+def bulk_episodes(
+    study_id: RowId,
+    body: EpisodeBulkIn,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+) -> EpisodeBulkOut:
+    """Apply one action to the checked episodes or to every episode matching a filter.
+
+    ``delete`` removes the rows (tags, step tags, notes) and logs of ended episodes, skips
+    those still recording and records who deleted how many (docs/export.md)."""
+    study = studies.get_study(db, principal, study_id)
+    sel = body.selection
+    flt = None
+    if sel.filter is not None:
+        f = sel.filter
+        flt = review.EpisodeFilter(
+            statuses=[str(s) for s in f.statuses],
+            env_keys=f.environments,
+            participants=f.participants,
+            tags=f.tags,
+            exclude_tags=f.exclude_tags,
+            since=f.since,
+            until=f.until,
+            min_return=f.min_return,
+            max_return=f.max_return,
+        )
+    ids = review.matched_ids(db, study, sel.episode_ids, flt)
+    if body.action == "delete":
+        done = review.bulk_delete(db, study, ids, principal.user_id, settings.data_root)
+        return EpisodeBulkOut(**vars(done))
+    if body.action == "add_tags":
+        changed = review.bulk_add_tags(db, ids, body.tags, principal.user_id)
+    else:
+        changed = review.bulk_remove_tags(db, ids, body.tags)
+    return EpisodeBulkOut(matched=len(ids), changed=changed)
 
 
 @router.get(
