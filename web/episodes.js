@@ -10,7 +10,9 @@ const STATUSES = ["completed", "rejected", "canceled", "abandoned", "failed", "r
 const PAGE = 50;
 const DEFAULT_SORT = "-started_at";
 const study = Number(new URLSearchParams(location.search).get("study"));
-const state = { offset: 0, total: 0, items: [], checked: new Set(), sort: DEFAULT_SORT, job: null };
+const state = { offset: 0, total: 0, items: [], checked: new Set(), sort: DEFAULT_SORT, job: null,
+                // "all N matching": the filter of the list when it was chosen (else null)
+                allMatching: null, applied: null };
 
 const api = createApi({
   // This page's wording: the field problems of a validation error follow its message.
@@ -85,10 +87,11 @@ function readUrl() {
   return { episode: p.get("episode"), step: Math.max(0, Number(p.get("step")) || 0) };
 }
 
-function filterSelection() {
+/** The filter fields as the API's filter body (no status: every status, as the list shows). */
+function pageFilter() {
   const p = filterParams();
   return {
-    statuses: p.getAll("status").length ? p.getAll("status") : ["completed"],
+    statuses: p.getAll("status"),
     environments: p.getAll("env"), participants: p.getAll("participant"),
     tags: p.getAll("tag"), exclude_tags: p.getAll("exclude_tag"),
     since: p.get("since"), until: p.get("until"),
@@ -97,8 +100,16 @@ function filterSelection() {
   };
 }
 
+/** The export's selection of the filter: no status exports completed episodes only. */
+function filterSelection() {
+  const f = pageFilter();
+  return { ...f, statuses: f.statuses.length ? f.statuses : ["completed"] };
+}
+
 /** After the filters change: the page of rows, then the returns plot. */
 async function loadEpisodes() {
+  state.allMatching = null;  // the filter changed: "all matching" meant the old one
+  state.applied = pageFilter();
   await loadPage();
   await loadPlot();
 }
@@ -125,10 +136,12 @@ function renderTable() {
   const body = $("episodes-body");
   body.replaceChildren(...state.items.map((e) => {
     const box = el("input", { type: "checkbox", "aria-label": `Select episode ${e.id}` });
-    box.checked = state.checked.has(e.id);
+    box.checked = state.allMatching !== null || state.checked.has(e.id);
+    box.disabled = state.allMatching !== null;
     box.addEventListener("change", () => {
       box.checked ? state.checked.add(e.id) : state.checked.delete(e.id);
       $("ex-checked-count").textContent = `(${state.checked.size})`;
+      renderBulk();
     });
     const open = el("button", { class: "btn btn-small", type: "button",
                                 onclick: guard(() => openEpisode(e.id)) }, "Replay");
@@ -149,6 +162,7 @@ function renderTable() {
     ? "Loosen or reset the filters to see more episodes."
     : "Episodes appear here as soon as people play the study: share its permalink from the studies page.";
   renderSortHeads();
+  renderBulk();
   $("total").textContent = `(${state.total})`;
   $("ex-filter-count").textContent = `(${state.total} listed)`;
   const last = Math.min(state.offset + PAGE, state.total);
@@ -208,6 +222,62 @@ function renderPlot(items) {
     dot.addEventListener("click", guard(() => openEpisode(e.id)));
   });
   box.replaceChildren(svg);
+}
+
+// --- bulk actions ----------------------------------------------------------------------
+const plural = (n) => `${n} episode${n === 1 ? "" : "s"}`;
+
+/** The bulk bar: what is selected, and the actions when something is. */
+function renderBulk() {
+  const all = state.allMatching !== null, n = all ? state.total : state.checked.size;
+  $("bulk-bar").hidden = state.total === 0 && !n;
+  $("bulk-count").textContent = all ? `All ${plural(n)} matching selected`
+    : n ? `${plural(n)} selected` : "Check rows, or";
+  $("bulk-all").textContent = `Select all ${state.total} matching`;
+  $("bulk-all").hidden = all || state.total === 0;
+  for (const id of ["bulk-add", "bulk-remove", "bulk-delete", "bulk-clear"]) $(id).disabled = !n;
+  $("check-all").checked = all || (state.items.length > 0 && state.items.every((i) => state.checked.has(i.id)));
+  $("check-all").disabled = all;
+}
+
+function clearSelection() {
+  state.allMatching = null; state.checked.clear();
+  $("ex-checked-count").textContent = "(0)";
+}
+
+/** Ask before deleting; resolves true when confirmed (Esc or Cancel: false). */
+function confirmDelete(n) {
+  const dialog = $("bulk-dialog");
+  $("bulk-dialog-text").textContent = `Delete ${plural(n)} and their recordings? This cannot be undone.`;
+  dialog.returnValue = "";
+  dialog.showModal();
+  $("bulk-dialog-cancel").focus();  // a destructive default is not one Enter away
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+  });
+}
+
+async function bulk(action) {
+  const all = state.allMatching !== null;
+  const n = all ? state.total : state.checked.size;
+  if (!n) return;
+  const body = { action, selection: all ? { filter: state.allMatching } : { episode_ids: [...state.checked] } };
+  const tag = $("bulk-tag").value.trim();
+  if (action !== "delete") {
+    if (!tag) { toast("Type a tag first.", "error"); $("bulk-tag").focus(); return; }
+    body.tags = [tag];
+  } else if (!(await confirmDelete(n))) return;
+  const res = await api("POST", `/api/studies/${study}/episodes/bulk`, { json: body });
+  if (action === "add_tags") toast(`Tagged ${plural(res.changed)} “${tag}” (${res.matched} selected).`);
+  else if (action === "remove_tags") toast(`Removed “${tag}” from ${plural(res.changed)}.`);
+  else {
+    const skipped = res.skipped_recording ? `; ${res.skipped_recording} still recording, kept` : "";
+    toast(`Deleted ${plural(res.changed)}${skipped}.`);
+    if (replay.episode && (all || state.checked.has(replay.episode.id))) { replay.close(); writeUrl(); }
+  }
+  clearSelection();
+  if (action === "delete") state.offset = 0;
+  await loadEpisodes();
 }
 
 // --- replay viewer (web/episodes_replay.js) --------------------------------------------
@@ -319,6 +389,11 @@ async function init() {
     state.items.forEach((i) => (e.target.checked ? state.checked.add(i.id) : state.checked.delete(i.id)));
     $("ex-checked-count").textContent = `(${state.checked.size})`; renderTable();
   });
+  $("bulk-all").addEventListener("click", () => { state.allMatching = state.applied; renderTable(); });
+  $("bulk-clear").addEventListener("click", () => { clearSelection(); renderTable(); });
+  $("bulk-add").addEventListener("click", guard(() => bulk("add_tags")));
+  $("bulk-remove").addEventListener("click", guard(() => bulk("remove_tags")));
+  $("bulk-delete").addEventListener("click", guard(() => bulk("delete")));
   document.querySelectorAll("#episodes-table th[data-sort]").forEach((th) => {
     const label = th.textContent.trim();
     th.replaceChildren(el("button", { type: "button", class: "th-sort", onclick: guard(() => sortBy(th.dataset.sort)) },

@@ -9,7 +9,8 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
-from server.models import StepTag
+from server.models import Episode, EpisodeTag, StepTag
+from server.recording.format import episode_dir
 from tests.api.routes._recorded import CARTPOLE_SPEC, LONG_STEPS, ImageEnv, Inserter, record_set
 from tests.export._recordings import Recording, record_episode
 from tests.factories import PASSWORD, Factory
@@ -275,3 +276,55 @@ def test_image_observation_and_expanding_a_large_array(
     expect(lidar).to_contain_text("-0.999333  -0.998666")
     SHOTS.mkdir(exist_ok=True)
     page.locator("#viewer").screenshot(path=str(SHOTS / "replay-image-observation.png"))
+
+
+def test_bulk_tag_checked_rows_then_delete_by_filter(
+    live_server: str, page: Page, factory: Factory, db, settings, recorded
+) -> None:  # type: ignore[no-untyped-def]
+    owner = factory.user()
+    study = factory.study(owner)
+    ins = Inserter(db, settings.data_root)
+    cp = recorded["cartpole"]
+    eps = [ins.add(study, cp[i], minutes_ago=30 - 10 * i) for i in range(3)]
+    ids = [e.id for e in eps]
+    _login(page, live_server, owner)
+    page.goto(f"{live_server}/episodes.html?study={study.id}")
+    rows = page.locator("#episodes-body tr")
+    expect(rows).to_have_count(3)
+
+    # Check two rows and tag them in one go.
+    page.get_by_label(f"Select episode {ids[0]}").check()
+    page.get_by_label(f"Select episode {ids[2]}").check()
+    bar = page.get_by_role("group", name="Bulk actions")
+    expect(bar).to_contain_text("2 episodes selected")
+    bar.get_by_label("Tag for the selected episodes").fill("batch")
+    bar.get_by_role("button", name="Add tag").click()
+    expect(page.locator("#toasts")).to_contain_text("Tagged 2 episodes “batch”")
+    expect(rows.filter(has_text="batch")).to_have_count(2)
+    db.expire_all()
+    tagged = db.scalars(select(EpisodeTag.episode_id).where(EpisodeTag.name == "batch")).all()
+    assert sorted(tagged) == sorted([ids[0], ids[2]])
+
+    # Filter on the tag, select all matching, and delete them after confirming.
+    page.get_by_label("With tag").fill("batch")
+    page.get_by_role("button", name="Apply filters").click()
+    expect(rows).to_have_count(2)
+    bar.get_by_role("button", name="Select all 2 matching").click()
+    expect(bar).to_contain_text("All 2 episodes matching selected")
+    bar.get_by_role("button", name="Delete…").click()
+    dialog = page.get_by_role("dialog", name="Delete episodes")
+    expect(dialog).to_contain_text("Delete 2 episodes and their recordings? This cannot be undone.")
+    page.keyboard.press("Escape")  # cancels
+    expect(dialog).to_be_hidden()
+    expect(rows).to_have_count(2)
+    db.expire_all()
+    assert db.get(Episode, ids[0]) is not None
+    bar.get_by_role("button", name="Delete…").click()
+    dialog.get_by_role("button", name="Delete").click()
+    expect(page.locator("#toasts")).to_contain_text("Deleted 2 episodes.")
+    expect(page.get_by_text("No episode matches these filters")).to_be_visible()
+    db.expire_all()
+    left = db.scalars(select(Episode.id).where(Episode.study_id == study.id)).all()
+    assert left == [ids[1]]
+    assert not episode_dir(settings.data_root, study.id, ids[0]).exists()
+    assert episode_dir(settings.data_root, study.id, ids[1]).is_dir()
