@@ -29,7 +29,7 @@ from server.export.jobs import JobPayload
 from server.export.tfds_writer import check_dataset_name
 from server.models import Episode, EpisodeStatus, ExportJob, JobState, Study
 from server.principal import Principal
-from server.schemas import ExportCreate, ExportOptionsIn, ExportSelection
+from server.schemas import EpisodeFilterIn, ExportCreate, ExportOptionsIn, ExportSelection
 from server.services import review, studies
 
 ACTIVE = frozenset({JobState.queued, JobState.running})
@@ -50,8 +50,8 @@ def dataset_name(study: Study, requested: str | None) -> str:
     return slug[:60]
 
 
-def selection_filter(sel: ExportSelection) -> review.EpisodeFilter:
-    """The review filter equivalent to a selection's filter fields."""
+def selection_filter(sel: ExportSelection | EpisodeFilterIn) -> review.EpisodeFilter:
+    """The review filter equivalent to an export selection's or the page's filter fields."""
     return review.EpisodeFilter(
         statuses=[str(s) for s in sel.statuses],
         env_keys=sel.environments,

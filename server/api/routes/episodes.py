@@ -25,7 +25,7 @@ from server.schemas import (
     StepTagPublic,
     TagIn,
 )
-from server.services import _replay_step, replay, review, studies
+from server.services import _replay_step, exports, replay, review, studies
 
 router = APIRouter(tags=["episodes"])
 
@@ -147,20 +147,7 @@ def bulk_episodes(
     those still recording and records who deleted how many (docs/export.md)."""
     study = studies.get_study(db, principal, study_id)
     sel = body.selection
-    flt = None
-    if sel.filter is not None:
-        f = sel.filter
-        flt = review.EpisodeFilter(
-            statuses=[str(s) for s in f.statuses],
-            env_keys=f.environments,
-            participants=f.participants,
-            tags=f.tags,
-            exclude_tags=f.exclude_tags,
-            since=f.since,
-            until=f.until,
-            min_return=f.min_return,
-            max_return=f.max_return,
-        )
+    flt = exports.selection_filter(sel.filter) if sel.filter is not None else None
     ids = review.matched_ids(db, study, sel.episode_ids, flt)
     if body.action == "delete":
         done = review.bulk_delete(db, study, ids, principal.user_id, settings.data_root)
