@@ -1,6 +1,7 @@
 // RLDS Studio: the designer's pages (login, studies, study detail, users), on the JSON API.
 
-import { ApiError, createApi, el, problems, toast } from "./api.js";
+import { createApi, el, showError, toast } from "./api.js";
+import { confirmLeave, discard, initEditor, loadStudy, save, unload, validate } from "./editor.js";
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -27,8 +28,7 @@ const EDITABLE = new Set(["draft", "paused"]);
 const state = {
   user: null,
   studies: [],
-  selected: null, // the full study (StudyPublic) shown in the detail panel
-  selectedYaml: undefined, // its study file (YAML) as last downloaded
+  selected: null, // the full study (StudyPublic) shown in the detail panel (null: none or new)
 };
 
 // --- API --------------------------------------------------------------------------------
@@ -42,20 +42,6 @@ const api = createApi({
 });
 
 // --- small UI helpers ---------------------------------------------------------------------
-
-/** Show an error (message plus one line per field problem) in an alert box; null hides it. */
-function showError(box, error) {
-  box.replaceChildren();
-  if (!error) {
-    box.hidden = true;
-    return;
-  }
-  const message = error instanceof ApiError || error instanceof Error ? error.message : String(error);
-  box.append(el("p", { class: "alert-message" }, message));
-  const lines = error instanceof ApiError ? problems(error.body) : [];
-  if (lines.length) box.append(el("ul", { class: "problems" }, lines.map((line) => el("li", {}, line))));
-  box.hidden = false;
-}
 
 function badge(studyState) {
   return el("span", { class: `badge badge-${studyState}` }, STATE_LABELS[studyState] || studyState);
@@ -108,7 +94,7 @@ function showView(name) {
 function onSessionLost() {
   state.user = null;
   state.studies = [];
-  closeDetail();
+  closeDetail({ force: true });
   for (const dialog of document.querySelectorAll("dialog[open]")) dialog.close();
   showView("login");
   showError($("#login-error"), new Error("Your session has ended; log in again."));
@@ -152,6 +138,7 @@ async function login(event) {
 }
 
 async function logout() {
+  if (!(await confirmLeave(confirmAction))) return;
   try {
     await api("POST", "/api/auth/logout");
   } catch (error) {
@@ -162,7 +149,7 @@ async function logout() {
   }
   state.user = null;
   state.studies = [];
-  closeDetail();
+  closeDetail({ force: true });
   showError($("#login-error"), null);
   showView("login");
   $("#login-email").focus();
@@ -219,7 +206,27 @@ function renderStudies() {
 
 // --- creating studies ---------------------------------------------------------------------
 
-function openNewStudy() {
+/** The form editor for a new study (saved as a draft). */
+async function openNewStudy() {
+  if (!state.user || !(await confirmLeave(confirmAction))) return;
+  state.selected = null;
+  showError($("#detail-error"), null);
+  $("#detail").hidden = false;
+  $("#detail-name").textContent = "New study";
+  $("#detail-state").replaceWith(Object.assign(el("span", { class: "badge badge-draft" }, "Not saved"), { id: "detail-state" }));
+  $("#detail-meta").textContent = "Saving creates it as a draft; you can test-play it before activating.";
+  $("#lifecycle").replaceChildren();
+  $("#permalink").hidden = true;
+  $("#study-links").hidden = true;
+  $("#edit-hint").textContent = "Fill in the study, add environments from the catalog, validate and save.";
+  if (location.hash) history.replaceState(null, "", location.pathname);
+  renderStudies();
+  await loadStudy(null, "", true);
+  document.querySelector("#editor-form input")?.focus();
+}
+
+/** The "New from YAML" dialog: a study file typed or pasted. */
+function openNewYaml() {
   if (!state.user) return;
   const dialog = $("#new-study-dialog");
   if (dialog.open) return;
@@ -268,7 +275,8 @@ async function importFile() {
 
 // --- study detail -------------------------------------------------------------------------
 
-async function openStudy(id, { quiet = false } = {}) {
+async function openStudy(id, { quiet = false, asked = false } = {}) {
+  if (!asked && state.selected?.id !== id && !(await confirmLeave(confirmAction))) return;
   let study;
   let yaml;
   try {
@@ -281,12 +289,14 @@ async function openStudy(id, { quiet = false } = {}) {
     return;
   }
   showError($("#detail-error"), null);
-  renderDetail(study, yaml);
+  await renderDetail(study, yaml);
   history.replaceState(null, "", `#study=${id}`);
   renderStudies();
 }
 
-function closeDetail() {
+async function closeDetail({ force = false } = {}) {
+  if (!force && !(await confirmLeave(confirmAction))) return;
+  unload();
   state.selected = null;
   $("#detail").hidden = true;
   if (location.hash) history.replaceState(null, "", location.pathname);
@@ -312,8 +322,7 @@ function lifecycleButtons(study) {
   }
 }
 
-function renderDetail(study, yaml) {
-  if (state.selected?.id !== study.id || yaml !== undefined) clearValidation();
+async function renderDetail(study, yaml) {
   state.selected = study;
   $("#detail").hidden = false;
   $("#detail-name").textContent = study.name;
@@ -331,20 +340,17 @@ function renderDetail(study, yaml) {
   $("#permalink").hidden = !linkShown;
   if (linkShown) $("#permalink-url").value = permalinkUrl(study);
 
+  $("#study-links").hidden = false;
   $("#test-play").href = `/player.html?study=${study.id}`;
   $("#episodes-link").href = `/episodes.html?study=${study.id}`;
   $("#participants-link").href = `/participants.html?study=${study.id}`;
   $("#download-yaml").href = `/api/studies/${study.id}/export`;
-  if (yaml !== undefined) {
-    state.selectedYaml = yaml;
-    $("#spec-yaml").value = yaml;
-  }
-  $("#spec-yaml").readOnly = !EDITABLE.has(study.state);
   $("#edit-hint").textContent = EDITABLE.has(study.state)
-    ? "Edit the study file and save; the format is in docs/study-format.md."
+    ? "Edit the study with the form or as YAML, validate and save; the format is in docs/study-format.md."
     : study.state === "active"
       ? "An active study cannot be edited: pause it first."
       : "A closed study cannot be edited.";
+  if (yaml !== undefined) await loadStudy(study, yaml, EDITABLE.has(study.state));
 }
 
 function permalinkUrl(study) {
@@ -359,7 +365,7 @@ async function refreshAfterWrite(study) {
   } catch {
     yaml = undefined;
   }
-  renderDetail(study, yaml);
+  await renderDetail(study, yaml);
   await loadStudies();
 }
 
@@ -406,7 +412,7 @@ async function deleteStudy() {
   if (!ok) return;
   await withDetailErrors(async () => {
     await api("DELETE", `/api/studies/${study.id}`);
-    closeDetail();
+    await closeDetail({ force: true });
     await loadStudies();
     toast(`Deleted “${study.name}”.`, "success");
   });
@@ -436,116 +442,21 @@ async function copyLink() {
   toast("Link copied.", "success");
 }
 
+/** Save the editor's study; a new one is created as a draft and opened. */
 function saveSpec() {
-  const study = state.selected;
-  const text = $("#spec-yaml").value;
-  return withDetailErrors(async () => {
-    const updated = await api("PUT", `/api/studies/${study.id}/file`, {
-      text,
-      contentType: "application/yaml",
-    });
-    await refreshAfterWrite(updated);
+  return withDetailErrors(() => save($("#detail-error")));
+}
+
+async function afterSave(study, created) {
+  if (created) {
+    toast(`Created the draft “${study.name}”.`, "success");
+    if ($("#state-filter").value && $("#state-filter").value !== "draft") $("#state-filter").value = "";
+    await loadStudies();
+    await openStudy(study.id, { asked: true });
+  } else {
+    await refreshAfterWrite(study);
     toast("Saved.", "success");
-  });
-}
-
-// --- validate -----------------------------------------------------------------------------
-
-/** A space as text: "int64 scalar, 6 values" or "uint8 [210, 160, 3] in [0, 255]". */
-function describeSpace(space) {
-  if (space === null || space === undefined) return "unknown";
-  if (Array.isArray(space)) return `(${space.map(describeSpace).join(", ")})`;
-  if (!("dtype" in space)) {
-    return Object.entries(space).map(([key, sub]) => `${key}: ${describeSpace(sub)}`).join("; ");
   }
-  const shape = space.shape.length ? `[${space.shape.join(", ")}]` : "scalar";
-  let text = `${space.dtype} ${shape}`;
-  if (space.num_values !== undefined) text += `, ${space.num_values} values`;
-  else if (space.minimum !== undefined) text += ` in [${bound(space.minimum)}, ${bound(space.maximum)}]`;
-  return text;
-}
-
-function bound(value) {
-  const show = (v) => (v === null ? "∞" : String(v));
-  if (!Array.isArray(value)) return show(value);
-  const distinct = [...new Set(value.map(show))];
-  return distinct.length === 1 ? distinct[0] : `${distinct.slice(0, 4).join(", ")}${distinct.length > 4 ? ", …" : ""}`;
-}
-
-function describeSpeed(speed) {
-  if (!speed) return "unknown";
-  if (speed.mode === "sync") return "turn-based (sync): one step per input";
-  const pace = speed.frameskip
-    ? `${speed.fps} fps × frameskip ${speed.frameskip} against ${speed.native_fps * speed.frameskip} Hz`
-    : `${speed.fps} fps against ${speed.native_fps ?? "an unknown"} steps/s`;
-  if (speed.effective === null || speed.effective === undefined) return `${speed.fps} fps (real pace unknown)`;
-  return `${speed.effective.toFixed(2)}× real speed (${pace})`;
-}
-
-function issueList(kind, items) {
-  if (!items.length) return null;
-  const lines = problems({ detail: items });
-  return el("ul", { class: `problems validation-${kind}`, "aria-label": kind }, lines.map((line) => el("li", {}, line)));
-}
-
-function renderEnvReport(env) {
-  const status = env.ok
-    ? el("span", { class: "badge badge-active" }, env.warnings.length ? "builds, with warnings" : "builds")
-    : el("span", { class: "badge badge-problem" }, "problems");
-  const facts = el("dl", { class: "facts" });
-  const fact = (term, value) => facts.append(el("dt", {}, term), el("dd", {}, value));
-  if (env.observation_space) fact("Observation", describeSpace(env.observation_space));
-  if (env.action_space) {
-    const meanings = env.action_meanings ? ` (${env.action_meanings.join(", ")})` : "";
-    fact("Actions", describeSpace(env.action_space) + meanings);
-  }
-  if (env.speed) fact("Speed", describeSpeed(env.speed));
-  if (env.controls) {
-    const labels = env.controls.labels || {};
-    const bindings = Object.entries(env.controls.bindings).map(([name, value]) =>
-      `${name} → ${JSON.stringify(value)}${labels[name] ? ` (${labels[name]})` : ""}`);
-    fact("Controls", bindings.length ? bindings.join("; ") : "none");
-  }
-  if (env.cameras) fact("Cameras", env.cameras.join(", "));
-  const frame = env.frame_url
-    ? el("img", { class: "validation-frame", src: env.frame_url, alt: `First frame of ${env.name}` })
-    : null;
-  return el(
-    "article",
-    { class: "validation-env", "aria-label": `Validation of ${env.name}` },
-    el("h4", {}, `${env.name} `, el("span", { class: "muted small" }, `(${env.id})`), " ", status,
-      env.cached ? el("span", { class: "muted small" }, " · unchanged since the last check") : null),
-    el("div", { class: "validation-body" }, frame, facts),
-    issueList("problems", env.problems),
-    issueList("warnings", env.warnings),
-  );
-}
-
-function validateStudy() {
-  const study = state.selected;
-  const status = $("#validate-status");
-  const edited = state.selectedYaml !== undefined && $("#spec-yaml").value !== state.selectedYaml;
-  status.textContent = "Building the environments…";
-  return withDetailErrors(async () => {
-    try {
-      const result = await api("POST", `/api/studies/${study.id}/validate`);
-      if (state.selected?.id !== study.id) return;
-      const box = $("#validation");
-      box.replaceChildren(...result.environments.map(renderEnvReport));
-      box.hidden = false;
-      status.textContent = (result.ok ? "Every environment builds." : "Some environments do not build.")
-        + (edited ? " (The saved study: save your edits to check them.)" : "");
-    } catch (error) {
-      status.textContent = "";
-      throw error;
-    }
-  });
-}
-
-function clearValidation() {
-  $("#validation").hidden = true;
-  $("#validation").replaceChildren();
-  $("#validate-status").textContent = "";
 }
 
 // --- users (admins) -----------------------------------------------------------------------
@@ -630,9 +541,7 @@ function onKey(event) {
   const anyDialogOpen = document.querySelector("dialog[open]");
   if (event.key === "Escape") {
     // Open dialogs close themselves on Escape.
-    if (!anyDialogOpen && !$("#detail").hidden) {
-      closeDetail();
-    }
+    if (!anyDialogOpen && !$("#detail").hidden) closeDetail();
     return;
   }
   const target = event.target;
@@ -654,6 +563,7 @@ function wire() {
   $("#logout-btn").addEventListener("click", logout);
   $("#state-filter").addEventListener("change", loadStudies);
   $("#new-study-btn").addEventListener("click", openNewStudy);
+  $("#new-yaml-btn").addEventListener("click", openNewYaml);
   $("#import-file-btn").addEventListener("click", () => $("#import-file").click());
   $("#import-file").addEventListener("change", importFile);
   $("#studies-empty").addEventListener("click", (event) => {
@@ -663,15 +573,16 @@ function wire() {
   });
   $("#new-study-form").addEventListener("submit", submitNewStudy);
   $("#new-study-cancel").addEventListener("click", () => $("#new-study-dialog").close());
-  $("#detail-close").addEventListener("click", closeDetail);
+  $("#detail-close").addEventListener("click", () => closeDetail());
   $("#copy-link").addEventListener("click", copyLink);
   $("#rotate-link").addEventListener("click", rotateLink);
   $("#save-spec").addEventListener("click", saveSpec);
-  $("#validate-btn").addEventListener("click", validateStudy);
+  $("#validate-btn").addEventListener("click", () => withDetailErrors(validate));
   $("#reset-spec").addEventListener("click", () => {
-    if (state.selectedYaml !== undefined) $("#spec-yaml").value = state.selectedYaml;
+    discard();
     showError($("#detail-error"), null);
   });
+  initEditor({ api, onSaved: afterSave });
   $("#user-form").addEventListener("submit", createUser);
   document.addEventListener("keydown", onKey);
 }
