@@ -1,28 +1,14 @@
 // RLDS Studio: the designer's pages (login, studies, study detail, users), on the JSON API.
 
 import { createApi, el, showError, toast } from "./api.js";
+import { initImport, openNewYaml } from "./app-import.js";
+import { copyLink, initLifecycle, lifecycleButtons, rotateLink } from "./app-lifecycle.js";
+import { STATE_LABELS, badge, confirmAction, timeElement } from "./app-ui.js";
+import { initUsers, loadUsers } from "./app-users.js";
 import { confirmLeave, discard, initEditor, loadStudy, save, unload, validate } from "./editor.js";
 
 const $ = (selector) => document.querySelector(selector);
 
-const EXAMPLE_YAML = `name: My first study
-description: Balance a pole on a moving cart.
-instructions: |
-  Keep the pole upright as long as you can.
-environments:
-  - id: cartpole
-    name: CartPole
-    source:
-      kind: gymnasium
-      id: CartPole-v1
-    instructions: Use the left and right arrow keys to push the cart.
-    controls:
-      keys: {ArrowLeft: 0, ArrowRight: 1}
-      noop: 0
-    episodes_per_participant: 3
-`;
-
-const STATE_LABELS = { draft: "Draft", active: "Active", paused: "Paused", closed: "Closed" };
 const EDITABLE = new Set(["draft", "paused"]);
 
 const state = {
@@ -40,47 +26,6 @@ const api = createApi({
     if (path !== "/api/auth/login" && state.user) onSessionLost();
   },
 });
-
-// --- small UI helpers ---------------------------------------------------------------------
-
-function badge(studyState) {
-  return el("span", { class: `badge badge-${studyState}` }, STATE_LABELS[studyState] || studyState);
-}
-
-function parseTime(value) {
-  // The API sends UTC times without an offset.
-  return new Date(/[zZ]|[+-]\d\d:\d\d$/.test(value) ? value : `${value}Z`);
-}
-
-function relativeTime(value) {
-  const date = parseTime(value);
-  const seconds = Math.round((Date.now() - date.getTime()) / 1000);
-  if (seconds < 45) return "just now";
-  const minutes = Math.round(seconds / 60);
-  if (minutes < 60) return `${minutes} min ago`;
-  const hours = Math.round(minutes / 60);
-  if (hours < 24) return `${hours} h ago`;
-  return date.toLocaleDateString(undefined, { year: "numeric", month: "short", day: "numeric" });
-}
-
-function timeElement(value) {
-  const date = parseTime(value);
-  return el("time", { datetime: date.toISOString(), title: date.toLocaleString() }, relativeTime(value));
-}
-
-/** Ask for confirmation in a modal dialog; resolves true when confirmed. */
-function confirmAction(title, text, okLabel) {
-  const dialog = $("#confirm-dialog");
-  $("#confirm-title").textContent = title;
-  $("#confirm-text").textContent = text;
-  $("#confirm-ok").textContent = okLabel;
-  dialog.returnValue = "";
-  dialog.showModal();
-  $("#confirm-ok").focus();
-  return new Promise((resolve) => {
-    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
-  });
-}
 
 // --- session ------------------------------------------------------------------------------
 
@@ -225,54 +170,6 @@ async function openNewStudy() {
   document.querySelector("#editor-form input")?.focus();
 }
 
-/** The "New from YAML" dialog: a study file typed or pasted. */
-function openNewYaml() {
-  if (!state.user) return;
-  const dialog = $("#new-study-dialog");
-  if (dialog.open) return;
-  $("#new-study-yaml").value = EXAMPLE_YAML;
-  showError($("#new-study-error"), null);
-  dialog.showModal();
-  $("#new-study-yaml").focus();
-}
-
-async function importYaml(text) {
-  const study = await api("POST", "/api/studies/import", { text, contentType: "application/yaml" });
-  toast(`Created the draft “${study.name}”.`, "success");
-  if ($("#state-filter").value && $("#state-filter").value !== "draft") $("#state-filter").value = "";
-  await loadStudies();
-  await openStudy(study.id);
-  return study;
-}
-
-async function submitNewStudy(event) {
-  event.preventDefault();
-  const button = $("#new-study-submit");
-  button.disabled = true;
-  try {
-    await importYaml($("#new-study-yaml").value);
-    $("#new-study-dialog").close();
-  } catch (error) {
-    showError($("#new-study-error"), error);
-  } finally {
-    button.disabled = false;
-  }
-}
-
-async function importFile() {
-  const input = $("#import-file");
-  const file = input.files[0];
-  input.value = "";
-  if (!file) return;
-  try {
-    await importYaml(await file.text());
-    showError($("#list-error"), null);
-  } catch (error) {
-    error.message = `Could not import ${file.name}: ${error.message}`;
-    showError($("#list-error"), error);
-  }
-}
-
 // --- study detail -------------------------------------------------------------------------
 
 async function openStudy(id, { quiet = false, asked = false } = {}) {
@@ -301,25 +198,6 @@ async function closeDetail({ force = false } = {}) {
   $("#detail").hidden = true;
   if (location.hash) history.replaceState(null, "", location.pathname);
   renderStudies();
-}
-
-function lifecycleButtons(study) {
-  const move = (label, target, cls = "btn") =>
-    el("button", { type: "button", class: cls, onclick: () => changeState(target) }, label);
-  const close = el("button", { type: "button", class: "btn btn-danger-outline", onclick: closeStudy }, "Close study");
-  switch (study.state) {
-    case "draft":
-      return [
-        move("Activate", "active", "btn btn-primary"),
-        el("button", { type: "button", class: "btn btn-danger-outline", onclick: deleteStudy }, "Delete draft"),
-      ];
-    case "active":
-      return [move("Pause", "paused"), close];
-    case "paused":
-      return [move("Resume", "active", "btn btn-primary"), close];
-    default:
-      return [el("p", { class: "muted small" }, "This study is closed: its episodes are kept, nobody can play it.")];
-  }
 }
 
 async function renderDetail(study, yaml) {
@@ -383,68 +261,15 @@ async function withDetailErrors(work) {
   }
 }
 
-function changeState(target) {
-  const study = state.selected;
-  return withDetailErrors(async () => {
-    const updated = await api("POST", `/api/studies/${study.id}/state`, { json: { state: target } });
-    await refreshAfterWrite(updated);
-    toast(`“${updated.name}” is now ${STATE_LABELS[updated.state].toLowerCase()}.`, "success");
-  });
-}
-
-async function closeStudy() {
-  const study = state.selected;
-  const ok = await confirmAction(
-    "Close this study?",
-    `Nobody will be able to play “${study.name}” any more. Its episodes are kept. This cannot be undone.`,
-    "Close study",
-  );
-  if (ok) await changeState("closed");
-}
-
-async function deleteStudy() {
-  const study = state.selected;
-  const ok = await confirmAction(
-    "Delete this draft?",
-    `“${study.name}” will be deleted for good.`,
-    "Delete draft",
-  );
-  if (!ok) return;
-  await withDetailErrors(async () => {
-    await api("DELETE", `/api/studies/${study.id}`);
-    await closeDetail({ force: true });
-    await loadStudies();
-    toast(`Deleted “${study.name}”.`, "success");
-  });
-}
-
-function rotateLink() {
-  const study = state.selected;
-  return withDetailErrors(async () => {
-    const updated = await api("POST", `/api/studies/${study.id}/permalink`);
-    await refreshAfterWrite(updated);
-    toast("A new link was made; the old one no longer works.", "success");
-  });
-}
-
-async function copyLink() {
-  const input = $("#permalink-url");
-  try {
-    await navigator.clipboard.writeText(input.value);
-  } catch {
-    // No clipboard permission (e.g. plain http): fall back to selecting the text.
-    input.select();
-    if (!document.execCommand("copy")) {
-      toast("Copy the selected link with Ctrl+C.", "info");
-      return;
-    }
-  }
-  toast("Link copied.", "success");
-}
-
 /** Save the editor's study; a new one is created as a draft and opened. */
 function saveSpec() {
   return withDetailErrors(() => save($("#detail-error")));
+}
+
+async function openImported(study) {
+  if ($("#state-filter").value && $("#state-filter").value !== "draft") $("#state-filter").value = "";
+  await loadStudies();
+  await openStudy(study.id);
 }
 
 async function afterSave(study, created) {
@@ -456,81 +281,6 @@ async function afterSave(study, created) {
   } else {
     await refreshAfterWrite(study);
     toast("Saved.", "success");
-  }
-}
-
-// --- users (admins) -----------------------------------------------------------------------
-
-async function loadUsers() {
-  let users;
-  try {
-    users = await api("GET", "/api/users");
-    showError($("#users-error"), null);
-  } catch (error) {
-    showError($("#users-error"), error);
-    return;
-  }
-  $("#users-body").replaceChildren(
-    ...users.map((user) => {
-      const self = state.user && user.id === state.user.id;
-      const toggle = self
-        ? el("span", { class: "muted small" }, "you")
-        : el("button", {
-            type: "button",
-            class: user.is_active ? "btn btn-small btn-danger-outline" : "btn btn-small",
-            "aria-label": `${user.is_active ? "Deactivate" : "Reactivate"} ${user.email}`,
-            onclick: () => setActive(user, !user.is_active),
-          }, user.is_active ? "Deactivate" : "Reactivate");
-      return el(
-        "tr",
-        { dataset: { userId: user.id } },
-        el("td", {}, user.email),
-        el("td", {}, user.name),
-        el("td", {}, user.role),
-        el("td", {}, el("span", { class: `badge ${user.is_active ? "badge-active" : "badge-closed"}` },
-          user.is_active ? "Active" : "Deactivated")),
-        el("td", { class: "right" }, toggle),
-      );
-    }),
-  );
-}
-
-async function setActive(user, active) {
-  if (!active) {
-    const ok = await confirmAction(
-      "Deactivate this user?",
-      `${user.email} will be logged out and cannot log in until reactivated.`,
-      "Deactivate",
-    );
-    if (!ok) return;
-  }
-  try {
-    await api("PATCH", `/api/users/${user.id}`, { json: { is_active: active } });
-    toast(`${user.email} is ${active ? "active again" : "deactivated"}.`, "success");
-    showError($("#users-error"), null);
-  } catch (error) {
-    showError($("#users-error"), error);
-  }
-  await loadUsers();
-}
-
-async function createUser(event) {
-  event.preventDefault();
-  const form = event.target;
-  const body = {
-    email: form.email.value.trim(),
-    name: form.name.value.trim(),
-    password: form.password.value,
-    role: form.role.value,
-  };
-  try {
-    const user = await api("POST", "/api/users", { json: body });
-    form.reset();
-    showError($("#user-form-error"), null);
-    toast(`Created ${user.role} ${user.email}.`, "success");
-    await loadUsers();
-  } catch (error) {
-    showError($("#user-form-error"), error);
   }
 }
 
@@ -565,14 +315,11 @@ function wire() {
   $("#new-study-btn").addEventListener("click", openNewStudy);
   $("#new-yaml-btn").addEventListener("click", openNewYaml);
   $("#import-file-btn").addEventListener("click", () => $("#import-file").click());
-  $("#import-file").addEventListener("change", importFile);
   $("#studies-empty").addEventListener("click", (event) => {
     const action = event.target.closest("[data-action]")?.dataset.action;
     if (action === "new-study") openNewStudy();
     if (action === "import-file") $("#import-file").click();
   });
-  $("#new-study-form").addEventListener("submit", submitNewStudy);
-  $("#new-study-cancel").addEventListener("click", () => $("#new-study-dialog").close());
   $("#detail-close").addEventListener("click", () => closeDetail());
   $("#copy-link").addEventListener("click", copyLink);
   $("#rotate-link").addEventListener("click", rotateLink);
@@ -583,7 +330,18 @@ function wire() {
     showError($("#detail-error"), null);
   });
   initEditor({ api, onSaved: afterSave });
-  $("#user-form").addEventListener("submit", createUser);
+  initLifecycle({
+    api,
+    selected: () => state.selected,
+    withDetailErrors,
+    refreshAfterWrite,
+    deleted: async () => {
+      await closeDetail({ force: true });
+      await loadStudies();
+    },
+  });
+  initImport({ api, signedIn: () => Boolean(state.user), opened: openImported });
+  initUsers({ api, confirmAction, currentUser: () => state.user });
   document.addEventListener("keydown", onKey);
 }
 

@@ -257,22 +257,27 @@ export async function save(errorBox) {
   const created = ed.study === null;
   ed.savedJson = JSON.stringify(ed.data); // the panel reloads with the saved file next
   await ed.onSaved(study, created);
-  await validate();
+  await validate({ toForm: false });
 }
 
 /** Build each environment of the study as the editor holds it and show the reports. */
-export async function validate() {
+export async function validate({ toForm = true } = {}) {
   const status = $("#validate-status");
-  if (ed.view === "yaml" && !(await yamlToForm())) {
-    status.textContent = "Fix the YAML first.";
-    return;
+  if (ed.view === "yaml") {
+    // The reports go beside each environment in the form.
+    if (toForm) await showView("form");
+    if (!(await yamlToForm())) {
+      status.textContent = "Fix the YAML first.";
+      return;
+    }
   }
   status.textContent = "Building the environments…";
   try {
     const result = await ed.api("POST", "/api/studies/validate", { json: { spec: ed.data } });
     ed.reports = new Map(result.environments.map((report) => [report.id, report]));
     renderForm();
-    status.textContent = result.ok ? "Every environment builds." : "Some environments do not build.";
+    status.textContent = (result.ok ? "Every environment builds." : "Some environments do not build.")
+      + (ed.view === "yaml" ? " (Details beside each environment in the form.)" : "");
   } catch (error) {
     status.textContent = "";
     throw error;
