@@ -4,6 +4,20 @@
 import { el } from "./api.js";
 
 let catalog = null; // the entries, loaded once per page
+let gymIds = null; // allowed Gymnasium ids, asked once per page
+
+/** Fill the id field's suggestions with the allowed Gymnasium ids (in the background). */
+async function suggestGymIds(api) {
+  if (gymIds) return;
+  gymIds = [];
+  try {
+    gymIds = await api("GET", "/api/catalog/gymnasium-ids");
+  } catch {
+    gymIds = null; // asked again next time
+    return;
+  }
+  document.getElementById("gym-ids").replaceChildren(...gymIds.map((id) => el("option", { value: id })));
+}
 
 /** The catalog's entries (fetched on first use). */
 export async function loadCatalog(api) {
@@ -59,6 +73,7 @@ export async function pickEnvironment(api) {
   const gymId = document.getElementById("gym-id");
   const error = document.getElementById("catalog-error");
   error.hidden = true;
+  suggestGymIds(api);
   let entries;
   try {
     entries = await loadCatalog(api);

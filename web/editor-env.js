@@ -112,7 +112,8 @@ export function renderEnvCard(env, index, count, ctx) {
     grid,
     markdownField(api, env, ["instructions"], "Instructions", { rows: 3, onChange: changed }),
     el("details", { class: "env-section", open: "" }, el("summary", {}, "Settings"),
-      entry ? null : el("p", { class: "muted small" }, "Not a catalog environment: edit its settings (kwargs) in YAML."),
+      entry ? el("p", { class: "muted small" }, "Tick a setting to set it; a setting left unticked keeps the environment's own default.")
+        : el("p", { class: "muted small" }, "Not a catalog environment: edit its settings (kwargs) in YAML."),
       settings),
     el("details", { class: "env-section" }, el("summary", {}, "Controls"), controls));
 }

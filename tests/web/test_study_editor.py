@@ -40,7 +40,8 @@ def test_a_study_made_with_forms_only(live_server: str, page: Page, factory: Fac
     log_in(page, live_server, user)
     page.get_by_role("button", name="New study").first.click()
     page.get_by_label("Study name").fill("Two games")
-    page.get_by_role("textbox", name="Study instructions").fill("# Welcome\n\nPlay **well**. <b>raw</b>")
+    instructions = page.get_by_role("textbox", name="Study instructions")
+    instructions.fill("# Welcome\n\nPlay **well**. <b>raw</b>")
     preview = page.get_by_role("region", name="Study instructions preview")
     expect(preview.get_by_role("heading", name="Welcome")).to_be_visible()
     expect(preview.locator("strong")).to_have_text("well")
@@ -92,7 +93,8 @@ def test_a_study_made_with_forms_only(live_server: str, page: Page, factory: Fac
     study = db.scalars(select(Study).where(Study.owner_id == user.id)).one()
     envs = study.spec["environments"]
     assert [e["id"] for e in envs] == ["cartpole", "pong"]
-    assert envs[1]["source"] == {"kind": "gymnasium", "id": "ALE/Pong-v5", "kwargs": {"frameskip": 2}}
+    pong_source = {"kind": "gymnasium", "id": "ALE/Pong-v5", "kwargs": {"frameskip": 2}}
+    assert envs[1]["source"] == pong_source
     assert envs[1]["fps"] == 15 and envs[1]["mode"] == "async"
     assert envs[0]["max_steps"] == 500 and "seeds" not in envs[0]
     assert study.spec["instructions"].startswith("# Welcome")
@@ -122,7 +124,8 @@ def test_yaml_view_and_form_follow_each_other(
     assert data["environments"][0]["fps"] == 30
 
     # YAML → form.
-    text = editor.input_value().replace("fps: 30", "fps: 45").replace("name: Synced", "name: Synced again")
+    text = editor.input_value().replace("fps: 30", "fps: 45")
+    text = text.replace("name: Synced", "name: Synced again")
     editor.fill(text + "  max_steps: 200\n")
     page.get_by_role("tab", name="Form").click()
     card = page.get_by_role("article", name="Environment 1: Cart and pole")

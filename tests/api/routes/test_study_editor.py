@@ -125,3 +125,14 @@ def test_validate_an_unsaved_study(factory):  # type: ignore[no-untyped-def]
     colon = {"kind": "gymnasium", "id": "os:system"}
     refused = client.post("/api/studies/validate", json={"spec": spec_dict(source=colon)})
     assert refused.status_code == 422
+
+
+def test_allowed_gymnasium_ids_are_listed(factory, settings):  # type: ignore[no-untyped-def]
+    client = factory.client(factory.user())
+    res = client.get("/api/catalog/gymnasium-ids")
+    assert res.status_code == 200, res.text
+    ids = res.json()
+    assert settings.gym_packages == ["gymnasium", "ale_py", "minigrid"]
+    assert {"CartPole-v1", "ALE/Pong-v5", "MiniGrid-Empty-8x8-v0"} <= set(ids)
+    assert all(":" not in i for i in ids)
+    assert factory.client().get("/api/catalog/gymnasium-ids").status_code == 401
