@@ -27,10 +27,16 @@ def shot(page: Page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
-def add_from_catalog(page: Page, search: str, name: str) -> None:
+def add_from_catalog(page: Page, search: str, name: str, picture: str = "") -> None:
     page.get_by_role("button", name="+ Add environment").click()
     dialog = page.get_by_role("dialog", name="Add an environment")
     dialog.get_by_label("Search the catalog").press_sequentially(search)
+    if picture:
+        thumb = dialog.get_by_role("button", name=f"Add {name}", exact=True).locator("img")
+        expect(thumb).not_to_have_js_property("naturalWidth", 0)  # its first frame, built
+        page.wait_for_timeout(3000)  # the other frames, for the picture only
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        dialog.screenshot(path=str(SHOTS / f"{picture}.png"))
     dialog.get_by_role("button", name=f"Add {name}", exact=True).click()
     expect(dialog).to_be_hidden()
 
@@ -47,7 +53,7 @@ def test_a_study_made_with_forms_only(live_server: str, page: Page, factory: Fac
     expect(preview.locator("strong")).to_have_text("well")
     expect(preview).to_contain_text("<b>raw</b>")  # HTML is shown as text, never rendered
 
-    add_from_catalog(page, "cartp", "CartPole")
+    add_from_catalog(page, "classic", "CartPole", picture="editor-catalog")
     add_from_catalog(page, "pong", "Pong")
     cartpole = page.get_by_role("article", name="Environment 1: CartPole")
     pong = page.get_by_role("article", name="Environment 2: Pong")
@@ -86,6 +92,12 @@ def test_a_study_made_with_forms_only(live_server: str, page: Page, factory: Fac
     expect(pong_report).to_contain_text("uint8 [210, 160, 3]")
     expect(pong_report.get_by_role("list", name="warnings")).to_contain_text("real speed")
     shot(page, "03-validated")
+    # Pictures for the docs: the sticky Save bar would cover part of the card.
+    page.locator("#editor .editor-actions").evaluate("bar => { bar.style.position = 'static'; }")
+    pong.screenshot(path=str(SHOTS / "editor-environment.png"))
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.screenshot(path=str(SHOTS / "editor-study.png"))
+    page.locator("#editor .editor-actions").evaluate("bar => { bar.style.position = ''; }")
 
     page.get_by_role("button", name="Save changes").click()
     expect(study_row(page, "Two games")).to_contain_text("Draft")
