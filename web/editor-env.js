@@ -108,6 +108,11 @@ export function renderEnvCard(env, index, count, ctx) {
 
   return el("article", { class: "env-card", "aria-label": `Environment ${index + 1}: ${name}`, dataset: { envIndex: index } },
     head,
+    ctx.refused?.length
+      ? el("div", { class: "alert alert-error", role: "alert" },
+        el("p", { class: "alert-message" }, "Not saved: fix these first."),
+        el("ul", { class: "problems", "aria-label": "save problems" }, ctx.refused.map((line) => el("li", {}, line))))
+      : null,
     report ? renderEnvReport(report) : null,
     grid,
     markdownField(api, env, ["instructions"], "Instructions", { rows: 3, onChange: changed }),

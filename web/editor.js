@@ -24,6 +24,7 @@ const ed = {
   view: "form",
   yamlSynced: "", // the YAML text that matches ``data``
   reports: new Map(), // environment id → its last validation report
+  refused: new Map(), // environment index → problems the server found when saving
   entries: [],
 };
 
@@ -134,6 +135,7 @@ function envCards() {
     api: ed.api,
     entry: entryFor(env, ed.entries),
     report: ed.reports.get(env.id) || null,
+    refused: ed.refused.get(index) || [],
     onChange: changed,
     onMove: (delta) => {
       envs.splice(index + delta, 0, envs.splice(index, 1)[0]);
@@ -241,6 +243,31 @@ async function showView(view) {
 
 /** Save the study (create it when new); then validate it. Errors go to ``errorBox``. */
 export async function save(errorBox) {
+  try {
+    await saveNow(errorBox);
+  } catch (error) {
+    showRefusal(error);
+    throw error;
+  }
+}
+
+/** A refused save's problems, also beside the environments they are about. */
+function showRefusal(error) {
+  ed.refused = new Map();
+  const detail = error instanceof ApiError && Array.isArray(error.body?.detail) ? error.body.detail : [];
+  for (const item of detail) {
+    const loc = [...(item.loc || [])];
+    while (loc.length && loc[0] !== "environments") loc.shift();
+    if (loc.length < 2 || typeof loc[1] !== "number") continue;
+    const lines = ed.refused.get(loc[1]) || [];
+    lines.push(`${loc.join(".")}: ${item.msg}`);
+    ed.refused.set(loc[1], lines);
+  }
+  if (ed.view === "form") renderForm();
+}
+
+async function saveNow(errorBox) {
+  ed.refused = new Map();
   let study;
   const yamlView = ed.view === "yaml";
   const text = $("#spec-yaml").value;
@@ -272,6 +299,7 @@ export async function validate({ toForm = true } = {}) {
     }
   }
   status.textContent = "Building the environments…";
+  ed.refused = new Map();
   try {
     const result = await ed.api("POST", "/api/studies/validate", { json: { spec: ed.data } });
     ed.reports = new Map(result.environments.map((report) => [report.id, report]));
@@ -280,6 +308,7 @@ export async function validate({ toForm = true } = {}) {
       + (ed.view === "yaml" ? " (Details beside each environment in the form.)" : "");
   } catch (error) {
     status.textContent = "";
+    showRefusal(error);
     throw error;
   }
 }

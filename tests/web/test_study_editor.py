@@ -99,6 +99,14 @@ def test_a_study_made_with_forms_only(live_server: str, page: Page, factory: Fac
     page.screenshot(path=str(SHOTS / "editor-study.png"))
     page.locator("#editor .editor-actions").evaluate("bar => { bar.style.position = ''; }")
 
+    # A value the study format refuses is named beside its environment, and nothing is saved.
+    cartpole.get_by_label("Steps per second (async)").fill("500")
+    page.get_by_role("button", name="Save changes").click()
+    expect(cartpole.get_by_role("list", name="save problems")).to_contain_text(
+        "environments.0.fps: Input should be less than or equal to 120"
+    )
+    assert db.scalars(select(Study)).all() == []
+    cartpole.get_by_label("Steps per second (async)").fill("50")
     page.get_by_role("button", name="Save changes").click()
     expect(study_row(page, "Two games")).to_contain_text("Draft")
     expect(page.locator("#detail-state")).to_have_text("Draft")
