@@ -111,6 +111,10 @@ class Settings(BaseSettings):
         description="How long a participant's play ticket opens sockets (a study session).",
     )  # fmt: skip
     export_workers: int = Field(default=1, ge=1)
+    db_wait_s: float = Field(
+        default=0.0, ge=0,
+        description="At start, wait up to this long for the database to answer.",
+    )  # fmt: skip
     job_poll_s: float = Field(
         default=1.0, gt=0, description="How often each replica looks for queued jobs."
     )
