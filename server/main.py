@@ -25,6 +25,7 @@ from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.core.headers import SECURITY_HEADERS, SecurityHeadersMiddleware
 from server.core.login_limit import LoginLimiter
+from server.core.replica import replica_id
 from server.errors import DomainError, validation_detail
 from server.export.jobs import JobManager
 from server.player.protocol import MAX_MESSAGE_BYTES
@@ -228,6 +229,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         poll_s=settings.job_poll_s,
         heartbeat_s=settings.job_heartbeat_s,
         stale_s=settings.job_stale_s,
+        replica=replica_id(),
     )
     app.state.replay_cache = ReaderCache()
     app.state.player_registry = Registry()

@@ -306,7 +306,7 @@ class EpisodeDeletion(Base):
 class ClaimableJob:
     """Columns of a job that exactly one replica claims and runs (server/core/job_queue.py)."""
 
-    claimed_by: Mapped[str | None] = mapped_column(String(100), index=True)
+    claimed_by: Mapped[str | None] = mapped_column(String(128), index=True)
     heartbeat_at: Mapped[datetime | None] = mapped_column(_TS)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     cancel_requested: Mapped[bool] = mapped_column(default=False)

@@ -19,7 +19,7 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     with op.batch_alter_table("export_jobs", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("claimed_by", sa.String(length=100), nullable=True))
+        batch_op.add_column(sa.Column("claimed_by", sa.String(length=128), nullable=True))
         batch_op.add_column(sa.Column("heartbeat_at", sa.DateTime(timezone=True), nullable=True))
         batch_op.add_column(
             sa.Column("attempts", sa.Integer(), nullable=False, server_default="0")

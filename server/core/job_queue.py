@@ -56,16 +56,17 @@ def claim_next(db: Session, model: Any, me: str, **values: Any) -> int | None:
     return None if claimed is None else int(claimed)
 
 
-def heartbeat(db: Session, model: Any, job_id: int, me: str) -> bool | None:
-    """Refresh the claim: whether a cancel was requested, or None if the claim is lost."""
-    wanted = db.execute(
+def heartbeat(db: Session, model: Any, me: str) -> dict[int, bool]:
+    """Refresh every claim of replica ``me``: job id -> whether a cancel was requested (a job
+    missing from the answer is no longer this replica's)."""
+    rows = db.execute(
         update(model)
-        .where(model.id == job_id, model.claimed_by == me, model.state == JobState.running)
+        .where(model.claimed_by == me, model.state == JobState.running)
         .values(heartbeat_at=utcnow())
-        .returning(model.cancel_requested)
-    ).scalar()
+        .returning(model.id, model.cancel_requested)
+    ).all()
     db.commit()
-    return None if wanted is None else bool(wanted)
+    return {int(job_id): bool(wanted) for job_id, wanted in rows}
 
 
 def set_if_claimed(db: Session, model: Any, job_id: int, me: str, **values: Any) -> bool:

@@ -31,7 +31,6 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.core import job_queue
-from server.core.replica import replica_id
 from server.errors import DomainError
 from server.export.errors import ExportCanceledError, ExportError
 from server.export.export_job import (
@@ -172,7 +171,7 @@ class JobManager:
         poll_s: float = 1.0,
         heartbeat_s: float = 2.0,
         stale_s: float = 30.0,
-        replica: str | None = None,
+        replica: str,
     ) -> None:
         self.data_root = Path(data_root)
         self.factory = factory
@@ -181,13 +180,13 @@ class JobManager:
         self.poll_s = poll_s
         self.heartbeat_s = heartbeat_s
         self.stale_s = stale_s
-        self.replica = replica or replica_id()
+        self.replica = replica
         self._handles: dict[int, _Handle] = {}
         self._lock = threading.Lock()
         self._users = 0
         self._stopping = threading.Event()
         self._wake = threading.Event()
-        self._poller: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
 
     # --- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -197,8 +196,13 @@ class JobManager:
             if self._users > 1:
                 return
             self._stopping.clear()
-            self._poller = threading.Thread(target=self._poll, name="export-poller", daemon=True)
-        self._poller.start()
+            self._threads = [
+                threading.Thread(target=self._poll, name="export-poller", daemon=True),
+                threading.Thread(target=self._heartbeats, name="export-heartbeat", daemon=True),
+            ]
+            threads = list(self._threads)
+        for thread in threads:
+            thread.start()
 
     def stop(self) -> None:
         """On the last stop, stop claiming, hand running jobs back to the queue (another
@@ -210,9 +214,9 @@ class JobManager:
             self._stopping.set()
             self._wake.set()
             handles = list(self._handles.values())
-            poller, self._poller = self._poller, None
-        if poller is not None:
-            poller.join(JOIN_TIMEOUT_S)
+            threads, self._threads = self._threads, []
+        for thread in threads:
+            thread.join(JOIN_TIMEOUT_S)
         for handle in handles:
             handle.cancel.set()
         for handle in handles:
@@ -235,6 +239,25 @@ class JobManager:
                 log.exception("export jobs: polling the queue failed")
             self._wake.wait(self.poll_s)
             self._wake.clear()
+
+    def _heartbeats(self) -> None:
+        """Refresh this replica's claims; stop a job whose cancel was requested (by any
+        replica) or whose claim was lost (this replica was taken for dead)."""
+        while not self._stopping.wait(self.heartbeat_s):
+            try:
+                with self._lock:  # before the query: only jobs claimed before it are judged
+                    handles = list(self._handles.items())
+                with self.factory() as db:
+                    claims = job_queue.heartbeat(db, ExportJob, self.replica)
+                for job_id, handle in handles:
+                    wanted = claims.get(job_id)
+                    if wanted is None and not handle.finished.is_set():
+                        handle.lost = True
+                    if wanted is None or wanted:
+                        handle.canceled_at = handle.canceled_at or time.monotonic()
+                        handle.cancel.set()
+            except Exception:
+                log.exception("export jobs: the heartbeat failed")
 
     def _free_slot(self) -> bool:
         with self._lock:
@@ -319,14 +342,6 @@ class JobManager:
             handle.finished.set()
             self._wake.set()  # a slot is free
 
-    def _beat(self, handle: _Handle) -> None:
-        with self.factory() as db:
-            wanted = job_queue.heartbeat(db, ExportJob, handle.payload.job_id, self.replica)
-        if wanted is None:
-            handle.lost = True
-        if wanted is None or wanted:
-            handle.cancel.set()
-
     def _follow(self, handle: _Handle) -> tuple[Any, ...]:
         ctx = mp.get_context("spawn")
         reader, writer = ctx.Pipe(duplex=False)
@@ -335,12 +350,8 @@ class JobManager:
         proc.start()
         writer.close()
         outcome: tuple[Any, ...] | None = None
-        next_beat = time.monotonic() + self.heartbeat_s
         try:
             while outcome is None:
-                if time.monotonic() >= next_beat:
-                    self._beat(handle)
-                    next_beat = time.monotonic() + self.heartbeat_s
                 if handle.cancel.is_set():
                     event.set()
                     since = handle.canceled_at or time.monotonic()
@@ -360,7 +371,6 @@ class JobManager:
                             episodes_done=done,
                             episodes_total=total,
                             steps_done=steps,
-                            heartbeat_at=utcnow(),
                         )
                     else:
                         outcome = message

@@ -75,7 +75,7 @@ def test_stale_claims_are_requeued_then_failed_after_max_attempts(db, factory) -
     assert state[worn].state == JobState.failed and state[worn].message == "gave up"
     assert state[canceled].state == JobState.canceled
     # The dead replica's late writes no longer land; the next claim is a second attempt.
-    assert job_queue.heartbeat(db, ExportJob, stale, "dead") is None
+    assert job_queue.heartbeat(db, ExportJob, "dead") == {fresh: False}
     assert not job_queue.set_if_claimed(db, ExportJob, stale, "dead", steps_done=99)
     assert job_queue.claim_next(db, ExportJob, "alive") == stale
     db.expire_all()
@@ -85,9 +85,9 @@ def test_stale_claims_are_requeued_then_failed_after_max_attempts(db, factory) -
 def test_cancel_request_reaches_the_claiming_replica(db, factory) -> None:  # type: ignore[no-untyped-def]
     queued, running = _jobs(db, factory, 2)
     assert job_queue.claim_next(db, ExportJob, "a") == queued  # oldest first
-    assert job_queue.heartbeat(db, ExportJob, queued, "a") is False
+    assert job_queue.heartbeat(db, ExportJob, "a") == {queued: False}
     job_queue.request_cancel(db, ExportJob, queued, "stop")
-    assert job_queue.heartbeat(db, ExportJob, queued, "a") is True
+    assert job_queue.heartbeat(db, ExportJob, "a") == {queued: True}
     job_queue.request_cancel(db, ExportJob, running, "not started")
     db.expire_all()
     row = db.get(ExportJob, running)
