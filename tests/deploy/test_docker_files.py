@@ -90,3 +90,9 @@ def test_haproxy_accepts_the_config_and_start_sh_parses() -> None:
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert subprocess.run(["sh", "-n", str(START_SCRIPT)]).returncode == 0
     assert "-m server.cli serve" in START_SCRIPT.read_text()
+
+
+def test_every_setting_is_documented_for_deployments() -> None:
+    doc = (ROOT / "docs" / "deploy.md").read_text()
+    missing = sorted(name for name in SETTINGS if f"`{name}`" not in doc)
+    assert not missing, f"docs/deploy.md does not describe {missing}"
