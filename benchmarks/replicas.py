@@ -69,11 +69,15 @@ def measure(replicas: int, counts: list[int], seconds: float) -> dict[str, Any]:
     fine = [r["sessions"] for r in rounds if r["late_frames_pct"] < LATE_LIMIT_PCT]
     best = max(fine, default=0)
     cores = os.cpu_count() or 1
+    biggest = max(rounds, key=lambda r: r["sessions"])
     return {
         "replicas": replicas,
         "players_under_1pct_late": best,
         "players_per_replica": round(best / replicas, 1),
         "players_per_core": round(best / cores, 1),
+        # What a core carries by CPU cost alone (app + workers per session, largest round):
+        # the figure to compare when other jobs share the machine.
+        "players_per_core_by_cpu": round(100 / max(biggest["cpu_per_session_pct"], 0.1), 1),
         "rounds": rounds,
     }
 
