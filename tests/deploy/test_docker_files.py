@@ -34,7 +34,7 @@ def _compose() -> dict:  # type: ignore[type-arg]
 def test_dockerfile_installs_the_lock_runs_start_sh_as_non_root() -> None:
     steps = _dockerfile()
     froms = [args for op, args in steps if op == "FROM"]
-    assert [f.split()[0] for f in froms] == ["python:3.11-slim", "python:3.11-slim"]
+    assert [f.split()[0] for f in froms] == ["python:3.11-slim-bookworm"] * 2
     runs = " ".join(args for op, args in steps if op == "RUN")
     assert "pip install -q -r /tmp/run.txt" in runs and "--no-deps -e /app" in runs
     assert ("COPY", "requirements/run.txt /tmp/run.txt") in steps
