@@ -49,10 +49,8 @@ compile-locks:
 		-o $(OUT)tests/export/consumer-requirements.txt
 	$(BIN)/uv pip compile tests/export/minari-requirements.in $(LOCK_ARGS) $(UV_ARGS) \
 		-o $(OUT)tests/export/minari-requirements.txt
-	# lerobot: torch is the CPU build on the machine's disk (/opt/wheels), see the overrides.
 	$(BIN)/uv pip compile tests/export/lerobot-requirements.in $(LOCK_ARGS) $(UV_ARGS) \
-		--override tests/export/lerobot-overrides.txt --find-links /opt/wheels \
-		-o $(OUT)tests/export/lerobot-requirements.txt
+		--override tests/export/lerobot-overrides.txt -o $(OUT)tests/export/lerobot-requirements.txt
 
 ## run: install, migrate, load the sample studies and serve on http://127.0.0.1:8000
 run: $(VENV)/.run-stamp
@@ -90,7 +88,7 @@ chromium:
 	else echo "Browser tests need Debian's chromium: sudo apt-get install chromium"; fi
 
 ## consumer-venv: TensorFlow + tensorflow-datasets + rlds (.consumer-venv), minari
-## (.consumer-venv-minari) and lerobot + CPU torch (.consumer-venv-lerobot), to load exports
+## (.consumer-venv-minari) and lerobot + torch (.consumer-venv-lerobot), to load exports
 ## as researchers would
 consumer-venv:
 	PYTHON=$(PYTHON) tests/export/make_consumer_venv.sh

@@ -96,7 +96,8 @@ class VideoWriter:
         self.width, self.height = width, height
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._container: Any = av.open(str(self.path), "w", format="mp4")
+        muxer = {"movflags": profile.options["movflags"]} if "movflags" in profile.options else {}
+        self._container: Any = av.open(str(self.path), "w", format="mp4", options=muxer)
         stream = self._container.add_stream(profile.codec, rate=30)
         stream.width = width + (width % 2 if profile.even else 0)
         stream.height = height + (height % 2 if profile.even else 0)
@@ -104,8 +105,6 @@ class VideoWriter:
         stream.time_base = TIME_BASE
         stream.codec_context.time_base = TIME_BASE
         stream.options = {k: v for k, v in profile.options.items() if k != "movflags"}
-        if "movflags" in profile.options:
-            self._container.options = {"movflags": profile.options["movflags"]}
         self._stream = stream
         self.last_ms = -1
 

@@ -2,7 +2,7 @@
 # Create (or reuse) a consumer venv, to load exports as a researcher would. By default
 # .consumer-venv: TensorFlow 2.15 + tensorflow-datasets + rlds; with CONSUMER=minari,
 # .consumer-venv-minari: minari[arrow]; with CONSUMER=lerobot, .consumer-venv-lerobot: lerobot
-# 0.4.4 on the CPU torch build of /opt/wheels. Idempotent: a stamp holds the requirements' hash, so
+# 0.4.4 (torch 2.10, about 5 GB). Idempotent: a stamp holds the requirements' hash, so
 # a venv is rebuilt only when its lock (tests/export/*-requirements.txt) changes.
 set -euo pipefail
 
@@ -21,9 +21,8 @@ case "$CONSUMER" in
         REQ="$ROOT/tests/export/lerobot-requirements.txt"
         VENV="${CONSUMER_VENV_LEROBOT:-$ROOT/.consumer-venv-lerobot}"
         IMPORTS="import torch, av, lerobot.datasets.lerobot_dataset, torchvision.io"
-        # The lock overrides torch (lerobot asks <2.11; the CPU 2.13 build is what lies on this
-        # machine) and torchvision 0.25 pins torch 2.10: pip would refuse the set, so the
-        # complete lock is installed without pip's own resolution.
+        # The lock leaves torchcodec out (lerobot-overrides.txt), which pip would bring back:
+        # the complete lock is installed without pip's own resolution.
         PIP_ARGS="--no-deps" ;;
     *) echo "unknown consumer $CONSUMER (tfds, minari or lerobot)"; exit 2 ;;
 esac
