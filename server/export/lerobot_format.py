@@ -97,7 +97,9 @@ def _leaf(name: str, source: str, path: tuple[str, ...], spec: Any, where: str) 
         raise ExportError(f"field {where}: an empty array shape {shape} has no LeRobot column")
     if source == "observation" and _is_image(spec):
         return Column(name, source, path, "video", shape, shape)
-    return Column(name, source, path, "bool" if dtype.kind == "b" else dtype.name, shape or (1,), shape)
+    return Column(
+        name, source, path, "bool" if dtype.kind == "b" else dtype.name, shape or (1,), shape
+    )
 
 
 def _image_name(prefix: str, path: tuple[str, ...], single: bool) -> str:
@@ -120,7 +122,9 @@ def _walk(spec: Any, source: str, prefix: str, single_name: str) -> list[Column]
         where = f"{source}/" + "/".join(path)
         col = _leaf(f"{prefix}." + ".".join(path), source, path, node, where)
         if col.is_video:
-            col = Column(_image_name(prefix, path, False), source, path, "video", col.shape, col.shape)
+            col = Column(
+                _image_name(prefix, path, False), source, path, "video", col.shape, col.shape
+            )
         out.append(col)
 
     visit(spec, ())

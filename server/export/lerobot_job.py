@@ -206,7 +206,9 @@ class LeRobotWriter:
                     arr = arr.astype(col.dtype, copy=False)
                 expected = (len(episode), *(col.spec_shape or ()))
                 if arr.shape != expected:
-                    raise ExportError(f"{where}: recorded shape {arr.shape[1:]} != {col.spec_shape}")
+                    raise ExportError(
+                        f"{where}: recorded shape {arr.shape[1:]} != {col.spec_shape}"
+                    )
                 self.stats.add(col.name, arr)
                 values = arr
             out[col.name] = fmt.arrow_column(col, values)

@@ -10,6 +10,8 @@ stream's time base is 1/1000 s, timestamps in whole milliseconds):
     decoder (PyAV, torchvision's pyav backend, torchcodec) reads it. AV1 (lerobot's default
     when it records) would be lossy at useful sizes; the exported data is training data, so
     exactness wins over the smaller file. A keyframe every ``GOP`` frames bounds seeking.
+    Preset ``superfast``: about 10x faster than x264's default on 600x400 CartPole frames
+    for a file about 30 % larger (lossless either way).
 ``PLAYABLE`` (episode videos to watch)
     ``libx264`` ``yuv420p`` at ``crf 18``: what every browser and player plays. 4:2:0 chroma
     subsampling blurs sharp coloured edges: the tests hold it to PSNR >= ``PLAYABLE_PSNR_DB``
@@ -42,7 +44,9 @@ class Profile:
     even: bool  # the pixel format needs even width and height
 
 
-LOSSLESS = Profile("libx264rgb", "rgb24", {"crf": "0", "bf": "0", "g": str(GOP)}, even=False)
+LOSSLESS = Profile(
+    "libx264rgb", "rgb24", {"crf": "0", "bf": "0", "g": str(GOP), "preset": "superfast"}, even=False
+)
 PLAYABLE = Profile(
     "libx264",
     "yuv420p",
@@ -98,7 +102,7 @@ class VideoWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         muxer = {"movflags": profile.options["movflags"]} if "movflags" in profile.options else {}
         self._container: Any = av.open(str(self.path), "w", format="mp4", options=muxer)
-        stream = self._container.add_stream(profile.codec, rate=30)
+        stream: Any = self._container.add_stream(profile.codec, rate=30)
         stream.width = width + (width % 2 if profile.even else 0)
         stream.height = height + (height % 2 if profile.even else 0)
         stream.pix_fmt = profile.pix_fmt
@@ -172,7 +176,8 @@ def write_video(
 def read_video(path: Path) -> tuple[list[np.ndarray], list[float]]:
     """Every frame of an MP4 as RGB arrays and its time in seconds (tests, benchmarks)."""
     frames, times = [], []
-    with av.open(str(path)) as container:
+    container: Any = av.open(str(path))
+    with container:
         for frame in container.decode(video=0):
             frames.append(frame.to_ndarray(format="rgb24"))
             times.append(float(frame.pts * frame.time_base))

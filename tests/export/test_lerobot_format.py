@@ -22,7 +22,9 @@ REWARD = specs.Array((), np.float64)
 
 
 def _names(obs: object, action: object) -> dict[str, tuple[str, tuple[int, ...]]]:
-    cols = features_of(EnvSpecs(obs, action, REWARD, REWARD), keep_step_metadata=False, tag_names=())
+    cols = features_of(
+        EnvSpecs(obs, action, REWARD, REWARD), keep_step_metadata=False, tag_names=()
+    )
     return {c.name: (c.dtype, c.shape) for c in cols}
 
 
@@ -45,11 +47,20 @@ def test_mapping_rule() -> None:
 @pytest.mark.parametrize(
     ("obs", "message"),
     [
-        ((specs.Array((2,), np.float32), specs.Array((2,), np.float32)), "field observation: Tuple"),
+        (
+            (specs.Array((2,), np.float32), specs.Array((2,), np.float32)),
+            "field observation: Tuple",
+        ),
         ({"a": {"b": specs.Array((2,), np.str_)}}, "field observation/a/b: LeRobot holds scalar"),
         ({"x": specs.Array((1, 1, 1, 1, 1, 1), np.float32)}, "field observation/x: 6-d"),
         ({"c": specs.Array((2,), np.complex64)}, "field observation/c: complex64"),
-        ({"images": {"x": specs.Array((3,), np.float32)}, "images.x": specs.Array((3,), np.float32)}, "taken"),
+        (
+            {
+                "images": {"x": specs.Array((3,), np.float32)},
+                "images.x": specs.Array((3,), np.float32),
+            },
+            "taken",
+        ),
     ],
 )
 def test_refused_fields_are_named(obs: object, message: str) -> None:

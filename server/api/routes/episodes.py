@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
-from fastapi.responses import FileResponse
 from fastapi import Path as Path_
+from fastapi.responses import FileResponse
 from sqlalchemy.orm import Session
 
 from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
