@@ -70,6 +70,24 @@ def feature_name(key: str, video_keys: set[str]) -> str | None:
     return None
 
 
+def arrow_values(column: Any) -> np.ndarray:
+    """An Arrow column's values, flat, in their stored dtype (strings as str)."""
+    import pyarrow as pa
+
+    arr = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+    if isinstance(arr.type, pa.ExtensionType):
+        arr = arr.storage
+    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        return np.asarray(arr.to_pylist(), dtype=str)
+    while (
+        pa.types.is_list(arr.type)
+        or pa.types.is_fixed_size_list(arr.type)
+        or pa.types.is_large_list(arr.type)
+    ):
+        arr = arr.flatten()
+    return np.asarray(arr.to_numpy(zero_copy_only=False))
+
+
 def as_numpy(value: Any) -> Any:
     if hasattr(value, "numpy"):
         return value.numpy()
@@ -91,6 +109,9 @@ def main(doc_path: str, export_dir: str, name: str, expected_path: str, frames_o
     if dataset.meta.info["codebase_version"] != "v3.0":
         fail(f"codebase_version {dataset.meta.info['codebase_version']}")
     episodes = dataset.meta.episodes
+    # the stored values as lerobot loaded them (its hf_dataset), without the torch conversion
+    # (datasets' numpy format would turn float64 into float32 too)
+    exact = dataset.hf_dataset.with_format("arrow")
     loaded: dict[str, list[np.ndarray]] = {}
     frames: dict[str, np.ndarray] = {}
     index = 0
@@ -117,22 +138,30 @@ def main(doc_path: str, export_dir: str, name: str, expected_path: str, frames_o
         got_ts = np.asarray([float(item["timestamp"]) for item in items])
         if np.abs(got_ts - want["_times"]).max() > 1e-4:
             fail(f"{eid}: timestamps {got_ts[:5]} != recorded {want['_times'][:5]}")
+        rows = exact[index - n : index]
         for key, value in want.items():
             if not key.startswith("steps/"):
                 continue
             feature = feature_name(key, video_keys)
             if feature is None:
                 continue
-            got = [as_numpy(item[feature]) for item in items]
+            value = np.asarray(value)
             dtype = dataset.meta.features[feature]["dtype"]
+            # exact: the loaded table (lerobot's hf_dataset), dtype and value
+            stored = arrow_values(rows[feature])
             if dtype == "string":
-                compare(f"{eid} {feature}", np.asarray(got, dtype=str), value)
+                compare(f"{eid} {feature}", stored.astype(str), value)
+                compare(f"{eid} {feature} (item)", np.asarray([i[feature] for i in items]), value)
                 continue
-            stacked = np.stack([np.asarray(g) for g in got]).reshape(np.asarray(value).shape)
-            if dtype != "bool" and stacked.dtype != np.asarray(value).dtype:
-                fail(f"{eid} {feature}: dtype {stacked.dtype} != {np.asarray(value).dtype}")
-            compare(f"{eid} {feature}", stacked, value)
-            loaded.setdefault(feature, []).append(stacked.reshape(n, -1))
+            stored = stored.reshape(value.shape)
+            if stored.dtype != value.dtype:
+                fail(f"{eid} {feature}: stored dtype {stored.dtype} != {value.dtype}")
+            compare(f"{eid} {feature}", stored, value)
+            loaded.setdefault(feature, []).append(stored.reshape(n, -1))
+            # dataset[i]: lerobot makes tensors from Python values (float64 -> float32,
+            # integers -> int64): equal to the recorded value in that dtype
+            got = np.stack([np.asarray(as_numpy(item[feature])) for item in items])
+            compare(f"{eid} {feature} (item)", got.reshape(value.shape), value.astype(got.dtype))
         done = np.stack([bool(item["next.done"]) for item in items])
         compare(f"{eid} next.done", done, np.arange(n) == n - 1)
         for key in video_keys:

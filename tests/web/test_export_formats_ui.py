@@ -67,7 +67,7 @@ def test_export_as_lerobot_with_videos_and_an_episode_video(
     rows.first.get_by_role("button", name="Replay").click()
     video = page.get_by_role("link", name="Video")
     expect(video).to_be_visible()
-    page.locator(".ep-viewer").screenshot(path=str(SHOTS / "replay-video-button.png"))
+    page.locator(".ep-controls").screenshot(path=str(SHOTS / "replay-video-button.png"))
     with page.expect_download() as info:
         video.click()
     assert info.value.suggested_filename.endswith(".mp4")
