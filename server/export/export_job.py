@@ -187,6 +187,31 @@ def naming(episode_id: str) -> Iterator[None]:
         ) from exc
 
 
+def for_each_episode(
+    episodes: Sequence[EpisodeInput],
+    options: ExportOptions,
+    write: Callable[[int, EpisodeInput, RldsEpisode], None],
+    progress: ProgressFn | None,
+    cancel: CancelFn | None,
+) -> list[EpisodeSummary]:
+    """A format's writer loop: ``write(i, ep, episode)`` for each episode read and cut as the
+    options say; errors it raises name the episode. Polls ``cancel`` between episodes,
+    tells ``progress`` after each; returns the episodes' summaries."""
+    summaries: list[EpisodeSummary] = []
+    steps_done = 0
+    for i, ep in enumerate(episodes):
+        _check_cancel(cancel)
+        with naming(ep.episode_id):
+            episode = _prepare(ep, options)
+            write(i, ep, episode)
+        summaries.append(_summary(ep, episode))
+        steps_done += len(episode)
+        if progress is not None:
+            progress(i + 1, len(episodes), steps_done)
+    _check_cancel(cancel)
+    return summaries
+
+
 def _summary(ep: EpisodeInput, episode: RldsEpisode) -> EpisodeSummary:
     return EpisodeSummary(
         episode_id=ep.episode_id,

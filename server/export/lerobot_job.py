@@ -19,7 +19,6 @@ import numpy as np
 import pyarrow as pa
 
 from server.export import lerobot_format as fmt
-from server.export.card import EpisodeSummary
 from server.export.encoding import check_range, int64_column
 from server.export.episode import EnvSpecs, RldsEpisode
 from server.export.errors import ExportError
@@ -30,10 +29,7 @@ from server.export.export_job import (
     ExportOptions,
     ExportResult,
     ProgressFn,
-    _check_cancel,
-    _prepare,
-    _summary,
-    naming,
+    for_each_episode,
 )
 from server.export.tags import tag_columns
 from server.export.video import LOSSLESS, VideoWriter, as_rgb, decode_jpeg, monotonic_ms
@@ -370,19 +366,12 @@ def write_lerobot(
     )
     root = tmp / options.name
     writer = LeRobotWriter(root, cols, options)
-    summaries: list[EpisodeSummary] = []
-    steps_done = 0
+
+    def write(_i: int, ep: EpisodeInput, episode: RldsEpisode) -> None:
+        writer.add(ep, episode, tag_columns(ep.step_tags, tag_names, len(episode)))
+
     try:
-        for i, ep in enumerate(episodes):
-            _check_cancel(cancel)
-            with naming(ep.episode_id):
-                episode = _prepare(ep, options)
-                writer.add(ep, episode, tag_columns(ep.step_tags, tag_names, len(episode)))
-            summaries.append(_summary(ep, episode))
-            steps_done += len(episode)
-            if progress is not None:
-                progress(i + 1, len(episodes), steps_done)
-        _check_cancel(cancel)
+        summaries = for_each_episode(episodes, options, write, progress, cancel)
         writer.finish()
     except BaseException:
         writer.abort()

@@ -4,6 +4,7 @@ test_lerobot_consumer.py), the mapping rule, and the fields the format refuses b
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +16,8 @@ from server.export import ExportError, ExportFormat, ExportOptions, StepTag, exp
 from server.export.episode import EnvSpecs
 from server.export.lerobot_format import FRAME_KEY, features_of
 from server.export.video import decode_jpeg, read_video
-from tests.export._recordings import Recording
-from tests.export.conftest import episode_input
+from tests.export._recordings import Recording, record_episode
+from tests.export.conftest import episode_input, make_cartpole
 
 REWARD = specs.Array((), np.float64)
 
@@ -132,3 +133,30 @@ def test_files_roll_over(recordings: dict[str, list[Recording]], tmp_path: Path)
     episodes = pq.read_table(root / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
     assert [e["data/file_index"] for e in episodes] == [0, 0, 1]
     assert episodes[2][f"videos/{FRAME_KEY}/from_timestamp"] == 0.0
+
+
+def test_bad_value_names_episode_step_and_field(tmp_path: Path) -> None:
+    rec = record_episode(
+        make_cartpole(6), tmp_path / "log", env_id="CartPole-v1", episode_id="bad-1", seed=1,
+        bad_timing={3: {"input_sent": math.nan}, 4: {"applied": math.inf}},
+    )  # fmt: skip
+    options = ExportOptions(name="bad", format=ExportFormat.LEROBOT)
+    with pytest.raises(ExportError) as caught:
+        export_dataset([episode_input(rec)], options, tmp_path / "out")
+    assert str(caught.value).startswith("episode bad-1: step 2, field timing/input_sent_ms: ")
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_step_times_follow_the_median_interval(tmp_path: Path) -> None:
+    rec = record_episode(
+        make_cartpole(6), tmp_path / "log", env_id="CartPole-v1", episode_id="gap-1", seed=1,
+        bad_timing={2: {"applied": math.inf}},
+    )  # fmt: skip
+    options = ExportOptions(name="gap", format=ExportFormat.LEROBOT, keep_step_metadata=False)
+    result = export_dataset([episode_input(rec)], options, tmp_path / "out")
+    data = pq.read_table(result.path / "gap/data/chunk-000/file-000.parquet").to_pydict()
+    applied = [t["applied"] for t in rec.timings]
+    ms = [round(t * 1000) for t in data["timestamp"]]
+    assert ms[:2] == [0, applied[1] - applied[0]]
+    assert ms[2] == ms[1] + (applied[4] - applied[3])  # unknown: + the median interval
+    assert ms[3:] == [a - applied[0] for a in applied[3:]]
