@@ -296,9 +296,9 @@ def export_dataset(
         raise ExportError(f"the output folder {out_dir} already exists")
     _check_inputs(episodes, options)
     specs = check_compatible(episodes)
-    check_format(specs, options)
     used = sorted({t.name for ep in episodes for t in ep.step_tags})
     tag_names = sorted(set(options.step_tag_names)) if options.step_tag_names is not None else used
+    check_format(specs, options, tag_names)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_dir.with_name(f".{out_dir.name}.partial-{uuid.uuid4().hex[:8]}")
@@ -336,14 +336,16 @@ def export_dataset(
     return _moved(result, tmp, out_dir)
 
 
-def check_format(specs: EnvSpecs, options: ExportOptions) -> None:
+def check_format(
+    specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str] = ()
+) -> None:
     """Refuse, naming the field, what the chosen format cannot hold (before any writing)."""
     if options.format is ExportFormat.MINARI:
         minari_format.check_specs(specs)
     elif options.format is ExportFormat.LEROBOT:
         from server.export.lerobot_format import features_of
 
-        features_of(specs, keep_step_metadata=options.keep_step_metadata, tag_names=())
+        features_of(specs, keep_step_metadata=options.keep_step_metadata, tag_names=tag_names)
 
 
 def _data_path(options: ExportOptions) -> str:

@@ -163,7 +163,9 @@ def check_inputs(
         one_per_env.setdefault(row.env_key, ep)
     try:
         specs = check_compatible(list(one_per_env.values()))
-        check_format(specs, options)
+        used = sorted({t.name for ep in inputs for t in ep.step_tags})
+        names = used if options.step_tag_names is None else sorted(set(options.step_tag_names))
+        check_format(specs, options, names)
     except ExportError as exc:
         raise Invalid(
             f"Cannot export this selection: {exc}.",

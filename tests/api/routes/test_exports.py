@@ -375,3 +375,13 @@ def test_lerobot_bad_requests(world) -> None:  # type: ignore[no-untyped-def]
     assert "different observation or action spaces" in res.json()["message"]
     bad = c.post(f"/api/studies/{sid}/exports", json={"options": {"format": "lerobot2"}})
     assert bad.status_code == 422
+    # a step tag name with '/' has no LeRobot column: refused before queuing, by name
+    ep = world["episodes"][0]
+    tagged = c.post(f"/api/episodes/{ep.id}/step-tags", json={"name": "hit/miss", "start": 1})
+    assert tagged.status_code in (200, 201), tagged.text
+    res = c.post(
+        f"/api/studies/{sid}/exports",
+        json={"selection": {"episode_ids": [ep.id]}, "options": {"format": "lerobot"}},
+    )
+    assert res.status_code == 422, res.text
+    assert "step tag 'hit/miss'" in res.json()["message"]
