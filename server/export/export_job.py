@@ -336,9 +336,7 @@ def export_dataset(
     return _moved(result, tmp, out_dir)
 
 
-def check_format(
-    specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str] = ()
-) -> None:
+def check_format(specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str] = ()) -> None:
     """Refuse, naming the field, what the chosen format cannot hold (before any writing)."""
     if options.format is ExportFormat.MINARI:
         minari_format.check_specs(specs)
