@@ -160,3 +160,23 @@ def test_unknown_step_times_follow_the_median_interval(tmp_path: Path) -> None:
     assert ms[:2] == [0, applied[1] - applied[0]]
     assert ms[2] == ms[1] + (applied[4] - applied[3])  # unknown: + the median interval
     assert ms[3:] == [a - applied[0] for a in applied[3:]]
+
+
+def test_videos_option_adds_an_mp4_per_episode_to_any_format(
+    recordings: dict[str, list[Recording]], tmp_path: Path
+) -> None:
+    from server.export.video import PLAYABLE_PSNR_DB, psnr
+
+    recs = recordings["pong"]
+    cut = (StepTag("end", 5, 5),)
+    inputs = [episode_input(recs[0], step_tags=cut), episode_input(recs[1])]
+    options = ExportOptions(name="m", format=ExportFormat.MINARI, end_tags=("end",), videos=True)
+    result = export_dataset(inputs, options, tmp_path / "out")
+    assert "episode_videos/" in (result.path / "README.md").read_text()
+    for rec, length in ((recs[0], 6), (recs[1], recs[1].num_steps)):
+        frames, times = read_video(result.path / "episode_videos" / f"{rec.episode_id}.mp4")
+        assert len(frames) == length  # an end tag cuts the video too
+        applied = [t["applied"] for t in rec.timings[:length]]
+        np.testing.assert_allclose(times, [(a - applied[0]) / 1000 for a in applied], atol=1e-6)
+        worst = min(psnr(f, decode_jpeg(j)) for f, j in zip(frames, rec.frames, strict=False))
+        assert worst >= PLAYABLE_PSNR_DB, worst
