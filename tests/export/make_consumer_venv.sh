@@ -20,7 +20,7 @@ case "$CONSUMER" in
     lerobot)  # from lerobot-requirements.in + lerobot-overrides.txt
         REQ="$ROOT/tests/export/lerobot-requirements.txt"
         VENV="${CONSUMER_VENV_LEROBOT:-$ROOT/.consumer-venv-lerobot}"
-        IMPORTS="import torch, av, lerobot.datasets.lerobot_dataset, torchvision.io"
+        IMPORTS="import av, lerobot.datasets.lerobot_dataset; from torchvision.io import VideoReader"
         # The lock leaves torchcodec out (lerobot-overrides.txt), which pip would bring back:
         # the complete lock is installed without pip's own resolution.
         PIP_ARGS="--no-deps" ;;
