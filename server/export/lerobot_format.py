@@ -248,16 +248,15 @@ class Stats:
 
     def __init__(self) -> None:
         self._values: dict[str, list[np.ndarray]] = {}
-        self._video: dict[str, list[np.ndarray]] = {}
+        self._video: dict[str, _Histogram] = {}
 
     def add(self, name: str, values: np.ndarray) -> None:
         """Numeric values of one episode, steps on axis 0."""
         self._values.setdefault(name, []).append(np.asarray(values).reshape(len(values), -1))
 
     def add_frame(self, name: str, frame: np.ndarray) -> None:
-        """One video frame (H x W x 3 uint8): per-channel sums, counted per pixel."""
-        pixels = frame.reshape(-1, 3)
-        self._video.setdefault(name, []).append(pixels)
+        """One video frame (H x W x 3 uint8): per-channel statistics over every pixel."""
+        self._video.setdefault(name, _Histogram()).add(frame)
 
     def to_json(self, shapes: dict[str, tuple[int, ...]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -269,15 +268,45 @@ class Stats:
                 k: (v.reshape(shape).tolist() if k != "count" else v.tolist())
                 for k, v in stats.items()
             }
-        for name, chunks in self._video.items():
-            pixels = np.concatenate(chunks).astype(np.float64) / 255.0
-            stats = _stats(pixels, axis=0)
-            count = sum(1 for _ in chunks)
-            out[name] = {
-                k: (v.reshape(3, 1, 1).tolist() if k != "count" else [count])
-                for k, v in stats.items()
-            }
+        for name, hist in self._video.items():
+            out[name] = hist.stats()
         return out
+
+
+class _Histogram:
+    """Per-channel counts of uint8 pixel values: exact min/max/mean/std/quantiles."""
+
+    def __init__(self) -> None:
+        self.counts = np.zeros((3, 256), dtype=np.int64)
+        self.frames = 0
+
+    def add(self, frame: np.ndarray) -> None:
+        for c in range(3):
+            self.counts[c] += np.bincount(frame[:, :, c].reshape(-1), minlength=256)
+        self.frames += 1
+
+    def stats(self) -> dict[str, Any]:
+        values = np.arange(256, dtype=np.float64) / 255.0
+        out: dict[str, list[Any]] = {k: [] for k in ("min", "max", "mean", "std")}
+        quants: dict[str, list[Any]] = {f"q{round(q * 100):02d}": [] for q in QUANTILES}
+        for c in range(3):
+            counts = self.counts[c]
+            total = counts.sum()
+            present = np.nonzero(counts)[0]
+            mean = float((counts * values).sum() / total)
+            var = float((counts * (values - mean) ** 2).sum() / total)
+            out["min"].append([[values[present[0]]]])
+            out["max"].append([[values[present[-1]]]])
+            out["mean"].append([[mean]])
+            out["std"].append([[var**0.5]])
+            cum = np.cumsum(counts)
+            for q, key in zip(QUANTILES, quants, strict=True):
+                pos = q * (total - 1)  # numpy's linear interpolation between order statistics
+                lo, hi = int(np.floor(pos)), int(np.ceil(pos))
+                v_lo = values[np.searchsorted(cum, lo, side="right")]
+                v_hi = values[np.searchsorted(cum, hi, side="right")]
+                quants[key].append([[float(v_lo + (v_hi - v_lo) * (pos - lo))]])
+        return {**out, **quants, "count": [self.frames]}
 
 
 def _stats(data: np.ndarray, axis: int) -> dict[str, np.ndarray]:

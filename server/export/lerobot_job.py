@@ -56,42 +56,6 @@ def _leaf(value: Any, path: tuple[str, ...]) -> Any:
     return value
 
 
-class _Histogram:
-    """Per-channel counts of uint8 pixel values: exact min/max/mean/std/quantiles."""
-
-    def __init__(self) -> None:
-        self.counts = np.zeros((3, 256), dtype=np.int64)
-        self.frames = 0
-
-    def add(self, frame: np.ndarray) -> None:
-        for c in range(3):
-            self.counts[c] += np.bincount(frame[:, :, c].reshape(-1), minlength=256)
-        self.frames += 1
-
-    def stats(self) -> dict[str, Any]:
-        values = np.arange(256, dtype=np.float64) / 255.0
-        out: dict[str, list[Any]] = {k: [] for k in ("min", "max", "mean", "std")}
-        quants: dict[str, list[Any]] = {f"q{round(q * 100):02d}": [] for q in fmt.QUANTILES}
-        for c in range(3):
-            counts = self.counts[c]
-            total = counts.sum()
-            present = np.nonzero(counts)[0]
-            mean = float((counts * values).sum() / total)
-            var = float((counts * (values - mean) ** 2).sum() / total)
-            out["min"].append([[values[present[0]]]])
-            out["max"].append([[values[present[-1]]]])
-            out["mean"].append([[mean]])
-            out["std"].append([[var**0.5]])
-            cum = np.cumsum(counts)
-            for q, key in zip(fmt.QUANTILES, quants, strict=True):
-                pos = q * (total - 1)  # numpy's linear interpolation between order statistics
-                lo, hi = int(np.floor(pos)), int(np.ceil(pos))
-                v_lo = values[np.searchsorted(cum, lo, side="right")]
-                v_hi = values[np.searchsorted(cum, hi, side="right")]
-                quants[key].append([[float(v_lo + (v_hi - v_lo) * (pos - lo))]])
-        return {**out, **quants, "count": [self.frames]}
-
-
 @dataclass
 class _File:
     """The data file (and its video files) episodes are being written to."""
@@ -123,7 +87,6 @@ class LeRobotWriter:
         self.tasks: dict[str, int] = {}
         self.rows: list[dict[str, Any]] = []
         self.stats = fmt.Stats()
-        self.hist = {c.name: _Histogram() for c in self.video_cols}
         self.video_shapes: dict[str, tuple[int, int, int]] = {}
         self.intervals: list[int] = []
         self.total = 0
@@ -267,7 +230,7 @@ class LeRobotWriter:
                     f"step {t}, field {col.name}: a {frame.shape} frame in a video of {known}"
                 )
             writer.add(frame, start + times[t])
-            self.hist[col.name].add(frame)
+            self.stats.add_frame(col.name, frame)
 
     # --- files ----------------------------------------------------------------------------
     def _roll_if_full(self, nbytes: int) -> None:
@@ -336,8 +299,6 @@ class LeRobotWriter:
         }
         fmt.write_json(self.root / "meta" / "info.json", info_doc)
         stats = self.stats.to_json(shapes)
-        for name, hist in self.hist.items():
-            stats[name] = hist.stats()
         fmt.write_json(self.root / "meta" / "stats.json", stats)
         fmt.write_tasks(self.root, sorted(self.tasks, key=self.tasks.__getitem__))
         table = pa.Table.from_pylist(self.rows)

@@ -180,3 +180,28 @@ def test_videos_option_adds_an_mp4_per_episode_to_any_format(
         np.testing.assert_allclose(times, [(a - applied[0]) / 1000 for a in applied], atol=1e-6)
         worst = min(psnr(f, decode_jpeg(j)) for f, j in zip(frames, rec.frames, strict=False))
         assert worst >= PLAYABLE_PSNR_DB, worst
+
+
+def test_video_stats_equal_numpy_over_every_pixel() -> None:
+    from server.export.lerobot_format import Stats
+
+    rng = np.random.default_rng(0)
+    frames = [rng.integers(0, 256, (7, 5, 3), dtype=np.uint8) for _ in range(4)]
+    frames[1][:, :, 2] = 17  # a channel with few distinct values
+    stats = Stats()
+    for frame in frames:
+        stats.add_frame("v", frame)
+    got = stats.to_json({})["v"]
+    pixels = np.concatenate([f.reshape(-1, 3) for f in frames]).astype(np.float64) / 255
+    assert got["count"] == [4]
+    for key, want in (
+        ("min", pixels.min(0)),
+        ("max", pixels.max(0)),
+        ("mean", pixels.mean(0)),
+        ("std", pixels.std(0)),
+        ("q01", np.quantile(pixels, 0.01, axis=0)),
+        ("q50", np.quantile(pixels, 0.5, axis=0)),
+        ("q99", np.quantile(pixels, 0.99, axis=0)),
+    ):
+        np.testing.assert_allclose(np.asarray(got[key]).reshape(3), want, rtol=1e-12, atol=1e-12)
+        assert np.asarray(got[key]).shape == (3, 1, 1)
