@@ -2,8 +2,10 @@
 # Create (or reuse) a consumer venv, to load exports as a researcher would. By default
 # .consumer-venv: TensorFlow 2.15 + tensorflow-datasets + rlds; with CONSUMER=minari,
 # .consumer-venv-minari: minari[arrow]; with CONSUMER=lerobot, .consumer-venv-lerobot: lerobot
-# 0.4.4 (torch 2.10, about 5 GB). Idempotent: a stamp holds the requirements' hash, so
-# a venv is rebuilt only when its lock (tests/export/*-requirements.txt) changes.
+# 0.4.4 (torch 2.10, about 8 GB). The venvs are large: each is built once per lock under
+# $STUDIO_CACHE_DIR (default ~/.cache/rlds-studio), named by its lock's hash, and linked
+# into the checkout, so a fresh clone with the same lock (CI) reuses it. A stamp holds the
+# lock's hash: a changed lock (tests/export/*-requirements.txt) builds a new venv.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -11,15 +13,15 @@ CONSUMER="${CONSUMER:-tfds}"
 case "$CONSUMER" in
     tfds)  # the lock (make lock), from consumer-requirements.in
         REQ="$ROOT/tests/export/consumer-requirements.txt"
-        VENV="${CONSUMER_VENV:-$ROOT/.consumer-venv}"
+        LINK="$ROOT/.consumer-venv"; VENV="${CONSUMER_VENV:-}"
         IMPORTS="import rlds, tensorflow_datasets, tensorflow, envlogger" ;;
     minari)  # from minari-requirements.in
         REQ="$ROOT/tests/export/minari-requirements.txt"
-        VENV="${CONSUMER_VENV_MINARI:-$ROOT/.consumer-venv-minari}"
+        LINK="$ROOT/.consumer-venv-minari"; VENV="${CONSUMER_VENV_MINARI:-}"
         IMPORTS="import minari, minari.dataset._storages.arrow_storage" ;;
     lerobot)  # from lerobot-requirements.in + lerobot-overrides.txt
         REQ="$ROOT/tests/export/lerobot-requirements.txt"
-        VENV="${CONSUMER_VENV_LEROBOT:-$ROOT/.consumer-venv-lerobot}"
+        LINK="$ROOT/.consumer-venv-lerobot"; VENV="${CONSUMER_VENV_LEROBOT:-}"
         IMPORTS="import av, lerobot.datasets.lerobot_dataset; from torchvision.io import VideoReader"
         # The lock leaves torchcodec out (lerobot-overrides.txt), which pip would bring back:
         # the complete lock is installed without pip's own resolution.
@@ -30,6 +32,14 @@ PYTHON="${PYTHON:-python3}"
 STAMP="$VENV/.requirements-sha256"
 
 want="$(sha256sum "$REQ" | cut -d' ' -f1)"
+if [[ -z "$VENV" ]]; then
+    CACHE="${STUDIO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/rlds-studio}"
+    VENV="$CACHE/$(basename "$LINK")-${want:0:16}"
+    mkdir -p "$CACHE"
+    # A venv left in the checkout by an older version of this script goes; the link replaces it.
+    if [[ -d "$LINK" && ! -L "$LINK" ]]; then rm -rf "$LINK"; fi
+    ln -sfn "$VENV" "$LINK"
+fi
 if [[ -x "$VENV/bin/python" && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
     echo "consumer venv up to date: $VENV"
     exit 0
