@@ -19,15 +19,29 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from server import __version__
-from server.api.routes import auth, catalog, crowd, episodes, exports, health, play, studies, users
+from server.api.routes import (
+    auth,
+    catalog,
+    crowd,
+    episodes,
+    exports,
+    health,
+    live,
+    play,
+    studies,
+    users,
+)
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.core.headers import SECURITY_HEADERS, SecurityHeadersMiddleware
 from server.core.login_limit import LoginLimiter
+from server.core.replica import ReplicaInfo
 from server.errors import DomainError, validation_detail
 from server.export.jobs import JobManager
+from server.player.heartbeat import Heartbeat
 from server.player.protocol import MAX_MESSAGE_BYTES
 from server.player.registry import Registry
+from server.services.live_feed import LiveFeed
 from server.services.replay import ReaderCache
 
 log = logging.getLogger(__name__)
@@ -197,8 +211,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.data_root.mkdir(parents=True, exist_ok=True)
         app.state.export_jobs.start()
+        await app.state.heartbeat.start()  # registers this replica before anything is served
         yield
+        await app.state.live_feed.close()
         await app.state.player_registry.close_all()  # episodes abandoned, workers stopped
+        await app.state.heartbeat.stop()  # this replica's rows removed
         # Waits for canceled export processes; off the event loop.
         await asyncio.to_thread(app.state.export_jobs.stop)
         app.state.replay_cache.close()
@@ -221,6 +238,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.replay_cache = ReaderCache()
     app.state.player_registry = Registry()
+    app.state.replica = ReplicaInfo.current(settings.replica_id, f"{settings.host}:{settings.port}")
+    app.state.heartbeat = Heartbeat(
+        app.state.player_registry, settings, app.state.sessionmaker, app.state.replica
+    )
+    app.state.live_feed = LiveFeed(app.state.sessionmaker, settings)
     app.state.login_limiter = LoginLimiter(
         max_per_account=settings.login_max_failures,
         max_per_address=settings.login_max_failures_per_address,
@@ -234,7 +256,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outermost, so answers of the other middlewares (413, 422) carry the headers too.
     app.add_middleware(SecurityHeadersMiddleware)
     _install_error_handlers(app)
-    for module in (health, auth, users, studies, catalog, play, crowd, episodes, exports):
+    for module in (health, auth, users, studies, catalog, play, crowd, episodes, exports, live):
         app.include_router(module.router)
 
     @app.get("/docs", include_in_schema=False)

@@ -1,0 +1,51 @@
+"""This app process's identity among the replicas sharing one database.
+
+Each process serving the app is a *replica*: it registers a row in ``replicas``, heartbeats
+it, and stamps the episodes it records with its id (server/services/replicas.py). The id
+comes from ``STUDIO_REPLICA_ID`` or is made here: host name, process id and a random suffix,
+so that a restarted process (even with the same pid, as pid 1 in a container) is a new one.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from dataclasses import dataclass
+
+MAX_ID = 128
+
+
+def default_replica_id() -> str:
+    """``<hostname>-<pid>-<6 hex>``, unique per process start."""
+    host = socket.gethostname()[: MAX_ID - 20] or "host"
+    return f"{host}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+@dataclass(frozen=True)
+class ReplicaInfo:
+    """Who this process is: its id, host, pid and the address it serves on."""
+
+    id: str
+    host: str
+    pid: int
+    address: str
+
+    @classmethod
+    def current(cls, replica_id: str, address: str) -> ReplicaInfo:
+        """This process as the replica ``replica_id`` serving at ``address``."""
+        return cls(id=replica_id, host=socket.gethostname(), pid=os.getpid(), address=address)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with ``pid`` runs on this host (this process counts as not: a row
+    with our own pid but another replica id is a previous incarnation of this process)."""
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
