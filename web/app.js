@@ -334,6 +334,7 @@ function renderDetail(study, yaml) {
   $("#test-play").href = `/player.html?study=${study.id}`;
   $("#episodes-link").href = `/episodes.html?study=${study.id}`;
   $("#participants-link").href = `/participants.html?study=${study.id}`;
+  $("#live-link").href = `/live.html?study=${study.id}`;
   $("#download-yaml").href = `/api/studies/${study.id}/export`;
   if (yaml !== undefined) {
     state.selectedYaml = yaml;
