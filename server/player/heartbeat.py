@@ -41,7 +41,8 @@ class Heartbeat:
         self.settings = settings
         self.me = me
         self._db = db
-        self._tasks: list[asyncio.Task[None]] = []
+        # per event loop: one in production; tests' clients each run the app's lifespan
+        self._tasks: dict[asyncio.AbstractEventLoop, list[asyncio.Task[None]]] = {}
         self._last: dict[str, tuple[str, int, float]] = {}  # session: episode, step, time
         self.write_ms: list[float] = []  # the last ticks' write times (docs/deploy.md)
 
@@ -53,17 +54,19 @@ class Heartbeat:
         """Register, then beat and watch in the background."""
         await asyncio.to_thread(self._run, replicas.register, self.me)
         loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._beat_loop(), name="replica-heartbeat"),
-                       loop.create_task(self._watch_loop(), name="replica-watch")]  # fmt: skip
+        beat = loop.create_task(self._beat_loop(), name="replica-heartbeat")
+        self._tasks[loop] = [beat, loop.create_task(self._watch_loop(), name="replica-watch")]
 
     async def stop(self) -> None:
         """Stop the tasks and remove this replica's rows (a clean stop)."""
-        for task in self._tasks:
+        tasks = self._tasks.pop(asyncio.get_running_loop(), [])
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await asyncio.to_thread(self._run, replicas.deregister, self.me)
+        if not self._tasks:
+            await asyncio.to_thread(self._run, replicas.deregister, self.me)
 
     def snapshot(self) -> list[replicas.LiveRow]:
         """The registry's sessions now; fps from the step change since the last tick."""

@@ -84,12 +84,14 @@ class LiveFeed:
 
     async def close(self) -> None:
         """App shutdown: stop every channel (the viewers' sockets close with the server)."""
-        for channel in list(self.channels.values()):
-            if channel.task is not None:
-                channel.task.cancel()
+        loop = asyncio.get_running_loop()
+        for study_id, channel in list(self.channels.items()):
+            task = channel.task
+            if task is not None and task.get_loop() is loop:
+                task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await channel.task
-        self.channels.clear()
+                    await task
+                del self.channels[study_id]
 
 
 def _put_latest(queue: asyncio.Queue[str | None], text: str | None) -> None:
