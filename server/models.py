@@ -342,7 +342,11 @@ class Replica(Base):
 
 
 class LiveSessionRow(Base):
-    """A play session a replica hosts now, as its last heartbeat tick saw it."""
+    """A play session a replica hosts now, as its last heartbeat tick saw it.
+
+    Only the replica is a foreign key: a study or player deleted meanwhile must not make a
+    replica's heartbeat transaction fail (its row goes at the next tick anyway).
+    """
 
     __tablename__ = "live_sessions"
 
@@ -350,11 +354,9 @@ class LiveSessionRow(Base):
     replica_id: Mapped[str] = mapped_column(
         ForeignKey("replicas.id", ondelete="CASCADE"), index=True
     )
-    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
-    participant_id: Mapped[int | None] = mapped_column(
-        ForeignKey("participants.id", ondelete="CASCADE")
-    )
-    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    study_id: Mapped[int] = mapped_column(Integer, index=True)
+    participant_id: Mapped[int | None] = mapped_column(Integer)
+    user_id: Mapped[int | None] = mapped_column(Integer)
     env_key: Mapped[str | None] = mapped_column(String(64))
     phase: Mapped[str] = mapped_column(String(16))  # waiting, playing, paused, ended
     has_worker: Mapped[bool] = mapped_column(Boolean, default=False)

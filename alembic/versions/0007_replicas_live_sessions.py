@@ -46,9 +46,6 @@ def upgrade() -> None:
         sa.Column("frames_dropped", sa.Integer(), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["replica_id"], ["replicas.id"], ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["study_id"], ["studies.id"], ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["participant_id"], ["participants.id"], ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["user_id"], ["users.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("session_id"),
     )
     with op.batch_alter_table("live_sessions", schema=None) as batch_op:

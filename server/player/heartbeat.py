@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -68,8 +69,10 @@ class Heartbeat:
         if not self._tasks:
             await asyncio.to_thread(self._run, replicas.deregister, self.me)
 
-    def snapshot(self) -> list[replicas.LiveRow]:
-        """The registry's sessions now; fps from the step change since the last tick."""
+    def snapshot(self) -> list[tuple[replicas.LiveRow, list[float]]]:
+        """The registry's sessions now, each with its recent input latencies (their p50 is
+        taken in the writer's thread: :func:`with_latency`); fps from the step change since
+        the last tick."""
         now = time.monotonic()
         rows, last = [], {}
         for live in list(self.registry.sessions.values()):
@@ -77,28 +80,34 @@ class Heartbeat:
             if phase is None:
                 continue
             run = live.run
-            fps = latency = None
+            fps, latencies = None, []
             if run is not None:
                 previous = self._last.get(live.id)
                 last[live.id] = (run.id, run.step, now)
                 if previous is not None and previous[0] == run.id and now > previous[2]:
                     fps = round((run.step - previous[1]) / (now - previous[2]), 1)
-                latency = percentile(run.latencies_ms[-LATENCY_WINDOW:], 50)
-            rows.append(replicas.LiveRow(
+                latencies = run.latencies_ms[-LATENCY_WINDOW:]
+            row = replicas.LiveRow(
                 session_id=live.id, study_id=live.study_id,
                 participant_id=live.principal.participant_id, user_id=live.principal.user_id,
                 env_key=run.env_id if run is not None else live.env_id, phase=phase,
                 has_worker=live.worker is not None,
                 episode_id=run.id if run is not None else None,
-                step=run.step if run is not None else None, fps=fps, latency_p50_ms=latency,
+                step=run.step if run is not None else None, fps=fps, latency_p50_ms=None,
                 frames_dropped=run.frames_dropped if run is not None else 0,
-            ))  # fmt: skip
+            )  # fmt: skip
+            rows.append((row, latencies))
         self._last = last
         return rows
 
-    def _write(self, rows: list[replicas.LiveRow]) -> None:
+    def _write(self, snapshot: list[tuple[replicas.LiveRow, list[float]]]) -> None:
         started = time.perf_counter()
-        self._run(replicas.beat, self.me, rows)
+        rows = with_latency(snapshot)
+        try:
+            self._run(replicas.beat, self.me, rows)
+        except Exception:  # the live rows could not be written: the heartbeat still must be
+            log.exception("live sessions of replica %s not written", self.me.id)
+            self._run(replicas.beat, self.me, [])
         self.write_ms = [*self.write_ms[-99:], (time.perf_counter() - started) * 1000]
 
     async def _beat_loop(self) -> None:
@@ -120,3 +129,8 @@ class Heartbeat:
                                         s.replica_dead_after_s, self.me.id)  # fmt: skip
             except Exception:
                 log.exception("replica %s could not check the other replicas", self.me.id)
+
+
+def with_latency(snapshot: list[tuple[replicas.LiveRow, list[float]]]) -> list[replicas.LiveRow]:
+    """The rows with the p50 of their recent input latencies (off the event loop)."""
+    return [replace(row, latency_p50_ms=percentile(latencies, 50)) for row, latencies in snapshot]
