@@ -17,6 +17,7 @@ from typing import Any, NoReturn, TypeVar
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.core.config import Settings
+from server.errors import Conflict
 from server.models import EpisodeStatus, utcnow
 from server.player import protocol as p
 from server.player._run import EpisodeRun
@@ -31,6 +32,8 @@ from server.study_spec import StudySpec
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+CLOSED_ELSEWHERE = ("The server lost contact with this episode for too long and closed it; "
+                    "please start a new one.")  # fmt: skip
 
 
 class Phase(enum.StrEnum):
@@ -410,7 +413,17 @@ class LiveSession:
             end_reason=end_reason or run.end_reason, error=error,
             latencies_ms=run.latencies_ms, frames_dropped=run.frames_dropped, ended_at=run.ended_at,
         )  # fmt: skip
-        await self.db(episodes.finish_episode, run.id, result)
+        try:
+            await self.db(episodes.finish_episode, run.id, result)
+        except Conflict:  # another replica took it for dead meanwhile (docs/deploy.md)
+            log.warning("episode %s was closed by another replica before it ended", run.id)
+            self.run, self.phase = None, Phase.idle
+            self.disarm_pause_timer()
+            state = await self.participant_state(last_env=run.env_id)
+            next_ = self._next(state, run.env_id)
+            self.send({"type": "episode_failed", "episode_id": run.id, "code": "episode_closed",
+                       "message": CLOSED_ELSEWHERE, "next": next_})  # fmt: skip
+            return
         self.run = None
         self.phase = Phase.idle
         self.disarm_pause_timer()
