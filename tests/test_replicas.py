@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,37 +25,16 @@ from server.models import Episode, EpisodeStatus, LiveSessionRow, Replica
 from server.player.protocol import unpack_frame
 from server.services.replicas import REPLICA_LOST
 from tests.player.conftest import counter_env, spec
-from tests.test_server_crash import PASSWORD, ROOT, _free_port
+from tests.test_server_crash import PASSWORD, _free_port
+from tests.test_server_crash import _serve as serve
 
 DEAD_AFTER_S = 3.0  # the bound these replicas run with (heartbeat every 0.5 s)
 
 
 def _serve(settings: Any, port: int, replica_id: str) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "STUDIO_DATABASE_URL": settings.database_url,
-        "STUDIO_DATA_ROOT": str(settings.data_root),
-        "STUDIO_ADMIN_PASSWORD": PASSWORD,
-        "STUDIO_LOAD_SAMPLE_STUDIES": "false",
-        "STUDIO_DM_ENV_FACTORIES": ",".join(settings.dm_env_factories),
-        "STUDIO_SECRET_KEY": "replica-test-secret-0123456789",  # shared by the replicas
-        "STUDIO_REPLICA_ID": replica_id,
-        "STUDIO_HEARTBEAT_INTERVAL_S": "0.5",
-        "STUDIO_REPLICA_DEAD_AFTER_S": str(DEAD_AFTER_S),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
-        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=1).status_code == 200:
-                return proc
-        except httpx.TransportError:
-            time.sleep(0.2)
-    proc.kill()
-    raise AssertionError("the replica did not start")
+    # one data root: the replicas share its secret key file, as they share a volume
+    return serve(settings, port, replica_id=replica_id, heartbeat_interval_s="0.5",
+                 replica_dead_after_s=str(DEAD_AFTER_S))  # fmt: skip
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

@@ -14,10 +14,7 @@ def test_an_episode_closed_by_another_replica_ends_with_episode_closed(factory, 
     client = factory.client(designer)
     with client.websocket_connect(f"/ws/play?study={study.id}") as ws:
         player = Player(ws)
-        player.until("hello")
-        player.send(type="start", env_id="counter")
-        episode = player.until("episode_started")["episode"]
-        player.frame()
+        episode = player.start()
         player.step(["KeyA"])
         # what a live replica does to a dead one's episode (server/services/replicas.py)
         db.execute(update(Episode).where(Episode.id == episode["id"])

@@ -81,10 +81,7 @@ def test_a_live_session_is_pushed_and_viewers_share_one_read(factory, designer, 
     client = factory.client(designer)
     with client.websocket_connect(f"/ws/play?study={study.id}") as play_ws:
         player = Player(play_ws)
-        player.until("hello")
-        player.send(type="start", env_id="counter")
-        episode = player.until("episode_started")["episode"]
-        player.frame()
+        episode = player.start()
         for _ in range(3):
             player.step(["KeyA"])
         url = f"/ws/studies/{study.id}/live"
