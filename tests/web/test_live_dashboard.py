@@ -62,7 +62,6 @@ def test_dashboard_follows_a_live_session(live_server, page, browser, factory: F
         expect(page.locator("#today [data-count=recording]")).to_have_text("1")
         expect(page.locator("#participants [data-count=started]")).to_have_text("1")
         expect(page.locator("#quotas [data-env=counter]")).to_contain_text("0 / 4 · 1 recording")
-        page.screenshot(path="/tmp/shots/live/live-dashboard.png", full_page=True)
         shot(page, "40-live-dashboard")
 
         player.keyboard.press("Delete")  # the participant cancels: back to waiting
@@ -81,6 +80,8 @@ def test_the_episodes_page_links_to_the_dashboard(live_server, page, factory: Fa
     log_in(page, live_server, owner)
     expect(page.get_by_role("button", name="Player test")).to_be_visible()  # logged in
     page.goto(f"{live_server}/episodes.html?study={study.id}")
+    expect(page.locator("#study-name")).to_have_text("Player test")
+    shot(page, "41-episodes-live-link")
     page.get_by_role("link", name="Live dashboard").click()
     expect(page).to_have_url(f"{live_server}/live.html?study={study.id}")
     expect(page.locator("#study-name")).to_have_text("Player test")
