@@ -99,15 +99,25 @@ def dead_replicas(db: Session, dead_after_s: float, me: str) -> list[str]:
     return list(rows)
 
 
-def _no_live_owner(db: Session, dead_after_s: float, me: str) -> ColumnElement[bool]:
-    """Episodes no live replica hosts: no replica, this replica id (an earlier process), an
-    unknown or stale one, or one on this host whose process is gone."""
+def _alive_and_gone(db: Session, dead_after_s: float, me: str) -> tuple[list[str], list[str]]:
+    """Replicas with a recent heartbeat that are alive, and those known gone although their
+    heartbeat is recent: ``me`` (an earlier process with this id) and replicas on this host
+    whose process is gone (a server killed and restarted at once)."""
     fresh = db.execute(select(Replica.id, Replica.host, Replica.pid).where(
-        alive_filter(dead_after_s), Replica.id != me)).all()  # fmt: skip
+        alive_filter(dead_after_s))).all()  # fmt: skip
     here = socket.gethostname()
-    alive = [rid for rid, host, pid in fresh if host != here or process_alive(pid)]
-    return or_(Episode.replica_id.is_(None), Episode.replica_id.not_in(alive) if alive else
-               Episode.replica_id.is_not(None))  # fmt: skip
+    alive, gone = [], []
+    for rid, host, pid in fresh:
+        is_alive = rid != me and (host != here or process_alive(pid))
+        (alive if is_alive else gone).append(rid)
+    return alive, gone
+
+
+def _no_live_owner(alive: list[str]) -> ColumnElement[bool]:
+    """Episodes none of the ``alive`` replicas hosts."""
+    if not alive:
+        return or_(Episode.replica_id.is_(None), Episode.replica_id.is_not(None))
+    return or_(Episode.replica_id.is_(None), Episode.replica_id.not_in(alive))
 
 
 def abandon(db: Session, where: ColumnElement[bool], reason: str) -> int:
@@ -147,8 +157,14 @@ def abandon(db: Session, where: ColumnElement[bool], reason: str) -> int:
 
 def recover_at_start(db: Session, dead_after_s: float, me: str) -> int:
     """At start-up: abandon the recording episodes no live replica hosts (never another live
-    replica's: a second process on the same database leaves the first one's players alone)."""
-    return abandon(db, _no_live_owner(db, dead_after_s, me), SERVER_RESTART)
+    replica's: a second process on the same database leaves the first one's players alone);
+    rows of replicas known gone go, with their live sessions (off the dashboard at once)."""
+    alive, gone = _alive_and_gone(db, dead_after_s, me)
+    done = abandon(db, _no_live_owner(alive), SERVER_RESTART)
+    if gone:
+        db.execute(delete(Replica).where(Replica.id.in_(gone)))
+        db.commit()
+    return done
 
 
 def take_over_dead(db: Session, dead_after_s: float, me: str) -> dict[str, int]:

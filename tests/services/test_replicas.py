@@ -71,6 +71,10 @@ def test_start_up_recovers_only_episodes_no_live_replica_hosts(factory, designer
         assert _status(db, made[owner]) == (EpisodeStatus.abandoned, SERVER_RESTART), owner
     for owner in ("live-elsewhere", "live-here"):
         assert _status(db, made[owner]) == (EpisodeStatus.recording, None), owner
+    # the replica known gone has no row left (its live sessions leave the dashboard); the
+    # stale one is left to the live replicas' watch
+    db.expire_all()
+    assert {r.id for r in db.scalars(select(Replica))} == {"live-elsewhere", "live-here", "stale"}
 
 
 def test_two_replicas_racing_for_a_dead_one_abandon_each_episode_once(

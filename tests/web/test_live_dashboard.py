@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 from playwright.sync_api import Page, expect
+from sqlalchemy import select
 
+from server.models import User
 from tests.factories import Factory
 from tests.player.conftest import activate, counter_env, spec
+from tests.test_replicas import _login, _playing
+from tests.test_server_crash import PASSWORD as RESTART_PASSWORD
+from tests.test_server_crash import _free_port
+from tests.test_server_crash import _serve as serve
 from tests.web._crowd import shot
 from tests.web.test_designer_ui import log_in
 
@@ -86,3 +95,38 @@ def test_the_episodes_page_links_to_the_dashboard(live_server, page, factory: Fa
     expect(page).to_have_url(f"{live_server}/live.html?study={study.id}")
     expect(page.locator("#study-name")).to_have_text("Player test")
     expect(page.locator("#quotas [data-env=counter]")).to_contain_text("0 (no total)")
+
+
+def test_dashboard_reconnects_across_a_server_restart(page, settings, db):  # type: ignore[no-untyped-def]
+    """The page keeps its socket through kill -9 and a new start of the server: the figures
+    come from the database, so the restarted server shows the episode the kill abandoned."""
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = serve(settings, port, heartbeat_interval_s="0.5")
+    try:
+        http = _login(base, settings.admin_email)
+        study = http.post("/api/studies", json={"spec": spec(counter_env(episode_len=1000))})
+        assert study.status_code == 201, study.text
+        study_id = study.json()["id"]
+        admin = db.scalar(select(User).where(User.email == settings.admin_email))
+        log_in(page, base, admin, RESTART_PASSWORD)
+        expect(page.get_by_role("button", name="Player test")).to_be_visible()
+        page.goto(f"{base}/live.html?study={study_id}")
+        expect(page.locator("#conn")).to_have_text("live")
+        with _playing(port, http, study_id) as (play, _episode_id):
+            assert play.press(4) == 4
+            row = page.locator("#sessions-body tr")
+            expect(row.locator("[data-col=step]")).to_have_text("4")
+            expect(row).to_contain_text("designer admin@example.com")
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+            expect(page.locator("#conn")).to_have_text("reconnecting…")
+        proc = serve(settings, port, heartbeat_interval_s="0.5")  # the same address again
+        expect(page.locator("#conn")).to_have_text("live", timeout=30_000)
+        expect(page.get_by_text("Nobody is playing right now.")).to_be_visible()
+        expect(page.locator("#today [data-count=abandoned]")).to_have_text("1")
+        expect(page.locator("#today [data-count=recording]")).to_have_text("0")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
