@@ -106,7 +106,8 @@ def _alive_and_gone(db: Session, dead_after_s: float, me: str) -> tuple[list[str
     fresh = db.execute(select(Replica.id, Replica.host, Replica.pid).where(
         alive_filter(dead_after_s))).all()  # fmt: skip
     here = socket.gethostname()
-    alive, gone = [], []
+    alive: list[str] = []
+    gone: list[str] = []
     for rid, host, pid in fresh:
         is_alive = rid != me and (host != here or process_alive(pid))
         (alive if is_alive else gone).append(rid)
