@@ -1,7 +1,7 @@
 """replicas, live_sessions and episodes.replica_id: app processes sharing one database
 
 Revision ID: 0007
-Revises: 0004
+Revises: 0009
 Create Date: 2026-11-23 06:10:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0007"
-down_revision: str | None = "0004"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

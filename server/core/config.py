@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from server.core.replica import default_replica_id
+from server.core.replica import process_replica_id
 
 PLACEHOLDER_SECRET = "change-me"
 # Outside production, a key generated on first start lives here under the data root.
@@ -113,6 +113,20 @@ class Settings(BaseSettings):
         description="How long a participant's play ticket opens sockets (a study session).",
     )  # fmt: skip
     export_workers: int = Field(default=1, ge=1)
+    db_wait_s: float = Field(
+        default=0.0, ge=0,
+        description="At start, wait up to this long for the database to answer.",
+    )  # fmt: skip
+    job_poll_s: float = Field(
+        default=1.0, gt=0, description="How often each replica looks for queued jobs."
+    )
+    job_heartbeat_s: float = Field(
+        default=2.0, gt=0, description="How often a replica refreshes the jobs it runs."
+    )
+    job_stale_s: float = Field(
+        default=30.0, gt=0,
+        description="A running job whose heartbeat is older is requeued (its replica died).",
+    )  # fmt: skip
 
     # Replicas sharing one database (docs/deploy.md, "Replicas, heartbeats and failover").
     replica_id: str = Field(
@@ -167,7 +181,7 @@ class Settings(BaseSettings):
         # Episode rows store log paths: they must not depend on the server's working directory.
         self.data_root = self.data_root.expanduser().resolve()
         if not self.replica_id:
-            self.replica_id = default_replica_id()
+            self.replica_id = process_replica_id()
         if self.replica_dead_after_s < 3 * self.heartbeat_interval_s:
             raise ValueError("STUDIO_REPLICA_DEAD_AFTER_S must be at least 3 heartbeat intervals")
         if not self.database_url:

@@ -1,9 +1,11 @@
 """This app process's identity among the replicas sharing one database.
 
 Each process serving the app is a *replica*: it registers a row in ``replicas``, heartbeats
-it, and stamps the episodes it records with its id (server/services/replicas.py). The id
-comes from ``STUDIO_REPLICA_ID`` or is made here: host name, process id and a random suffix,
-so that a restarted process (even with the same pid, as pid 1 in a container) is a new one.
+it, stamps the episodes it records with its id (server/services/replicas.py), names itself
+as the claimer of the jobs it runs (``export_jobs.claimed_by``) and in ``/api/health``. The
+id is ``settings.replica_id``: ``STUDIO_REPLICA_ID``, or made here once per process from the
+host name, the process id and a random suffix, so that a restarted process (even with the
+same pid, as pid 1 in a container) is a new one.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import secrets
 import socket
 from dataclasses import dataclass
+from functools import lru_cache
 
 MAX_ID = 128
 
@@ -20,6 +23,12 @@ def default_replica_id() -> str:
     """``<hostname>-<pid>-<6 hex>``, unique per process start."""
     host = socket.gethostname()[: MAX_ID - 20] or "host"
     return f"{host}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+@lru_cache
+def process_replica_id() -> str:
+    """:func:`default_replica_id`, made once per process (every Settings of it agrees)."""
+    return default_replica_id()
 
 
 @dataclass(frozen=True)

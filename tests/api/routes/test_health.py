@@ -1,10 +1,19 @@
 from server import __version__
+from server.core.replica import process_replica_id
 
 
-def test_health_reports_version_and_database(client):
+def test_health_reports_version_and_database(client, settings):
     res = client.get("/api/health")
     assert res.status_code == 200
-    assert res.json() == {"status": "ok", "version": __version__, "database": "ok"}
+    body = res.json()
+    assert body == {
+        "status": "ok",
+        "version": __version__,
+        "database": "ok",
+        "replica": body["replica"],
+    }
+    # this process's id: the one its replicas row, episodes and job claims carry
+    assert body["replica"] == settings.replica_id == process_replica_id()
 
 
 def test_openapi_describes_the_api(client):
