@@ -102,14 +102,17 @@ SWAGGER_UI_VERSION := 5.35.0
 SWAGGER_UI_FILES   := swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css LICENSE NOTICE
 UPLOT_VERSION      := 1.6.32
 UPLOT_FILES        := dist/uPlot.iife.min.js dist/uPlot.min.css LICENSE
+JSON_EDITOR_VERSION := 2.17.2
+JSON_EDITOR_FILES   := dist/jsoneditor.js dist/jsoneditor.js.LICENSE.txt LICENSE
 vendor:
 	$(MAKE) vendor-one PKG=swagger-ui-dist VERSION=$(SWAGGER_UI_VERSION) DIR=swagger-ui FILES="$(SWAGGER_UI_FILES)"
 	$(MAKE) vendor-one PKG=uplot VERSION=$(UPLOT_VERSION) DIR=uplot FILES="$(UPLOT_FILES)"
+	$(MAKE) vendor-one PKG=@json-editor/json-editor VERSION=$(JSON_EDITOR_VERSION) DIR=json-editor FILES="$(JSON_EDITOR_FILES)"
 
 # vendor-one: PKG@VERSION from the npm registry; FILES (paths in the package) into web/vendor/DIR
 vendor-one:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
-	(cd "$$tmp" && npm pack --silent $(PKG)@$(VERSION) >/dev/null && tar -xzf $(PKG)-$(VERSION).tgz) && \
+	(cd "$$tmp" && npm pack --silent $(PKG)@$(VERSION) >/dev/null && tar -xzf *.tgz) && \
 	rm -rf web/vendor/$(DIR) && mkdir -p web/vendor/$(DIR) && \
 	for f in $(FILES); do cp "$$tmp/package/$$f" web/vendor/$(DIR)/; done && \
 	echo "web/vendor/$(DIR): $(PKG) $(VERSION)"

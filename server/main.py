@@ -30,6 +30,7 @@ from server.api.routes import (
     live,
     play,
     studies,
+    study_editor,
     users,
 )
 from server.core.config import Settings, get_settings
@@ -267,7 +268,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outermost, so answers of the other middlewares (413, 422) carry the headers too.
     app.add_middleware(SecurityHeadersMiddleware)
     _install_error_handlers(app)
-    for module in (health, auth, users, studies, catalog, play, crowd, episodes, exports, live):
+    for module in (
+        health,
+        auth,
+        users,
+        study_editor,
+        studies,
+        catalog,
+        play,
+        crowd,
+        episodes,
+        exports,
+        live,
+    ):
         app.include_router(module.router)
 
     @app.get("/docs", include_in_schema=False)
