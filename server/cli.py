@@ -55,6 +55,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     host = args.host or settings.host
     port = args.port or settings.port
     print(f"  RLDS Studio on http://{host}:{port}  (API docs at /docs)", flush=True)
+    settings = settings.model_copy(update={"host": host, "port": port})  # the replica's address
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info", **SERVE_OPTIONS)
     return 0
 

@@ -27,6 +27,7 @@ from server.api.routes import (
     episodes,
     exports,
     health,
+    live,
     play,
     studies,
     study_editor,
@@ -36,12 +37,14 @@ from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.core.headers import SECURITY_HEADERS, SecurityHeadersMiddleware
 from server.core.login_limit import LoginLimiter
-from server.core.replica import replica_id
+from server.core.replica import ReplicaInfo
 from server.errors import DomainError, validation_detail
 from server.export.jobs import JobManager
+from server.player.heartbeat import Heartbeat
 from server.player.protocol import MAX_MESSAGE_BYTES
 from server.player.registry import Registry
 from server.services import exports as export_service
+from server.services.live_feed import LiveFeed
 from server.services.replay import ReaderCache
 
 log = logging.getLogger(__name__)
@@ -211,8 +214,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.data_root.mkdir(parents=True, exist_ok=True)
         app.state.export_jobs.start()
+        await app.state.heartbeat.start()  # registers this replica before anything is served
         yield
+        await app.state.live_feed.close()
         await app.state.player_registry.close_all()  # episodes abandoned, workers stopped
+        await app.state.heartbeat.stop()  # this replica's rows removed
         # Waits for canceled export processes; off the event loop.
         await asyncio.to_thread(app.state.export_jobs.stop)
         app.state.replay_cache.close()
@@ -240,10 +246,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         poll_s=settings.job_poll_s,
         heartbeat_s=settings.job_heartbeat_s,
         stale_s=settings.job_stale_s,
-        replica=replica_id(),
+        replica=settings.replica_id,
     )
     app.state.replay_cache = ReaderCache()
     app.state.player_registry = Registry()
+    app.state.replica = ReplicaInfo.current(settings.replica_id, f"{settings.host}:{settings.port}")
+    app.state.heartbeat = Heartbeat(
+        app.state.player_registry, settings, app.state.sessionmaker, app.state.replica
+    )
+    app.state.live_feed = LiveFeed(app.state.sessionmaker, settings)
     app.state.login_limiter = LoginLimiter(
         max_per_account=settings.login_max_failures,
         max_per_address=settings.login_max_failures_per_address,
@@ -268,6 +279,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         crowd,
         episodes,
         exports,
+        live,
     ):
         app.include_router(module.router)
 

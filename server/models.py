@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -241,6 +242,9 @@ class Episode(Base):
     latency_p50_ms: Mapped[float | None] = mapped_column(Float)
     latency_p95_ms: Mapped[float | None] = mapped_column(Float)
     frames_dropped: Mapped[int] = mapped_column(Integer, default=0)
+    # the app process (replica) hosting a ``recording`` episode: when its heartbeat stops,
+    # another replica abandons the episode (server/services/replicas.py)
+    replica_id: Mapped[str | None] = mapped_column(String(128), index=True)
 
     tags: Mapped[list[EpisodeTag]] = relationship(cascade="all, delete-orphan")
     step_tags: Mapped[list[StepTag]] = relationship(cascade="all, delete-orphan")
@@ -331,3 +335,43 @@ class ExportJob(ClaimableJob, Base):
     created_at: Mapped[datetime] = mapped_column(_TS, default=utcnow, index=True)
     started_at: Mapped[datetime | None] = mapped_column(_TS)
     finished_at: Mapped[datetime | None] = mapped_column(_TS)
+
+
+class Replica(Base):
+    """An app process sharing the database; alive while ``heartbeat_at`` is recent."""
+
+    __tablename__ = "replicas"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    address: Mapped[str] = mapped_column(String(255))  # where it serves (host:port)
+    started_at: Mapped[datetime] = mapped_column(_TS, default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(_TS, default=utcnow, index=True)
+
+
+class LiveSessionRow(Base):
+    """A play session a replica hosts now, as its last heartbeat tick saw it.
+
+    Only the replica is a foreign key: a study or player deleted meanwhile must not make a
+    replica's heartbeat transaction fail (its row goes at the next tick anyway).
+    """
+
+    __tablename__ = "live_sessions"
+
+    session_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    replica_id: Mapped[str] = mapped_column(
+        ForeignKey("replicas.id", ondelete="CASCADE"), index=True
+    )
+    study_id: Mapped[int] = mapped_column(Integer, index=True)
+    participant_id: Mapped[int | None] = mapped_column(Integer)
+    user_id: Mapped[int | None] = mapped_column(Integer)
+    env_key: Mapped[str | None] = mapped_column(String(64))
+    phase: Mapped[str] = mapped_column(String(16))  # waiting, playing, paused, ended
+    has_worker: Mapped[bool] = mapped_column(Boolean, default=False)
+    episode_id: Mapped[str | None] = mapped_column(String(32))
+    step: Mapped[int | None] = mapped_column(Integer)
+    fps: Mapped[float | None] = mapped_column(Float)
+    latency_p50_ms: Mapped[float | None] = mapped_column(Float)
+    frames_dropped: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(_TS, default=utcnow)

@@ -30,7 +30,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _serve(settings, port: int) -> subprocess.Popen[bytes]:
+def _serve(settings, port: int, **extra: str) -> subprocess.Popen[bytes]:
+    """``rlds-studio serve`` on ``port`` with the test's database and data root (``extra``:
+    more STUDIO_ settings), once it answers."""
     env = {
         **os.environ,
         "STUDIO_DATABASE_URL": settings.database_url,
@@ -38,6 +40,7 @@ def _serve(settings, port: int) -> subprocess.Popen[bytes]:
         "STUDIO_ADMIN_PASSWORD": PASSWORD,
         "STUDIO_LOAD_SAMPLE_STUDIES": "false",
         "STUDIO_DM_ENV_FACTORIES": ",".join(settings.dm_env_factories),  # the fake envs
+        **{f"STUDIO_{name.upper()}": value for name, value in extra.items()},
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],

@@ -222,6 +222,7 @@ async function renderDetail(study, yaml) {
   $("#test-play").href = `/player.html?study=${study.id}`;
   $("#episodes-link").href = `/episodes.html?study=${study.id}`;
   $("#participants-link").href = `/participants.html?study=${study.id}`;
+  $("#live-link").href = `/live.html?study=${study.id}`;
   $("#download-yaml").href = `/api/studies/${study.id}/export`;
   $("#edit-hint").textContent = EDITABLE.has(study.state)
     ? "Edit the study with the form or as YAML, validate and save; the format is in docs/study-format.md."

@@ -381,6 +381,7 @@ async function init() {
     $("page-error").hidden = false; $("page-error").textContent = err.message; return;
   }
   $("study-name").textContent = info.name; document.title = `Episodes · ${info.name}`;
+  $("live-link").href = `/live.html?study=${study}`;
   $("f-env").replaceChildren(...info.environments.map((e) => el("option", { value: e.env_key }, e.name)));
   $("filters").addEventListener("submit", guard(async (e) => { e.preventDefault(); state.offset = 0; await loadEpisodes(); }));
   $("f-reset").addEventListener("click", guard(async () => { $("filters").reset(); state.offset = 0; await loadEpisodes(); }));

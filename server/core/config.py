@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from server.core.replica import process_replica_id
+
 PLACEHOLDER_SECRET = "change-me"
 # Outside production, a key generated on first start lives here under the data root.
 SECRET_KEY_FILE = "secret_key"
@@ -126,6 +128,30 @@ class Settings(BaseSettings):
         description="A running job whose heartbeat is older is requeued (its replica died).",
     )  # fmt: skip
 
+    # Replicas sharing one database (docs/deploy.md, "Replicas, heartbeats and failover").
+    replica_id: str = Field(
+        default="", max_length=128, pattern=r"^[A-Za-z0-9._:-]*$",
+        description="This process's id among replicas (unique per live process); empty: "
+        "hostname-pid-random.",
+    )  # fmt: skip
+    heartbeat_interval_s: float = Field(
+        default=1.0, gt=0, le=60,
+        description="How often a replica stamps its heartbeat and writes its live sessions.",
+    )  # fmt: skip
+    replica_dead_after_s: float = Field(
+        default=15.0, gt=0,
+        description="A replica whose heartbeat is older than this is dead: another replica "
+        "abandons its recording episodes.",
+    )  # fmt: skip
+    max_workers_total: int = Field(
+        default=0, ge=0,
+        description="Environment workers at once over all live replicas (0: no cap).",
+    )  # fmt: skip
+    max_workers_per_study: int = Field(
+        default=0, ge=0,
+        description="Environment workers at once for one study over all live replicas (0: no cap).",
+    )  # fmt: skip
+
     studies_dir: Path = Path("studies")
     load_sample_studies: bool = True
 
@@ -154,6 +180,10 @@ class Settings(BaseSettings):
     def _defaults_and_secrets(self) -> Settings:
         # Episode rows store log paths: they must not depend on the server's working directory.
         self.data_root = self.data_root.expanduser().resolve()
+        if not self.replica_id:
+            self.replica_id = process_replica_id()
+        if self.replica_dead_after_s < 3 * self.heartbeat_interval_s:
+            raise ValueError("STUDIO_REPLICA_DEAD_AFTER_S must be at least 3 heartbeat intervals")
         if not self.database_url:
             self.database_url = f"sqlite:///{(self.data_root / 'studio.db').as_posix()}"
         if self.environment == "production":

@@ -1,8 +1,11 @@
 """This app process's identity among the replicas sharing one database.
 
-Minimal version (the live-dashboard work brings the ``replicas`` table and heartbeats, with
-the same ``default_replica_id``): the id names who claimed a job (``export_jobs.claimed_by``)
-and which replica answered ``/api/health``.
+Each process serving the app is a *replica*: it registers a row in ``replicas``, heartbeats
+it, stamps the episodes it records with its id (server/services/replicas.py), names itself
+as the claimer of the jobs it runs (``export_jobs.claimed_by``) and in ``/api/health``. The
+id is ``settings.replica_id``: ``STUDIO_REPLICA_ID``, or made here once per process from the
+host name, the process id and a random suffix, so that a restarted process (even with the
+same pid, as pid 1 in a container) is a new one.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from dataclasses import dataclass
 from functools import lru_cache
 
 MAX_ID = 128
@@ -22,6 +26,35 @@ def default_replica_id() -> str:
 
 
 @lru_cache
-def replica_id() -> str:
-    """``STUDIO_REPLICA_ID`` if set, else :func:`default_replica_id` (once per process)."""
-    return os.environ.get("STUDIO_REPLICA_ID", "").strip()[:MAX_ID] or default_replica_id()
+def process_replica_id() -> str:
+    """:func:`default_replica_id`, made once per process (every Settings of it agrees)."""
+    return default_replica_id()
+
+
+@dataclass(frozen=True)
+class ReplicaInfo:
+    """Who this process is: its id, host, pid and the address it serves on."""
+
+    id: str
+    host: str
+    pid: int
+    address: str
+
+    @classmethod
+    def current(cls, replica_id: str, address: str) -> ReplicaInfo:
+        """This process as the replica ``replica_id`` serving at ``address``."""
+        return cls(id=replica_id, host=socket.gethostname(), pid=os.getpid(), address=address)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with ``pid`` runs on this host (this process counts as not: a row
+    with our own pid but another replica id is a previous incarnation of this process)."""
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True

@@ -33,9 +33,10 @@ class Registry:
         if self.sessions.get(live.id) is live:
             del self.sessions[live.id]
 
-    def workers_in_use(self) -> int:
-        """Environment workers currently running."""
-        return sum(1 for live in self.sessions.values() if live.worker is not None)
+    def workers_in_use(self, study_id: int | None = None) -> int:
+        """Environment workers currently running (of one study, when given)."""
+        return sum(1 for live in self.sessions.values() if live.worker is not None
+                   and (study_id is None or live.study_id == study_id))  # fmt: skip
 
     async def close_all(self) -> None:
         """Close every session (app shutdown): episodes abandoned, workers stopped."""

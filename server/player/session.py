@@ -17,6 +17,7 @@ from typing import Any, NoReturn, TypeVar
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.core.config import Settings
+from server.errors import Conflict
 from server.models import EpisodeStatus, utcnow
 from server.player import protocol as p
 from server.player._run import EpisodeRun
@@ -25,12 +26,14 @@ from server.player.views import env_ready, study_view
 from server.principal import Principal
 from server.recording.format import episode_dir, now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
-from server.services import crowd, episodes
+from server.services import crowd, episodes, replicas
 from server.services.env_check import allowed_environments
 from server.study_spec import StudySpec
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+CLOSED_ELSEWHERE = ("The server lost contact with this episode for too long and closed it; "
+                    "please start a new one.")  # fmt: skip
 
 
 class Phase(enum.StrEnum):
@@ -69,7 +72,7 @@ class LiveSession:
     def __init__(self, *, session_id: str, study_id: int, spec: StudySpec,
                  principal: Principal, settings: Settings, db: sessionmaker[Session],
                  on_closed: Callable[[LiveSession], None],
-                 workers_in_use: Callable[[], int]) -> None:  # fmt: skip
+                 workers_in_use: Callable[[int | None], int]) -> None:  # fmt: skip
         self.id = session_id
         self.study_id = study_id
         self.spec = spec
@@ -222,7 +225,7 @@ class LiveSession:
         env = self.spec.environment(env_id)
         if self.worker is None or self.env_id != env_id or not self.worker.alive:
             await self._close_worker()
-            if not self._slots_left():
+            if not await self._slots_left():
                 raise PlayError("busy", "the server is at capacity; try again in a minute")
             try:
                 await self._start_worker(env_id)
@@ -234,6 +237,7 @@ class LiveSession:
                 episodes.create_episode, study_id=self.study_id, env_key=env_id,
                 session_id=self.id, principal=self.principal, seed=seed,
                 data_root=self.settings.data_root, spec=self.spec, extra=extra,
+                replica_id=self.settings.replica_id,
             )  # fmt: skip
         except crowd.QuotaError as exc:
             raise PlayError(exc.code or "quota_reached", exc.message) from None
@@ -307,8 +311,21 @@ class LiveSession:
         self.camera = None
         self.send(self._env_view() or {})
 
-    def _slots_left(self) -> bool:
-        return self._workers_in_use() < self.settings.max_workers
+    async def _slots_left(self) -> bool:
+        """Room for one more worker: ``max_workers`` counts this process's; the total and
+        per-study caps count every live replica's (their last heartbeat tick, plus ours now)."""
+        s = self.settings
+        here = self._workers_in_use(None)
+        if here >= s.max_workers:
+            return False
+        if not (s.max_workers_total or s.max_workers_per_study):
+            return True
+        mine = self._workers_in_use(self.study_id)
+        total, study = await self.db(replicas.workers_elsewhere_both, s.replica_dead_after_s,
+                                     s.replica_id, self.study_id)  # fmt: skip
+        if s.max_workers_total and here + total >= s.max_workers_total:
+            return False
+        return not (s.max_workers_per_study and mine + study >= s.max_workers_per_study)
 
     async def pause_worker(self) -> bool:
         """Stop the worker's clock, save progress and enter ``paused``; False if the worker
@@ -396,7 +413,17 @@ class LiveSession:
             end_reason=end_reason or run.end_reason, error=error,
             latencies_ms=run.latencies_ms, frames_dropped=run.frames_dropped, ended_at=run.ended_at,
         )  # fmt: skip
-        await self.db(episodes.finish_episode, run.id, result)
+        try:
+            await self.db(episodes.finish_episode, run.id, result)
+        except Conflict:  # another replica took it for dead meanwhile (docs/deploy.md)
+            log.warning("episode %s was closed by another replica before it ended", run.id)
+            self.run, self.phase = None, Phase.idle
+            self.disarm_pause_timer()
+            state = await self.participant_state(last_env=run.env_id)
+            next_ = self._next(state, run.env_id)
+            self.send({"type": "episode_failed", "episode_id": run.id, "code": "episode_closed",
+                       "message": CLOSED_ELSEWHERE, "next": next_})  # fmt: skip
+            return
         self.run = None
         self.phase = Phase.idle
         self.disarm_pause_timer()

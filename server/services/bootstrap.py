@@ -14,7 +14,7 @@ from server.core.db import make_engine, make_sessionmaker
 from server.core.migrate import current_revision, upgrade_head
 from server.core.startup import startup_lock, wait_for_database
 from server.models import Role, Study, User
-from server.services import episodes, studies, study_files, users
+from server.services import replicas, studies, study_files, users
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,9 @@ def load_sample_studies(db: Session, folder: Path, owner_id: int) -> list[Study]
 def bootstrap(settings: Settings, db: Session) -> str | None:
     """Admin, interrupted episodes, sample studies; returns a generated admin password."""
     password = users.ensure_admin(db, settings.admin_email, settings.admin_password)
-    recovered = episodes.recover_interrupted(db)
+    # only episodes no live replica hosts: a second process on the same database must not
+    # abandon the first one's players (docs/deploy.md, "Replicas, heartbeats and failover")
+    recovered = replicas.recover_at_start(db, settings.replica_dead_after_s, settings.replica_id)
     if recovered:
         log.info("marked %d episodes interrupted by a server stop as abandoned", recovered)
     if settings.load_sample_studies and not db.scalar(select(func.count(Study.id))):

@@ -31,7 +31,7 @@ from server.services import crowd
 from server.study_spec import EnvironmentSpec, StudySpec
 
 FINAL = frozenset(EpisodeStatus) - {EpisodeStatus.recording}
-SERVER_RESTART = "server_restart"
+SERVER_RESTART = "server_restart"  # abandoned at start-up: its server had stopped
 log = logging.getLogger(__name__)
 
 
@@ -139,11 +139,13 @@ def create_episode(
     data_root: Path,
     spec: StudySpec | None = None,
     extra: bool = False,
+    replica_id: str | None = None,
 ) -> Episode:
     """A new ``recording`` episode whose log goes to ``episode_dir``.
 
     With ``spec``, a participant's episode is a reservation against the environment's
     quotas, checked under a lock (:func:`server.services.crowd.reserve`, QuotaError).
+    ``replica_id`` is the app process hosting it (failover: server/services/replicas.py).
     """
     study_env: StudyEnvironment | None
     if spec is not None:
@@ -172,6 +174,7 @@ def create_episode(
         seed=seed,
         status=EpisodeStatus.recording,
         storage_path="",
+        replica_id=replica_id,
     )
     db.add(episode)
     db.flush()
@@ -252,21 +255,3 @@ def log_totals(storage_path: Path | str) -> tuple[int, float] | None:
         log.warning("episode log %s not readable (%s)", storage_path, exc)
         return None
     return len(recorded), float(recorded.total_reward)
-
-
-def recover_interrupted(db: Session) -> int:
-    """Episodes a dead server left ``recording`` become ``abandoned``, totals from their logs.
-
-    Run by ``rlds-studio serve`` before it serves (no player can be connected then).
-    """
-    rows = db.scalars(select(Episode).where(Episode.status == EpisodeStatus.recording)).all()
-    for episode in rows:
-        totals = log_totals(episode.storage_path)
-        if totals is not None:
-            episode.steps, episode.total_reward = totals
-        episode.status = EpisodeStatus.abandoned
-        episode.end_reason = SERVER_RESTART
-        episode.ended_at = utcnow()
-        episode.duration_s = (episode.ended_at - episode.started_at).total_seconds()
-    db.commit()
-    return len(rows)

@@ -80,3 +80,28 @@ def test_allowed_environment_lists(monkeypatch, tmp_path):
     monkeypatch.setenv("STUDIO_DM_ENV_FACTORIES", "os.system")
     with pytest.raises(ValidationError, match="package.module:function"):
         Settings(data_root=tmp_path, _env_file=None)
+
+
+def test_replica_id_is_host_pid_and_a_random_suffix_once_per_process(tmp_path, monkeypatch):
+    import os
+    import socket
+
+    monkeypatch.delenv("STUDIO_REPLICA_ID", raising=False)
+    one = Settings(data_root=tmp_path, _env_file=None).replica_id
+    two = Settings(data_root=tmp_path, _env_file=None).replica_id
+    prefix = f"{socket.gethostname()}-{os.getpid()}-"
+    assert one.startswith(prefix) and len(one) == len(prefix) + 6
+    assert two == one  # one id per process, whatever Settings read it
+    monkeypatch.setenv("STUDIO_REPLICA_ID", "app-1")
+    assert Settings(data_root=tmp_path, _env_file=None).replica_id == "app-1"
+    with pytest.raises(ValidationError, match="replica_id"):
+        Settings(data_root=tmp_path, replica_id="app 1/x", _env_file=None)
+
+
+def test_a_replica_is_dead_after_at_least_three_heartbeats(tmp_path):
+    with pytest.raises(ValidationError, match="3 heartbeat intervals"):
+        Settings(data_root=tmp_path, heartbeat_interval_s=2.0, replica_dead_after_s=5.0,
+                 _env_file=None)  # fmt: skip
+    ok = Settings(data_root=tmp_path, heartbeat_interval_s=2.0, replica_dead_after_s=6.0,
+                  _env_file=None)  # fmt: skip
+    assert ok.replica_dead_after_s == 6.0

@@ -168,6 +168,32 @@ def _rows_at_0001() -> dict[str, list[dict[str, Any]]]:
             {"id": 1, "study_id": 1, "user_id": 1, "count": 3, "deleted_at": now},
             {"id": 2, "study_id": 1, "user_id": 1, "count": 1, "deleted_at": now},
         ],
+        # made by 0007
+        "replicas": [
+            {
+                "id": "host-1-abc",
+                "host": "host",
+                "pid": 1,
+                "address": "h:8000",
+                "started_at": now,
+                "heartbeat_at": now,
+            }
+        ],  # fmt: skip
+        "live_sessions": [
+            {
+                "session_id": "s1",
+                "replica_id": "host-1-abc",
+                "study_id": 1,
+                "participant_id": 1,
+                "env_key": "cp",
+                "phase": "playing",
+                "has_worker": True,
+                "episode_id": "e1",
+                "step": 3,
+                "frames_dropped": 0,
+                "updated_at": now,
+            }
+        ],  # fmt: skip
     }
 
 

@@ -29,7 +29,7 @@ from tests.runtime.fake_envs import FACTORIES
 from tests.test_server_crash import _log_steps
 
 ADMIN = {"email": "admin@example.com", "password": "admin-password-123"}
-# Live-dashboard settings (replica heartbeats); ignored by an app without them.
+# Replica heartbeats (docs/deploy.md, "Replicas, heartbeats and failover").
 DEAD_AFTER_S = 3.0
 HEARTBEAT_S = 1.0
 
@@ -269,11 +269,6 @@ def test_killed_replica_loses_nothing_and_its_players_play_on(dep, study) -> Non
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs replica heartbeats (branch live-dashboard): until then a dead replica's "
-    "episodes stay `recording` until the next start",
-)
 def test_killed_replicas_episode_is_abandoned_within_the_bound(dep, study) -> None:  # type: ignore[no-untyped-def]
     killed = study["killed"]
     assert killed, "the kill test did not run"

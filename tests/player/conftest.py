@@ -109,6 +109,14 @@ class Player:
                 return got
         raise AssertionError("no frame")
 
+    def start(self, env_id: str = "counter") -> dict[str, Any]:
+        """A fresh socket: hello, ``start``, the episode and its first frame."""
+        self.until("hello")
+        self.send(type="start", env_id=env_id)
+        episode = self.until("episode_started")["episode"]
+        self.frame()
+        return dict(episode)
+
     def step(self, keys: list[str], client_ms: float = 1000.0) -> tuple[Any, ...]:
         """Sync mode: one input, its frame, and the ack of that frame."""
         seen = self.frames[-1][1] if self.frames else -1

@@ -27,7 +27,8 @@ def test_a_client_that_never_reads_loses_frames_not_steps(factory, designer, db,
         live = LiveSession(
             session_id=episodes.start_session(db, study.id, who), study_id=study.id,
             spec=spec_of(study), principal=who, settings=app.state.settings,
-            db=app.state.sessionmaker, on_closed=lambda _: None, workers_in_use=lambda: 0,
+            db=app.state.sessionmaker, on_closed=lambda _: None,
+            workers_in_use=lambda _study=None: 0,
         )  # fmt: skip
         stuck = Outbox(max_frames=2)  # nobody drains it: the client fell behind
         await live.attach(stuck, resumed=False)

@@ -8,15 +8,14 @@ from fastapi import APIRouter
 from sqlalchemy import text
 
 from server import __version__
-from server.api.deps import SessionDep
-from server.core.replica import replica_id
+from server.api.deps import SessionDep, SettingsDep
 from server.schemas import HealthOut
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/api/health", response_model=HealthOut, summary="Version and database status")
-def health(db: SessionDep) -> HealthOut:
+def health(db: SessionDep, settings: SettingsDep) -> HealthOut:
     """200 with the version; ``database`` says whether a query went through (the load
     balancer takes a replica out of rotation unless ``status`` is ``ok``)."""
     try:
@@ -28,5 +27,5 @@ def health(db: SessionDep) -> HealthOut:
         status="ok" if database == "ok" else "degraded",
         version=__version__,
         database=database,
-        replica=replica_id(),
+        replica=settings.replica_id,
     )

@@ -43,7 +43,7 @@ def test_play(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> P
     return PlayerStudyOut(study=study_view(study.id, studies.spec_of(study), counts))
 
 
-def _same_origin(websocket: WebSocket) -> bool:
+def same_origin(websocket: WebSocket) -> bool:
     """Cookie-authenticated sockets must come from our own pages (no cross-site hijack)."""
     origin = websocket.headers.get("origin")
     if origin is None:
@@ -80,7 +80,7 @@ def _authenticate(
     user = users.user_for_token(db, websocket.cookies.get(security.SESSION_COOKIE))
     if user is None:
         return "log in or join the study first"
-    if not _same_origin(websocket):
+    if not same_origin(websocket):
         return "cross-origin socket refused"
     study_id = websocket.query_params.get("study", "")
     study = db.get(Study, int(study_id)) if is_row_id(study_id) else None

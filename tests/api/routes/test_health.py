@@ -1,8 +1,8 @@
 from server import __version__
-from server.core.replica import replica_id
+from server.core.replica import process_replica_id
 
 
-def test_health_reports_version_and_database(client):
+def test_health_reports_version_and_database(client, settings):
     res = client.get("/api/health")
     assert res.status_code == 200
     body = res.json()
@@ -12,7 +12,8 @@ def test_health_reports_version_and_database(client):
         "database": "ok",
         "replica": body["replica"],
     }
-    assert body["replica"] == replica_id()
+    # this process's id: the one its replicas row, episodes and job claims carry
+    assert body["replica"] == settings.replica_id == process_replica_id()
 
 
 def test_openapi_describes_the_api(client):
