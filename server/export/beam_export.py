@@ -97,7 +97,7 @@ def _write_atomic(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-class EncodeEpisodes(beam.DoFn):  # type: ignore[misc]
+class EncodeEpisodes(beam.DoFn):
     """(index, episode) -> (index, EncodedEpisode); leaves a progress (or error) file."""
 
     def __init__(
@@ -204,8 +204,7 @@ def build_pipeline(
         encoded
         | "Sizes" >> beam.MapTuple(lambda index, e: (index, framed_size(e.record)))
         | "AllSizes" >> beam.combiners.ToList()
-        | "Plan"
-        >> beam.Map(plan_shards, options.max_shard_bytes, options.max_episodes_per_shard)
+        | "Plan" >> beam.Map(plan_shards, options.max_shard_bytes, options.max_episodes_per_shard)
     )
     _ = (
         encoded

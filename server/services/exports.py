@@ -8,12 +8,14 @@ turns a designer's selection into the exporter's inputs and refuses bad requests
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
+from server.core.config import Settings
 from server.core.security import salted_hash
 from server.errors import DomainError, Invalid, NotFound
 from server.export import (
@@ -25,6 +27,7 @@ from server.export import (
     check_compatible,
     minari_format,
 )
+from server.export.beam_config import BeamConfig
 from server.export.jobs import JobPayload
 from server.export.tfds_writer import check_dataset_name
 from server.models import Episode, EpisodeStatus, ExportJob, JobState, Study
@@ -197,6 +200,46 @@ def library_options(study: Study, opts: ExportOptionsIn) -> ExportOptions:
     return options
 
 
+@dataclass(frozen=True)
+class Engines:
+    """When an export runs on Beam, and on which runner (from the STUDIO_BEAM_* settings)."""
+
+    beam: BeamConfig
+    beam_min_steps: int = 0  # engine auto: RLDS exports of at least this many steps; 0: never
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Engines:
+        """The engines the settings describe."""
+        config = BeamConfig.from_settings(
+            settings.beam_runner,
+            settings.beam_options,
+            settings.beam_workers,
+            settings.beam_running_mode,
+        )
+        return cls(config, settings.beam_min_steps)
+
+
+def with_engine(
+    options: ExportOptions, requested: str, steps: int, engines: Engines
+) -> ExportOptions:
+    """The options with the engine that runs them: Beam when asked, or (auto) for an RLDS
+    export of at least ``engines.beam_min_steps`` steps; 422 for Beam with another format."""
+    rlds = options.format is ExportFormat.RLDS
+    if requested == "beam" and not rlds:
+        raise Invalid(
+            f"Only the tfds format runs on Beam; {options.format} exports run in one process.",
+            detail=[{"loc": ["body", "options", "engine"], "msg": "tfds format only"}],
+        )
+    auto = rlds and engines.beam_min_steps > 0 and steps >= engines.beam_min_steps
+    use_beam = requested == "beam" or (requested == "auto" and auto)
+    return replace(options, beam=engines.beam if use_beam else None)
+
+
+def engine_name(options: ExportOptions) -> str:
+    """The engine an export runs on, as the job's options record it."""
+    return "single" if options.beam is None else "beam"
+
+
 def prepare(
     db: Session,
     study: Study,
@@ -205,10 +248,12 @@ def prepare(
     *,
     secret_key: str,
     data_root: Path,
+    engines: Engines,
 ) -> tuple[list[Episode], ExportOptions, list[EpisodeInput]]:
     """Resolve and check a selection: its episodes, the exporter's options and inputs."""
     episodes = resolve(db, study, selection)
     options = library_options(study, opts)
+    options = with_engine(options, opts.engine, sum(e.steps for e in episodes), engines)
     inputs = episode_inputs(db, episodes, secret_key, data_root, instructions_of(study))
     check_inputs(episodes, inputs, options.format)
     return episodes, options, inputs
@@ -222,10 +267,17 @@ def create_job(
     *,
     secret_key: str,
     data_root: Path,
+    engines: Engines,
 ) -> tuple[ExportJob, JobPayload]:
     """Check the request, insert a ``queued`` job row and return what the runner needs."""
     episodes, options, inputs = prepare(
-        db, study, body.selection, body.options, secret_key=secret_key, data_root=data_root
+        db,
+        study,
+        body.selection,
+        body.options,
+        secret_key=secret_key,
+        data_root=data_root,
+        engines=engines,
     )
     selection: dict[str, Any] = {
         "request": body.selection.model_dump(mode="json"),
@@ -238,7 +290,11 @@ def create_job(
         state=JobState.queued,
         format=body.options.format,
         selection=selection,
-        options={**body.options.model_dump(mode="json"), "name": options.name},
+        options={
+            **body.options.model_dump(mode="json"),
+            "name": options.name,
+            "engine": engine_name(options),
+        },
         episodes_total=len(episodes),
     )
     db.add(job)
