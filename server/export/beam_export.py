@@ -167,6 +167,8 @@ def write_shard(
     """Write one shard's records in selection order under its final name (idempotent: a
     retried bundle rewrites the same file); returns the records written."""
     shard, entries = item
+    if os.path.exists(work.cancel_marker):
+        raise ExportCanceledError("the export was canceled")
     ordered = sorted(entries, key=lambda e: e[0])
     final = os.path.join(data_dir, shard_filename(name, shard, plan.num_shards))
     partial = os.path.join(data_dir, f".shard-{shard:05d}.{uuid.uuid4().hex[:8]}.partial")
