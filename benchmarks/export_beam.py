@@ -9,7 +9,9 @@ single-process one, and prints one JSON object per run and a summary line.
     python benchmarks/export_beam.py [episodes] [steps_per_episode]
 
 ``fixed_seconds`` is a one-episode Beam export: the pipeline's own start-up and tear-down
-(worker processes, gRPC, shuffles), which a large export pays once.
+(worker processes, gRPC, shuffles), which a large export pays once. ``cpu_seconds`` counts
+this process and its finished children (worker processes). The machine may be shared:
+``load_average_1m`` says how busy it was; compare rows of one run only.
 """
 
 from __future__ import annotations
@@ -85,15 +87,23 @@ def main() -> None:
         steps = sum(r.num_steps for r in recs)
         options = ExportOptions(name="bench", max_episodes_per_shard=4)
         base = {"env": ENV_ID, "episodes": episodes, "steps": steps, "cpus": os.cpu_count()}
-        single_s, single = timed(inputs, options, root / "single")
-        rows = [{**base, "engine": "single", "seconds": round(single_s, 3)}]
-        rows[0]["steps_per_s"] = round(steps / single_s, 1)
+        single_s, single_cpu, _ = timed(inputs, options, root / "single")
+        rows: list[dict[str, object]] = [
+            {
+                **base,
+                "engine": "single",
+                "seconds": round(single_s, 3),
+                "steps_per_s": round(steps / single_s, 1),
+                "cpu_seconds": round(single_cpu, 2),
+                "load_average_1m": round(os.getloadavg()[0], 2),
+            }
+        ]
         print(json.dumps(rows[0]), flush=True)
         for mode, workers in RUNS:
             beam = replace(options, beam=BeamConfig(workers=workers, running_mode=mode))
             out = root / f"{mode}-{workers}"
-            fixed_s, _ = timed(inputs[:1], beam, root / f"fixed-{mode}-{workers}")
-            seconds, _ = timed(inputs, beam, out)
+            fixed_s, _, _ = timed(inputs[:1], beam, root / f"fixed-{mode}-{workers}")
+            seconds, cpu, _ = timed(inputs, beam, out)
             row = {
                 **base,
                 "engine": "beam",
@@ -103,6 +113,8 @@ def main() -> None:
                 "steps_per_s": round(steps / seconds, 1),
                 "speedup_vs_single": round(single_s / seconds, 2),
                 "fixed_seconds": round(fixed_s, 3),
+                "cpu_seconds": round(cpu, 2),
+                "load_average_1m": round(os.getloadavg()[0], 2),
                 "identical_to_single": same_files(root / "single", out),
             }
             rows.append(row)

@@ -3,11 +3,13 @@ episodes encoded by many workers.
 
 The pipeline::
 
-    (index, episode) --Reshuffle--> encode: read the log, realign, serialize
-                                    (the same encode_rlds as the single-process exporter)
+    (index, episode) --Reshuffle--> encode: read the log, realign, serialize (the same
+                                    encode_rlds as the single-process exporter); the record
+                                    goes to the file records/<index>, its size on
         sizes of every record -> one shard plan (ShardPlanner over the sizes in selection
                                  order: the single-process writer's layout, shard for shard)
-        records + plan -> (shard, record) --GroupByKey--> write each shard, records in order
+        sizes + plan -> (shard, index) --GroupByKey--> write each shard from the records'
+                                                       files, in selection order
 
 then, in this process, ``dataset_info.json`` and ``features.json`` from the shards' lengths
 and sizes, the OXE statistics (episodes in selection order) and the card. Every file is the
@@ -44,7 +46,6 @@ from server.export.episode import EnvSpecs
 from server.export.errors import ExportCanceledError, ExportError
 from server.export.export_job import (
     CancelFn,
-    EncodedEpisode,
     EpisodeInput,
     ExportFormat,
     ExportOptions,
@@ -82,7 +83,7 @@ class _Work:
         return os.path.join(self.root, kind, f"{index:09d}")
 
     def make(self) -> None:
-        for kind in ("progress", "errors", "shards"):
+        for kind in ("progress", "errors", "records", "shards"):
             os.makedirs(os.path.join(self.root, kind), exist_ok=True)
 
     def entries(self, kind: str) -> Iterator[os.DirEntry[str]]:
@@ -97,8 +98,19 @@ def _write_atomic(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+@dataclass(frozen=True)
+class _Encoded:
+    """What flows through the pipeline for one encoded episode: not the record itself, which
+    waits in ``records/<index>`` (the DirectRunner keeps collections in memory, so the records
+    of a large export would not fit there)."""
+
+    size: int  # the record's framed size
+    summary: EpisodeSummary
+    statistics: oxe.EpisodeRows | None
+
+
 class EncodeEpisodes(beam.DoFn):
-    """(index, episode) -> (index, EncodedEpisode); leaves a progress (or error) file."""
+    """(index, episode) -> (index, _Encoded); leaves the record, a progress (or error) file."""
 
     def __init__(
         self, options: ExportOptions, specs: EnvSpecs, tag_names: Sequence[str], work: _Work
@@ -114,7 +126,7 @@ class EncodeEpisodes(beam.DoFn):
         features = rlds_features(self.specs, self.options, self.tag_names)
         self.serializer = EpisodeSerializer(features)
 
-    def process(self, element: tuple[int, EpisodeInput]) -> Iterator[tuple[int, EncodedEpisode]]:
+    def process(self, element: tuple[int, EpisodeInput]) -> Iterator[tuple[int, _Encoded]]:
         index, ep = element
         if os.path.exists(self.work.cancel_marker):
             raise ExportCanceledError("the export was canceled")
@@ -123,11 +135,12 @@ class EncodeEpisodes(beam.DoFn):
         except ExportError as exc:
             _write_atomic(self.work.path("errors", index), str(exc).encode())
             raise
+        _write_atomic(self.work.path("records", index), encoded.record)
         steps = encoded.summary.num_steps
         _write_atomic(self.work.path("progress", index), str(steps).encode())
         self.episodes.inc()
         self.steps.inc(steps)
-        yield index, encoded
+        yield index, _Encoded(framed_size(encoded.record), encoded.summary, encoded.statistics)
 
 
 @dataclass(frozen=True)
@@ -158,14 +171,15 @@ class _ShardMeta:
 
 
 def write_shard(
-    item: tuple[int, Iterable[tuple[int, EncodedEpisode]]],
+    item: tuple[int, Iterable[tuple[int, _Encoded]]],
     plan: ShardPlan,
     data_dir: str,
     name: str,
     work: _Work,
 ) -> int:
     """Write one shard's records in selection order under its final name (idempotent: a
-    retried bundle rewrites the same file); returns the records written."""
+    retried bundle rewrites the same file; the records' files are removed only when the job
+    ends); returns the records written."""
     shard, entries = item
     if os.path.exists(work.cancel_marker):
         raise ExportCanceledError("the export was canceled")
@@ -173,8 +187,9 @@ def write_shard(
     final = os.path.join(data_dir, shard_filename(name, shard, plan.num_shards))
     partial = os.path.join(data_dir, f".shard-{shard:05d}.{uuid.uuid4().hex[:8]}.partial")
     with TFRecordWriter(Path(partial)) as writer:
-        for _, encoded in ordered:
-            writer.write(encoded.record)
+        for index, _ in ordered:
+            with open(work.path("records", index), "rb") as f:
+                writer.write(f.read())
     os.replace(partial, final)
     meta = _ShardMeta(
         shard,
@@ -204,7 +219,7 @@ def build_pipeline(
     )
     plan = (
         encoded
-        | "Sizes" >> beam.MapTuple(lambda index, e: (index, framed_size(e.record)))
+        | "Sizes" >> beam.MapTuple(lambda index, e: (index, e.size))
         | "AllSizes" >> beam.combiners.ToList()
         | "Plan" >> beam.Map(plan_shards, options.max_shard_bytes, options.max_episodes_per_shard)
     )
