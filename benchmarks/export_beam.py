@@ -58,12 +58,18 @@ def same_files(a: Path, b: Path) -> bool:
     return all(filecmp.cmp(a / n, b / n, shallow=False) for n in names)
 
 
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def timed(
     inputs: list[EpisodeInput], options: ExportOptions, out: Path
-) -> tuple[float, ExportResult]:
-    started = time.perf_counter()
+) -> tuple[float, float, ExportResult]:
+    """Wall seconds and CPU seconds (this process and its finished children) of an export."""
+    cpu, started = _cpu(), time.perf_counter()
     result = export_dataset(inputs, options, out)
-    return time.perf_counter() - started, result
+    return time.perf_counter() - started, _cpu() - cpu, result
 
 
 def main() -> None:
