@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import tarfile
 import time
@@ -388,4 +389,45 @@ def test_beam_job_cancel_removes_output(world, settings) -> None:  # type: ignor
     assert c.post(f"/api/exports/{job['id']}/cancel").status_code == 200
     done = wait_done(c, job["id"])
     assert done["state"] == "canceled" and done["download_url"] is None
+    assert _leftovers(settings.data_root) == []
+
+
+def _live_processes() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, process group) of every process that is not a zombie."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] != "Z":
+            out[int(entry.name)] = (int(fields[1]), int(fields[2]))
+    return out
+
+
+def test_stopped_beam_job_takes_its_workers_with_it(world, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from server.export import jobs
+
+    monkeypatch.setattr(jobs, "CANCEL_GRACE_S", 0.0)  # stop the job's process at once
+    settings.beam_workers, settings.beam_running_mode = 2, "multi_processing"
+    c, sid = world["client"], world["study"].id
+    job = start(c, sid, engine="beam")
+    group, end = None, time.monotonic() + 120
+    while group is None and time.monotonic() < end:  # the job's process and its Beam workers
+        procs = _live_processes()
+        leaders = [p for p, (ppid, pgid) in procs.items() if ppid == os.getpid() and pgid == p]
+        for leader in leaders:
+            if sum(1 for _, pgid in procs.values() if pgid == leader) >= 3:
+                group = leader
+        time.sleep(0.05)
+    assert group is not None, "no export process with two Beam workers appeared"
+    assert c.post(f"/api/exports/{job['id']}/cancel").status_code == 200
+    assert wait_done(c, job["id"])["state"] == "canceled"
+    end = time.monotonic() + 30
+    while any(pgid == group for _, pgid in _live_processes().values()):
+        assert time.monotonic() < end, "processes of the export's group outlived it"
+        time.sleep(0.1)
     assert _leftovers(settings.data_root) == []
