@@ -39,8 +39,9 @@ class BeamConfig:
         return self.runner in ("DirectRunner", "direct")
 
     def flags(self) -> list[str]:
-        """The pipeline's command-line flags."""
-        flags = [f"--runner={self.runner}"]
+        """The pipeline's command-line flags (``options`` last: they override ours)."""
+        # workers log at INFO by default: dozens of lines per export in the app's log
+        flags = [f"--runner={self.runner}", "--default_sdk_harness_log_level=WARNING"]
         if self.direct:
             flags += [
                 f"--direct_num_workers={self.workers}",

@@ -171,3 +171,20 @@ def test_beam_export_loads_in_tensorflow(
         "episodes": len(recs),
         "steps": sum(r.num_steps for r in recs),
     }
+
+
+def test_runner_configuration_from_settings() -> None:
+    flink = BeamConfig.from_settings(
+        "FlinkRunner", "--flink_master=jm:8081 --environment_config='{\"a\": 1}'", 0, "in_memory"
+    )
+    assert flink.workers >= 1 and not flink.direct
+    assert flink.flags() == [
+        "--runner=FlinkRunner",
+        "--default_sdk_harness_log_level=WARNING",
+        "--flink_master=jm:8081",
+        '--environment_config={"a": 1}',
+    ]
+    direct = BeamConfig.from_settings("DirectRunner", "", 3, "multi_threading")
+    assert direct.flags()[2:] == ["--direct_num_workers=3", "--direct_running_mode=multi_threading"]
+    with pytest.raises(ValueError, match="running mode"):
+        BeamConfig(running_mode="threads")
