@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -14,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.orm import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
@@ -24,10 +26,13 @@ from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.core.headers import SECURITY_HEADERS, SecurityHeadersMiddleware
 from server.core.login_limit import LoginLimiter
+from server.core.replica import replica_id
 from server.errors import DomainError, validation_detail
-from server.export.jobs import JobManager
+from server.export.jobs import JobManager, JobPayload
+from server.models import ExportJob
 from server.player.protocol import MAX_MESSAGE_BYTES
 from server.player.registry import Registry
+from server.services import exports as export_service
 from server.services.replay import ReaderCache
 
 log = logging.getLogger(__name__)
@@ -184,6 +189,17 @@ SERVE_OPTIONS: dict[str, Any] = {
 }
 
 
+def _job_payload(settings: Settings, db: Session, job: ExportJob) -> JobPayload:
+    """A claimed export job's payload, with this replica's settings (read at claim time)."""
+    return export_service.payload_of(
+        db,
+        job,
+        secret_key=settings.secret_key,
+        data_root=settings.data_root,
+        engines=export_service.Engines.from_settings(settings),
+    )
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app for ``settings`` (the process settings by default).
 
@@ -217,7 +233,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.sessionmaker = make_sessionmaker(engine)
     app.state.export_jobs = JobManager(
-        settings.data_root, app.state.sessionmaker, settings.export_workers
+        settings.data_root,
+        app.state.sessionmaker,
+        partial(_job_payload, settings),
+        settings.export_workers,
+        poll_s=settings.job_poll_s,
+        heartbeat_s=settings.job_heartbeat_s,
+        stale_s=settings.job_stale_s,
+        replica=replica_id(),
     )
     app.state.replay_cache = ReaderCache()
     app.state.player_registry = Registry()

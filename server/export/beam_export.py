@@ -251,6 +251,7 @@ class _Monitor(threading.Thread):
         self.progress = progress
         self.cancel = cancel
         self.canceled = False
+        self.failure: Exception | None = None  # raised by the progress callback
         self.result: Any = None  # the PipelineResult, once run() returns (non-blocking runners)
         self._steps: dict[str, int] = {}
         self._halt = threading.Event()
@@ -267,20 +268,27 @@ class _Monitor(threading.Thread):
     def poll(self) -> None:
         if not self.canceled and self.cancel is not None and self.cancel():
             self.canceled = True
-            _write_atomic(self.work.cancel_marker, b"")
-            if self.result is not None:
-                try:
-                    self.result.cancel()
-                except Exception:  # noqa: BLE001 - runners without cancel: workers stop by file
-                    pass
+            self._stop_workers()
         new = False
         for entry in self.work.entries("progress"):
             if entry.name not in self._steps:
                 with open(entry.path) as f:
                     self._steps[entry.name] = int(f.read())
                 new = True
-        if new and self.progress is not None:
-            self.progress(len(self._steps), self.total, sum(self._steps.values()))
+        if new and self.progress is not None and self.failure is None:
+            try:
+                self.progress(len(self._steps), self.total, sum(self._steps.values()))
+            except Exception as exc:  # e.g. the app that follows the job is gone (broken pipe)
+                self.failure = exc
+                self._stop_workers()
+
+    def _stop_workers(self) -> None:
+        _write_atomic(self.work.cancel_marker, b"")
+        if self.result is not None:
+            try:
+                self.result.cancel()
+            except Exception:  # noqa: BLE001 - runners without cancel: workers stop by file
+                pass
 
 
 def _first_error(work: _Work) -> str | None:
@@ -323,6 +331,8 @@ def write_rlds_beam(
         _run(pipeline, monitor)
     except Exception as exc:
         monitor.stop()
+        if monitor.failure is not None:
+            raise monitor.failure from exc
         if monitor.canceled or isinstance(exc, ExportCanceledError):
             raise ExportCanceledError("the export was canceled") from exc
         message = _first_error(work)
@@ -332,6 +342,8 @@ def write_rlds_beam(
     finally:
         monitor.stop()
     monitor.poll()  # the last progress files
+    if monitor.failure is not None:
+        raise monitor.failure
     if monitor.canceled:
         raise ExportCanceledError("the export was canceled")
     result = _finish(len(episodes), options, specs, tag_names, data_dir, work)

@@ -268,9 +268,12 @@ def create_job(
     secret_key: str,
     data_root: Path,
     engines: Engines,
-) -> tuple[ExportJob, JobPayload]:
-    """Check the request, insert a ``queued`` job row and return what the runner needs."""
-    episodes, options, inputs = prepare(
+) -> ExportJob:
+    """Check the request and insert a ``queued`` job row (a replica's runner claims it).
+
+    The row's options record the engine chosen here (``single`` or ``beam``), so the replica
+    that claims the job runs it on that engine (with its own runner settings)."""
+    episodes, options, _inputs = prepare(
         db,
         study,
         body.selection,
@@ -299,14 +302,32 @@ def create_job(
     )
     db.add(job)
     db.commit()
-    payload = JobPayload(
+    return job
+
+
+def payload_of(
+    db: Session, job: ExportJob, *, secret_key: str, data_root: Path, engines: Engines
+) -> JobPayload:
+    """What the runner needs, rebuilt from the job's row by the replica that claimed it
+    (the episodes chosen when it was queued; a 422-style error if they changed since)."""
+    study = db.get(Study, job.study_id)
+    try:
+        selection = ExportSelection(episode_ids=list(job.selection["episode_ids"]))
+        opts = ExportOptionsIn.model_validate(job.options)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise Invalid(f"The export job's stored request is not readable ({exc}).") from exc
+    if study is None:
+        raise Invalid("The study is gone.")
+    _episodes, options, inputs = prepare(
+        db, study, selection, opts, secret_key=secret_key, data_root=data_root, engines=engines
+    )
+    return JobPayload(
         job_id=job.id,
         episodes=tuple(inputs),
         options=options,
-        archive=body.options.archive,
+        archive=opts.archive,
         data_root=Path(data_root),
     )
-    return job, payload
 
 
 def get_job(db: Session, principal: Principal, job_id: int) -> ExportJob:
