@@ -188,3 +188,15 @@ def test_runner_configuration_from_settings() -> None:
     assert direct.flags()[2:] == ["--direct_num_workers=3", "--direct_running_mode=multi_threading"]
     with pytest.raises(ValueError, match="running mode"):
         BeamConfig(running_mode="threads")
+
+
+def test_progress_pipe_broken_stops_the_export(
+    recordings: dict[str, list[Recording]], tmp_path: Path
+) -> None:
+    def progress(done: int, total: int, steps: int) -> None:  # the app following the job died
+        raise BrokenPipeError("the app is gone")
+
+    options = ExportOptions(name="ds", beam=BeamConfig(workers=2, running_mode="multi_threading"))
+    with pytest.raises(BrokenPipeError):
+        export_dataset(_inputs(recordings["pong"]), options, tmp_path / "out", progress=progress)
+    assert list(tmp_path.iterdir()) == []
