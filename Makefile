@@ -9,7 +9,7 @@ PG_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 PIP_VERSION := 26.3
 LOCK_ARGS   := --universal --python-version 3.11 -q --custom-compile-command "make lock"
 LOCKS       := requirements/run.txt requirements/test.txt tests/export/consumer-requirements.txt \
-               tests/export/minari-requirements.txt
+               tests/export/minari-requirements.txt tests/export/lerobot-requirements.txt
 
 .PHONY: lock lock-check compile-locks
 
@@ -49,6 +49,8 @@ compile-locks:
 		-o $(OUT)tests/export/consumer-requirements.txt
 	$(BIN)/uv pip compile tests/export/minari-requirements.in $(LOCK_ARGS) $(UV_ARGS) \
 		-o $(OUT)tests/export/minari-requirements.txt
+	$(BIN)/uv pip compile tests/export/lerobot-requirements.in $(LOCK_ARGS) $(UV_ARGS) \
+		--override tests/export/lerobot-overrides.txt -o $(OUT)tests/export/lerobot-requirements.txt
 
 ## run: install, migrate, load the sample studies and serve on http://127.0.0.1:8000
 run: $(VENV)/.run-stamp
@@ -91,25 +93,30 @@ haproxy:
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq haproxy; \
 	else echo "The deployment test needs Debian's HAProxy: sudo apt-get install haproxy"; fi
 
-## consumer-venv: TensorFlow + tensorflow-datasets + rlds (.consumer-venv) and minari
-## (.consumer-venv-minari), to load exports as researchers would
+## consumer-venv: TensorFlow + tensorflow-datasets + rlds (.consumer-venv), minari
+## (.consumer-venv-minari) and lerobot + torch (.consumer-venv-lerobot), to load exports
+## as researchers would
 consumer-venv:
 	PYTHON=$(PYTHON) tests/export/make_consumer_venv.sh
 	CONSUMER=minari PYTHON=$(PYTHON) tests/export/make_consumer_venv.sh
+	CONSUMER=lerobot PYTHON=$(PYTHON) tests/export/make_consumer_venv.sh
 
 ## vendor: refresh web/vendor/ (built files from the npm registry, pinned; see web/vendor/README.md)
 SWAGGER_UI_VERSION := 5.35.0
 SWAGGER_UI_FILES   := swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css LICENSE NOTICE
 UPLOT_VERSION      := 1.6.32
 UPLOT_FILES        := dist/uPlot.iife.min.js dist/uPlot.min.css LICENSE
+JSON_EDITOR_VERSION := 2.17.2
+JSON_EDITOR_FILES   := dist/jsoneditor.js dist/jsoneditor.js.LICENSE.txt LICENSE
 vendor:
 	$(MAKE) vendor-one PKG=swagger-ui-dist VERSION=$(SWAGGER_UI_VERSION) DIR=swagger-ui FILES="$(SWAGGER_UI_FILES)"
 	$(MAKE) vendor-one PKG=uplot VERSION=$(UPLOT_VERSION) DIR=uplot FILES="$(UPLOT_FILES)"
+	$(MAKE) vendor-one PKG=@json-editor/json-editor VERSION=$(JSON_EDITOR_VERSION) DIR=json-editor FILES="$(JSON_EDITOR_FILES)"
 
 # vendor-one: PKG@VERSION from the npm registry; FILES (paths in the package) into web/vendor/DIR
 vendor-one:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
-	(cd "$$tmp" && npm pack --silent $(PKG)@$(VERSION) >/dev/null && tar -xzf $(PKG)-$(VERSION).tgz) && \
+	(cd "$$tmp" && npm pack --silent $(PKG)@$(VERSION) >/dev/null && tar -xzf *.tgz) && \
 	rm -rf web/vendor/$(DIR) && mkdir -p web/vendor/$(DIR) && \
 	for f in $(FILES); do cp "$$tmp/package/$$f" web/vendor/$(DIR)/; done && \
 	echo "web/vendor/$(DIR): $(PKG) $(VERSION)"

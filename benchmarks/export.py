@@ -1,9 +1,11 @@
-"""Export throughput: our TF-free exporter vs TFDS's own envlogger -> RLDS writer.
+"""Export throughput of every format vs TFDS's own envlogger -> RLDS writer, in one run.
 
 Records seeded random-policy episodes (ALE Pong, RGB observations, and CartPole) with the
-worker's EpisodeWriter, exports them with ``server.export.export_dataset`` and times TFDS's
-own RLDS builder (``tensorflow_datasets.rlds.rlds_base`` over the same envlogger logs, which
-needs TensorFlow) in .consumer-venv as a subprocess. Prints one JSON object per environment.
+worker's EpisodeWriter, exports them with ``server.export.export_dataset`` in each format
+(tfds = RLDS, oxe = RLDS with the Open X-Embodiment profile, minari, lerobot, and the
+episode videos alone) and times TFDS's own RLDS builder (``tensorflow_datasets.rlds.rlds_base``
+over the same envlogger logs, which needs TensorFlow) in .consumer-venv as a subprocess.
+Prints one JSON object per environment, with steps/s per format.
 """
 
 from __future__ import annotations
@@ -22,7 +24,15 @@ sys.path.insert(0, str(ROOT))
 import ale_py  # noqa: E402
 import gymnasium as gym  # noqa: E402
 
-from server.export import EpisodeInput, ExportOptions, export_dataset  # noqa: E402
+from server.export import (  # noqa: E402
+    EpisodeInput,
+    ExportFormat,
+    ExportOptions,
+    export_dataset,
+)
+from server.export.episode_video import write_episode_videos  # noqa: E402 (imports PyAV now,
+
+# not inside a timed export)
 from tests.export._recordings import record_episode  # noqa: E402
 
 CONSUMER_PYTHON = ROOT / ".consumer-venv" / "bin" / "python"
@@ -36,6 +46,13 @@ ENVS = {
         "ALE/Pong-v5", obs_type="rgb", render_mode="rgb_array", max_episode_steps=250
     ),
     "CartPole-v1": lambda: gym.make("CartPole-v1", render_mode="rgb_array", max_episode_steps=500),
+}
+
+
+FORMATS = {
+    "oxe": ExportOptions(name="bench", profile="oxe"),
+    "minari": ExportOptions(name="bench", format=ExportFormat.MINARI),
+    "lerobot": ExportOptions(name="bench", format=ExportFormat.LEROBOT),
 }
 
 
@@ -67,6 +84,14 @@ def bench(env_id: str, root: Path) -> dict[str, object]:
     result = export_dataset(inputs, ExportOptions(name="bench"), root / "out")
     ours = time.perf_counter() - started
     assert result.data_dir is not None
+    formats: dict[str, float] = {"tfds": round(steps / ours, 1)}
+    for label, options in FORMATS.items():
+        t0 = time.perf_counter()
+        export_dataset(inputs, options, root / f"out-{label}")
+        formats[label] = round(steps / (time.perf_counter() - t0), 1)
+    t0 = time.perf_counter()
+    write_episode_videos(inputs, ExportOptions(), root / "videos", None)
+    formats["episode_videos"] = round(steps / (time.perf_counter() - t0), 1)
     ref = reference_seconds(result.data_dir, logs, root / "ref")
     return {
         "env": env_id,
@@ -74,6 +99,7 @@ def bench(env_id: str, root: Path) -> dict[str, object]:
         "steps": steps,
         "ours_seconds": round(ours, 3),
         "ours_steps_per_s": round(steps / ours, 1),
+        "steps_per_s": formats,
         "reference_seconds": None if ref is None else round(ref, 3),
         "reference_steps_per_s": None if ref is None else round(steps / ref, 1),
         "speedup_vs_reference": None if ref is None else round(ref / ours, 2),

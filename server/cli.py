@@ -139,6 +139,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             strip_step_metadata=args.strip,
             end_tags=args.end_tag or [],
             profile=args.profile,
+            videos=args.videos,
             archive=args.archive,
             name=args.name,
             engine=args.engine,
@@ -234,7 +235,12 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--exclude-tag", action="append", help="excluded episode tag")
     export.add_argument("--end-tag", action="append", help="step tag that ends an episode")
     export.add_argument("--strip", action="store_true", help="strip step metadata")
-    export.add_argument("--format", choices=["tfds", "envlogger", "minari"], default="tfds")
+    export.add_argument(
+        "--format", choices=["tfds", "envlogger", "minari", "lerobot"], default="tfds"
+    )
+    export.add_argument(
+        "--videos", action="store_true", help="add one MP4 per episode (what the player saw)"
+    )
     export.add_argument(
         "--profile", choices=["oxe"], help="Open X-Embodiment profile of the tfds format"
     )

@@ -244,7 +244,11 @@ class ExportSelection(StrictModel):
 class ExportOptionsIn(StrictModel):
     """How to export (see docs/export.md)."""
 
-    format: Literal["tfds", "envlogger", "minari"] = "tfds"
+    format: Literal["tfds", "envlogger", "minari", "lerobot"] = Field(
+        default="tfds",
+        description="tfds: RLDS; envlogger: the logs; minari: Minari (arrow); lerobot: "
+        "LeRobot v3.0 (parquet + lossless H.264 videos).",
+    )
     strip_step_metadata: bool = False
     step_tags: list[str] | None = Field(
         default=None, description="Step tag names that become tag:<name> fields (None: all)."
@@ -254,6 +258,10 @@ class ExportOptionsIn(StrictModel):
         default=None, description="oxe: the Open X-Embodiment profile (tfds format only)."
     )
     archive: Literal["folder", "zip", "tar.gz"] = "zip"
+    videos: bool = Field(
+        default=False,
+        description="Add episode_videos/<episode id>.mp4 per episode (what the player saw).",
+    )
     name: str | None = Field(
         default=None, max_length=64, description="Dataset name (snake_case); default from study."
     )

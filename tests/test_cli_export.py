@@ -137,3 +137,19 @@ def test_export_on_beam_matches_one_process(settings, study, tmp_path, recorded)
         "envlogger", "--engine", "beam", "--out", str(tmp_path / "raw"),
     )  # fmt: skip
     assert res.returncode == 2 and "Only the tfds format runs on Beam" in res.stderr
+
+
+def test_export_lerobot_folder_with_videos(settings, study, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "robo"
+    args = ["export", "--study", str(study.id), "--format", "lerobot", "--env", "cartpole"]
+    res = run_cli(settings, *args, "--videos", "--name", "robo", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    info = json.loads((out / "robo" / "meta" / "info.json").read_text())
+    assert info["codebase_version"] == "v3.0" and info["total_episodes"] == 2
+    for rec in recorded["cartpole"][:2]:
+        assert (out / "episode_videos" / f"{rec.episode_id}.mp4").stat().st_size > 0
+    # mixed environments are refused before anything is written
+    bad = run_cli(settings, "export", "--study", str(study.id), "--format", "lerobot",
+                  "--out", str(tmp_path / "bad"))  # fmt: skip
+    assert bad.returncode == 2 and "different observation or action spaces" in bad.stderr
+    assert not (tmp_path / "bad").exists()

@@ -120,6 +120,20 @@ export function el(tag, props = {}, ...children) {
   return node;
 }
 
+/** Show an error (message plus one line per field problem) in an alert box; null hides it. */
+export function showError(box, error) {
+  box.replaceChildren();
+  if (!error) {
+    box.hidden = true;
+    return;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  box.append(el("p", { class: "alert-message" }, message));
+  const lines = error instanceof ApiError ? problems(error.body) : [];
+  if (lines.length) box.append(el("ul", { class: "problems" }, lines.map((line) => el("li", {}, line))));
+  box.hidden = false;
+}
+
 /** Show a message in the page's ``#toasts`` box for ``duration`` ms. */
 export function toast(message, kind = "info", { duration = 4000, role } = {}) {
   const item = el("div", { class: `toast toast-${kind}`, role }, message);

@@ -332,6 +332,7 @@ async function startExport(event) {
   const options = {
     format, archive: $("ex-archive").value, engine: $("ex-engine").value,
     strip_step_metadata: $("ex-strip").checked,
+    videos: $("ex-videos").checked,
     end_tags: $("ex-end").value.split(",").map((s) => s.trim()).filter(Boolean),
   };
   if (profile) options.profile = profile;

@@ -212,6 +212,9 @@ export function createReplay({ api, guard, toast, onChange, onEdited }) {
     $("viewer").hidden = false;
     $("viewer-id").textContent = `${ep.env_key} · ${ep.status} · ${ep.id}`;
     $("step-slider").max = Math.max(0, ep.steps - 1);
+    // the MP4 of what the player saw (made once the episode has ended)
+    $("video-btn").hidden = ep.status === "recording" || !ep.steps;
+    $("video-btn").href = `/api/episodes/${encodeURIComponent(ep.id)}/video.mp4`;
     $("step-detail").replaceChildren();
     $("reward-chart").replaceChildren();
     show(step);

@@ -79,6 +79,23 @@ def _minari_loading(dataset: str) -> str:
     )
 
 
+def _lerobot_loading(name: str) -> str:
+    return (
+        "```python\n"
+        "import os\n"
+        'os.environ["HF_HUB_OFFLINE"] = "1"  # a local dataset: nothing is downloaded\n'
+        "from lerobot.datasets.lerobot_dataset import LeRobotDataset\n\n"
+        f'dataset = LeRobotDataset("rlds-studio/{name}", root="<this folder>/{name}",\n'
+        '                         video_backend="pyav")\n'
+        "step = dataset[0]  # observation.*, action, next.reward, next.done, ..., task\n"
+        "```\n\n"
+        "LeRobot v3.0 (tested with lerobot 0.4.4). Videos are lossless H.264 (decoded frames\n"
+        "equal the recorded ones); `timestamp` is each step's recorded time. Episode metadata\n"
+        "(`episode_id`, `agent_id`, `status`, `outcome`, `episode_tags`, `notes`, `env_id`,\n"
+        "`seed`): `dataset.meta.episodes[i]`.\n"
+    )
+
+
 def render_card(
     *,
     title: str,
@@ -127,6 +144,8 @@ def render_card(
         loading = _rlds_loading(data_path)
     elif export_format == "minari":
         loading = _minari_loading(data_path)
+    elif export_format == "lerobot":
+        loading = _lerobot_loading(data_path)
     else:
         loading = _envlogger_loading()
     return "\n".join(lines) + "\n" + loading

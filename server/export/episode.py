@@ -66,6 +66,9 @@ class RldsEpisode:
     # ints; a number the log holds that no int64 can (NaN, infinite) stays as it is, for the
     # encoder to refuse by step and field
     timings: list[dict[str, int | float]] = field(default_factory=list)
+    # when the worker produced o_t (``applied`` of timestep t, ms since the epoch; -1 unknown):
+    # the step's real time (LeRobot timestamps, episode videos)
+    observed_ms: list[float] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.observations)
@@ -101,6 +104,7 @@ class RldsEpisode:
             inputs=self.inputs[:n],
             infos=self.infos[:n],
             timings=self.timings[:n],
+            observed_ms=self.observed_ms[:n],
         )
         cut.timings[-1] = dict(cut.timings[-1])
         _zero_fill_last(cut)
@@ -146,6 +150,13 @@ def _int_or_unknown(value: Any) -> int | float:
     if isinstance(value, float) and not -(2**63) <= value < 2**63:
         return value
     return int(value)
+
+
+def _time_or_unknown(value: Any) -> float:
+    """A recorded time in ms (-1.0 when absent or not a finite number)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value):
+        return float(value)
+    return float(UNKNOWN)
 
 
 def _step_index(value: Any, n: int) -> int | None:
@@ -225,7 +236,9 @@ def realign(steps: list[Any], specs: EnvSpecs, log_metadata: dict[str, Any]) -> 
             episode.rewards.append(np.asarray(nxt.timestep.reward, dtype=specs.reward.dtype))
             episode.discounts.append(np.asarray(nxt.timestep.discount, dtype=specs.discount.dtype))
             episode.inputs.append(str((nxt.custom_data or {}).get("input", NO_INPUT)))
-    episode.timings = realign_timings([_timing(s) for s in steps])
+    raw = [_timing(s) for s in steps]
+    episode.timings = realign_timings(raw)
+    episode.observed_ms = [_time_or_unknown(r.get("applied")) for r in raw]
     _zero_fill_last(episode)
     return episode
 

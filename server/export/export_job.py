@@ -46,11 +46,13 @@ _EPISODE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class ExportFormat(StrEnum):
-    """What an export holds: an RLDS (TFDS) dataset, the raw envlogger logs or Minari."""
+    """What an export holds: an RLDS (TFDS) dataset, the raw envlogger logs, Minari or
+    LeRobot v3."""
 
     RLDS = "rlds"
     ENVLOGGER = "envlogger"
     MINARI = "minari"
+    LEROBOT = "lerobot"
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ class ExportOptions:
     # RLDS only: run as an Apache Beam pipeline with this runner configuration (None: here,
     # in this process). The output is the same either way (server/export/beam_export.py).
     beam: BeamConfig | None = None
+    videos: bool = False  # add episode_videos/<episode_id>.mp4 (what the player saw)
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,31 @@ def naming(episode_id: str) -> Iterator[None]:
         ) from exc
 
 
+def for_each_episode(
+    episodes: Sequence[EpisodeInput],
+    options: ExportOptions,
+    write: Callable[[int, EpisodeInput, RldsEpisode], None],
+    progress: ProgressFn | None,
+    cancel: CancelFn | None,
+) -> list[EpisodeSummary]:
+    """A format's writer loop: ``write(i, ep, episode)`` for each episode read and cut as the
+    options say; errors it raises name the episode. Polls ``cancel`` between episodes,
+    tells ``progress`` after each; returns the episodes' summaries."""
+    summaries: list[EpisodeSummary] = []
+    steps_done = 0
+    for i, ep in enumerate(episodes):
+        _check_cancel(cancel)
+        with naming(ep.episode_id):
+            episode = _prepare(ep, options)
+            write(i, ep, episode)
+        summaries.append(_summary(ep, episode))
+        steps_done += len(episode)
+        if progress is not None:
+            progress(i + 1, len(episodes), steps_done)
+    _check_cancel(cancel)
+    return summaries
+
+
 def _summary(ep: EpisodeInput, episode: RldsEpisode) -> EpisodeSummary:
     return EpisodeSummary(
         episode_id=ep.episode_id,
@@ -204,6 +232,15 @@ def _summary(ep: EpisodeInput, episode: RldsEpisode) -> EpisodeSummary:
 def _options_text(options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
     if options.format is ExportFormat.ENVLOGGER:
         return ["logs copied as recorded (step tags and notes in each tags.json)"]
+    if options.format is ExportFormat.LEROBOT:
+        lines = [
+            "step metadata (raw input, timing, env info as columns; the player's frames as the"
+            " video `observation.images.frame`): "
+            + ("kept" if options.keep_step_metadata else "stripped")
+        ]
+        if tag_names:
+            lines.append("step tag columns: " + ", ".join(f"`tag:{n}`" for n in tag_names))
+        return lines + _end_text(options)
     if options.format is ExportFormat.MINARI:
         # frames are JPEGs of varying size: Minari's infos hold fixed columns only
         lines = [
@@ -226,6 +263,15 @@ def _options_text(options: ExportOptions, tag_names: Sequence[str]) -> list[str]
             " `episode_metadata`, statistics in `dataset_statistics.json` beside the shards"
         )
     return lines + _end_text(options)
+
+
+def _videos_text(options: ExportOptions) -> list[str]:
+    if not options.videos:
+        return []
+    return [
+        "episode videos: `episode_videos/<episode id>.mp4`, what the player saw at the"
+        " recorded times (H.264, plays in browsers)"
+    ]
 
 
 def _end_text(options: ExportOptions) -> list[str]:
@@ -256,10 +302,9 @@ def export_dataset(
         raise ExportError(f"the output folder {out_dir} already exists")
     _check_inputs(episodes, options)
     specs = check_compatible(episodes)
-    if options.format is ExportFormat.MINARI:
-        minari_format.check_specs(specs)
     used = sorted({t.name for ep in episodes for t in ep.step_tags})
     tag_names = sorted(set(options.step_tag_names)) if options.step_tag_names is not None else used
+    check_format(specs, options, tag_names)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_dir.with_name(f".{out_dir.name}.partial-{uuid.uuid4().hex[:8]}")
@@ -271,6 +316,10 @@ def export_dataset(
             from server.export.minari_job import write_minari  # it builds on this module
 
             result = write_minari(episodes, options, specs, tag_names, tmp, progress, cancel)
+        elif options.format is ExportFormat.LEROBOT:
+            from server.export.lerobot_job import write_lerobot
+
+            result = write_lerobot(episodes, options, specs, tag_names, tmp, progress, cancel)
         else:
             result = _write_envlogger(episodes, options, tmp, progress, cancel)
         card = render_card(
@@ -278,19 +327,37 @@ def export_dataset(
             study=options.study or _study(episodes),
             export_format=str(options.format),
             episodes=result.episodes,
-            data_path=(
-                minari_format.dataset_id(options.name, options.version)
-                if options.format is ExportFormat.MINARI
-                else f"{options.name}/{options.version}"
-            ),
-            options_text=_options_text(options, tag_names),
+            data_path=_data_path(options),
+            options_text=_options_text(options, tag_names) + _videos_text(options),
         )
         (tmp / CARD_FILE).write_text(card)
+        if options.videos:
+            from server.export.episode_video import write_episode_videos
+
+            write_episode_videos(episodes, options, tmp, cancel)
         tmp.rename(out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return _moved(result, tmp, out_dir)
+
+
+def check_format(specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str] = ()) -> None:
+    """Refuse, naming the field, what the chosen format cannot hold (before any writing)."""
+    if options.format is ExportFormat.MINARI:
+        minari_format.check_specs(specs)
+    elif options.format is ExportFormat.LEROBOT:
+        from server.export.lerobot_format import features_of
+
+        features_of(specs, keep_step_metadata=options.keep_step_metadata, tag_names=tag_names)
+
+
+def _data_path(options: ExportOptions) -> str:
+    if options.format is ExportFormat.MINARI:
+        return minari_format.dataset_id(options.name, options.version)
+    if options.format is ExportFormat.LEROBOT:
+        return options.name
+    return f"{options.name}/{options.version}"
 
 
 def _study(episodes: Sequence[EpisodeInput]) -> str:

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from server.export import minari_format
-from server.export.card import EpisodeSummary
-from server.export.episode import EnvSpecs
+from server.export.episode import EnvSpecs, RldsEpisode
 from server.export.export_job import (
     CancelFn,
     EpisodeInput,
@@ -15,10 +14,7 @@ from server.export.export_job import (
     ExportOptions,
     ExportResult,
     ProgressFn,
-    _check_cancel,
-    _prepare,
-    _summary,
-    naming,
+    for_each_episode,
 )
 from server.export.tags import tag_columns
 
@@ -37,29 +33,24 @@ def write_minari(
     dataset = minari_format.dataset_id(options.name, options.version)
     data_dir = tmp / dataset / "data"
     data_dir.mkdir(parents=True)
-    summaries: list[EpisodeSummary] = []
-    steps_done = transitions = 0
-    for i, ep in enumerate(episodes):
-        _check_cancel(cancel)
-        with naming(ep.episode_id):
-            episode = _prepare(ep, options)
-            columns = tag_columns(ep.step_tags, tag_names, len(episode))
-            fields = [
-                ("episode_id", ep.episode_id),
-                ("agent_id", ep.agent_id),
-                ("status", ep.status),
-                ("tags", list(ep.tags)),
-                ("notes", ep.notes),
-            ]
-            meta = minari_format.episode_metadata(episode.log_metadata, fields)
-            transitions += minari_format.write_episode(
-                data_dir, i, episode, meta, columns, options.keep_step_metadata
-            )
-        summaries.append(_summary(ep, episode))
-        steps_done += len(episode)
-        if progress is not None:
-            progress(i + 1, len(episodes), steps_done)
-    _check_cancel(cancel)
+    transitions = 0
+
+    def write(i: int, ep: EpisodeInput, episode: RldsEpisode) -> None:
+        nonlocal transitions
+        columns = tag_columns(ep.step_tags, tag_names, len(episode))
+        fields = [
+            ("episode_id", ep.episode_id),
+            ("agent_id", ep.agent_id),
+            ("status", ep.status),
+            ("tags", list(ep.tags)),
+            ("notes", ep.notes),
+        ]
+        meta = minari_format.episode_metadata(episode.log_metadata, fields)
+        transitions += minari_format.write_episode(
+            data_dir, i, episode, meta, columns, options.keep_step_metadata
+        )
+
+    summaries = for_each_episode(episodes, options, write, progress, cancel)
     minari_format.write_dataset_metadata(
         data_dir,
         dataset=dataset,

@@ -25,9 +25,9 @@ from server.export import (
     ExportOptions,
     StepTag,
     check_compatible,
-    minari_format,
 )
 from server.export.beam_config import BeamConfig
+from server.export.export_job import check_format
 from server.export.jobs import JobPayload
 from server.export.tfds_writer import check_dataset_name
 from server.models import Episode, EpisodeStatus, ExportJob, JobState, Study
@@ -40,6 +40,7 @@ _FORMATS = {
     "tfds": ExportFormat.RLDS,
     "envlogger": ExportFormat.ENVLOGGER,
     "minari": ExportFormat.MINARI,
+    "lerobot": ExportFormat.LEROBOT,
 }
 
 
@@ -150,7 +151,7 @@ def episode_inputs(
 
 
 def check_inputs(
-    episodes: list[Episode], inputs: list[EpisodeInput], export_format: ExportFormat
+    episodes: list[Episode], inputs: list[EpisodeInput], options: ExportOptions
 ) -> None:
     """Cheap checks before queuing: logs exist; one log per environment has the same spaces,
     which the format can hold."""
@@ -165,8 +166,9 @@ def check_inputs(
         one_per_env.setdefault(row.env_key, ep)
     try:
         specs = check_compatible(list(one_per_env.values()))
-        if export_format is ExportFormat.MINARI:
-            minari_format.check_specs(specs)
+        used = sorted({t.name for ep in inputs for t in ep.step_tags})
+        names = used if options.step_tag_names is None else sorted(set(options.step_tag_names))
+        check_format(specs, options, names)
     except ExportError as exc:
         raise Invalid(
             f"Cannot export this selection: {exc}.",
@@ -184,6 +186,7 @@ def library_options(study: Study, opts: ExportOptionsIn) -> ExportOptions:
         end_tags=tuple(opts.end_tags),
         study=f"{study.name} (study {study.id})",
         profile=opts.profile or "",
+        videos=opts.videos,
     )
     if opts.profile and opts.format != "tfds":
         raise Invalid(
@@ -255,7 +258,7 @@ def prepare(
     options = library_options(study, opts)
     options = with_engine(options, opts.engine, sum(e.steps for e in episodes), engines)
     inputs = episode_inputs(db, episodes, secret_key, data_root, instructions_of(study))
-    check_inputs(episodes, inputs, options.format)
+    check_inputs(episodes, inputs, options)
     return episodes, options, inputs
 
 

@@ -15,6 +15,7 @@ from server.errors import Conflict, Invalid, NotFound
 from server.models import Episode, ExportJob, Study, StudyEnvironment, StudyState, utcnow
 from server.principal import Principal
 from server.recording.format import episode_dir, export_dir
+from server.services import study_files
 from server.study_spec import StudySpec
 
 # state -> states it may move to
@@ -56,7 +57,7 @@ def create_study(db: Session, owner_id: int, spec: StudySpec) -> Study:
         name=spec.name,
         owner_id=owner_id,
         state=StudyState.draft,
-        spec=spec.model_dump(mode="json"),
+        spec=study_files.spec_data(spec),
     )
     _sync_environments(study, spec)
     db.add(study)
@@ -119,7 +120,7 @@ def update_study(db: Session, study: Study, spec: StudySpec, data_root: Path) ->
         # Episodes point at environment rows: a draft's (all test plays) go before their rows.
         gone = db.scalars(select(Episode.id).where(Episode.study_env_id.in_(removed))).all()
         db.execute(delete(Episode).where(Episode.study_env_id.in_(removed)))
-    study.spec = spec.model_dump(mode="json")
+    study.spec = study_files.spec_data(spec)
     study.name = spec.name
     _sync_environments(study, spec)
     study.updated_at = utcnow()

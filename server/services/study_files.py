@@ -10,7 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from server.errors import Invalid, TooLarge, validation_detail
-from server.study_spec import StudySpec
+from server.study_spec import StudySpec, json_data_problem, nul_path
 
 
 def parse_spec(data: Any, prefix: tuple[str | int, ...] = ("spec",)) -> StudySpec:
@@ -132,13 +132,49 @@ def _str_block(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _StudyDumper.add_representer(str, _str_block)
 
 
-def dump_yaml(spec: StudySpec) -> str:
-    """A study file's text: defaults left out, keys in the model's order."""
-    data = spec.model_dump(mode="json", exclude_defaults=True)
+def spec_data(spec: StudySpec) -> dict[str, Any]:
+    """The values the designer set (even one equal to its default), as JSON data.
+
+    What the database stores and files hold: a value left out stays out, so a later change
+    of a default reaches it, and one written out stays written, even when equal to today's.
+    """
+    data = spec.model_dump(mode="json", exclude_unset=True)
     for env, model in zip(data["environments"], spec.environments, strict=True):
         # The discriminator is a default too; files always name it.
         env["source"] = {"kind": model.source.kind, **env["source"]}
+    return data
+
+
+def render_yaml(data: dict[str, Any]) -> str:
+    """YAML text of a mapping of JSON data, multi-line text as ``|`` blocks, keys in order."""
     return yaml.dump(data, Dumper=_StudyDumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def dump_yaml(spec: StudySpec) -> str:
+    """A study file's text: the values set (see :func:`spec_data`), keys in the model's order."""
+    return render_yaml(spec_data(spec))
+
+
+def render_form(data: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """The study file of the editor's form data, and its problems (empty when it is valid).
+
+    A valid study is written as :func:`dump_yaml` writes it; one the designer has not
+    finished (a name still empty) is written as given, so the YAML view can always show it.
+    """
+    problem = json_data_problem(data, MAX_DEPTH, MAX_FILE_BYTES)
+    where = nul_path(data)
+    if problem is not None or where is not None:
+        msg = problem or f"text cannot contain NUL characters (at {where!r})"
+        raise Invalid(
+            "The study is not plain JSON data.",
+            detail=[{"loc": ["body", "spec"], "msg": msg, "type": "value_error"}],
+        )
+    try:
+        spec = StudySpec.model_validate(data)
+    except ValidationError as exc:
+        detail = validation_detail(exc.errors(include_url=False, include_input=False), ())
+        return render_yaml(data), detail
+    return dump_yaml(spec), []
 
 
 def load_file(path: Path) -> StudySpec:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create (or reuse) a consumer venv, to load exports as a researcher would. By default
 # .consumer-venv: TensorFlow 2.15 + tensorflow-datasets + rlds; with CONSUMER=minari,
-# .consumer-venv-minari: minari[arrow]. Idempotent: a stamp holds the requirements' hash, so
+# .consumer-venv-minari: minari[arrow]; with CONSUMER=lerobot, .consumer-venv-lerobot: lerobot
+# 0.4.4 (torch 2.10, about 5 GB). Idempotent: a stamp holds the requirements' hash, so
 # a venv is rebuilt only when its lock (tests/export/*-requirements.txt) changes.
 set -euo pipefail
 
@@ -16,7 +17,14 @@ case "$CONSUMER" in
         REQ="$ROOT/tests/export/minari-requirements.txt"
         VENV="${CONSUMER_VENV_MINARI:-$ROOT/.consumer-venv-minari}"
         IMPORTS="import minari, minari.dataset._storages.arrow_storage" ;;
-    *) echo "unknown consumer $CONSUMER (tfds or minari)"; exit 2 ;;
+    lerobot)  # from lerobot-requirements.in + lerobot-overrides.txt
+        REQ="$ROOT/tests/export/lerobot-requirements.txt"
+        VENV="${CONSUMER_VENV_LEROBOT:-$ROOT/.consumer-venv-lerobot}"
+        IMPORTS="import av, lerobot.datasets.lerobot_dataset; from torchvision.io import VideoReader"
+        # The lock leaves torchcodec out (lerobot-overrides.txt), which pip would bring back:
+        # the complete lock is installed without pip's own resolution.
+        PIP_ARGS="--no-deps" ;;
+    *) echo "unknown consumer $CONSUMER (tfds, minari or lerobot)"; exit 2 ;;
 esac
 PYTHON="${PYTHON:-python3}"
 STAMP="$VENV/.requirements-sha256"
@@ -31,7 +39,7 @@ start=$(date +%s)
 rm -rf "$VENV"
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/pip" install -q pip==26.3
-"$VENV/bin/pip" install -q -r "$REQ"
+"$VENV/bin/pip" install -q ${PIP_ARGS:-} -r "$REQ"
 # Prove the stack imports before stamping it.
 "$VENV/bin/python" -c "$IMPORTS"
 echo "$want" > "$STAMP"

@@ -75,7 +75,7 @@ def test_new_study_dialog_imports_the_example_as_a_draft(
 ):
     user = factory.user()
     log_in(page, live_server, user)
-    page.get_by_role("button", name="New study").first.click()
+    page.get_by_role("button", name="New from YAML…").click()
     dialog = page.get_by_role("dialog", name="New study")
     expect(dialog.get_by_label("Study file (YAML)")).to_have_value(re.compile("CartPole-v1"))
     dialog.get_by_role("button", name="Create draft").click()
@@ -98,7 +98,7 @@ def test_invalid_study_shows_the_field_paths(
     user = factory.user()
     log_in(page, live_server, user)
     expect(page.locator("#studies-empty")).to_be_visible()
-    page.keyboard.press("n")
+    page.get_by_role("button", name="New from YAML…").click()
     dialog = page.get_by_role("dialog", name="New study")
     dialog.get_by_label("Study file (YAML)").fill(BAD_SPEC)
     dialog.get_by_role("button", name="Create draft").click()
@@ -231,6 +231,7 @@ def test_editing_the_spec_saves_drafts_and_explains_409(
     study = factory.study(user, spec_dict("Editable"))
     log_in(page, live_server, user)
     page.get_by_role("button", name="Editable").click()
+    page.get_by_role("tab", name="Edit as YAML").click()
     editor = page.get_by_label("Edit the study file (YAML)")
     expect(editor).to_have_value(re.compile("name: Editable"))
 
@@ -291,11 +292,12 @@ def test_filter_by_state_and_shortcuts(live_server: str, page: Page, factory: Fa
     expect(study_row(page, "Still a draft")).to_be_visible()
 
     page.locator("body").click()
-    page.keyboard.press("n")
-    dialog = page.get_by_role("dialog", name="New study")
-    expect(dialog).to_be_visible()
+    page.keyboard.press("n")  # the form editor of a new study, with its name to type
+    expect(page.locator("#detail-name")).to_have_text("New study")
+    expect(page.get_by_label("Study name")).to_be_focused()
+    page.locator("body").click()
     page.keyboard.press("Escape")
-    expect(dialog).to_be_hidden()
+    expect(page.locator("#detail")).to_be_hidden()
 
     page.get_by_role("button", name="Still a draft").click()
     expect(page.locator("#detail")).to_be_visible()
@@ -387,14 +389,14 @@ def test_validate_shows_spaces_first_frame_and_speed_warning_until_fixed(
     warnings = report.get_by_role("list", name="warnings")
     expect(warnings).to_contain_text("environments.0.fps: plays at 0.30× real speed")
 
+    page.get_by_role("tab", name="Edit as YAML").click()
     editor = page.get_by_label("Edit the study file (YAML)")
     editor.fill(re.sub(r"fps: 15", "fps: 50", editor.input_value()))
-    page.get_by_role("button", name="Save changes").click()
-    expect(page.locator("#validation")).to_be_hidden()  # the old report is gone with the edit
-    page.get_by_role("button", name="Validate").click()
+    page.get_by_role("button", name="Save changes").click()  # validates the saved study
+    expect(page.locator("#validate-status")).to_contain_text("Every environment builds.")
+    page.get_by_role("tab", name="Form").click()
     expect(report).to_contain_text("1.00× real speed")
     expect(report.get_by_role("list", name="warnings")).to_have_count(0)
-    expect(page.locator("#validate-status")).to_have_text("Every environment builds.")
 
 
 def test_validate_lists_problems_with_field_paths(live_server: str, page: Page, factory: Factory):

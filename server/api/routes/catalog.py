@@ -42,6 +42,18 @@ def read_catalog(_user: CurrentUser) -> list[dict[str, Any]]:
     ]
 
 
+@router.get("/catalog/gymnasium-ids", response_model=list[str], summary="Allowed Gymnasium ids")
+def read_gymnasium_ids(_user: CurrentUser, settings: SettingsDep) -> list[str]:
+    """Ids registered by the packages the operator allows (``STUDIO_GYM_PACKAGES``).
+
+    Listed by a child process that imports those packages (the app never imports them),
+    then kept; an empty list when they cannot be listed. Catalog entries are in ``/catalog``.
+    """
+    from server.runtime.gym_ids import allowed_gym_ids
+
+    return list(allowed_gym_ids(tuple(settings.gym_packages)))
+
+
 @router.get(
     "/catalog/{key}/thumbnail.jpg",
     summary="A catalog entry's first frame",

@@ -6,8 +6,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
 from fastapi import Path as Path_
+from fastapi.responses import FileResponse
 from sqlalchemy.orm import Session
 
 from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
@@ -25,7 +26,7 @@ from server.schemas import (
     StepTagPublic,
     TagIn,
 )
-from server.services import _replay_step, exports, replay, review, studies
+from server.services import _replay_step, episode_videos, exports, replay, review, studies
 
 router = APIRouter(tags=["episodes"])
 
@@ -379,3 +380,34 @@ def read_rewards(
     buckets keeps its extremes, so spikes survive."""
     _, log, version = _log(episode_id, db, principal, settings)
     return replay.reward_profile(_cache(request), log, buckets, version)
+
+
+@router.get(
+    "/api/episodes/{episode_id}/video.mp4",
+    response_class=FileResponse,
+    summary="The episode as an MP4 video (what the player saw, at the recorded timing)",
+    responses={
+        **NOT_FOUND,
+        200: {"content": {"video/mp4": {}}},
+        409: {"description": "The episode is still being recorded."},
+        422: {"description": "The episode has no recorded frame."},
+    },
+)
+def read_video(
+    episode_id: str,
+    background: BackgroundTasks,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+) -> FileResponse:
+    """H.264 (yuv420p, plays in browsers), each recorded frame shown from the time the worker
+    produced its observation (variable frame rate); see docs/export.md, "Videos"."""
+    episode, log, _ = _log(episode_id, db, principal, settings)
+    path = episode_videos.episode_video(episode, log)
+    background.add_task(path.unlink, missing_ok=True)
+    return FileResponse(
+        path,
+        media_type="video/mp4",
+        filename=f"episode-{episode.id}.mp4",
+        headers={"Cache-Control": "private, no-store"},
+    )

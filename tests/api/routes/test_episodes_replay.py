@@ -184,3 +184,24 @@ def test_sort_by_each_column_and_return_range(factory, db, settings, recorded) -
     assert ids(min_return=lo, max_return=lo) == [by_return[1].id]
     assert ids(min_return=hi + 1) == []
     assert c.get(url, params={"min_return": "nan"}).status_code == 422
+
+
+def test_episode_video_is_what_the_player_saw_at_the_recorded_times(  # type: ignore[no-untyped-def]
+    world_short, recorded, tmp_path
+) -> None:
+    from server.export.video import PLAYABLE_PSNR_DB, decode_jpeg, psnr, read_video
+
+    c, ep = world_short
+    rec = recorded["cartpole"][0]
+    res = c.get(f"/api/episodes/{ep.id}/video.mp4")
+    assert res.status_code == 200, res.text
+    assert res.headers["content-type"] == "video/mp4"
+    assert f"episode-{ep.id}.mp4" in res.headers["content-disposition"]
+    (tmp_path / "v.mp4").write_bytes(res.content)
+    frames, times = read_video(tmp_path / "v.mp4")
+    assert len(frames) == rec.num_steps
+    applied = [t["applied"] for t in rec.timings]
+    assert times == pytest.approx([(a - applied[0]) / 1000 for a in applied], abs=1e-6)
+    worst = min(psnr(f, decode_jpeg(j)) for f, j in zip(frames, rec.frames, strict=True))
+    assert worst >= PLAYABLE_PSNR_DB, worst
+    assert c.get("/api/episodes/nope/video.mp4").status_code == 404

@@ -431,3 +431,49 @@ def test_stopped_beam_job_takes_its_workers_with_it(world, settings, monkeypatch
         assert time.monotonic() < end, "processes of the export's group outlived it"
         time.sleep(0.1)
     assert _leftovers(settings.data_root) == []
+
+
+def test_lerobot_format_job_with_videos(world) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    job = start(c, sid, format="lerobot", archive="zip", name="robo", videos=True)
+    assert job["format"] == "lerobot"
+    done = wait_done(c, job["id"])
+    assert done["state"] == "succeeded", done
+    with zipfile.ZipFile(io.BytesIO(c.get(done["download_url"]).content)) as zf:
+        names = set(zf.namelist())
+        info = json.loads(zf.read("robo/robo/meta/info.json"))
+        card = zf.read("robo/README.md").decode()
+    assert info["codebase_version"] == "v3.0" and info["total_episodes"] == 3
+    assert {
+        "robo/robo/meta/stats.json",
+        "robo/robo/meta/tasks.parquet",
+        "robo/robo/meta/episodes/chunk-000/file-000.parquet",
+        "robo/robo/data/chunk-000/file-000.parquet",
+        "robo/robo/videos/observation.images.frame/chunk-000/file-000.mp4",
+    } <= names
+    ids = [e.id for e in world["episodes"][:3]]
+    assert {f"robo/episode_videos/{i}.mp4" for i in ids} <= names
+    assert 'LeRobotDataset("rlds-studio/robo"' in card
+
+
+def test_lerobot_bad_requests(world) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    # mixed environments are refused before queuing, as for every format
+    res = c.post(
+        f"/api/studies/{sid}/exports",
+        json={"selection": {"environments": []}, "options": {"format": "lerobot"}},
+    )
+    assert res.status_code == 422, res.text
+    assert "different observation or action spaces" in res.json()["message"]
+    bad = c.post(f"/api/studies/{sid}/exports", json={"options": {"format": "lerobot2"}})
+    assert bad.status_code == 422
+    # a step tag name with '/' has no LeRobot column: refused before queuing, by name
+    ep = world["episodes"][0]
+    tagged = c.post(f"/api/episodes/{ep.id}/step-tags", json={"name": "hit/miss", "start": 1})
+    assert tagged.status_code in (200, 201), tagged.text
+    res = c.post(
+        f"/api/studies/{sid}/exports",
+        json={"selection": {"episode_ids": [ep.id]}, "options": {"format": "lerobot"}},
+    )
+    assert res.status_code == 422, res.text
+    assert "step tag 'hit/miss'" in res.json()["message"]

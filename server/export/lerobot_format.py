@@ -1,0 +1,375 @@
+"""LeRobot v3.0 datasets, written with pyarrow and PyAV: no torch or lerobot on the server.
+
+Layout read by ``LeRobotDataset(repo_id, root=<export>/<name>)`` (lerobot 0.4.x)::
+
+    meta/info.json                                codebase_version v3.0, fps, features, paths
+    meta/stats.json                               min/max/mean/std/count/q01..q99 per feature
+    meta/tasks.parquet                            task text (index) -> task_index
+    meta/episodes/chunk-000/file-000.parquet      one row per episode: length, tasks, where
+                                                  its rows and video frames are, our metadata
+    data/chunk-XXX/file-YYY.parquet               one row per step, many episodes per file
+    videos/<key>/chunk-XXX/file-YYY.mp4           the frames of the same episodes, in order
+
+Mapping rule (``features_of``): a recorded field becomes one column named by its path with
+dots. A single (non-Dict) observation is ``observation.state``, or ``observation.image`` when
+it is an image; a Dict observation gives ``observation.<key>`` per leaf and
+``observation.images.<key>`` for image leaves. An *image* is a uint8 array of shape
+(H, W, 3) with H, W >= ``MIN_VIDEO_SIDE``: it becomes a video stream (lossless, see
+:mod:`video`); any other array stays an exact column of its dtype (scalars as shape [1]).
+The player's frames (step metadata) are the video ``observation.images.frame``. Actions are
+``action`` (or ``action.<key>``) with their dtype. Refused before the job starts, naming the
+field: Tuple spaces, arrays of more than 5 dimensions, strings other than scalars, complex
+numbers and two fields mapped to one name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from dm_env import specs as dm_specs
+
+from server.export.episode import TIMING_KEYS, EnvSpecs
+from server.export.errors import ExportError
+from server.export.features import tag_field
+
+CODEBASE_VERSION = "v3.0"
+MIN_VIDEO_SIDE = 16
+FRAME_KEY = "observation.images.frame"
+CHUNK_FILE = "chunk-{chunk_index:03d}/file-{file_index:03d}"
+DATA_PATH = "data/" + CHUNK_FILE + ".parquet"
+VIDEO_PATH = "videos/{video_key}/" + CHUNK_FILE + ".mp4"
+EPISODES_PATH = "meta/episodes/" + CHUNK_FILE + ".parquet"
+CHUNKS_SIZE = 1000  # files per chunk folder (lerobot's default)
+QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
+DEFAULT_FEATURES = ("timestamp", "frame_index", "episode_index", "index", "task_index")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One LeRobot feature and where its values come from."""
+
+    name: str
+    source: str  # "observation", "action", "reward", ... or "frame" (the player's frames)
+    path: tuple[str, ...]  # keys inside a Dict field
+    dtype: str  # numpy dtype name, "bool", "string" or "video"
+    shape: tuple[int, ...]  # LeRobot shape: scalars are (1,)
+    spec_shape: tuple[int, ...] = ()
+
+    @property
+    def is_video(self) -> bool:
+        return self.dtype == "video"
+
+
+def _is_image(spec: Any) -> bool:
+    shape = tuple(spec.shape)
+    return (
+        np.dtype(spec.dtype) == np.uint8
+        and len(shape) == 3
+        and shape[2] == 3
+        and min(shape[0], shape[1]) >= MIN_VIDEO_SIDE
+    )
+
+
+def _leaf(name: str, source: str, path: tuple[str, ...], spec: Any, where: str) -> Column:
+    if isinstance(spec, list | tuple):
+        raise ExportError(f"field {where}: Tuple spaces have no LeRobot column (use a Dict space)")
+    if not isinstance(spec, dm_specs.Array):
+        raise ExportError(f"field {where}: unsupported spec {spec!r}")
+    # Discrete actions/observations are int64, as in the RLDS export
+    dtype = np.dtype(np.int64 if isinstance(spec, dm_specs.DiscreteArray) else spec.dtype)
+    shape = tuple(int(d) for d in spec.shape)
+    if dtype.kind in "US" or dtype == np.dtype(object):
+        if shape:
+            raise ExportError(f"field {where}: LeRobot holds scalar strings only, not {shape}")
+        return Column(name, source, path, "string", (1,), shape)
+    if dtype.kind not in "biuf":
+        raise ExportError(f"field {where}: {dtype} values have no LeRobot dtype")
+    if len(shape) > 5:
+        raise ExportError(f"field {where}: {len(shape)}-d arrays exceed LeRobot's 5 dimensions")
+    if 0 in shape:
+        raise ExportError(f"field {where}: an empty array shape {shape} has no LeRobot column")
+    if source == "observation" and _is_image(spec):
+        return Column(name, source, path, "video", shape, shape)
+    return Column(
+        name, source, path, "bool" if dtype.kind == "b" else dtype.name, shape or (1,), shape
+    )
+
+
+def _image_name(prefix: str, path: tuple[str, ...], single: bool) -> str:
+    return f"{prefix}.image" if single else f"{prefix}.images." + ".".join(path)
+
+
+def _walk(spec: Any, source: str, prefix: str, single_name: str) -> list[Column]:
+    if not isinstance(spec, dict):
+        col = _leaf(single_name, source, (), spec, source)
+        if col.is_video:
+            col = Column(_image_name(prefix, (), True), source, (), "video", col.shape, col.shape)
+        return [col]
+    out: list[Column] = []
+
+    def visit(node: Any, path: tuple[str, ...]) -> None:
+        if isinstance(node, dict):
+            for key, sub in node.items():
+                visit(sub, (*path, str(key)))
+            return
+        where = f"{source}/" + "/".join(path)
+        col = _leaf(f"{prefix}." + ".".join(path), source, path, node, where)
+        if col.is_video:
+            col = Column(
+                _image_name(prefix, path, False), source, path, "video", col.shape, col.shape
+            )
+        out.append(col)
+
+    visit(spec, ())
+    return out
+
+
+def features_of(
+    specs: EnvSpecs, *, keep_step_metadata: bool, tag_names: Sequence[str]
+) -> list[Column]:
+    """The dataset's columns (see the module doc); raises naming a field it cannot hold."""
+    cols = _walk(specs.observation, "observation", "observation", "observation.state")
+    cols += _walk(specs.action, "action", "action", "action")
+    for source, name, spec in (
+        ("reward", "next.reward", specs.reward),
+        ("discount", "discount", specs.discount),
+    ):
+        col = _leaf(name, source, (), spec, source)
+        if col.dtype in ("string", "bool"):
+            raise ExportError(f"field {source}: {col.dtype} values are not numbers")
+        cols.append(col)
+    cols += [
+        Column("next.done", "is_last", (), "bool", (1,)),
+        Column("is_first", "is_first", (), "bool", (1,)),
+        Column("is_last", "is_last", (), "bool", (1,)),
+        Column("is_terminal", "is_terminal", (), "bool", (1,)),
+    ]
+    if keep_step_metadata:
+        cols += [
+            Column("info", "info", (), "string", (1,)),
+            Column("input", "input", (), "string", (1,)),
+        ]
+        cols += [Column(f"timing.{k}", "timing", (k,), "int64", (1,)) for k in TIMING_KEYS]
+        cols.append(Column(FRAME_KEY, "frame", (), "video", (0, 0, 3)))
+    for name in sorted(set(tag_names)):
+        if "/" in name:
+            raise ExportError(f"step tag {name!r}: LeRobot feature names cannot hold '/'")
+        cols.append(Column(tag_field(name), "tag", (name,), "bool", (1,)))
+    seen: dict[str, Column] = {}
+    for col in cols:
+        if col.name in DEFAULT_FEATURES or col.name in seen or "/" in col.name:
+            raise ExportError(
+                f"field {col.source}/{'/'.join(col.path)}: its LeRobot name {col.name!r} is "
+                "taken or invalid; rename the key"
+            )
+        seen[col.name] = col
+    return cols
+
+
+# --- values ------------------------------------------------------------------------------
+def _base_type(col: Column) -> pa.DataType:
+    return pa.bool_() if col.dtype == "bool" else pa.from_numpy_dtype(np.dtype(col.dtype))
+
+
+def arrow_type(col: Column) -> pa.DataType:
+    """The Arrow type datasets reads the feature as: shape [1] a plain value, [d] a
+    fixed-size list, more dimensions nested lists (datasets' ArrayND)."""
+    if col.dtype == "string":
+        return pa.string()
+    base = _base_type(col)
+    if col.shape == (1,):
+        return base
+    if len(col.shape) == 1:
+        return pa.list_(base, col.shape[0])
+    out = base
+    for _ in col.shape:
+        out = pa.list_(out)
+    return out
+
+
+def arrow_column(col: Column, values: np.ndarray | list[Any]) -> pa.Array:
+    """Per-step values of one non-video column as Arrow (values stacked over steps)."""
+    if col.dtype == "string":
+        return pa.array([str(v) for v in values], type=pa.string())
+    arr = np.asarray(values)
+    n = arr.shape[0]
+    base = _base_type(col)
+    if col.shape == (1,):
+        return pa.array(arr.reshape(n), type=base)
+    flat = pa.array(arr.reshape(-1), type=base)
+    if len(col.shape) == 1:
+        return pa.FixedSizeListArray.from_arrays(flat, col.shape[0])
+    dims = (n, *col.shape)
+    out: pa.Array = flat
+    for level in range(len(col.shape)):  # innermost dimension first
+        dim = dims[-1 - level]
+        count = int(np.prod(dims[: -1 - level]))
+        offsets = pa.array(np.arange(count + 1, dtype=np.int64) * dim, type=pa.int32())
+        out = pa.ListArray.from_arrays(offsets, out)
+    return out
+
+
+def feature_doc(col: Column, video_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The feature's entry in info.json."""
+    if col.is_video:
+        doc: dict[str, Any] = {
+            "dtype": "video",
+            "shape": list(col.shape),
+            "names": ["height", "width", "channels"],
+        }
+        if video_info:
+            doc["info"] = video_info
+        return doc
+    names: Any = None
+    if len(col.shape) == 1 and col.shape != (1,):
+        names = [f"{col.name.split('.')[-1]}_{i}" for i in range(col.shape[0])]
+    return {"dtype": col.dtype, "shape": list(col.shape), "names": names}
+
+
+DEFAULT_FEATURE_DOCS = {
+    "timestamp": {"dtype": "float32", "shape": [1], "names": None},
+    "frame_index": {"dtype": "int64", "shape": [1], "names": None},
+    "episode_index": {"dtype": "int64", "shape": [1], "names": None},
+    "index": {"dtype": "int64", "shape": [1], "names": None},
+    "task_index": {"dtype": "int64", "shape": [1], "names": None},
+}
+
+
+# --- statistics ----------------------------------------------------------------------------
+class Stats:
+    """Exact per-feature statistics over every exported step (lerobot's stats.json keys)."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, list[np.ndarray]] = {}
+        self._video: dict[str, _Histogram] = {}
+
+    def add(self, name: str, values: np.ndarray) -> None:
+        """Numeric values of one episode, steps on axis 0."""
+        self._values.setdefault(name, []).append(np.asarray(values).reshape(len(values), -1))
+
+    def add_frame(self, name: str, frame: np.ndarray) -> None:
+        """One video frame (H x W x 3 uint8): per-channel statistics over every pixel."""
+        self._video.setdefault(name, _Histogram()).add(frame)
+
+    def to_json(self, shapes: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, chunks in self._values.items():
+            data = np.concatenate(chunks).astype(np.float64)
+            shape = shapes[name]
+            stats = _stats(data, axis=0)
+            out[name] = {
+                k: (v.reshape(shape).tolist() if k != "count" else v.tolist())
+                for k, v in stats.items()
+            }
+        for name, hist in self._video.items():
+            out[name] = hist.stats()
+        return out
+
+
+class _Histogram:
+    """Per-channel counts of uint8 pixel values: exact min/max/mean/std/quantiles."""
+
+    def __init__(self) -> None:
+        self.counts = np.zeros((3, 256), dtype=np.int64)
+        self.frames = 0
+
+    def add(self, frame: np.ndarray) -> None:
+        for c in range(3):
+            self.counts[c] += np.bincount(frame[:, :, c].reshape(-1), minlength=256)
+        self.frames += 1
+
+    def stats(self) -> dict[str, Any]:
+        values = np.arange(256, dtype=np.float64) / 255.0
+        out: dict[str, list[Any]] = {k: [] for k in ("min", "max", "mean", "std")}
+        quants: dict[str, list[Any]] = {f"q{round(q * 100):02d}": [] for q in QUANTILES}
+        for c in range(3):
+            counts = self.counts[c]
+            total = counts.sum()
+            present = np.nonzero(counts)[0]
+            mean = float((counts * values).sum() / total)
+            var = float((counts * (values - mean) ** 2).sum() / total)
+            out["min"].append([[values[present[0]]]])
+            out["max"].append([[values[present[-1]]]])
+            out["mean"].append([[mean]])
+            out["std"].append([[var**0.5]])
+            cum = np.cumsum(counts)
+            for q, key in zip(QUANTILES, quants, strict=True):
+                pos = q * (total - 1)  # numpy's linear interpolation between order statistics
+                lo, hi = int(np.floor(pos)), int(np.ceil(pos))
+                v_lo = values[np.searchsorted(cum, lo, side="right")]
+                v_hi = values[np.searchsorted(cum, hi, side="right")]
+                quants[key].append([[float(v_lo + (v_hi - v_lo) * (pos - lo))]])
+        return {**out, **quants, "count": [self.frames]}
+
+
+def _stats(data: np.ndarray, axis: int) -> dict[str, np.ndarray]:
+    out = {
+        "min": data.min(axis=axis),
+        "max": data.max(axis=axis),
+        "mean": data.mean(axis=axis),
+        "std": data.std(axis=axis),
+        "count": np.asarray([data.shape[0]]),
+    }
+    for q in QUANTILES:
+        out[f"q{round(q * 100):02d}"] = np.quantile(data, q, axis=axis)
+    return out
+
+
+# --- metadata files ---------------------------------------------------------------------
+def write_table(path: Path, table: pa.Table) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, compression="snappy")
+
+
+def write_tasks(root: Path, tasks: Sequence[str]) -> None:
+    """meta/tasks.parquet as pandas writes a frame indexed by task text (lerobot reads it
+    with ``pd.read_parquet``: the ``task`` column is the index)."""
+    pandas_meta = {
+        "index_columns": ["task"],
+        "column_indexes": [
+            {
+                "name": None,
+                "field_name": None,
+                "pandas_type": "unicode",
+                "numpy_type": "object",
+                "metadata": {"encoding": "UTF-8"},
+            }
+        ],
+        "columns": [
+            {
+                "name": "task_index",
+                "field_name": "task_index",
+                "pandas_type": "int64",
+                "numpy_type": "int64",
+                "metadata": None,
+            },
+            {
+                "name": "task",
+                "field_name": "task",
+                "pandas_type": "unicode",
+                "numpy_type": "object",
+                "metadata": None,
+            },
+        ],
+        "creator": {"library": "pyarrow", "version": pa.__version__},
+        "pandas_version": "2.2.3",
+    }
+    table = pa.table(
+        {
+            "task_index": pa.array(range(len(tasks)), type=pa.int64()),
+            "task": pa.array(list(tasks), type=pa.string()),
+        }
+    ).replace_schema_metadata({b"pandas": json.dumps(pandas_meta).encode()})
+    write_table(root / "meta" / "tasks.parquet", table)
+
+
+def write_json(path: Path, doc: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2, allow_nan=False))

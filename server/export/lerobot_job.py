@@ -1,0 +1,342 @@
+"""The LeRobot format's export loop (the on-disk format is in :mod:`lerobot_format`).
+
+Episodes go in order into data file 0, 1, ... (``data/chunk-000/file-000.parquet`` ...) and
+the matching video files; a file is closed when it holds ``max_shard_bytes`` of rows or
+``max_episodes_per_shard`` episodes. Each step's ``timestamp`` is its recorded time (when the
+worker produced the observation) relative to the episode's first step, in whole ms; a video
+file holds its episodes one after another, from each episode's ``from_timestamp``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from server.export import lerobot_format as fmt
+from server.export.encoding import check_range, int64_column
+from server.export.episode import EnvSpecs, RldsEpisode
+from server.export.errors import ExportError
+from server.export.export_job import (
+    CancelFn,
+    EpisodeInput,
+    ExportFormat,
+    ExportOptions,
+    ExportResult,
+    ProgressFn,
+    for_each_episode,
+)
+from server.export.tags import tag_columns
+from server.export.video import LOSSLESS, VideoWriter, as_rgb, decode_jpeg, monotonic_ms
+
+REPO_PREFIX = "rlds-studio"
+DEFAULT_INTERVAL_MS = 33  # for unknown step times, when an episode has no known interval
+
+
+def interval_ms(observed_ms: Sequence[float]) -> int:
+    """The median interval between known recorded step times (ms)."""
+    known = [t for t in observed_ms if t >= 0]
+    diffs = [b - a for a, b in zip(known, known[1:], strict=False) if b > a]
+    return max(1, round(statistics.median(diffs))) if diffs else DEFAULT_INTERVAL_MS
+
+
+def step_times_ms(episode: RldsEpisode) -> list[int]:
+    """Each step's time in ms from the episode's first step (strictly increasing)."""
+    return monotonic_ms(episode.observed_ms, interval_ms(episode.observed_ms))
+
+
+def _leaf(value: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        value = value[key]
+    return value
+
+
+@dataclass
+class _File:
+    """The data file (and its video files) episodes are being written to."""
+
+    index: int
+    batches: list[pa.RecordBatch] = field(default_factory=list)
+    nbytes: int = 0
+    episodes: int = 0
+    videos: dict[str, VideoWriter] = field(default_factory=dict)
+    video_end_ms: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def chunk_file(self) -> dict[str, int]:
+        return {
+            "chunk_index": self.index // fmt.CHUNKS_SIZE,
+            "file_index": self.index % fmt.CHUNKS_SIZE,
+        }
+
+
+class LeRobotWriter:
+    """Writes one LeRobot dataset under ``root``; ``add`` episodes, then ``finish``."""
+
+    def __init__(self, root: Path, cols: list[fmt.Column], options: ExportOptions) -> None:
+        self.root = root
+        self.cols = cols
+        self.options = options
+        self.video_cols = [c for c in cols if c.is_video]
+        self.data_cols = [c for c in cols if not c.is_video]
+        self.tasks: dict[str, int] = {}
+        self.rows: list[dict[str, Any]] = []
+        self.stats = fmt.Stats()
+        self.video_shapes: dict[str, tuple[int, int, int]] = {}
+        self.intervals: list[int] = []
+        self.total = 0
+        self.file = _File(0)
+        self.env_id = ""
+
+    # --- one episode ----------------------------------------------------------------------
+    def add(self, ep: EpisodeInput, episode: RldsEpisode, tag_cols: dict[str, np.ndarray]) -> None:
+        n = len(episode)
+        times = step_times_ms(episode)
+        interval = interval_ms(episode.observed_ms)
+        self.intervals.append(interval)
+        env_id = str(episode.log_metadata.get("env_id", ""))
+        self.env_id = self.env_id or env_id
+        task = ep.instruction.strip() or env_id or "play"
+        task_index = self.tasks.setdefault(task, len(self.tasks))
+        index = len(self.rows)
+        columns = self._data_columns(episode, tag_cols)
+        columns["timestamp"] = pa.array(np.asarray(times, dtype=np.float64) / 1000.0, pa.float32())
+        columns["frame_index"] = pa.array(np.arange(n, dtype=np.int64))
+        columns["episode_index"] = pa.array(np.full(n, index, dtype=np.int64))
+        columns["index"] = pa.array(np.arange(self.total, self.total + n, dtype=np.int64))
+        columns["task_index"] = pa.array(np.full(n, task_index, dtype=np.int64))
+        batch = pa.RecordBatch.from_pydict(columns)
+        self._roll_if_full(batch.nbytes)
+        f = self.file
+        f.batches.append(batch)
+        f.nbytes += batch.nbytes
+        f.episodes += 1
+        row: dict[str, Any] = {
+            "episode_index": index,
+            "tasks": [task],
+            "length": n,
+            "data/chunk_index": f.chunk_file["chunk_index"],
+            "data/file_index": f.chunk_file["file_index"],
+            "dataset_from_index": self.total,
+            "dataset_to_index": self.total + n,
+        }
+        for col in self.video_cols:
+            start = f.video_end_ms.get(col.name, 0)
+            self._write_video(col, episode, times, start)
+            end = start + times[-1] + interval
+            f.video_end_ms[col.name] = end
+            row[f"videos/{col.name}/chunk_index"] = f.chunk_file["chunk_index"]
+            row[f"videos/{col.name}/file_index"] = f.chunk_file["file_index"]
+            row[f"videos/{col.name}/from_timestamp"] = start / 1000.0
+            row[f"videos/{col.name}/to_timestamp"] = end / 1000.0
+        row.update(
+            {
+                "meta/episodes/chunk_index": 0,
+                "meta/episodes/file_index": 0,
+                "episode_id": ep.episode_id,
+                "agent_id": ep.agent_id,
+                "status": ep.status,
+                "outcome": "terminated" if episode.terminated else "truncated",
+                "episode_tags": list(ep.tags),
+                "notes": ep.notes,
+                "total_reward": episode.total_reward,
+                **_log_fields(episode.log_metadata),
+            }
+        )
+        self.rows.append(row)
+        self.total += n
+
+    def _data_columns(
+        self, episode: RldsEpisode, tag_cols: dict[str, np.ndarray]
+    ) -> dict[str, pa.Array]:
+        out: dict[str, pa.Array] = {}
+        for col in self.data_cols:
+            where = "/".join((col.source, *col.path)) if col.path else col.source
+            values = self._values(col, episode, tag_cols, where)
+            if col.dtype != "string":
+                arr = np.asarray(values)
+                if col.dtype != "bool":
+                    check_range(arr, col.dtype, where)
+                    arr = arr.astype(col.dtype, copy=False)
+                expected = (len(episode), *(col.spec_shape or ()))
+                if arr.shape != expected:
+                    raise ExportError(
+                        f"{where}: recorded shape {arr.shape[1:]} != {col.spec_shape}"
+                    )
+                self.stats.add(col.name, arr)
+                values = arr
+            out[col.name] = fmt.arrow_column(col, values)
+        return out
+
+    @staticmethod
+    def _values(
+        col: fmt.Column, episode: RldsEpisode, tag_cols: dict[str, np.ndarray], where: str
+    ) -> Any:
+        src = col.source
+        if src in ("observation", "action"):
+            seq = episode.observations if src == "observation" else episode.actions
+            if col.dtype == "string":
+                return [_leaf(v, col.path) for v in seq]
+            return np.stack([np.asarray(_leaf(v, col.path)) for v in seq])
+        if src == "reward":
+            return np.stack([np.asarray(r) for r in episode.rewards])
+        if src == "discount":
+            return np.stack([np.asarray(d) for d in episode.discounts])
+        if src in ("is_first", "is_last", "is_terminal"):
+            return np.asarray(getattr(episode, src), dtype=bool)
+        if src == "info":
+            return episode.infos
+        if src == "input":
+            return episode.inputs
+        if src == "timing":
+            key = col.path[0]
+            return np.asarray(
+                int64_column([t.get(key, -1) for t in episode.timings], where), dtype=np.int64
+            )
+        if src == "tag":
+            return tag_cols[col.path[0]]
+        raise ExportError(f"no values for {where}")
+
+    def _frames(self, col: fmt.Column, episode: RldsEpisode) -> list[np.ndarray]:
+        if col.source == "frame":
+            out = []
+            for t, data in enumerate(episode.frames):
+                if not data:
+                    raise ExportError(f"step {t}: no frame was recorded (strip step metadata)")
+                out.append(decode_jpeg(data))
+            return out
+        return [as_rgb(np.asarray(_leaf(o, col.path))) for o in episode.observations]
+
+    def _write_video(
+        self, col: fmt.Column, episode: RldsEpisode, times: list[int], start: int
+    ) -> None:
+        frames = self._frames(col, episode)
+        shape = frames[0].shape
+        known = self.video_shapes.setdefault(col.name, (shape[0], shape[1], 3))
+        f = self.file
+        writer = f.videos.get(col.name)
+        if writer is None:
+            path = self.root / fmt.VIDEO_PATH.format(video_key=col.name, **f.chunk_file)
+            writer = VideoWriter(path, known[1], known[0], LOSSLESS)
+            f.videos[col.name] = writer
+        for t, frame in enumerate(frames):
+            if frame.shape != known:
+                raise ExportError(
+                    f"step {t}, field {col.name}: a {frame.shape} frame in a video of {known}"
+                )
+            writer.add(frame, start + times[t])
+            self.stats.add_frame(col.name, frame)
+
+    # --- files ----------------------------------------------------------------------------
+    def _roll_if_full(self, nbytes: int) -> None:
+        f = self.file
+        if not f.episodes:
+            return
+        full_bytes = f.nbytes + nbytes > self.options.max_shard_bytes
+        per_file = self.options.max_episodes_per_shard
+        if full_bytes or (per_file is not None and f.episodes >= per_file):
+            self._close_file()
+            self.file = _File(f.index + 1)
+
+    def _close_file(self) -> None:
+        f = self.file
+        if f.batches:
+            table = pa.Table.from_batches(f.batches)
+            fmt.write_table(self.root / fmt.DATA_PATH.format(**f.chunk_file), table)
+        for writer in f.videos.values():
+            writer.close()
+        f.videos.clear()
+
+    def abort(self) -> None:
+        for writer in self.file.videos.values():
+            writer.abort()
+
+    def finish(self) -> None:
+        """Close the last files; write meta/."""
+        self._close_file()
+        fps = max(1, round(1000 / statistics.median(self.intervals))) if self.intervals else 30
+        features: dict[str, Any] = {}
+        shapes: dict[str, tuple[int, ...]] = {}
+        for col in self.cols:
+            if col.is_video:
+                h, w, _ = self.video_shapes[col.name]
+                col = fmt.Column(col.name, col.source, col.path, "video", (h, w, 3), (h, w, 3))
+                info = {
+                    "video.height": h,
+                    "video.width": w,
+                    "video.codec": "h264",
+                    "video.pix_fmt": "gbrp",
+                    "video.is_depth_map": False,
+                    "video.fps": fps,
+                    "video.channels": 3,
+                    "has_audio": False,
+                }
+                features[col.name] = fmt.feature_doc(col, info)
+            else:
+                features[col.name] = fmt.feature_doc(col)
+                shapes[col.name] = col.shape
+        features.update(fmt.DEFAULT_FEATURE_DOCS)
+        mb = max(1, round(self.options.max_shard_bytes / (1024 * 1024)))
+        info_doc = {
+            "codebase_version": fmt.CODEBASE_VERSION,
+            "robot_type": self.env_id or None,
+            "total_episodes": len(self.rows),
+            "total_frames": self.total,
+            "total_tasks": len(self.tasks),
+            "chunks_size": fmt.CHUNKS_SIZE,
+            "data_files_size_in_mb": mb,
+            "video_files_size_in_mb": mb,
+            "fps": fps,
+            "splits": {"train": f"0:{len(self.rows)}"},
+            "data_path": fmt.DATA_PATH,
+            "video_path": fmt.VIDEO_PATH if self.video_cols else None,
+            "features": features,
+        }
+        fmt.write_json(self.root / "meta" / "info.json", info_doc)
+        stats = self.stats.to_json(shapes)
+        fmt.write_json(self.root / "meta" / "stats.json", stats)
+        fmt.write_tasks(self.root, sorted(self.tasks, key=self.tasks.__getitem__))
+        table = pa.Table.from_pylist(self.rows)
+        fmt.write_table(self.root / fmt.EPISODES_PATH.format(chunk_index=0, file_index=0), table)
+
+
+def _log_fields(meta: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {k: str(meta.get(k, "")) for k in ("study_id", "env_id", "env_config")}
+    seed = meta.get("seed")
+    out["seed"] = seed if isinstance(seed, int) and not isinstance(seed, bool) else -1
+    return out
+
+
+def write_lerobot(
+    episodes: Sequence[EpisodeInput],
+    options: ExportOptions,
+    specs: EnvSpecs,
+    tag_names: Sequence[str],
+    tmp: Path,
+    progress: ProgressFn | None,
+    cancel: CancelFn | None,
+) -> ExportResult:
+    """Write the episodes as a LeRobot v3.0 dataset into ``tmp/<name>`` (see lerobot_format)."""
+    cols = fmt.features_of(
+        specs, keep_step_metadata=options.keep_step_metadata, tag_names=tag_names
+    )
+    root = tmp / options.name
+    writer = LeRobotWriter(root, cols, options)
+
+    def write(_i: int, ep: EpisodeInput, episode: RldsEpisode) -> None:
+        writer.add(ep, episode, tag_columns(ep.step_tags, tag_names, len(episode)))
+
+    try:
+        summaries = for_each_episode(episodes, options, write, progress, cancel)
+        writer.finish()
+    except BaseException:
+        writer.abort()
+        raise
+    return ExportResult(
+        path=tmp, format=ExportFormat.LEROBOT, episodes=tuple(summaries), data_dir=root
+    )

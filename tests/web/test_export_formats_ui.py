@@ -1,0 +1,77 @@
+"""The episodes page in real Chromium: choose the LeRobot format and episode videos in the
+export dialog, download the dataset; download an episode's video from the replay."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from server.export.video import read_video
+from tests.api.routes._recorded import Inserter, record_set
+from tests.export._recordings import Recording
+from tests.factories import PASSWORD, Factory
+
+pytestmark = pytest.mark.browser
+
+SHOTS = Path("/tmp/shots/lerobot")
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recording]]:
+    """Real envlogger logs, recorded once for this module."""
+    return record_set(tmp_path_factory.mktemp("recorded"))
+
+
+def test_export_as_lerobot_with_videos_and_an_episode_video(
+    live_server: str, page: Page, factory: Factory, db, settings, recorded, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    owner = factory.user()
+    study = factory.study(owner)
+    ins = Inserter(db, settings.data_root)
+    cp = recorded["cartpole"]
+    ins.add(study, cp[0], minutes_ago=30)
+    ins.add(study, cp[1], minutes_ago=20)
+    res = page.request.post(
+        f"{live_server}/api/auth/login", data={"email": owner.email, "password": PASSWORD}
+    )
+    assert res.ok
+    page.goto(f"{live_server}/episodes.html?study={study.id}")
+    rows = page.locator("#episodes-body tr")
+    expect(rows).to_have_count(2)
+
+    # The export dialog: LeRobot, with a video of each episode.
+    page.get_by_label("Format").select_option(label="LeRobot v3 (parquet + videos)")
+    page.get_by_label("Add a video of each episode (MP4)").check()
+    page.get_by_label("Dataset name").fill("robot_set")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#export-form").screenshot(path=str(SHOTS / "export-dialog.png"))
+    page.get_by_role("button", name="Start export").click()
+    bar = page.get_by_role("progressbar", name="Export progress")
+    expect(bar).to_have_attribute("aria-valuenow", "100", timeout=120_000)
+    expect(page.locator("#job-state")).to_contain_text("succeeded")
+    with page.expect_download() as info:
+        page.get_by_role("link", name="Download").click()
+    saved = tmp_path / "got.zip"
+    info.value.save_as(saved)
+    with zipfile.ZipFile(saved) as zf:
+        names = set(zf.namelist())
+        meta = json.loads(zf.read("robot_set/robot_set/meta/info.json"))
+    assert meta["codebase_version"] == "v3.0" and meta["total_episodes"] == 2
+    assert {f"robot_set/episode_videos/{r.episode_id}.mp4" for r in cp[:2]} <= names
+
+    # The replay's Video button downloads what the player saw.
+    rows.first.get_by_role("button", name="Replay").click()
+    video = page.get_by_role("link", name="Video")
+    expect(video).to_be_visible()
+    page.locator(".ep-controls").screenshot(path=str(SHOTS / "replay-video-button.png"))
+    with page.expect_download() as info:
+        video.click()
+    assert info.value.suggested_filename.endswith(".mp4")
+    path = tmp_path / "episode.mp4"
+    info.value.save_as(path)
+    frames, _times = read_video(path)
+    assert len(frames) in {r.num_steps for r in cp[:2]}
