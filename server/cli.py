@@ -143,9 +143,16 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             videos=args.videos,
             archive=args.archive,
             name=args.name,
+            engine=args.engine,
         )
         episodes, options, inputs = exports.prepare(
-            db, study, selection, opts, secret_key=settings.secret_key, data_root=settings.data_root
+            db,
+            study,
+            selection,
+            opts,
+            secret_key=settings.secret_key,
+            data_root=settings.data_root,
+            engines=exports.Engines.from_settings(settings),
         )
     total_steps = sum(e.steps for e in episodes)
     with tqdm(total=total_steps, unit="step", desc=f"export {len(inputs)} episodes") as bar:
@@ -159,7 +166,8 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
         except ExportError as exc:
             print(f"error: export failed: {exc}", file=sys.stderr)
             return 2
-    print(f"exported {len(inputs)} episodes ({total_steps} steps) to {path}")
+    engine = " on Apache Beam" if options.beam is not None else ""
+    print(f"exported {len(inputs)} episodes ({total_steps} steps){engine} to {path}")
     return 0
 
 
@@ -238,6 +246,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile", choices=["oxe"], help="Open X-Embodiment profile of the tfds format"
     )
     export.add_argument("--archive", choices=["folder", "zip", "tar.gz"], default="folder")
+    export.add_argument(
+        "--engine",
+        choices=["auto", "single", "beam"],
+        default="auto",
+        help="beam: an Apache Beam pipeline on STUDIO_BEAM_RUNNER (tfds format); auto: beam "
+        "from STUDIO_BEAM_MIN_STEPS steps",
+    )
     export.add_argument("--name", help="dataset name (snake_case; default from the study)")
     export.add_argument("--out", required=True, help="folder, or archive file, to create")
     export.set_defaults(func=cmd_export)

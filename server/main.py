@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.orm import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
@@ -39,7 +40,8 @@ from server.core.headers import SECURITY_HEADERS, SecurityHeadersMiddleware
 from server.core.login_limit import LoginLimiter
 from server.core.replica import ReplicaInfo
 from server.errors import DomainError, validation_detail
-from server.export.jobs import JobManager
+from server.export.jobs import JobManager, JobPayload
+from server.models import ExportJob
 from server.player.heartbeat import Heartbeat
 from server.player.protocol import MAX_MESSAGE_BYTES
 from server.player.registry import Registry
@@ -201,6 +203,17 @@ SERVE_OPTIONS: dict[str, Any] = {
 }
 
 
+def _job_payload(settings: Settings, db: Session, job: ExportJob) -> JobPayload:
+    """A claimed export job's payload, with this replica's settings (read at claim time)."""
+    return export_service.payload_of(
+        db,
+        job,
+        secret_key=settings.secret_key,
+        data_root=settings.data_root,
+        engines=export_service.Engines.from_settings(settings),
+    )
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app for ``settings`` (the process settings by default).
 
@@ -239,9 +252,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.export_jobs = JobManager(
         settings.data_root,
         app.state.sessionmaker,
-        partial(
-            export_service.payload_of, secret_key=settings.secret_key, data_root=settings.data_root
-        ),
+        partial(_job_payload, settings),
         settings.export_workers,
         poll_s=settings.job_poll_s,
         heartbeat_s=settings.job_heartbeat_s,

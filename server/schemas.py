@@ -265,6 +265,12 @@ class ExportOptionsIn(StrictModel):
     name: str | None = Field(
         default=None, max_length=64, description="Dataset name (snake_case); default from study."
     )
+    engine: Literal["auto", "single", "beam"] = Field(
+        default="auto",
+        description="How the export runs: single (one process), beam (an Apache Beam pipeline "
+        "on the configured runner; tfds format only; same output), or auto (beam for a tfds "
+        "export of at least STUDIO_BEAM_MIN_STEPS steps). The job's options say which ran.",
+    )
 
 
 class ExportCreate(StrictModel):

@@ -116,6 +116,29 @@ def test_export_minari_folder(settings, study, tmp_path, recorded) -> None:  # t
     assert meta["dataset_id"] == "mini-v1" and meta["total_episodes"] >= 1
 
 
+def test_export_on_beam_matches_one_process(settings, study, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
+    outs = {}
+    for engine in ("beam", "single"):
+        outs[engine] = tmp_path / engine
+        args = ["--env", "cartpole", "--name", "cli_ds", "--engine", engine]
+        res = run_cli(
+            settings, "export", "--study", str(study.id), *args, "--out", str(outs[engine])
+        )
+        assert res.returncode == 0, res.stderr
+        assert ("on Apache Beam" in res.stdout) == (engine == "beam")
+        assert "2/2 episodes" in res.stderr  # the progress bar followed the pipeline
+    files = {
+        e: {p.relative_to(o): p.read_bytes() for p in sorted(o.rglob("*")) if p.is_file()}
+        for e, o in outs.items()
+    }
+    assert files["beam"] == files["single"] and len(files["beam"]) >= 4
+    res = run_cli(
+        settings, "export", "--study", str(study.id), "--env", "cartpole", "--format",
+        "envlogger", "--engine", "beam", "--out", str(tmp_path / "raw"),
+    )  # fmt: skip
+    assert res.returncode == 2 and "Only the tfds format runs on Beam" in res.stderr
+
+
 def test_export_lerobot_folder_with_videos(settings, study, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "robo"
     args = ["export", "--study", str(study.id), "--format", "lerobot", "--env", "cartpole"]

@@ -330,7 +330,7 @@ async function startExport(event) {
   // "tfds-oxe" is the tfds format with the Open X-Embodiment profile.
   const [format, profile] = $("ex-format").value.split("-");
   const options = {
-    format, archive: $("ex-archive").value,
+    format, archive: $("ex-archive").value, engine: $("ex-engine").value,
     strip_step_metadata: $("ex-strip").checked,
     videos: $("ex-videos").checked,
     end_tags: $("ex-end").value.split(",").map((s) => s.trim()).filter(Boolean),
@@ -348,7 +348,8 @@ function showJob(job) {
   const pct = Math.round(job.progress * 100);
   $("job-fill").style.width = `${pct}%`;
   $("job-bar").setAttribute("aria-valuenow", pct);
-  $("job-state").textContent = `Export #${job.id}: ${job.state} — ${pct}%`;
+  const engine = job.options.engine === "beam" ? " on Apache Beam" : "";
+  $("job-state").textContent = `Export #${job.id}${engine}: ${job.state} — ${pct}%`;
   $("job-counts").textContent =
     `${job.episodes_done} / ${job.episodes_total} episodes · ${job.steps_done} / ${job.steps_total} steps`;
   $("job-message").textContent = job.message || "";

@@ -127,6 +127,28 @@ class Settings(BaseSettings):
         default=30.0, gt=0,
         description="A running job whose heartbeat is older is requeued (its replica died).",
     )  # fmt: skip
+    # Large exports on Apache Beam (docs/export.md, "Exports on Apache Beam").
+    beam_min_steps: int = Field(
+        default=100_000, ge=0,
+        description="An RLDS export (engine auto) of at least this many steps runs on Beam; "
+        "0: only when the request asks for engine beam.",
+    )  # fmt: skip
+    beam_runner: str = Field(
+        default="DirectRunner", min_length=1,
+        description="The Beam runner: DirectRunner (this machine), FlinkRunner, SparkRunner, "
+        "DataflowRunner, PortableRunner.",
+    )  # fmt: skip
+    beam_options: str = Field(
+        default="",
+        description="More pipeline flags for the runner, split as a shell would "
+        "(e.g. '--flink_master=host:8081 --environment_type=LOOPBACK').",
+    )
+    beam_workers: int = Field(
+        default=0, ge=0, description="DirectRunner workers (direct_num_workers); 0: one per core."
+    )
+    beam_running_mode: Literal["multi_processing", "multi_threading", "in_memory"] = Field(
+        default="multi_processing", description="The DirectRunner's direct_running_mode."
+    )
 
     # Replicas sharing one database (docs/deploy.md, "Replicas, heartbeats and failover").
     replica_id: str = Field(

@@ -174,5 +174,11 @@ class EpisodeSerializer:
         self._serializer = example_serializer.ExampleSerializer(features.get_serialized_info())
 
     def serialize(self, example: dict[str, Any]) -> bytes:
-        """The serialized ``tf.train.Example`` of one episode."""
-        return bytes(self._serializer.serialize_example(self.features.encode_example(example)))
+        """The serialized ``tf.train.Example`` of one episode.
+
+        Deterministic: the Example's feature map is written in key order. (protobuf's default
+        order of map entries varies from one process to the next, so the same episode gave
+        different bytes in each export process, and on each Beam worker.)
+        """
+        proto = self._serializer.get_tf_example(self.features.encode_example(example))
+        return bytes(proto.SerializeToString(deterministic=True))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from server.export import minari_format, oxe
+from server.export.beam_config import BeamConfig
 from server.export.card import EpisodeSummary, render_card
 from server.export.encoding import EpisodeSerializer, episode_example
 from server.export.envlogger_format import copy_episode_log, tags_document
@@ -88,6 +89,9 @@ class ExportOptions:
     study: str = ""
     description: str = ""
     profile: str = ""  # "oxe": the Open X-Embodiment profile of the RLDS format
+    # RLDS only: run as an Apache Beam pipeline with this runner configuration (None: here,
+    # in this process). The output is the same either way (server/export/beam_export.py).
+    beam: BeamConfig | None = None
     videos: bool = False  # add episode_videos/<episode_id>.mp4 (what the player saw)
 
 
@@ -120,6 +124,8 @@ def _check_inputs(episodes: Sequence[EpisodeInput], options: ExportOptions) -> N
         raise ExportError(f"unknown profile {options.profile!r}; profiles: oxe")
     if options.profile and options.format is not ExportFormat.RLDS:
         raise ExportError(f"the {options.profile} profile applies to the RLDS format only")
+    if options.beam is not None and options.format is not ExportFormat.RLDS:
+        raise ExportError(f"the {options.format} format is written in one process, not on Beam")
     seen: set[str] = set()
     for ep in episodes:
         if not _EPISODE_ID_RE.match(ep.episode_id):
@@ -377,6 +383,78 @@ def _check_cancel(cancel: CancelFn | None) -> None:
         raise ExportCanceledError("the export was canceled")
 
 
+def rlds_features(specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str]) -> Any:
+    """The RLDS export's TFDS FeaturesDict (the OXE profile's when chosen)."""
+    if options.profile == "oxe":
+        step = step_features(
+            oxe.profile_specs(specs),
+            keep_step_metadata=options.keep_step_metadata,
+            step_tag_names=tag_names,
+        )
+        return oxe.episode_features(step, episode_fields())
+    return episode_features(
+        specs, keep_step_metadata=options.keep_step_metadata, step_tag_names=tag_names
+    )
+
+
+def dataset_description(options: ExportOptions) -> str:
+    """The description in ``dataset_info.json``."""
+    return options.description or f"RLDS Studio export of study {options.study}"
+
+
+def dataset_metadata(options: ExportOptions) -> dict[str, Any]:
+    """The metadata in ``dataset_info.json``."""
+    return {
+        "exporter": "rlds-studio",
+        "format": "rlds",
+        "profile": options.profile or "rlds",
+        "study": options.study,
+    }
+
+
+@dataclass(frozen=True)
+class EncodedEpisode:
+    """One episode as the RLDS record the shards hold, and what the job says about it."""
+
+    record: bytes  # a serialized tf.train.Example
+    summary: EpisodeSummary
+    statistics: oxe.EpisodeRows | None  # the OXE profile's per-episode rows
+
+
+def encode_rlds(
+    ep: EpisodeInput,
+    options: ExportOptions,
+    tag_names: Sequence[str],
+    serializer: EpisodeSerializer,
+) -> EncodedEpisode:
+    """Read, realign and serialize one episode (the work both engines do per episode)."""
+    profiled = options.profile == "oxe"
+    with naming(ep.episode_id):
+        episode = _prepare(ep, options)
+        rows = None
+        if profiled:
+            episode = oxe.wrap_observations(episode)
+            rows = oxe.episode_rows(episode)
+        columns = tag_columns(ep.step_tags, tag_names, len(episode))
+        example = episode_example(
+            episode,
+            {
+                **episode.log_metadata,
+                "episode_id": ep.episode_id,
+                "agent_id": ep.agent_id,
+                "status": ep.status,
+                "tags": ep.tags,
+                "notes": ep.notes,
+            },
+            keep_step_metadata=options.keep_step_metadata,
+            tag_columns=columns,
+        )
+        if profiled:
+            example = oxe.profile_example(example, ep.instruction)
+        record = serializer.serialize(example)
+    return EncodedEpisode(record, _summary(ep, episode), rows)
+
+
 def _write_rlds(
     episodes: Sequence[EpisodeInput],
     options: ExportOptions,
@@ -386,18 +464,11 @@ def _write_rlds(
     progress: ProgressFn | None,
     cancel: CancelFn | None,
 ) -> ExportResult:
-    profiled = options.profile == "oxe"
-    if profiled:
-        step = step_features(
-            oxe.profile_specs(specs),
-            keep_step_metadata=options.keep_step_metadata,
-            step_tag_names=tag_names,
-        )
-        features = oxe.episode_features(step, episode_fields())
-    else:
-        features = episode_features(
-            specs, keep_step_metadata=options.keep_step_metadata, step_tag_names=tag_names
-        )
+    if options.beam is not None:
+        from server.export.beam_export import write_rlds_beam  # imports apache_beam
+
+        return write_rlds_beam(episodes, options, specs, tag_names, tmp, progress, cancel)
+    features = rlds_features(specs, options, tag_names)
     stats = oxe.Statistics()
     serializer = EpisodeSerializer(features)
     writer = DatasetWriter(
@@ -405,13 +476,8 @@ def _write_rlds(
         options.name,
         options.version,
         features,
-        description=options.description or f"RLDS Studio export of study {options.study}",
-        metadata={
-            "exporter": "rlds-studio",
-            "format": "rlds",
-            "profile": options.profile or "rlds",
-            "study": options.study,
-        },
+        description=dataset_description(options),
+        metadata=dataset_metadata(options),
         max_shard_bytes=options.max_shard_bytes,
         max_episodes_per_shard=options.max_episodes_per_shard,
     )
@@ -420,35 +486,17 @@ def _write_rlds(
     try:
         for i, ep in enumerate(episodes):
             _check_cancel(cancel)
-            with naming(ep.episode_id):
-                episode = _prepare(ep, options)
-                if profiled:
-                    episode = oxe.wrap_observations(episode)
-                    stats.add(episode)
-                columns = tag_columns(ep.step_tags, tag_names, len(episode))
-                example = episode_example(
-                    episode,
-                    {
-                        **episode.log_metadata,
-                        "episode_id": ep.episode_id,
-                        "agent_id": ep.agent_id,
-                        "status": ep.status,
-                        "tags": ep.tags,
-                        "notes": ep.notes,
-                    },
-                    keep_step_metadata=options.keep_step_metadata,
-                    tag_columns=columns,
-                )
-                if profiled:
-                    example = oxe.profile_example(example, ep.instruction)
-                writer.add(serializer.serialize(example))
-            summaries.append(_summary(ep, episode))
-            steps_done += len(episode)
+            encoded = encode_rlds(ep, options, tag_names, serializer)
+            writer.add(encoded.record)
+            if encoded.statistics is not None:
+                stats.add(encoded.statistics)
+            summaries.append(encoded.summary)
+            steps_done += encoded.summary.num_steps
             if progress is not None:
                 progress(i + 1, len(episodes), steps_done)
         _check_cancel(cancel)
         written = writer.finish()
-        if profiled:
+        if options.profile == "oxe":
             stats.write(written.data_dir)
     finally:
         writer.close()

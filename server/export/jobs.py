@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
+import os
 import shutil
+import signal
 import threading
 import time
 import traceback
@@ -106,7 +108,12 @@ def write_output(
 
 
 def _child(payload: JobPayload, conn: Connection, canceled: Any) -> None:
-    """Child process body: run the export and report through ``conn``."""
+    """Child process body: run the export and report through ``conn``.
+
+    The child leads a process group of its own, so that stopping it also stops the worker
+    processes a Beam export starts (see :func:`_stop_group`).
+    """
+    os.setpgid(0, 0)
     job_dir = export_dir(payload.data_root, payload.job_id)
     try:
         job_dir.mkdir(parents=True, exist_ok=False)
@@ -136,6 +143,14 @@ def _child(payload: JobPayload, conn: Connection, canceled: Any) -> None:
         conn.send(("failed", f"unexpected error: {type(exc).__name__}: {exc}"))
     finally:
         conn.close()
+
+
+def _stop_group(pgid: int) -> None:
+    """Kill what is left of an export child's process group (a Beam export's workers)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # nothing left (or the child died before it made its group)
 
 
 class _Handle:
@@ -381,6 +396,8 @@ class JobManager:
             if proc.is_alive():
                 proc.terminate()
                 proc.join(JOIN_TIMEOUT_S)
+            if proc.exitcode != 0 and proc.pid is not None:
+                _stop_group(proc.pid)
             reader.close()
         if outcome is None:
             return ("failed", f"the export process ended unexpectedly (exit code {proc.exitcode})")

@@ -11,6 +11,7 @@ actions and of the vector observations, and the transition and trajectory counts
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,23 +65,41 @@ def profile_example(example: dict[str, Any], instruction: str) -> dict[str, Any]
     return {"steps": steps, "episode_metadata": meta}
 
 
+@dataclass(frozen=True)
+class EpisodeRows:
+    """One (profile) episode's actions and vector observations, a row per step (float64)."""
+
+    actions: np.ndarray
+    observations: dict[str, np.ndarray]
+
+
+def episode_rows(episode: RldsEpisode) -> EpisodeRows:
+    """What :class:`Statistics` keeps of one (profile) episode."""
+    observations = {}
+    for key, spec in observation_specs(episode.specs).items():
+        if isinstance(spec, dict) or is_image_spec(spec):
+            continue
+        observations[key] = _rows([o[key] for o in episode.observations])
+    return EpisodeRows(_rows(episode.actions), observations)
+
+
 class Statistics:
-    """Per-dimension statistics over every exported step, as Octo's loader computes them."""
+    """Per-dimension statistics over every exported step, as Octo's loader computes them.
+
+    Episodes are added in the dataset's order (the statistics' floats depend on it).
+    """
 
     def __init__(self) -> None:
         self.actions: list[np.ndarray] = []
         self.observations: dict[str, list[np.ndarray]] = {}
         self.trajectories = 0
 
-    def add(self, episode: RldsEpisode) -> None:
-        """Add one (profile) episode's actions and vector observations."""
+    def add(self, rows: EpisodeRows) -> None:
+        """Add one episode's rows (:func:`episode_rows`)."""
         self.trajectories += 1
-        self.actions.append(_rows(episode.actions))
-        for key, spec in observation_specs(episode.specs).items():
-            if isinstance(spec, dict) or is_image_spec(spec):
-                continue
-            values = [o[key] for o in episode.observations]
-            self.observations.setdefault(key, []).append(_rows(values))
+        self.actions.append(rows.actions)
+        for key, values in rows.observations.items():
+            self.observations.setdefault(key, []).append(values)
 
     def document(self) -> dict[str, Any]:
         """The JSON document of ``dataset_statistics.json``."""

@@ -48,6 +48,48 @@ class WrittenSplit:
     num_bytes: int
 
 
+class ShardPlanner:
+    """Which shard each record goes to, records placed in order: a new shard starts when the
+    current one would pass ``max_shard_bytes`` or holds ``max_episodes_per_shard`` records.
+
+    The single-process writer and the Beam pipeline (which plans from every record's size
+    once all are encoded) share this rule, so both write the same shard layout.
+    """
+
+    def __init__(self, max_shard_bytes: int, max_episodes_per_shard: int | None) -> None:
+        if max_shard_bytes <= 0 or (
+            max_episodes_per_shard is not None and max_episodes_per_shard <= 0
+        ):
+            raise ExportError("shard limits must be positive")
+        self.max_shard_bytes = max_shard_bytes
+        self.max_episodes_per_shard = max_episodes_per_shard
+        self.lengths: list[int] = []  # records per shard
+        self.sizes: list[int] = []  # framed bytes per shard
+
+    def place(self, framed_size: int) -> int:
+        """The shard of the next record, ``framed_size`` bytes long once framed."""
+        if self.lengths:
+            full_bytes = self.sizes[-1] + framed_size > self.max_shard_bytes
+            full_count = (
+                self.max_episodes_per_shard is not None
+                and self.lengths[-1] >= self.max_episodes_per_shard
+            )
+            if full_bytes or full_count:
+                self.lengths.append(0)
+                self.sizes.append(0)
+        else:
+            self.lengths.append(0)
+            self.sizes.append(0)
+        self.lengths[-1] += 1
+        self.sizes[-1] += framed_size
+        return len(self.lengths) - 1
+
+
+def framed_size(serialized_episode: bytes) -> int:
+    """A record's size in a TFRecord file: the data, its length and two checksums."""
+    return len(serialized_episode) + 16
+
+
 class DatasetWriter:
     """Writes serialized episodes into size- or count-limited shards, then the metadata."""
 
@@ -64,40 +106,24 @@ class DatasetWriter:
         max_episodes_per_shard: int | None = None,
     ) -> None:
         check_dataset_name(name, version)
-        if max_shard_bytes <= 0 or (
-            max_episodes_per_shard is not None and max_episodes_per_shard <= 0
-        ):
-            raise ExportError("shard limits must be positive")
+        self._planner = ShardPlanner(max_shard_bytes, max_episodes_per_shard)
         self.name = name
         self.version = version
         self.features = features
         self.description = description
         self.metadata = metadata or {}
-        self.max_shard_bytes = max_shard_bytes
-        self.max_episodes_per_shard = max_episodes_per_shard
         self.data_dir = Path(root) / name / version
         self.data_dir.mkdir(parents=True, exist_ok=False)
         self._shards: list[TFRecordWriter] = []
 
-    def _shard_for(self, size: int) -> TFRecordWriter:
-        current = self._shards[-1] if self._shards else None
-        if current is not None and current.num_records > 0:
-            full_bytes = current.num_bytes + size > self.max_shard_bytes
-            full_count = (
-                self.max_episodes_per_shard is not None
-                and current.num_records >= self.max_episodes_per_shard
-            )
-            if full_bytes or full_count:
-                current.close()
-                current = None
-        if current is None:
-            current = TFRecordWriter(self.data_dir / f".shard-{len(self._shards):05d}.partial")
-            self._shards.append(current)
-        return current
-
     def add(self, serialized_episode: bytes) -> None:
         """Append one serialized episode (a ``tf.train.Example``)."""
-        self._shard_for(len(serialized_episode) + 16).write(serialized_episode)
+        index = self._planner.place(framed_size(serialized_episode))
+        if index == len(self._shards):
+            if self._shards:
+                self._shards[-1].close()
+            self._shards.append(TFRecordWriter(self.data_dir / f".shard-{index:05d}.partial"))
+        self._shards[index].write(serialized_episode)
 
     def close(self) -> None:
         """Close open shard files (after a failure; :meth:`finish` closes them too)."""
@@ -117,34 +143,49 @@ class DatasetWriter:
             paths.append(final)
         lengths = [s.num_records for s in self._shards]
         num_bytes = sum(s.num_bytes for s in self._shards)
-        self._write_info(lengths, num_bytes)
+        write_dataset_info(
+            self.data_dir,
+            self.name,
+            self.version,
+            self.features,
+            description=self.description,
+            metadata=self.metadata,
+            shard_lengths=lengths,
+            num_bytes=num_bytes,
+        )
         return WrittenSplit(self.data_dir, paths, lengths, num_bytes)
 
-    def _write_info(self, shard_lengths: list[int], num_bytes: int) -> None:
-        identity = tfds.core.DatasetIdentity(
-            name=self.name,
-            version=self.version,
-            data_dir=str(self.data_dir),
-            module_name="rlds_studio.export",
-        )
-        info = tfds.core.DatasetInfo(
-            builder=identity,
-            description=self.description,
-            features=self.features,
-            metadata=tfds.core.MetadataDict(self.metadata),
-        )
-        template = tfds.core.naming.ShardedFileTemplate(
-            data_dir=self.data_dir,
-            template=FILE_TEMPLATE,
-            dataset_name=self.name,
-            split=SPLIT,
-            filetype_suffix="tfrecord",
-        )
-        split = tfds.core.SplitInfo(
-            name=SPLIT,
-            shard_lengths=shard_lengths,
-            num_bytes=num_bytes,
-            filename_template=template,
-        )
-        info.set_splits(tfds.core.SplitDict([split]))
-        info.write_to_directory(self.data_dir)
+
+def write_dataset_info(
+    data_dir: Path,
+    name: str,
+    version: str,
+    features: Any,
+    *,
+    description: str,
+    metadata: dict[str, Any],
+    shard_lengths: list[int],
+    num_bytes: int,
+) -> None:
+    """Write ``dataset_info.json`` and ``features.json`` for the train split's shards."""
+    identity = tfds.core.DatasetIdentity(
+        name=name, version=version, data_dir=str(data_dir), module_name="rlds_studio.export"
+    )
+    info = tfds.core.DatasetInfo(
+        builder=identity,
+        description=description,
+        features=features,
+        metadata=tfds.core.MetadataDict(metadata),
+    )
+    template = tfds.core.naming.ShardedFileTemplate(
+        data_dir=data_dir,
+        template=FILE_TEMPLATE,
+        dataset_name=name,
+        split=SPLIT,
+        filetype_suffix="tfrecord",
+    )
+    split = tfds.core.SplitInfo(
+        name=SPLIT, shard_lengths=shard_lengths, num_bytes=num_bytes, filename_template=template
+    )
+    info.set_splits(tfds.core.SplitDict([split]))
+    info.write_to_directory(data_dir)

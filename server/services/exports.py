@@ -8,12 +8,14 @@ turns a designer's selection into the exporter's inputs and refuses bad requests
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
+from server.core.config import Settings
 from server.core.security import salted_hash
 from server.errors import DomainError, Invalid, NotFound
 from server.export import (
@@ -24,6 +26,7 @@ from server.export import (
     StepTag,
     check_compatible,
 )
+from server.export.beam_config import BeamConfig
 from server.export.export_job import check_format
 from server.export.jobs import JobPayload
 from server.export.tfds_writer import check_dataset_name
@@ -200,6 +203,46 @@ def library_options(study: Study, opts: ExportOptionsIn) -> ExportOptions:
     return options
 
 
+@dataclass(frozen=True)
+class Engines:
+    """When an export runs on Beam, and on which runner (from the STUDIO_BEAM_* settings)."""
+
+    beam: BeamConfig
+    beam_min_steps: int = 0  # engine auto: RLDS exports of at least this many steps; 0: never
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Engines:
+        """The engines the settings describe."""
+        config = BeamConfig.from_settings(
+            settings.beam_runner,
+            settings.beam_options,
+            settings.beam_workers,
+            settings.beam_running_mode,
+        )
+        return cls(config, settings.beam_min_steps)
+
+
+def with_engine(
+    options: ExportOptions, requested: str, steps: int, engines: Engines
+) -> ExportOptions:
+    """The options with the engine that runs them: Beam when asked, or (auto) for an RLDS
+    export of at least ``engines.beam_min_steps`` steps; 422 for Beam with another format."""
+    rlds = options.format is ExportFormat.RLDS
+    if requested == "beam" and not rlds:
+        raise Invalid(
+            f"Only the tfds format runs on Beam; {options.format} exports run in one process.",
+            detail=[{"loc": ["body", "options", "engine"], "msg": "tfds format only"}],
+        )
+    auto = rlds and engines.beam_min_steps > 0 and steps >= engines.beam_min_steps
+    use_beam = requested == "beam" or (requested == "auto" and auto)
+    return replace(options, beam=engines.beam if use_beam else None)
+
+
+def engine_name(options: ExportOptions) -> str:
+    """The engine an export runs on, as the job's options record it."""
+    return "single" if options.beam is None else "beam"
+
+
 def prepare(
     db: Session,
     study: Study,
@@ -208,10 +251,12 @@ def prepare(
     *,
     secret_key: str,
     data_root: Path,
+    engines: Engines,
 ) -> tuple[list[Episode], ExportOptions, list[EpisodeInput]]:
     """Resolve and check a selection: its episodes, the exporter's options and inputs."""
     episodes = resolve(db, study, selection)
     options = library_options(study, opts)
+    options = with_engine(options, opts.engine, sum(e.steps for e in episodes), engines)
     inputs = episode_inputs(db, episodes, secret_key, data_root, instructions_of(study))
     check_inputs(episodes, inputs, options)
     return episodes, options, inputs
@@ -225,10 +270,20 @@ def create_job(
     *,
     secret_key: str,
     data_root: Path,
+    engines: Engines,
 ) -> ExportJob:
-    """Check the request and insert a ``queued`` job row (a replica's runner claims it)."""
-    episodes, _options, _inputs = prepare(
-        db, study, body.selection, body.options, secret_key=secret_key, data_root=data_root
+    """Check the request and insert a ``queued`` job row (a replica's runner claims it).
+
+    The row's options record the engine chosen here (``single`` or ``beam``), so the replica
+    that claims the job runs it on that engine (with its own runner settings)."""
+    episodes, options, _inputs = prepare(
+        db,
+        study,
+        body.selection,
+        body.options,
+        secret_key=secret_key,
+        data_root=data_root,
+        engines=engines,
     )
     selection: dict[str, Any] = {
         "request": body.selection.model_dump(mode="json"),
@@ -241,7 +296,11 @@ def create_job(
         state=JobState.queued,
         format=body.options.format,
         selection=selection,
-        options={**body.options.model_dump(mode="json"), "name": _options.name},
+        options={
+            **body.options.model_dump(mode="json"),
+            "name": options.name,
+            "engine": engine_name(options),
+        },
         episodes_total=len(episodes),
     )
     db.add(job)
@@ -249,7 +308,9 @@ def create_job(
     return job
 
 
-def payload_of(db: Session, job: ExportJob, *, secret_key: str, data_root: Path) -> JobPayload:
+def payload_of(
+    db: Session, job: ExportJob, *, secret_key: str, data_root: Path, engines: Engines
+) -> JobPayload:
     """What the runner needs, rebuilt from the job's row by the replica that claimed it
     (the episodes chosen when it was queued; a 422-style error if they changed since)."""
     study = db.get(Study, job.study_id)
@@ -261,7 +322,7 @@ def payload_of(db: Session, job: ExportJob, *, secret_key: str, data_root: Path)
     if study is None:
         raise Invalid("The study is gone.")
     _episodes, options, inputs = prepare(
-        db, study, selection, opts, secret_key=secret_key, data_root=data_root
+        db, study, selection, opts, secret_key=secret_key, data_root=data_root, engines=engines
     )
     return JobPayload(
         job_id=job.id,

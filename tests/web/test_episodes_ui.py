@@ -328,3 +328,46 @@ def test_bulk_tag_checked_rows_then_delete_by_filter(
     assert left == [ids[1]]
     assert not episode_dir(settings.data_root, study.id, ids[0]).exists()
     assert episode_dir(settings.data_root, study.id, ids[1]).is_dir()
+
+
+def test_export_on_apache_beam_cancel_then_finish(
+    live_server: str, page: Page, factory: Factory, db, settings, recorded, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    owner = factory.user()
+    study = factory.study(owner)
+    ins = Inserter(db, settings.data_root)
+    for rec in recorded["cartpole"][:3]:
+        ins.add(study, rec)
+    _login(page, live_server, owner)
+    page.goto(f"{live_server}/episodes.html?study={study.id}")
+    expect(page.locator("#episodes-body tr")).to_have_count(3)
+
+    # On Beam, canceled while its workers start: nothing to download.
+    page.get_by_label("Dataset name").fill("beam_export")
+    page.get_by_label("Engine").select_option("beam")
+    page.get_by_role("button", name="Start export").click()
+    state = page.locator("#job-state")
+    expect(state).to_contain_text("on Apache Beam")
+    page.get_by_role("button", name="Cancel").click()
+    expect(state).to_contain_text("canceled", timeout=60_000)
+    expect(page.get_by_role("link", name="Download")).to_be_hidden()
+
+    # Again, to the end: the progress bar fills and the archive holds the dataset.
+    page.get_by_role("button", name="Start export").click()
+    bar = page.get_by_role("progressbar", name="Export progress")
+    expect(bar).to_have_attribute("aria-valuenow", "100", timeout=120_000)
+    expect(state).to_contain_text("succeeded")
+    expect(page.locator("#job-counts")).to_contain_text("3 / 3 episodes")
+    SHOTS_BEAM.mkdir(parents=True, exist_ok=True)
+    page.locator("#export-card").screenshot(path=str(SHOTS_BEAM / "export-beam.png"))
+    with page.expect_download() as info:
+        page.get_by_role("link", name="Download").click()
+    saved = tmp_path / "beam.zip"
+    info.value.save_as(saved)
+    with zipfile.ZipFile(saved) as zf:
+        names = zf.namelist()
+    assert "beam_export/beam_export/1.0.0/dataset_info.json" in names
+    assert not any("/.beam/" in n for n in names)
+
+
+SHOTS_BEAM = Path("/tmp/shots/beam")

@@ -87,6 +87,7 @@ def create_export(
         body,
         secret_key=settings.secret_key,
         data_root=settings.data_root,
+        engines=exports.Engines.from_settings(settings),
     )
     _manager(request).submit()
     return public(job)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import tarfile
 import time
@@ -338,6 +339,97 @@ def test_bad_value_fails_the_job_naming_it(world, db, settings, tmp_path) -> Non
     assert done["message"].startswith(
         f"episode {rec.episode_id}: step 1, field timing/input_sent_ms: 1e+300"
     ), done["message"]
+    assert _leftovers(settings.data_root) == []
+
+
+# --- exports on Apache Beam ------------------------------------------------------------------
+def _dataset_files(data_root: Path, job: dict) -> dict[str, bytes]:
+    out = export_dir(data_root, job["id"]) / job["name"]
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+
+def test_beam_job_writes_what_the_single_process_job_writes(world, settings) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    settings.beam_workers, settings.beam_running_mode = 2, "multi_processing"
+    beam = start(c, sid, name="same", archive="folder", engine="beam")
+    assert beam["options"]["engine"] == "beam"
+    beam = wait_done(c, beam["id"])
+    single = wait_done(c, start(c, sid, name="same", archive="folder", engine="single")["id"])
+    assert beam["state"] == single["state"] == "succeeded", (beam, single)
+    assert single["options"]["engine"] == "single"
+    assert (beam["episodes_done"], beam["steps_done"]) == (3, single["steps_total"])
+    files = _dataset_files(settings.data_root, beam)
+    assert any(".tfrecord-" in name for name in files)
+    assert files == _dataset_files(settings.data_root, single)
+
+
+def test_beam_engine_chosen_by_size_and_refused_for_other_formats(world, settings) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    settings.beam_min_steps = 10**9
+    assert start(c, sid, archive="folder")["options"]["engine"] == "single"
+    settings.beam_min_steps = 1
+    job = start(c, sid, archive="folder")
+    assert job["options"]["engine"] == "beam"
+    assert start(c, sid, format="envlogger", archive="folder")["options"]["engine"] == "single"
+    res = c.post(
+        f"/api/studies/{sid}/exports",
+        json={
+            "selection": {"environments": ["cartpole"]},
+            "options": {"format": "minari", "engine": "beam"},
+        },
+    )
+    assert res.status_code == 422 and "tfds format" in res.json()["detail"][0]["msg"]
+    for j in c.get(f"/api/studies/{sid}/exports").json():
+        assert wait_done(c, j["id"])["state"] == "succeeded"
+
+
+def test_beam_job_cancel_removes_output(world, settings) -> None:  # type: ignore[no-untyped-def]
+    c, sid = world["client"], world["study"].id
+    job = start(c, sid, engine="beam")
+    assert c.post(f"/api/exports/{job['id']}/cancel").status_code == 200
+    done = wait_done(c, job["id"])
+    assert done["state"] == "canceled" and done["download_url"] is None
+    assert _leftovers(settings.data_root) == []
+
+
+def _live_processes() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, process group) of every process that is not a zombie."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] != "Z":
+            out[int(entry.name)] = (int(fields[1]), int(fields[2]))
+    return out
+
+
+def test_stopped_beam_job_takes_its_workers_with_it(world, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from server.export import jobs
+
+    monkeypatch.setattr(jobs, "CANCEL_GRACE_S", 0.0)  # stop the job's process at once
+    settings.beam_workers, settings.beam_running_mode = 2, "multi_processing"
+    c, sid = world["client"], world["study"].id
+    job = start(c, sid, engine="beam")
+    group, end = None, time.monotonic() + 120
+    while group is None and time.monotonic() < end:  # the job's process and its Beam workers
+        procs = _live_processes()
+        leaders = [p for p, (ppid, pgid) in procs.items() if ppid == os.getpid() and pgid == p]
+        for leader in leaders:
+            if sum(1 for _, pgid in procs.values() if pgid == leader) >= 3:
+                group = leader
+        time.sleep(0.05)
+    assert group is not None, "no export process with two Beam workers appeared"
+    assert c.post(f"/api/exports/{job['id']}/cancel").status_code == 200
+    assert wait_done(c, job["id"])["state"] == "canceled"
+    end = time.monotonic() + 30
+    while any(pgid == group for _, pgid in _live_processes().values()):
+        assert time.monotonic() < end, "processes of the export's group outlived it"
+        time.sleep(0.1)
     assert _leftovers(settings.data_root) == []
 
 
