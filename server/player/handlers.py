@@ -17,7 +17,7 @@ from server.player.outbox import Outbox
 from server.player.session import ACTIVE, LiveSession, Phase, PlayError, wrong_state
 from server.recording.format import now_ms
 from server.runtime import WorkerError
-from server.services import episodes
+from server.services import episodes, quality
 from server.services.crowd import FAILED_MESSAGE
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ async def on_ack(s: LiveSession, msg: p.AckMsg) -> None:
         return  # a late ack of an earlier episode, or nonsense: nothing to record
     run.frame_drawn(msg.step, msg.drawn_ms)
     if run.stats_due():
-        recent = episodes.percentile(run.latencies_ms[-60:], 50)
+        recent = quality.percentile(run.latencies_ms[-60:], 50)
         s.send({"type": "stats", "latency_ms": recent, "frames_dropped": run.frames_dropped})
     if (s.phase == Phase.playing and s.worker is not None
             and s.worker.info.get("mode") == "async" and len(run.acks) >= ACK_FLUSH):  # fmt: skip

@@ -27,7 +27,7 @@ from server.models import (
 )
 from server.principal import Principal, is_reserved_participant_id
 from server.recording.format import episode_dir
-from server.services import crowd
+from server.services import crowd, quality
 from server.study_spec import EnvironmentSpec, StudySpec
 
 FINAL = frozenset(EpisodeStatus) - {EpisodeStatus.recording}
@@ -47,17 +47,6 @@ class EpisodeResult:
     latencies_ms: list[float] = field(default_factory=list)
     frames_dropped: int = 0
     ended_at: datetime | None = None  # when the env ended it (before the save question)
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """The ``q`` percentile (0-100, linear interpolation) or None without values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
 def find_or_create_participant(db: Session, study: Study, external_id: str) -> Participant:
@@ -231,9 +220,11 @@ def finish_episode(db: Session, episode_id: str, result: EpisodeResult) -> Episo
     episode.error = result.error
     episode.ended_at = ended
     episode.duration_s = max(0.0, (ended - episode.started_at).total_seconds())
-    episode.latency_p50_ms = percentile(result.latencies_ms, 50)
-    episode.latency_p95_ms = percentile(result.latencies_ms, 95)
     episode.frames_dropped = result.frames_dropped
+    # the worker has finalized (or lost) the log by now: the signals read it once
+    quality.compute(episode, result.latencies_ms)
+    if episode.status == EpisodeStatus.completed:
+        quality.refresh_medians(db, [episode.study_env_id])
     db.commit()
     return episode
 
@@ -255,7 +246,8 @@ def log_totals(storage_path: Path | str) -> tuple[int, float] | None:
 
 
 def recover_interrupted(db: Session) -> int:
-    """Episodes a dead server left ``recording`` become ``abandoned``, totals from their logs.
+    """Episodes a dead server left ``recording`` become ``abandoned``, totals and quality
+    signals from their logs.
 
     Run by ``rlds-studio serve`` before it serves (no player can be connected then).
     """
@@ -268,5 +260,6 @@ def recover_interrupted(db: Session) -> int:
         episode.end_reason = SERVER_RESTART
         episode.ended_at = utcnow()
         episode.duration_s = (episode.ended_at - episode.started_at).total_seconds()
+        quality.compute(episode)  # from the log: the session's measurements died with it
     db.commit()
     return len(rows)

@@ -26,10 +26,11 @@ from server.models import (
     Participant,
     StepTag,
     Study,
+    StudyEnvironment,
     is_row_id,
 )
 from server.principal import USER_PREFIX, Principal
-from server.services import studies
+from server.services import quality, studies
 
 # Sort keys the list accepts ("-" prefix: descending).
 SORTS: dict[str, Any] = {
@@ -38,11 +39,19 @@ SORTS: dict[str, Any] = {
     "total_reward": Episode.total_reward,
     "steps": Episode.steps,
     "duration_s": Episode.duration_s,
+    "latency_p50_ms": Episode.latency_p50_ms,
+    "latency_p99_ms": Episode.latency_p99_ms,
+    "idle_share": Episode.idle_share,
+    "inputs_per_s": Episode.inputs_per_s,
+    "frames_dropped": Episode.frames_dropped,
     "status": Episode.status,
     "env_key": Episode.env_key,
     # the participant's external id (designers' test plays, without one, sort first)
     "participant": Participant.external_id,
 }
+NULLABLE_SORTS = frozenset(
+    {"ended_at", "duration_s", "latency_p50_ms", "latency_p99_ms", "idle_share", "inputs_per_s"}
+)
 DEFAULT_SORT = "-started_at"
 MAX_PAGE = 500
 BULK_CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter caps
@@ -61,6 +70,13 @@ class EpisodeFilter:
     until: datetime | None = None
     min_return: float | None = None  # total_reward >= min_return
     max_return: float | None = None  # total_reward <= max_return
+    min_steps: int | None = None  # steps >= min_steps
+    max_steps: int | None = None  # steps <= max_steps
+    # quality flags (server/services/quality.py); episodes without the signal do not match
+    p99_over_ms: float | None = None  # latency_p99_ms > p99_over_ms
+    idle_over: float | None = None  # idle_share > idle_over (0..1)
+    under_median: float | None = None  # steps < under_median x the environment's median
+    over_median: float | None = None  # steps > over_median x the environment's median
 
 
 @dataclass(frozen=True)
@@ -120,6 +136,27 @@ def filtered(study_id: int, flt: EpisodeFilter) -> Select[Any]:
         query = query.where(Episode.total_reward >= flt.min_return)
     if flt.max_return is not None:
         query = query.where(Episode.total_reward <= flt.max_return)
+    return _quality_filters(query, flt)
+
+
+def _quality_filters(query: Select[Any], flt: EpisodeFilter) -> Select[Any]:
+    if flt.min_steps is not None:
+        query = query.where(Episode.steps >= flt.min_steps)
+    if flt.max_steps is not None:
+        query = query.where(Episode.steps <= flt.max_steps)
+    if flt.p99_over_ms is not None:
+        query = query.where(Episode.latency_p99_ms > flt.p99_over_ms)
+    if flt.idle_over is not None:
+        query = query.where(Episode.idle_share > flt.idle_over)
+    if flt.under_median is not None or flt.over_median is not None:
+        # the cached median of each environment (a join, not a per-row subquery)
+        median = StudyEnvironment.median_steps
+        query = query.join(StudyEnvironment, StudyEnvironment.id == Episode.study_env_id)
+        query = query.where(median.is_not(None), Episode.status != EpisodeStatus.recording)
+        if flt.under_median is not None:
+            query = query.where(Episode.steps < median * flt.under_median)
+        if flt.over_median is not None:
+            query = query.where(Episode.steps > median * flt.over_median)
     return query
 
 
@@ -145,6 +182,10 @@ def list_episodes(
     if column is Participant.external_id:
         query = query.outerjoin(Participant, Episode.participant_id == Participant.id)
         order = order.nulls_first() if not sort.startswith("-") else order.nulls_last()
+    elif sort.removeprefix("-") in NULLABLE_SORTS:
+        # NULL (not measured) counts as the largest value on both databases: PostgreSQL's own
+        # order, so its (study_id, column, id) index serves both directions
+        order = order.nulls_first() if sort.startswith("-") else order.nulls_last()
     rows = db.scalars(
         query.options(selectinload(Episode.tags))
         .order_by(order, Episode.id)
@@ -336,17 +377,20 @@ def bulk_delete(
     """Delete the episodes that are not recording (tags, step tags and notes cascade), record
     the deletion, then remove their logs."""
     gone: list[str] = []
+    envs: set[int] = set()
     recording = 0
     for chunk in _chunks(ids):
         # a recording episode keeps being written by its worker: never pulled from under it
         where = (Episode.id.in_(chunk), Episode.status != EpisodeStatus.recording)
-        ended = db.scalars(select(Episode.id).where(*where)).all()
+        ended = db.execute(select(Episode.id, Episode.study_env_id).where(*where)).tuples().all()
         db.execute(delete(Episode).where(*where))
-        gone += ended
+        gone += [episode_id for episode_id, _ in ended]
+        envs.update(env_id for _, env_id in ended)
         live = Episode.id.in_(chunk) & (Episode.status == EpisodeStatus.recording)
         recording += db.scalar(select(func.count()).where(live)) or 0
     if gone:
         db.add(EpisodeDeletion(study_id=study.id, user_id=user_id, count=len(gone)))
+    quality.refresh_medians(db, envs)
     db.commit()
     studies.remove_episode_logs(data_root, study.id, gone)
     return BulkResult(matched=len(ids), changed=len(gone), skipped_recording=recording)

@@ -1,0 +1,207 @@
+"""Quality signals of an episode, computed once when it ends, and each environment's median
+length.
+
+Signals (columns of ``episodes``; ``quality_at`` is when they were computed, NULL: "not
+computed", an episode recorded before they existed - ``rlds-studio quality`` computes them):
+
+``idle_share``
+    Share of the episode's actions whose recorded raw input held no control (no key, no
+    button over half-way, no axis past half) - 0 to 1; NULL without any action.
+``inputs_per_s``
+    Controls newly pressed (from one action's input to the next) per second of the episode's
+    ``duration_s`` (from the player's ``go`` to its end); NULL without a duration.
+``latency_p50_ms`` / ``latency_p95_ms`` / ``latency_p99_ms``
+    Input latency percentiles: from the client sending an input to drawing the frame it
+    produced. At the player's finalization they come from every acknowledged frame the
+    session measured; otherwise (crash recovery, backfill) from the acknowledgements the log
+    holds (the last frames' may be missing).
+``frames_dropped``
+    Frames the player never got (counted by the session; the log does not know them).
+
+The median length of an environment's completed episodes is cached on its
+``study_environments`` row (``median_steps``): refreshed whenever an episode of it ends or
+episodes are deleted, so listing and filtering by "k x the median" costs no aggregate over
+the study's episodes (on 100,000 episodes that aggregate alone would take most of a page's
+time budget).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from server.models import Episode, EpisodeStatus, StudyEnvironment, utcnow
+from server.services._replay_step import finite, parse_json, pressed
+
+log = logging.getLogger(__name__)
+
+# Badge thresholds (the list's badges; filters take their own numbers)
+IDLE_BADGE = 0.5  # idle share at or above
+SLOW_P99_MS = 100.0  # p99 input latency at or above
+SHORT_RATIO = 0.5  # steps under this times the environment's median
+LONG_RATIO = 2.0  # steps over this times the environment's median
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What :func:`from_steps` measures of one episode."""
+
+    idle_share: float | None
+    inputs_per_s: float | None
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    latency_p99_ms: float | None
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q`` percentile (0-100, linear interpolation) or None without values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def from_steps(
+    inputs: Iterable[Any], latencies_ms: Sequence[float], duration_s: float | None
+) -> Signals:
+    """Signals from each action's raw input (JSON text or data, in order), the measured input
+    latencies and the episode's duration."""
+    actions = idle = presses = 0
+    before: set[str] = set()
+    for raw in inputs:
+        held = set(pressed(parse_json(raw) if isinstance(raw, str | bytes) else raw))
+        actions += 1
+        idle += not held
+        presses += len(held - before)
+        before = held
+    per_s = presses / duration_s if duration_s and duration_s > 0 else None
+    return Signals(
+        idle_share=idle / actions if actions else None,
+        inputs_per_s=per_s,
+        latency_p50_ms=percentile(latencies_ms, 50),
+        latency_p95_ms=percentile(latencies_ms, 95),
+        latency_p99_ms=percentile(latencies_ms, 99),
+    )
+
+
+def from_log(storage_path: Path | str, duration_s: float | None) -> Signals | None:
+    """Signals from an episode's envlogger log; None when the log cannot be read."""
+    from server.export.episode import read_episode  # reads envlogger logs; imported lazily
+
+    try:
+        recorded = read_episode(Path(storage_path))
+    except Exception as exc:  # a missing, empty or unreadable log: nothing to measure
+        log.info("no quality signals for %s (%s)", storage_path, exc)
+        return None
+    # the last RLDS step has no action (its input is a zero-filled "null")
+    inputs = recorded.inputs[:-1]
+    latencies = [
+        float(value)
+        for timing in recorded.timings
+        if (value := finite(timing.get("input_latency_ms"))) is not None and value >= 0
+    ]
+    return from_steps(inputs, latencies, duration_s)
+
+
+def apply(episode: Episode, signals: Signals | None, *, keep_latency: bool = False) -> None:
+    """Store ``signals`` on the row (``keep_latency``: the row's latencies were measured live)
+    and stamp ``quality_at``."""
+    if signals is not None:
+        episode.idle_share = signals.idle_share
+        episode.inputs_per_s = signals.inputs_per_s
+        if not keep_latency:
+            episode.latency_p50_ms = signals.latency_p50_ms
+            episode.latency_p95_ms = signals.latency_p95_ms
+            episode.latency_p99_ms = signals.latency_p99_ms
+    episode.quality_at = utcnow()
+
+
+def compute(episode: Episode, live_latencies_ms: Sequence[float] = ()) -> None:
+    """Signals of an ended episode from its log; live latencies (the session's) win."""
+    signals = from_log(episode.storage_path, episode.duration_s) if episode.steps else None
+    if live_latencies_ms:
+        episode.latency_p50_ms = percentile(live_latencies_ms, 50)
+        episode.latency_p95_ms = percentile(live_latencies_ms, 95)
+        episode.latency_p99_ms = percentile(live_latencies_ms, 99)
+    apply(episode, signals, keep_latency=bool(live_latencies_ms))
+
+
+# --- environment medians --------------------------------------------------------------------
+def median_steps(db: Session, study_env_id: int) -> float | None:
+    """The median length of an environment's completed episodes (None without any): two index
+    lookups on (study_env_id, status, steps), no sort of the episodes."""
+    where = (Episode.study_env_id == study_env_id, Episode.status == EpisodeStatus.completed)
+    n = db.scalar(select(func.count()).where(*where)) or 0
+    if not n:
+        return None
+    middle = db.scalars(
+        select(Episode.steps).where(*where).order_by(Episode.steps).offset((n - 1) // 2).limit(2)
+    ).all()
+    pair = middle if n % 2 == 0 else middle[:1]
+    return float(sum(pair)) / len(pair)
+
+
+def refresh_medians(db: Session, study_env_ids: Iterable[int]) -> None:
+    """Recompute the cached medians of these environments (commit left to the caller)."""
+    for env_id in set(study_env_ids):
+        row = db.get(StudyEnvironment, env_id)
+        if row is not None:
+            row.median_steps = median_steps(db, env_id)
+
+
+def medians(db: Session, study_id: int) -> dict[int, float]:
+    """study_env_id -> cached median length, for a study's environments that have one."""
+    rows = db.execute(
+        select(StudyEnvironment.id, StudyEnvironment.median_steps).where(
+            StudyEnvironment.study_id == study_id, StudyEnvironment.median_steps.is_not(None)
+        )
+    ).tuples()
+    return {int(i): float(m) for i, m in rows if m is not None}
+
+
+def badges(episode: Episode, median: float | None) -> list[dict[str, str]]:
+    """The list's badges of an episode: ``{"flag", "label"}`` (see the thresholds above)."""
+    out: list[dict[str, str]] = []
+    if episode.idle_share is not None and episode.idle_share >= IDLE_BADGE:
+        out.append({"flag": "idle", "label": f"idle {round(episode.idle_share * 100)}%"})
+    if episode.latency_p99_ms is not None and episode.latency_p99_ms >= SLOW_P99_MS:
+        out.append({"flag": "slow", "label": f"p99 {round(episode.latency_p99_ms)} ms"})
+    if episode.frames_dropped:
+        out.append({"flag": "dropped", "label": f"{episode.frames_dropped} dropped"})
+    if median and episode.status != EpisodeStatus.recording:
+        if episode.steps < SHORT_RATIO * median:
+            out.append({"flag": "short", "label": "short"})
+        elif episode.steps > LONG_RATIO * median:
+            out.append({"flag": "long", "label": "long"})
+    return out
+
+
+# --- backfill -----------------------------------------------------------------------------
+def backfill(db: Session, study_id: int | None = None, *, recompute: bool = False) -> int:
+    """Compute the signals of ended episodes that have none (``recompute``: of every ended
+    episode) from their logs, then refresh the medians; returns how many were computed."""
+    query = select(Episode).where(Episode.status != EpisodeStatus.recording)
+    if study_id is not None:
+        query = query.where(Episode.study_id == study_id)
+    if not recompute:
+        query = query.where(Episode.quality_at.is_(None))
+    done = 0
+    envs: set[int] = set()
+    for episode in db.scalars(query.order_by(Episode.id)).all():
+        compute(episode)
+        envs.add(episode.study_env_id)
+        done += 1
+        if done % 100 == 0:
+            db.commit()
+    refresh_medians(db, envs)
+    db.commit()
+    return done
