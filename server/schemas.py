@@ -178,9 +178,11 @@ class EpisodeDetail(EpisodeSummary):
 
 class EpisodeList(BaseModel):
     items: list[EpisodeSummary]
-    total: int
+    total: int = Field(description="Matching episodes (at most the cap unless exact_count).")
+    total_exact: bool = Field(description="False: more than total match (counting stopped).")
     offset: int
     limit: int
+    next_cursor: str | None = Field(description="after= of the next page; None on the last.")
     tag_names: list[str] = Field(description="Every tag name used in the study.")
 
 

@@ -17,7 +17,7 @@ from server.player.outbox import Outbox
 from server.player.session import ACTIVE, LiveSession, Phase, PlayError, wrong_state
 from server.recording.format import now_ms
 from server.runtime import WorkerError
-from server.services import episodes, quality
+from server.services import quality
 from server.services.crowd import FAILED_MESSAGE
 
 log = logging.getLogger(__name__)

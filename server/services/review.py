@@ -7,13 +7,15 @@ they come from the player.
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Select, delete, func, select
+from sqlalchemy import Select, and_, delete, func, literal, or_, select, tuple_
 from sqlalchemy.orm import Session, selectinload
 
 from server.errors import DomainError, Invalid, NotFound
@@ -54,6 +56,7 @@ NULLABLE_SORTS = frozenset(
 )
 DEFAULT_SORT = "-started_at"
 MAX_PAGE = 500
+COUNT_CAP = 10_000  # the list counts matches up to this (exact_count=true counts them all)
 BULK_CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter caps
 
 
@@ -87,6 +90,8 @@ class EpisodePage:
     total: int
     offset: int
     limit: int
+    total_exact: bool = True  # False: more than ``total`` match (the count stopped)
+    next_cursor: str | None = None  # ``after`` of the next page (None: the last page)
 
 
 def agent_key(episode: Episode, external_ids: dict[int, str]) -> str:
@@ -160,6 +165,56 @@ def _quality_filters(query: Select[Any], flt: EpisodeFilter) -> Select[Any]:
     return query
 
 
+def _order(sort: str) -> tuple[Any, Any]:
+    """(column, ORDER BY term) of a sort key; 422 for an unknown one."""
+    column = SORTS.get(sort.removeprefix("-"))
+    if column is None:
+        raise Invalid(
+            f"Unknown sort {sort!r}.",
+            detail=[{"loc": ["query", "sort"], "msg": f"one of {sorted(SORTS)} (- for desc)"}],
+        )
+    desc = sort.startswith("-")
+    order = column.desc() if desc else column.asc()
+    if column is Participant.external_id:
+        return column, order.nulls_last() if desc else order.nulls_first()
+    if sort.removeprefix("-") in NULLABLE_SORTS:
+        # NULL (not measured) counts as the largest value on both databases: PostgreSQL's own
+        # order, so its (study_id, column, id) index serves both directions
+        return column, order.nulls_first() if desc else order.nulls_last()
+    return column, order
+
+
+def page_query(
+    study_id: int, flt: EpisodeFilter, sort: str = DEFAULT_SORT, after: Cursor | None = None
+) -> Select[Any]:
+    """The sorted select of the matching episodes: page it with ``after`` (keyset: the rows
+    after that one, an index range on PostgreSQL however deep) or offset/limit."""
+    column, order = _order(sort)
+    query = filtered(study_id, flt)
+    if column is Participant.external_id:
+        query = query.outerjoin(Participant, Episode.participant_id == Participant.id)
+    desc = sort.startswith("-")
+    if after is not None:
+        query = query.where(_after(column, desc, after))
+    tie = Episode.id.desc() if desc else Episode.id.asc()
+    return query.order_by(order, tie)
+
+
+def count_matching(
+    db: Session, study_id: int, flt: EpisodeFilter, cap: int | None = None
+) -> tuple[int, bool]:
+    """How many of the study's episodes match ``flt``, and whether that is exact: with
+    ``cap``, counting stops past ``cap`` matches (``(cap, False)``): the count of 100,000
+    matching rows would cost more than the page itself."""
+    ids = filtered(study_id, flt).with_only_columns(Episode.id, maintain_column_froms=True)
+    if cap is not None:
+        ids = ids.limit(cap + 1)
+    n = int(db.scalar(select(func.count()).select_from(ids.subquery())) or 0)
+    if cap is not None and n > cap:
+        return cap, False
+    return n, True
+
+
 def list_episodes(
     db: Session,
     study: Study,
@@ -168,31 +223,95 @@ def list_episodes(
     sort: str = DEFAULT_SORT,
     offset: int = 0,
     limit: int = 50,
+    after: str | None = None,
+    count_cap: int | None = COUNT_CAP,
 ) -> EpisodePage:
-    """One page of the study's episodes matching ``flt``, sorted by ``sort``."""
-    column = SORTS.get(sort.removeprefix("-"))
-    if column is None:
-        raise Invalid(
-            f"Unknown sort {sort!r}.",
-            detail=[{"loc": ["query", "sort"], "msg": f"one of {sorted(SORTS)} (- for desc)"}],
-        )
-    query = filtered(study.id, flt)
-    total = db.scalar(select(func.count()).select_from(query.subquery())) or 0
-    order = column.desc() if sort.startswith("-") else column.asc()
-    if column is Participant.external_id:
-        query = query.outerjoin(Participant, Episode.participant_id == Participant.id)
-        order = order.nulls_first() if not sort.startswith("-") else order.nulls_last()
-    elif sort.removeprefix("-") in NULLABLE_SORTS:
-        # NULL (not measured) counts as the largest value on both databases: PostgreSQL's own
-        # order, so its (study_id, column, id) index serves both directions
-        order = order.nulls_first() if sort.startswith("-") else order.nulls_last()
-    rows = db.scalars(
-        query.options(selectinload(Episode.tags))
-        .order_by(order, Episode.id)
-        .offset(offset)
-        .limit(min(limit, MAX_PAGE))
-    ).all()
-    return EpisodePage(items=list(rows), total=int(total), offset=offset, limit=limit)
+    """One page of the study's episodes matching ``flt``, sorted by ``sort``: at ``offset``,
+    or after the row a ``next_cursor`` names (``after``)."""
+    cursor = decode_cursor(after, sort) if after else None
+    query = page_query(study.id, flt, sort, cursor)
+    total, exact = count_matching(db, study.id, flt, count_cap)
+    limit = min(limit, MAX_PAGE)
+    rows = list(
+        db.scalars(
+            query.options(selectinload(Episode.tags))
+            .offset(0 if cursor else offset)
+            .limit(limit + 1)
+        ).all()
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    nxt = encode_cursor(rows[-1], sort) if more and rows and sort_has_cursor(sort) else None
+    return EpisodePage(
+        items=rows, total=total, offset=offset, limit=limit, total_exact=exact, next_cursor=nxt
+    )
+
+
+# --- keyset cursors -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Cursor:
+    """The sort value and id of the last row of a page."""
+
+    value: Any
+    id: str
+
+
+def sort_has_cursor(sort: str) -> bool:
+    """Keyset paging works on the episode's own columns (not the participant's id)."""
+    return SORTS.get(sort.removeprefix("-")) is not Participant.external_id
+
+
+def encode_cursor(episode: Episode, sort: str) -> str:
+    """An opaque cursor naming ``episode``'s place in ``sort`` order."""
+    value = getattr(episode, sort.removeprefix("-"))
+    if isinstance(value, datetime):
+        value = value.isoformat()
+    raw = json.dumps({"s": sort, "v": value, "id": episode.id}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _bad_cursor() -> Invalid:
+    return Invalid(
+        "The page cursor is not valid for this sort; start from the first page.",
+        detail=[{"loc": ["query", "after"], "msg": "bad cursor"}],
+    )
+
+
+def decode_cursor(text: str, sort: str) -> Cursor:
+    """A cursor from :func:`encode_cursor` for the same sort; 422 otherwise."""
+    if not sort_has_cursor(sort):
+        raise _bad_cursor()
+    try:
+        data = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        value, episode_id = data["v"], data["id"]
+        if data["s"] != sort or not isinstance(episode_id, str) or len(episode_id) > 32:
+            raise ValueError("another sort")
+        kind = SORTS[sort.removeprefix("-")].type.python_type
+        if value is not None:
+            if kind is datetime:
+                value = datetime.fromisoformat(value)
+            elif kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+                value = float(value)
+            elif not isinstance(value, kind) or isinstance(value, bool):
+                raise ValueError("wrong type")
+    except (ValueError, KeyError, TypeError):
+        raise _bad_cursor() from None
+    return Cursor(value=value, id=episode_id)
+
+
+def _after(column: Any, desc: bool, cursor: Cursor) -> Any:
+    """Rows after the cursor's in (column, id) order, NULL counting as the largest value (as
+    :func:`_order`): row-value comparisons, so PostgreSQL seeks its (study_id, column, id)
+    index."""
+    pair = tuple_(column, Episode.id)
+    if desc:  # NULLs first, then values descending
+        if cursor.value is None:
+            return or_(and_(column.is_(None), Episode.id < cursor.id), column.is_not(None))
+        return pair < tuple_(literal(cursor.value, column.type), literal(cursor.id))
+    if cursor.value is None:  # ascending: values, then NULLs
+        return and_(column.is_(None), Episode.id > cursor.id)
+    after = pair > tuple_(literal(cursor.value, column.type), literal(cursor.id))
+    return or_(after, column.is_(None)) if column.nullable else after
 
 
 def external_ids(db: Session, episodes: Sequence[Episode]) -> dict[int, str]:
@@ -305,11 +424,34 @@ def notes_of(episode: Episode) -> list[Note]:
     return sorted(episode.notes, key=lambda n: (n.created_at, n.id))
 
 
+def _distinct_names(table: Any, study_id: int) -> Select[Any]:
+    """The tag names of ``table`` used in a study: a skip scan of its ``name`` index (one
+    lookup per distinct name, not a pass over every tag), each name kept when one episode of
+    the study has it."""
+    first = select(func.min(table.name).label("name")).cte("names", recursive=True)
+    after = table.__table__.alias("after")
+    step = select(
+        select(func.min(after.c.name)).where(after.c.name > first.c.name).scalar_subquery()
+    ).where(first.c.name.is_not(None))
+    names = first.union_all(step)
+    # a scalar subquery with LIMIT 1 (an EXISTS would be planned as one join over all tags)
+    used = (
+        select(1)
+        .select_from(table)
+        .join(Episode, Episode.id == table.episode_id)
+        .where(table.name == names.c.name, Episode.study_id == study_id)
+        .limit(1)
+        .scalar_subquery()
+        .is_not(None)
+    )
+    return select(names.c.name).where(names.c.name.is_not(None), used)
+
+
 def tag_names(db: Session, study_id: int) -> list[str]:
     """Every episode and step tag name used in a study (for filter pickers)."""
-    ep = select(EpisodeTag.name).join(Episode).where(Episode.study_id == study_id)
-    st = select(StepTag.name).join(Episode).where(Episode.study_id == study_id)
-    return sorted(set(db.scalars(ep).all()) | set(db.scalars(st).all()))
+    found = set(db.scalars(_distinct_names(EpisodeTag, study_id)).all())
+    found.update(db.scalars(_distinct_names(StepTag, study_id)).all())
+    return sorted(found)
 
 
 # --- bulk actions -------------------------------------------------------------------------

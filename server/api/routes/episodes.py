@@ -127,8 +127,25 @@ def list_episodes(
     sort: Annotated[
         str, Query(description=f"One of {sorted(review.SORTS)}; a - prefix sorts descending")
     ] = review.DEFAULT_SORT,
-    offset: Annotated[int, Query(ge=0, le=MAX_DB_INT)] = 0,
+    offset: Annotated[
+        int, Query(ge=0, le=MAX_DB_INT, description="Rows to skip (echoed, not used, with after)")
+    ] = 0,
     limit: Annotated[int, Query(ge=1, le=review.MAX_PAGE)] = 50,
+    after: Annotated[
+        str | None,
+        Query(
+            max_length=400,
+            description="A next_cursor: the page after that row (keyset paging: as fast on "
+            "page 2,000 as on page 1). Same sort and filters; not with sort=participant.",
+        ),
+    ] = None,
+    exact_count: Annotated[
+        bool,
+        Query(
+            description=f"Count every match (default: up to {review.COUNT_CAP:,}, then "
+            "total_exact is false)"
+        ),
+    ] = False,
 ) -> EpisodeList:
     """Episodes of one of your studies, filtered (repeat a parameter for several values)."""
     study = studies.get_study(db, principal, study_id)
@@ -149,14 +166,19 @@ def list_episodes(
         under_median=under_median,
         over_median=over_median,
     )
-    page = review.list_episodes(db, study, flt, sort=sort, offset=offset, limit=limit)
+    page = review.list_episodes(
+        db, study, flt, sort=sort, offset=offset, limit=limit, after=after,
+        count_cap=None if exact_count else review.COUNT_CAP,
+    )  # fmt: skip
     externals = review.external_ids(db, page.items)
     medians = quality.medians(db, study.id)
     return EpisodeList(
         items=[EpisodeSummary(**_summary(e, externals, medians)) for e in page.items],
         total=page.total,
+        total_exact=page.total_exact,
         offset=page.offset,
         limit=page.limit,
+        next_cursor=page.next_cursor,
         tag_names=review.tag_names(db, study.id),
     )
 
