@@ -286,13 +286,13 @@ def decode_cursor(text: str, sort: str) -> Cursor:
         value, episode_id = data["v"], data["id"]
         if data["s"] != sort or not isinstance(episode_id, str) or len(episode_id) > 32:
             raise ValueError("another sort")
-        kind = SORTS[sort.removeprefix("-")].type.python_type
+        key = sort.removeprefix("-")
         if value is not None:
-            if kind is datetime:
+            if key in ("started_at", "ended_at"):
                 value = datetime.fromisoformat(value)
-            elif kind is float and isinstance(value, int | float) and not isinstance(value, bool):
-                value = float(value)
-            elif not isinstance(value, kind) or isinstance(value, bool):
+            elif isinstance(value, bool) or not isinstance(value, int | float | str):
+                raise ValueError("wrong type")
+            elif isinstance(value, str) != (key in ("status", "env_key")):
                 raise ValueError("wrong type")
     except (ValueError, KeyError, TypeError):
         raise _bad_cursor() from None
