@@ -7,7 +7,11 @@ matching count, the participants' ids, the environment medians and the tag names
 JSON object: per case the median and p95 milliseconds of the whole listing and of its parts,
 the total it reports, and the plan of the page query (``--explain``).
 
-    make bench-review  # or: python benchmarks/review_list.py --url postgresql+psycopg://...
+    python benchmarks/review_list.py [--url postgresql+psycopg://...] [--reuse] [--explain]
+
+The database (``--url``, else ``STUDIO_BENCH_DATABASE_URL``, else ``h_quality_bench`` on the
+local server) is dropped and recreated unless ``--reuse``: its name must start with ``h_`` or
+``bench``.
 
 Target: the median listing of a filtered, sorted page (page 1 and a deep page) <= 100 ms.
 """
@@ -41,7 +45,9 @@ from server.core.migrate import upgrade_head  # noqa: E402
 from server.models import Study  # noqa: E402
 from server.services import quality, review  # noqa: E402
 
-DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/h_quality_bench"
+DEFAULT_URL = os.environ.get(
+    "STUDIO_BENCH_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/h_quality_bench"
+)
 ENVS = ("cartpole", "pong")
 TAGS = {"good": 0.3, "review": 0.1, "bad": 0.05}
 

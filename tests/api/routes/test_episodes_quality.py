@@ -162,7 +162,9 @@ def world(factory, db, settings, recorded):  # type: ignore[no-untyped-def]
     owner = factory.user()
     study = factory.study(owner, two_env_spec())
     ins = Inserter(db, settings.data_root)
-    eps = [ins.add(study, rec, minutes_ago=50 - 5 * i) for i, rec in enumerate(recorded["cartpole"])]
+    eps = [
+        ins.add(study, rec, minutes_ago=50 - 5 * i) for i, rec in enumerate(recorded["cartpole"])
+    ]
     eps.append(ins.add(study, recorded["mountaincar"][0], env_key="mountaincar", minutes_ago=1))
     for i, (p50, p99, idle) in SIGNALS.items():
         eps[i].latency_p50_ms, eps[i].latency_p99_ms, eps[i].idle_share = p50, p99, idle
