@@ -103,9 +103,12 @@ async def on_input(s: LiveSession, msg: p.InputMsg) -> None:
     except WorkerError as exc:
         await s.fail(exc)
         return
+    held = quality.held_controls(msg.raw())
     if event is None:  # async: applied at the next tick
         run.pending_input_ms, run.forwarded_ms = msg.client_ms, now_ms()
+        run.pending_held = held
     else:
+        run.held = held
         run.applied(event.step, msg.client_ms)
         await s.on_event(event)
 

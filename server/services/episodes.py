@@ -47,6 +47,7 @@ class EpisodeResult:
     latencies_ms: list[float] = field(default_factory=list)
     frames_dropped: int = 0
     ended_at: datetime | None = None  # when the env ended it (before the save question)
+    inputs: quality.InputCounts = field(default_factory=quality.InputCounts)
 
 
 def find_or_create_participant(db: Session, study: Study, external_id: str) -> Participant:
@@ -221,8 +222,8 @@ def finish_episode(db: Session, episode_id: str, result: EpisodeResult) -> Episo
     episode.ended_at = ended
     episode.duration_s = max(0.0, (ended - episode.started_at).total_seconds())
     episode.frames_dropped = result.frames_dropped
-    # the worker has finalized (or lost) the log by now: the signals read it once
-    quality.compute(episode, result.latencies_ms)
+    # measured as it was played: ending an episode never re-reads its log
+    quality.apply(episode, result.inputs.signals(result.latencies_ms, episode.duration_s))
     if episode.status == EpisodeStatus.completed:
         quality.refresh_medians(db, [episode.study_env_id])
     db.commit()
@@ -235,14 +236,8 @@ def log_totals(storage_path: Path | str) -> tuple[int, float] | None:
     What a row counts after its worker died (the server, or the worker alone): the log holds
     every step the worker flushed, which may be fewer or more than the player had counted.
     """
-    from server.export.episode import read_episode  # reads envlogger logs; imported lazily
-
-    try:
-        recorded = read_episode(Path(storage_path))
-    except Exception as exc:  # an empty or unreadable log: the caller keeps its own counts
-        log.warning("episode log %s not readable (%s)", storage_path, exc)
-        return None
-    return len(recorded), float(recorded.total_reward)
+    recorded = quality.read_log(storage_path)
+    return None if recorded is None else (len(recorded), float(recorded.total_reward))
 
 
 def recover_interrupted(db: Session) -> int:
@@ -253,13 +248,15 @@ def recover_interrupted(db: Session) -> int:
     """
     rows = db.scalars(select(Episode).where(Episode.status == EpisodeStatus.recording)).all()
     for episode in rows:
-        totals = log_totals(episode.storage_path)
-        if totals is not None:
-            episode.steps, episode.total_reward = totals
+        recorded = quality.read_log(episode.storage_path)  # read once: totals and signals
+        if recorded is not None:
+            episode.steps, episode.total_reward = len(recorded), float(recorded.total_reward)
         episode.status = EpisodeStatus.abandoned
         episode.end_reason = SERVER_RESTART
         episode.ended_at = utcnow()
         episode.duration_s = (episode.ended_at - episode.started_at).total_seconds()
-        quality.compute(episode)  # from the log: the session's measurements died with it
+        # from the log: the session's measurements died with it
+        signals = None if recorded is None else quality.from_recorded(recorded, episode.duration_s)
+        quality.apply(episode, signals)
     db.commit()
     return len(rows)

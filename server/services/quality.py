@@ -31,13 +31,16 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from server.models import Episode, EpisodeStatus, StudyEnvironment, utcnow
 from server.services._replay_step import finite, parse_json, pressed
+
+if TYPE_CHECKING:
+    from server.export.episode import RldsEpisode
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,42 @@ IDLE_BADGE = 0.5  # idle share at or above
 SLOW_P99_MS = 100.0  # p99 input latency at or above
 SHORT_RATIO = 0.5  # steps under this times the environment's median
 LONG_RATIO = 2.0  # steps over this times the environment's median
+
+
+@dataclass
+class InputCounts:
+    """What the held input was at each action, counted as the actions happen (the player
+    session keeps one per episode, so ending an episode never re-reads its log)."""
+
+    actions: int = 0
+    idle: int = 0  # actions taken with nothing held
+    presses: int = 0  # controls newly held since the previous action
+    held: frozenset[str] = frozenset()  # what the previous action held
+
+    def add(self, held: frozenset[str], actions: int = 1) -> None:
+        """``actions`` more actions, all taken with ``held``."""
+        if actions <= 0:
+            return
+        self.actions += actions
+        self.idle += actions if not held else 0
+        self.presses += len(held - self.held)
+        self.held = held
+
+    def signals(self, latencies_ms: Sequence[float], duration_s: float | None) -> Signals:
+        """The episode's signals from these counts."""
+        per_s = self.presses / duration_s if duration_s and duration_s > 0 else None
+        return Signals(
+            idle_share=self.idle / self.actions if self.actions else None,
+            inputs_per_s=per_s,
+            latency_p50_ms=percentile(latencies_ms, 50),
+            latency_p95_ms=percentile(latencies_ms, 95),
+            latency_p99_ms=percentile(latencies_ms, 99),
+        )
+
+
+def held_controls(raw: Any) -> frozenset[str]:
+    """The controls a raw input (data or recorded JSON text) holds."""
+    return frozenset(pressed(parse_json(raw) if isinstance(raw, str | bytes) else raw))
 
 
 @dataclass(frozen=True)
@@ -75,64 +114,56 @@ def from_steps(
 ) -> Signals:
     """Signals from each action's raw input (JSON text or data, in order), the measured input
     latencies and the episode's duration."""
-    actions = idle = presses = 0
-    before: set[str] = set()
+    counts = InputCounts()
     for raw in inputs:
-        held = set(pressed(parse_json(raw) if isinstance(raw, str | bytes) else raw))
-        actions += 1
-        idle += not held
-        presses += len(held - before)
-        before = held
-    per_s = presses / duration_s if duration_s and duration_s > 0 else None
-    return Signals(
-        idle_share=idle / actions if actions else None,
-        inputs_per_s=per_s,
-        latency_p50_ms=percentile(latencies_ms, 50),
-        latency_p95_ms=percentile(latencies_ms, 95),
-        latency_p99_ms=percentile(latencies_ms, 99),
-    )
+        counts.add(held_controls(raw))
+    return counts.signals(latencies_ms, duration_s)
 
 
-def from_log(storage_path: Path | str, duration_s: float | None) -> Signals | None:
-    """Signals from an episode's envlogger log; None when the log cannot be read."""
+def read_log(storage_path: Path | str) -> RldsEpisode | None:
+    """An episode's log as RLDS steps; None when it is missing, empty or unreadable."""
     from server.export.episode import read_episode  # reads envlogger logs; imported lazily
 
     try:
-        recorded = read_episode(Path(storage_path))
-    except Exception as exc:  # a missing, empty or unreadable log: nothing to measure
-        log.info("no quality signals for %s (%s)", storage_path, exc)
+        return read_episode(Path(storage_path))
+    except Exception as exc:  # the Riegeli reader raises plain RuntimeErrors/ValueErrors
+        log.warning("episode log %s not readable (%s)", storage_path, exc)
         return None
-    # the last RLDS step has no action (its input is a zero-filled "null")
-    inputs = recorded.inputs[:-1]
+
+
+def from_recorded(recorded: RldsEpisode, duration_s: float | None) -> Signals:
+    """Signals from a read log (the latency from the frame acknowledgements it holds)."""
     latencies = [
         float(value)
         for timing in recorded.timings
         if (value := finite(timing.get("input_latency_ms"))) is not None and value >= 0
     ]
-    return from_steps(inputs, latencies, duration_s)
+    # the last RLDS step has no action (its input is a zero-filled "null")
+    return from_steps(recorded.inputs[:-1], latencies, duration_s)
 
 
-def apply(episode: Episode, signals: Signals | None, *, keep_latency: bool = False) -> None:
-    """Store ``signals`` on the row (``keep_latency``: the row's latencies were measured live)
-    and stamp ``quality_at``."""
+def from_log(storage_path: Path | str, duration_s: float | None) -> Signals | None:
+    """Signals from an episode's envlogger log; None when the log cannot be read."""
+    recorded = read_log(storage_path)
+    return None if recorded is None else from_recorded(recorded, duration_s)
+
+
+def apply(episode: Episode, signals: Signals | None) -> None:
+    """Store ``signals`` on the row (None: nothing could be measured) and stamp
+    ``quality_at``."""
     if signals is not None:
         episode.idle_share = signals.idle_share
         episode.inputs_per_s = signals.inputs_per_s
-        if not keep_latency:
-            episode.latency_p50_ms = signals.latency_p50_ms
-            episode.latency_p95_ms = signals.latency_p95_ms
-            episode.latency_p99_ms = signals.latency_p99_ms
+        episode.latency_p50_ms = signals.latency_p50_ms
+        episode.latency_p95_ms = signals.latency_p95_ms
+        episode.latency_p99_ms = signals.latency_p99_ms
     episode.quality_at = utcnow()
 
 
-def compute(episode: Episode, live_latencies_ms: Sequence[float] = ()) -> None:
-    """Signals of an ended episode from its log; live latencies (the session's) win."""
-    signals = from_log(episode.storage_path, episode.duration_s) if episode.steps else None
-    if live_latencies_ms:
-        episode.latency_p50_ms = percentile(live_latencies_ms, 50)
-        episode.latency_p95_ms = percentile(live_latencies_ms, 95)
-        episode.latency_p99_ms = percentile(live_latencies_ms, 99)
-    apply(episode, signals, keep_latency=bool(live_latencies_ms))
+def compute(episode: Episode) -> None:
+    """Signals of an ended episode from its log."""
+    recorded = read_log(episode.storage_path) if episode.steps else None
+    apply(episode, None if recorded is None else from_recorded(recorded, episode.duration_s))
 
 
 # --- environment medians --------------------------------------------------------------------

@@ -109,15 +109,19 @@ def test_finish_episode_computes_signals_and_the_median(factory, db, settings, i
     study = factory.study(factory.user(), two_env_spec())
     row = _recording_row(db, settings, study, idle_rec)
     live = [float(v) for v in range(10, 210, 10)]  # what the session measured
+    counts = quality.InputCounts()  # what the session counted, action by action
+    for raw in idle_rec.inputs:
+        counts.add(quality.held_controls(raw))
     result = episodes.EpisodeResult(
         EpisodeStatus.completed, steps=STEPS, total_reward=12.0, latencies_ms=live,
-        frames_dropped=3,
+        frames_dropped=3, inputs=counts,
     )  # fmt: skip
     done = episodes.finish_episode(db, row.id, result)
     want = expected(idle_rec, done.duration_s or 0.0)
     assert done.quality_at is not None
     assert done.idle_share == pytest.approx(want["idle_share"])
-    assert done.latency_p50_ms == quality.percentile(live, 50)  # the live figures win
+    assert done.inputs_per_s == pytest.approx(want["inputs_per_s"])
+    assert done.latency_p50_ms == quality.percentile(live, 50)  # measured live
     assert done.latency_p99_ms == pytest.approx(quality.percentile(live, 99))
     env = db.get(StudyEnvironment, done.study_env_id)
     assert env is not None and env.median_steps == STEPS
