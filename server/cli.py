@@ -88,7 +88,9 @@ def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
     with _session(settings) as db:
         study = _study(db, args.study)
         flt = review.EpisodeFilter(statuses=args.status or [], tags=args.tag or [])
-        page = review.list_episodes(db, study, flt, sort="started_at", limit=review.MAX_PAGE)
+        page = review.list_episodes(
+            db, study, flt, sort="started_at", limit=review.MAX_PAGE, count_cap=None
+        )
         externals = review.external_ids(db, page.items)
         print(f"{'episode':32}  {'env':12} {'status':10} {'steps':>6} {'return':>9}  participant")
         for e in page.items:
