@@ -297,8 +297,8 @@ def test_bulk_and_export_take_the_same_filter(world, db) -> None:  # type: ignor
     res = c.post(f"/api/studies/{sid}/episodes/bulk", json=short)
     assert res.status_code == 200 and res.json()["changed"] == 2, res.text
     selection = ExportSelection(idle_over=0.4, min_steps=9)
-    assert [e.id for e in exports.resolve(db, world["study"], ExportSelection(over_median=1.4))] == [
-        eps[1].id]  # fmt: skip
+    long = exports.resolve(db, world["study"], ExportSelection(over_median=1.4))
+    assert [e.id for e in long] == [eps[1].id]
     assert [e.id for e in exports.resolve(db, world["study"], selection)] == [eps[1].id, eps[3].id]
     bad = {"action": "delete", "selection": {"filter": {"under_median": 0}}}
     assert c.post(f"/api/studies/{sid}/episodes/bulk", json=bad).status_code == 422
