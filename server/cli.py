@@ -100,8 +100,9 @@ def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
                 + (f"  [{', '.join(sorted(t.name for t in e.tags))}]" if e.tags else "")
             )
         shown = len(page.items)
-        more = f" (first {shown})" if page.total > shown else ""
-        print(f"{page.total} episode(s){more}")
+        total = page.total or 0
+        more = f" (first {shown})" if total > shown else ""
+        print(f"{total} episode(s){more}")
     return 0
 
 

@@ -178,7 +178,9 @@ class EpisodeDetail(EpisodeSummary):
 
 class EpisodeList(BaseModel):
     items: list[EpisodeSummary]
-    total: int = Field(description="Matching episodes (at most the cap unless exact_count).")
+    total: int | None = Field(
+        description="Matching episodes (at most the cap unless exact_count; null: count=false)."
+    )
     total_exact: bool = Field(description="False: more than total match (counting stopped).")
     offset: int
     limit: int

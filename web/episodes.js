@@ -135,10 +135,12 @@ async function loadEpisodes() {
 async function loadPage() {
   const p = filterParams();
   p.set("offset", state.offset); p.set("limit", PAGE); p.set("sort", state.sort);
-  if (state.after) p.set("after", state.after);
+  // paging on with a cursor keeps the count of the first page (counting is the costly part)
+  if (state.after) { p.set("after", state.after); p.set("count", "false"); }
   writeUrl();
   const page = await api("GET", `/api/studies/${study}/episodes?${p}`);
-  state.items = page.items; state.total = page.total; state.exact = page.total_exact;
+  state.items = page.items;
+  if (page.total !== null) { state.total = page.total; state.exact = page.total_exact; }
   state.next = page.next_cursor;
   $("tag-names").replaceChildren(...page.tag_names.map((n) => el("option", { value: n })));
   renderTable();

@@ -87,7 +87,7 @@ class EpisodePage:
     """One page of a filtered list."""
 
     items: list[Episode]
-    total: int
+    total: int | None  # None: not counted
     offset: int
     limit: int
     total_exact: bool = True  # False: more than ``total`` match (the count stopped)
@@ -225,12 +225,17 @@ def list_episodes(
     limit: int = 50,
     after: str | None = None,
     count_cap: int | None = COUNT_CAP,
+    count: bool = True,
 ) -> EpisodePage:
     """One page of the study's episodes matching ``flt``, sorted by ``sort``: at ``offset``,
-    or after the row a ``next_cursor`` names (``after``)."""
+    or after the row a ``next_cursor`` names (``after``); without ``count``, ``total`` is
+    None (a client paging on keeps the total of the first page)."""
     cursor = decode_cursor(after, sort) if after else None
     query = page_query(study.id, flt, sort, cursor)
-    total, exact = count_matching(db, study.id, flt, count_cap)
+    total: int | None = None
+    exact = True
+    if count:
+        total, exact = count_matching(db, study.id, flt, count_cap)
     limit = min(limit, MAX_PAGE)
     rows = list(
         db.scalars(

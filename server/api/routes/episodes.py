@@ -146,6 +146,9 @@ def list_episodes(
             "total_exact is false)"
         ),
     ] = False,
+    count: Annotated[
+        bool, Query(description="False: do not count (total is null), e.g. on later pages")
+    ] = True,
 ) -> EpisodeList:
     """Episodes of one of your studies, filtered (repeat a parameter for several values)."""
     study = studies.get_study(db, principal, study_id)
@@ -168,7 +171,7 @@ def list_episodes(
     )
     page = review.list_episodes(
         db, study, flt, sort=sort, offset=offset, limit=limit, after=after,
-        count_cap=None if exact_count else review.COUNT_CAP,
+        count_cap=None if exact_count else review.COUNT_CAP, count=count,
     )  # fmt: skip
     externals = review.external_ids(db, page.items)
     medians = quality.medians(db, study.id)
