@@ -174,13 +174,13 @@ def _figures(times: list[float]) -> dict[str, float]:
 
 
 def listing(db: Session, study: Study, flt: review.EpisodeFilter, **kw: Any) -> int | str:
-    """What the list route does for the page: the page (counted on a first page; the page
-    pages on by cursor without counting, as the page's Next does), participants, medians,
-    tag names."""
+    """What the list route does: the page, participants, medians; on a first page the count
+    and the tag names (the page's Next pages on by cursor without them)."""
     page = review.list_episodes(db, study, flt, count="after" not in kw, **kw)
     review.external_ids(db, page.items)
     quality.medians(db, study.id)
-    review.tag_names(db, study.id)
+    if page.total is not None:  # with the count, the tag names for the pickers
+        review.tag_names(db, study.id)
     if page.total is None:
         return "not counted"
     return page.total if page.total_exact else f"{page.total}+"

@@ -185,7 +185,9 @@ class EpisodeList(BaseModel):
     offset: int
     limit: int
     next_cursor: str | None = Field(description="after= of the next page; None on the last.")
-    tag_names: list[str] = Field(description="Every tag name used in the study.")
+    tag_names: list[str] = Field(
+        description="Every tag name used in the study (empty with count=false)."
+    )
 
 
 MAX_BULK_IDS = 10_000

@@ -140,9 +140,11 @@ async function loadPage() {
   writeUrl();
   const page = await api("GET", `/api/studies/${study}/episodes?${p}`);
   state.items = page.items;
-  if (page.total !== null) { state.total = page.total; state.exact = page.total_exact; }
   state.next = page.next_cursor;
-  $("tag-names").replaceChildren(...page.tag_names.map((n) => el("option", { value: n })));
+  if (page.total !== null) {  // a counted page: the count and the tag names are fresh
+    state.total = page.total; state.exact = page.total_exact;
+    $("tag-names").replaceChildren(...page.tag_names.map((n) => el("option", { value: n })));
+  }
   renderTable();
 }
 

@@ -3,11 +3,13 @@ length and a quality flag, kept in the URL."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from server.models import Episode, utcnow
 from server.services import quality
 from tests.api.routes._recorded import Inserter, record_set
 from tests.export._recordings import Recording
@@ -84,3 +86,41 @@ def test_filter_by_length_and_p99_flag_shows_badges(
     expect(head).to_have_attribute("aria-sort", "descending")
     assert "sort=-latency_p50_ms" in page.url
     page.screenshot(path=str(SHOTS / "all.png"), full_page=True)
+
+
+def test_next_and_previous_page_by_cursor(
+    live_server: str, page: Page, factory: Factory, db
+) -> None:  # type: ignore[no-untyped-def]
+    """120 episodes sorted by latency: Next pages on by the server's cursor (uncounted),
+    Previous goes back; the rows are the ones the offsets would give."""
+    owner = factory.user()
+    study = factory.study(owner)
+    env = study.environments[0]
+    now = utcnow()
+    for i in range(120):
+        db.add(Episode(
+            study_id=study.id, study_env_id=env.id, env_key=env.env_key, status="completed",
+            steps=10, total_reward=0.0, started_at=now - timedelta(minutes=i),
+            storage_path="", latency_p50_ms=float(i % 40), quality_at=now,
+        ))  # fmt: skip
+    db.commit()
+    res = page.request.post(
+        f"{live_server}/api/auth/login", data={"email": owner.email, "password": PASSWORD}
+    )
+    assert res.ok
+    page.goto(f"{live_server}/episodes.html?study={study.id}&sort=-latency_p50_ms")
+    rows = page.locator("#episodes-body tr")
+    expect(page.locator("#page-info")).to_have_text("1–50 of 120")
+    api = f"{live_server}/api/studies/{study.id}/episodes?sort=-latency_p50_ms&limit=50"
+    expected = [e["id"] for e in page.request.get(f"{api}&offset=50").json()["items"]]
+    with page.expect_request(lambda r: "after=" in r.url and "count=false" in r.url):
+        page.get_by_role("button", name="Next ›").click()
+    expect(page.locator("#page-info")).to_have_text("51–100 of 120")
+    assert [r.get_attribute("data-id") for r in rows.all()] == expected
+    page.get_by_role("button", name="Next ›").click()
+    expect(page.locator("#page-info")).to_have_text("101–120 of 120")
+    expect(rows).to_have_count(20)
+    expect(page.get_by_role("button", name="Next ›")).to_be_disabled()
+    page.get_by_role("button", name="‹ Previous").click()
+    expect(page.locator("#page-info")).to_have_text("51–100 of 120")
+    assert [r.get_attribute("data-id") for r in rows.all()] == expected

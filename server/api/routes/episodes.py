@@ -147,7 +147,11 @@ def list_episodes(
         ),
     ] = False,
     count: Annotated[
-        bool, Query(description="False: do not count (total is null), e.g. on later pages")
+        bool,
+        Query(
+            description="False: neither count (total is null) nor list tag names (empty): "
+            "later pages keep the first page's"
+        ),
     ] = True,
 ) -> EpisodeList:
     """Episodes of one of your studies, filtered (repeat a parameter for several values)."""
@@ -182,7 +186,7 @@ def list_episodes(
         offset=page.offset,
         limit=page.limit,
         next_cursor=page.next_cursor,
-        tag_names=review.tag_names(db, study.id),
+        tag_names=review.tag_names(db, study.id) if count else [],
     )
 
 

@@ -269,6 +269,7 @@ def test_count_is_capped_unless_exact(world, monkeypatch) -> None:  # type: igno
     assert (body["total"], body["total_exact"]) == (6, True)
     body = c.get(url, params={"count": "false", "limit": 2}).json()
     assert body["total"] is None and len(body["items"]) == 2 and body["next_cursor"]
+    assert body["tag_names"] == []
     body = c.get(url, params={"env": "cartpole", "max_steps": 9}).json()
     assert (body["total"], body["total_exact"]) == (3, True)
 
