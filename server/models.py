@@ -223,6 +223,7 @@ class Episode(Base):
         Index("ix_episodes_env_status_steps", "study_env_id", "status", "steps"),
         # the list's sorts within a study (keyset order: the column, then id)
         Index("ix_episodes_study_latency_p50", "study_id", "latency_p50_ms", "id"),
+        Index("ix_episodes_study_latency_p99", "study_id", "latency_p99_ms", "id"),
         Index("ix_episodes_study_started", "study_id", "started_at", "id"),
     )
 

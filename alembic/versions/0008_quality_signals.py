@@ -23,6 +23,8 @@ SIGNALS = ("latency_p99_ms", "idle_share", "inputs_per_s")
 INDEXES = {
     "ix_episodes_env_status_steps": ["study_env_id", "status", "steps"],
     "ix_episodes_study_latency_p50": ["study_id", "latency_p50_ms", "id"],
+    # "p99 over N ms", sorted by p99: 161 ms -> 2 ms on 100,000 episodes (benchmarks/)
+    "ix_episodes_study_latency_p99": ["study_id", "latency_p99_ms", "id"],
     "ix_episodes_study_started": ["study_id", "started_at", "id"],
 }
 
