@@ -5,7 +5,7 @@ Existing episodes keep NULL signals and ``quality_at`` NULL ("not computed"): th
 under the data root, which a migration does not read; ``rlds-studio quality`` computes them.
 
 Revision ID: 0008
-Revises: 0004
+Revises: 0009
 Create Date: 2026-11-23 06:20:00.000000
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0008"
-down_revision: str | None = "0004"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
