@@ -17,7 +17,7 @@ from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError
 from server.models import EpisodeStatus, Role, Study, User
 from server.schemas import ExportOptionsIn, ExportSelection, UserCreate
-from server.services import bootstrap, studies, study_files, users
+from server.services import bootstrap, quality, studies, study_files, users
 from server.services.env_check import allowed_environments, require_allowed
 
 
@@ -101,7 +101,9 @@ def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
     with _session(settings) as db:
         study = _study(db, args.study)
         flt = review.EpisodeFilter(statuses=args.status or [], tags=args.tag or [])
-        page = review.list_episodes(db, study, flt, sort="started_at", limit=review.MAX_PAGE)
+        page = review.list_episodes(
+            db, study, flt, sort="started_at", limit=review.MAX_PAGE, count_cap=None
+        )
         externals = review.external_ids(db, page.items)
         print(f"{'episode':32}  {'env':12} {'status':10} {'steps':>6} {'return':>9}  participant")
         for e in page.items:
@@ -111,8 +113,19 @@ def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
                 + (f"  [{', '.join(sorted(t.name for t in e.tags))}]" if e.tags else "")
             )
         shown = len(page.items)
-        more = f" (first {shown})" if page.total > shown else ""
-        print(f"{page.total} episode(s){more}")
+        total = page.total or 0
+        more = f" (first {shown})" if total > shown else ""
+        print(f"{total} episode(s){more}")
+    return 0
+
+
+def cmd_quality(args: argparse.Namespace, settings: Settings) -> int:
+    """Compute the quality signals of episodes that have none, from their logs."""
+    with _session(settings) as db:
+        if args.study is not None:
+            _study(db, args.study)
+        done = quality.backfill(db, args.study, recompute=args.recompute)
+    print(f"computed the quality signals of {done} episode(s)")
     return 0
 
 
@@ -222,6 +235,13 @@ def build_parser() -> argparse.ArgumentParser:
     eps.add_argument("--status", action="append", choices=[s.value for s in EpisodeStatus])
     eps.add_argument("--tag", action="append", help="required episode tag (repeatable)")
     eps.set_defaults(func=cmd_episodes)
+
+    qual = sub.add_parser(
+        "quality", help="compute episodes' quality signals from their logs (where not computed)"
+    )
+    qual.add_argument("--study", type=int, help="only this study (default: every study)")
+    qual.add_argument("--recompute", action="store_true", help="also episodes that have them")
+    qual.set_defaults(func=cmd_quality)
 
     export = sub.add_parser("export", help="export a study's episodes as an RLDS dataset")
     export.add_argument("--study", type=int, required=True)

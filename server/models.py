@@ -169,6 +169,8 @@ class StudyEnvironment(Base):
     source_kind: Mapped[str] = mapped_column(String(16), index=True)
     source_ref: Mapped[str] = mapped_column(String(200), index=True)
     mode: Mapped[str] = mapped_column(String(8))
+    # median length of its completed episodes (server/services/quality.py keeps it current)
+    median_steps: Mapped[float | None] = mapped_column(Float)
 
     study: Mapped[Study] = relationship(back_populates="environments")
 
@@ -216,7 +218,15 @@ class PlaySession(Base):
 
 class Episode(Base):
     __tablename__ = "episodes"
-    __table_args__ = (Index("ix_episodes_study_status_env", "study_id", "status", "env_key"),)
+    __table_args__ = (
+        Index("ix_episodes_study_status_env", "study_id", "status", "env_key"),
+        # the environment's median length (server/services/quality.py)
+        Index("ix_episodes_env_status_steps", "study_env_id", "status", "steps"),
+        # the list's sorts within a study (keyset order: the column, then id)
+        Index("ix_episodes_study_latency_p50", "study_id", "latency_p50_ms", "id"),
+        Index("ix_episodes_study_latency_p99", "study_id", "latency_p99_ms", "id"),
+        Index("ix_episodes_study_started", "study_id", "started_at", "id"),
+    )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_uuid)
     study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
@@ -245,6 +255,11 @@ class Episode(Base):
     # the app process (replica) hosting a ``recording`` episode: when its heartbeat stops,
     # another replica abandons the episode (server/services/replicas.py)
     replica_id: Mapped[str | None] = mapped_column(String(128), index=True)
+    # quality signals (server/services/quality.py); quality_at NULL: not computed
+    latency_p99_ms: Mapped[float | None] = mapped_column(Float)
+    idle_share: Mapped[float | None] = mapped_column(Float)
+    inputs_per_s: Mapped[float | None] = mapped_column(Float)
+    quality_at: Mapped[datetime | None] = mapped_column(_TS)
 
     tags: Mapped[list[EpisodeTag]] = relationship(cascade="all, delete-orphan")
     step_tags: Mapped[list[StepTag]] = relationship(cascade="all, delete-orphan")

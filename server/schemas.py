@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from server.core.passwords import MIN_LENGTH as MIN_PASSWORD_LENGTH
-from server.models import EpisodeStatus, JobState, Role, StudyState
+from server.models import MAX_DB_INT, EpisodeStatus, JobState, Role, StudyState
 from server.player.protocol import PROTOCOL_VERSION
 from server.study_spec import StrictModel, StudySpec
 
@@ -137,6 +137,11 @@ class NotePublic(BaseModel):
     created_at: datetime
 
 
+class QualityBadge(BaseModel):
+    flag: Literal["idle", "slow", "dropped", "short", "long"]
+    label: str = Field(description='What the list shows, e.g. "idle 80%", "p99 140 ms".')
+
+
 class EpisodeSummary(BaseModel):
     id: str
     study_id: int
@@ -153,6 +158,16 @@ class EpisodeSummary(BaseModel):
     latency_p50_ms: float | None
     latency_p95_ms: float | None
     frames_dropped: int
+    latency_p99_ms: float | None
+    idle_share: float | None = Field(description="Share of actions with no input (0-1).")
+    inputs_per_s: float | None = Field(description="Controls newly pressed per second.")
+    quality_computed: bool = Field(
+        description="False: the signals were never computed (run `rlds-studio quality`)."
+    )
+    length_ratio: float | None = Field(
+        description="Steps / the median steps of the environment's completed episodes."
+    )
+    badges: list[QualityBadge] = Field(description="Quality flags worth a reviewer's look.")
     tags: list[str]
 
 
@@ -164,10 +179,16 @@ class EpisodeDetail(EpisodeSummary):
 
 class EpisodeList(BaseModel):
     items: list[EpisodeSummary]
-    total: int
+    total: int | None = Field(
+        description="Matching episodes (at most the cap unless exact_count; null: count=false)."
+    )
+    total_exact: bool = Field(description="False: more than total match (counting stopped).")
     offset: int
     limit: int
-    tag_names: list[str] = Field(description="Every tag name used in the study.")
+    next_cursor: str | None = Field(description="after= of the next page; None on the last.")
+    tag_names: list[str] = Field(
+        description="Every tag name used in the study (empty with count=false)."
+    )
 
 
 MAX_BULK_IDS = 10_000
@@ -175,17 +196,35 @@ MAX_BULK_TAGS = 50
 
 
 class EpisodeFilterIn(StrictModel):
-    """The episodes page's filter (empty fields do not filter; no status: every status)."""
+    """The episodes page's filter (empty fields do not filter; no status: every status).
+
+    The one filter model of the list, bulk actions and exports (:class:`ExportSelection`
+    extends it); :func:`server.services.exports.selection_filter` turns it into the review
+    filter."""
 
     statuses: list[EpisodeStatus] = Field(default_factory=list)
     environments: list[str] = Field(default_factory=list, description="Environment keys.")
     participants: list[str] = Field(default_factory=list, description="External ids, user:<id>.")
     tags: list[str] = Field(default_factory=list, description="Required episode tags (all).")
     exclude_tags: list[str] = Field(default_factory=list)
-    since: datetime | None = None
-    until: datetime | None = None
+    since: datetime | None = Field(default=None, description="Started at or after.")
+    until: datetime | None = Field(default=None, description="Started at or before.")
     min_return: float | None = Field(default=None, allow_inf_nan=False, description="Return >=.")
     max_return: float | None = Field(default=None, allow_inf_nan=False, description="Return <=.")
+    min_steps: int | None = Field(default=None, ge=0, le=MAX_DB_INT, description="Steps >=.")
+    max_steps: int | None = Field(default=None, ge=0, le=MAX_DB_INT, description="Steps <=.")
+    p99_over_ms: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="Input latency p99 over this (ms)."
+    )
+    idle_over: float | None = Field(
+        default=None, ge=0, le=1, description="Share of actions with no input over this (0-1)."
+    )
+    under_median: float | None = Field(
+        default=None, gt=0, le=1000, description="Steps under this times the env's median."
+    )
+    over_median: float | None = Field(
+        default=None, gt=0, le=1000, description="Steps over this times the env's median."
+    )
 
 
 class BulkSelection(StrictModel):
@@ -224,21 +263,13 @@ class EpisodeBulkOut(BaseModel):
 
 
 # --- export jobs -------------------------------------------------------------------------
-class ExportSelection(StrictModel):
-    """Explicit episode ids, or a filter over the study's episodes."""
+class ExportSelection(EpisodeFilterIn):
+    """Explicit episode ids, or the episodes page's filter (by default: completed episodes)."""
 
     episode_ids: list[str] | None = Field(
         default=None, description="Export exactly these episodes (the filter is then ignored)."
     )
-    environments: list[str] = Field(default_factory=list, description="Environment keys.")
     statuses: list[EpisodeStatus] = Field(default_factory=lambda: [EpisodeStatus.completed])
-    tags: list[str] = Field(default_factory=list, description="Required episode tags (all).")
-    exclude_tags: list[str] = Field(default_factory=list)
-    participants: list[str] = Field(default_factory=list, description="External ids, user:<id>.")
-    since: datetime | None = None
-    until: datetime | None = None
-    min_return: float | None = Field(default=None, allow_inf_nan=False, description="Return >=.")
-    max_return: float | None = Field(default=None, allow_inf_nan=False, description="Return <=.")
 
 
 class ExportOptionsIn(StrictModel):

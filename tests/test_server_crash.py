@@ -127,3 +127,5 @@ def test_killed_server_keeps_every_accepted_step(settings, db):
     db.refresh(row)
     assert row.status == EpisodeStatus.abandoned and row.end_reason == "server_restart"
     assert row.steps == recorded and row.total_reward == float(recorded - 1)
+    # and with quality signals from the log: KeyA held on every action
+    assert row.quality_at is not None and row.idle_share == 0.0

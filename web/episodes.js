@@ -11,6 +11,9 @@ const PAGE = 50;
 const DEFAULT_SORT = "-started_at";
 const study = Number(new URLSearchParams(location.search).get("study"));
 const state = { offset: 0, total: 0, items: [], checked: new Set(), sort: DEFAULT_SORT, job: null,
+                // keyset paging: the cursor of this page (null: by offset), of the pages before
+                // it, of the next one; whether total is exact (the server stops counting at 10,000)
+                after: null, back: [], next: null, exact: true,
                 // "all N matching": the filter of the list when it was chosen (else null)
                 allMatching: null, applied: null };
 
@@ -52,8 +55,19 @@ function filterParams() {
     if ($(id).value) p.append(key, new Date($(id).value).toISOString());
   }
   add("min_return", "f-min-return"); add("max_return", "f-max-return");
+  add("min_steps", "f-min-steps"); add("max_steps", "f-max-steps");
+  add("p99_over_ms", "f-p99-over");
+  const idle = $("f-idle-over").value.trim();  // a percentage on screen, a share in the API
+  if (idle) p.append("idle_over", String(Number(idle) / 100));
+  add("under_median", "f-under-median"); add("over_median", "f-over-median");
   return p;
 }
+
+// URL/API parameter -> filter field (the idle share is shown as a percentage)
+const NUMBER_FIELDS = [["min_return", "f-min-return"], ["max_return", "f-max-return"],
+                       ["min_steps", "f-min-steps"], ["max_steps", "f-max-steps"],
+                       ["p99_over_ms", "f-p99-over"], ["under_median", "f-under-median"],
+                       ["over_median", "f-over-median"]];
 
 /** The URL of this view: study, filters, sort, page offset, episode and step. */
 function writeUrl() {
@@ -74,9 +88,10 @@ function readUrl() {
   const envs = p.getAll("env");
   [...$("f-env").options].forEach((o) => { o.selected = envs.includes(o.value); });
   for (const [key, id] of [["participant", "f-participant"], ["tag", "f-tag"], ["exclude_tag", "f-exclude"],
-                           ["min_return", "f-min-return"], ["max_return", "f-max-return"]]) {
+                           ...NUMBER_FIELDS]) {
     $(id).value = p.get(key) ?? "";
   }
+  $("f-idle-over").value = p.has("idle_over") ? String(Math.round(Number(p.get("idle_over")) * 1000) / 10) : "";
   for (const [key, id] of [["since", "f-since"], ["until", "f-until"]]) {
     const v = p.get(key);
     // datetime-local wants local time without a zone
@@ -84,6 +99,7 @@ function readUrl() {
   }
   state.sort = p.get("sort") || DEFAULT_SORT;
   state.offset = Math.max(0, Number(p.get("offset")) || 0);
+  state.after = null; state.back = [];
   return { episode: p.get("episode"), step: Math.max(0, Number(p.get("step")) || 0) };
 }
 
@@ -95,8 +111,8 @@ function pageFilter() {
     environments: p.getAll("env"), participants: p.getAll("participant"),
     tags: p.getAll("tag"), exclude_tags: p.getAll("exclude_tag"),
     since: p.get("since"), until: p.get("until"),
-    min_return: p.has("min_return") ? Number(p.get("min_return")) : null,
-    max_return: p.has("max_return") ? Number(p.get("max_return")) : null,
+    ...Object.fromEntries(NUMBER_FIELDS.map(([key]) => [key, p.has(key) ? Number(p.get(key)) : null])),
+    idle_over: p.has("idle_over") ? Number(p.get("idle_over")) : null,
   };
 }
 
@@ -110,6 +126,7 @@ function filterSelection() {
 async function loadEpisodes() {
   state.allMatching = null;  // the filter changed: "all matching" meant the old one
   state.applied = pageFilter();
+  state.after = null; state.back = [];
   await loadPage();
   await loadPlot();
 }
@@ -118,10 +135,16 @@ async function loadEpisodes() {
 async function loadPage() {
   const p = filterParams();
   p.set("offset", state.offset); p.set("limit", PAGE); p.set("sort", state.sort);
+  // paging on with a cursor keeps the count of the first page (counting is the costly part)
+  if (state.after) { p.set("after", state.after); p.set("count", "false"); }
   writeUrl();
   const page = await api("GET", `/api/studies/${study}/episodes?${p}`);
-  state.items = page.items; state.total = page.total;
-  $("tag-names").replaceChildren(...page.tag_names.map((n) => el("option", { value: n })));
+  state.items = page.items;
+  state.next = page.next_cursor;
+  if (page.total !== null) {  // a counted page: the count and the tag names are fresh
+    state.total = page.total; state.exact = page.total_exact;
+    $("tag-names").replaceChildren(...page.tag_names.map((n) => el("option", { value: n })));
+  }
   renderTable();
 }
 
@@ -150,6 +173,8 @@ function renderTable() {
       el("td", {}, e.env_key), el("td", {}, el("span", { class: `badge ep-${e.status}` }, e.status)),
       el("td", { class: "code" }, e.participant), el("td", { class: "right" }, String(e.steps)),
       el("td", { class: "right" }, e.total_reward.toFixed(2)),
+      el("td", { class: "right" }, e.latency_p50_ms === null ? "–" : `${Math.round(e.latency_p50_ms)} ms`),
+      el("td", {}, badges(e)),
       el("td", {}, e.tags.join(", ")), el("td", {}, open));
     if (replay.episode && replay.episode.id === e.id) row.classList.add("selected");
     return row;
@@ -163,12 +188,41 @@ function renderTable() {
     : "Episodes appear here as soon as people play the study: share its permalink from the studies page.";
   renderSortHeads();
   renderBulk();
-  $("total").textContent = `(${state.total})`;
-  $("ex-filter-count").textContent = `(${state.total} listed)`;
-  const last = Math.min(state.offset + PAGE, state.total);
-  $("page-info").textContent = state.total ? `${state.offset + 1}–${last} of ${state.total}` : "";
+  $("total").textContent = `(${totalText()})`;
+  $("ex-filter-count").textContent = `(${totalText()} listed)`;
+  const last = state.offset + state.items.length;
+  $("page-info").textContent = state.total ? `${state.offset + 1}–${last} of ${totalText()}` : "";
   $("prev-page").disabled = state.offset === 0;
-  $("next-page").disabled = last >= state.total;
+  $("next-page").disabled = !state.next && last >= state.total;
+}
+
+/** The count of matching episodes: "10000+" when the server stopped counting. */
+const totalText = () => `${state.total}${state.exact ? "" : "+"}`;
+
+/** Quality badges ("idle 80%", "p99 140 ms", "short"); "not computed" for old episodes. */
+function badges(e) {
+  if (!e.quality_computed && e.status !== "recording") {
+    return el("span", { class: "badge ep-q ep-q-none", title: "Run rlds-studio quality to compute" }, "not computed");
+  }
+  const titles = { idle: "Share of actions with no input", slow: "Input latency, 99th percentile",
+                   dropped: "Frames the player never got", short: "Under half the environment's median length",
+                   long: "Over twice the environment's median length" };
+  return el("span", { class: "ep-badges" }, ...e.badges.map((b) =>
+    el("span", { class: `badge ep-q ep-q-${b.flag}`, title: titles[b.flag] }, b.label)));
+}
+
+/** Next page: by the server's cursor when it gave one (keyset: fast however deep). */
+async function nextPage() {
+  state.back.push(state.after);
+  state.after = state.next;
+  state.offset += PAGE;
+  await loadPage();
+}
+
+async function prevPage() {
+  state.after = state.back.length ? state.back.pop() : null;
+  state.offset = Math.max(0, state.offset - PAGE);
+  await loadPage();
 }
 
 /** Column heads: a button each that sorts by it (again: the other way round). */
@@ -185,7 +239,7 @@ async function sortBy(key) {
   const current = state.sort.replace(/^-/, "");
   // a new column starts with the largest / newest first, like the default
   state.sort = key === current ? (state.sort.startsWith("-") ? key : `-${key}`) : `-${key}`;
-  state.offset = 0;
+  state.offset = 0; state.after = null; state.back = [];
   await loadPage();
 }
 
@@ -231,9 +285,9 @@ const plural = (n) => `${n} episode${n === 1 ? "" : "s"}`;
 function renderBulk() {
   const all = state.allMatching !== null, n = all ? state.total : state.checked.size;
   $("bulk-bar").hidden = state.total === 0 && !n;
-  $("bulk-count").textContent = all ? `All ${plural(n)} matching selected`
+  $("bulk-count").textContent = all ? `All ${state.exact ? plural(n) : `${totalText()} episodes`} matching selected`
     : n ? `${plural(n)} selected` : "Check rows, or";
-  $("bulk-all").textContent = `Select all ${state.total} matching`;
+  $("bulk-all").textContent = `Select all ${totalText()} matching`;
   $("bulk-all").hidden = all || state.total === 0;
   for (const id of ["bulk-add", "bulk-remove", "bulk-delete", "bulk-clear"]) $(id).disabled = !n;
   $("check-all").checked = all || (state.items.length > 0 && state.items.every((i) => state.checked.has(i.id)));
@@ -259,8 +313,9 @@ function confirmDelete(n) {
 
 async function bulk(action) {
   const all = state.allMatching !== null;
-  const n = all ? state.total : state.checked.size;
+  let n = all ? state.total : state.checked.size;
   if (!n) return;
+  if (all && !state.exact && action === "delete") n = await exactCount();
   const body = { action, selection: all ? { filter: state.allMatching } : { episode_ids: [...state.checked] } };
   const tag = $("bulk-tag").value.trim();
   if (action !== "delete") {
@@ -278,6 +333,13 @@ async function bulk(action) {
   clearSelection();
   if (action === "delete") state.offset = 0;
   await loadEpisodes();
+}
+
+/** Every episode the list's filters match (the list itself counts up to 10,000). */
+async function exactCount() {
+  const p = filterParams();
+  p.set("limit", 1); p.set("exact_count", "true");
+  return (await api("GET", `/api/studies/${study}/episodes?${p}`)).total;
 }
 
 // --- replay viewer (web/episodes_replay.js) --------------------------------------------
@@ -386,8 +448,8 @@ async function init() {
   $("f-env").replaceChildren(...info.environments.map((e) => el("option", { value: e.env_key }, e.name)));
   $("filters").addEventListener("submit", guard(async (e) => { e.preventDefault(); state.offset = 0; await loadEpisodes(); }));
   $("f-reset").addEventListener("click", guard(async () => { $("filters").reset(); state.offset = 0; await loadEpisodes(); }));
-  $("prev-page").addEventListener("click", guard(async () => { state.offset = Math.max(0, state.offset - PAGE); await loadPage(); }));
-  $("next-page").addEventListener("click", guard(async () => { state.offset += PAGE; await loadPage(); }));
+  $("prev-page").addEventListener("click", guard(prevPage));
+  $("next-page").addEventListener("click", guard(nextPage));
   $("check-all").addEventListener("change", (e) => {
     state.items.forEach((i) => (e.target.checked ? state.checked.add(i.id) : state.checked.delete(i.id)));
     $("ex-checked-count").textContent = `(${state.checked.size})`; renderTable();

@@ -6,6 +6,8 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from server.services.quality import InputCounts
+
 _KEEP_STEPS = 256  # frame-sent times kept for steps whose ack has not come yet
 
 
@@ -24,6 +26,11 @@ class EpisodeRun:
     ended_at: datetime | None = None
     frames_dropped: int = 0
     latencies_ms: list[float] = field(default_factory=list)
+    # the held input at each action (idle share, presses per second: quality.py)
+    inputs: InputCounts = field(default_factory=InputCounts)
+    held: frozenset[str] = frozenset()  # the controls the input being applied holds
+    pending_held: frozenset[str] = frozenset()  # async: of the input not yet applied
+    counted_step: int = 0  # actions counted so far (the last step counted)
     last_frame: bytes | None = None
     # client time of the input not yet applied (async) / of the input applied at a step
     pending_input_ms: float | None = None
@@ -45,6 +52,11 @@ class EpisodeRun:
     def steps(self) -> int:
         """Recorded timesteps so far (the first observation included)."""
         return self.step + 1
+
+    def count_actions(self, step: int) -> None:
+        """Steps up to ``step`` were taken with the held input (once each)."""
+        self.inputs.add(self.held, step - self.counted_step)
+        self.counted_step = max(self.counted_step, step)
 
     def applied(self, step: int, client_ms: float | None) -> None:
         """The input sent at ``client_ms`` (client clock) took effect at ``step``."""

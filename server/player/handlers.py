@@ -17,7 +17,7 @@ from server.player.outbox import Outbox
 from server.player.session import ACTIVE, LiveSession, Phase, PlayError, wrong_state
 from server.recording.format import now_ms
 from server.runtime import WorkerError
-from server.services import episodes
+from server.services import quality
 from server.services.crowd import FAILED_MESSAGE
 
 log = logging.getLogger(__name__)
@@ -103,9 +103,12 @@ async def on_input(s: LiveSession, msg: p.InputMsg) -> None:
     except WorkerError as exc:
         await s.fail(exc)
         return
+    held = quality.held_controls(msg.raw())
     if event is None:  # async: applied at the next tick
         run.pending_input_ms, run.forwarded_ms = msg.client_ms, now_ms()
+        run.pending_held = held
     else:
+        run.held = held
         run.applied(event.step, msg.client_ms)
         await s.on_event(event)
 
@@ -117,7 +120,7 @@ async def on_ack(s: LiveSession, msg: p.AckMsg) -> None:
         return  # a late ack of an earlier episode, or nonsense: nothing to record
     run.frame_drawn(msg.step, msg.drawn_ms)
     if run.stats_due():
-        recent = episodes.percentile(run.latencies_ms[-60:], 50)
+        recent = quality.percentile(run.latencies_ms[-60:], 50)
         s.send({"type": "stats", "latency_ms": recent, "frames_dropped": run.frames_dropped})
     if (s.phase == Phase.playing and s.worker is not None
             and s.worker.info.get("mode") == "async" and len(run.acks) >= ACK_FLUSH):  # fmt: skip

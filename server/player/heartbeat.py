@@ -24,7 +24,7 @@ from server.core.replica import ReplicaInfo
 from server.player.registry import Registry
 from server.player.session import Phase
 from server.services import replicas
-from server.services.episodes import percentile
+from server.services.quality import percentile
 
 log = logging.getLogger(__name__)
 

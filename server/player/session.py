@@ -376,7 +376,10 @@ class LiveSession:
         # it was forwarded (a step already under way when it arrived did not use it)
         if clock and run.pending_input_ms is not None:
             if event.worker_ms - event.work_ms >= run.forwarded_ms:
+                run.count_actions(event.step - 1)  # taken with the input held before
+                run.held = run.pending_held
                 run.applied(event.step, run.pending_input_ms)
+        run.count_actions(event.step)
         run.step, run.return_ = event.step, event.return_
         self._show(event)
         if event.done:
@@ -412,6 +415,7 @@ class LiveSession:
             status=status, steps=run.steps, total_reward=run.return_,
             end_reason=end_reason or run.end_reason, error=error,
             latencies_ms=run.latencies_ms, frames_dropped=run.frames_dropped, ended_at=run.ended_at,
+            inputs=run.inputs,
         )  # fmt: skip
         try:
             await self.db(episodes.finish_episode, run.id, result)

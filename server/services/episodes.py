@@ -27,7 +27,7 @@ from server.models import (
 )
 from server.principal import Principal, is_reserved_participant_id
 from server.recording.format import episode_dir
-from server.services import crowd
+from server.services import crowd, quality
 from server.study_spec import EnvironmentSpec, StudySpec
 
 FINAL = frozenset(EpisodeStatus) - {EpisodeStatus.recording}
@@ -47,17 +47,7 @@ class EpisodeResult:
     latencies_ms: list[float] = field(default_factory=list)
     frames_dropped: int = 0
     ended_at: datetime | None = None  # when the env ended it (before the save question)
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """The ``q`` percentile (0-100, linear interpolation) or None without values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+    inputs: quality.InputCounts = field(default_factory=quality.InputCounts)
 
 
 def find_or_create_participant(db: Session, study: Study, external_id: str) -> Participant:
@@ -234,9 +224,11 @@ def finish_episode(db: Session, episode_id: str, result: EpisodeResult) -> Episo
     episode.error = result.error
     episode.ended_at = ended
     episode.duration_s = max(0.0, (ended - episode.started_at).total_seconds())
-    episode.latency_p50_ms = percentile(result.latencies_ms, 50)
-    episode.latency_p95_ms = percentile(result.latencies_ms, 95)
     episode.frames_dropped = result.frames_dropped
+    # measured as it was played: ending an episode never re-reads its log
+    quality.apply(episode, result.inputs.signals(result.latencies_ms, episode.duration_s))
+    if episode.status == EpisodeStatus.completed:
+        quality.refresh_medians(db, [episode.study_env_id])
     db.commit()
     return episode
 
@@ -247,11 +239,5 @@ def log_totals(storage_path: Path | str) -> tuple[int, float] | None:
     What a row counts after its worker died (the server, or the worker alone): the log holds
     every step the worker flushed, which may be fewer or more than the player had counted.
     """
-    from server.export.episode import read_episode  # reads envlogger logs; imported lazily
-
-    try:
-        recorded = read_episode(Path(storage_path))
-    except Exception as exc:  # an empty or unreadable log: the caller keeps its own counts
-        log.warning("episode log %s not readable (%s)", storage_path, exc)
-        return None
-    return len(recorded), float(recorded.total_reward)
+    recorded = quality.read_log(storage_path)
+    return None if recorded is None else (len(recorded), float(recorded.total_reward))

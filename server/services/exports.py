@@ -54,8 +54,8 @@ def dataset_name(study: Study, requested: str | None) -> str:
     return slug[:60]
 
 
-def selection_filter(sel: ExportSelection | EpisodeFilterIn) -> review.EpisodeFilter:
-    """The review filter equivalent to an export selection's or the page's filter fields."""
+def selection_filter(sel: EpisodeFilterIn) -> review.EpisodeFilter:
+    """The review filter of the page's filter fields (an export selection is one too)."""
     return review.EpisodeFilter(
         statuses=[str(s) for s in sel.statuses],
         env_keys=sel.environments,
@@ -66,6 +66,12 @@ def selection_filter(sel: ExportSelection | EpisodeFilterIn) -> review.EpisodeFi
         until=sel.until,
         min_return=sel.min_return,
         max_return=sel.max_return,
+        min_steps=sel.min_steps,
+        max_steps=sel.max_steps,
+        p99_over_ms=sel.p99_over_ms,
+        idle_over=sel.idle_over,
+        under_median=sel.under_median,
+        over_median=sel.over_median,
     )
 
 

@@ -22,7 +22,8 @@ from sqlalchemy.orm import Session
 
 from server.core.replica import ReplicaInfo, process_alive
 from server.models import Episode, EpisodeStatus, LiveSessionRow, Replica, utcnow
-from server.services.episodes import SERVER_RESTART, log_totals
+from server.services import quality
+from server.services.episodes import SERVER_RESTART
 
 REPLICA_LOST = "replica_lost"  # end reason of an episode whose replica stopped heartbeating
 log = logging.getLogger(__name__)
@@ -122,7 +123,8 @@ def _no_live_owner(alive: list[str]) -> ColumnElement[bool]:
 
 
 def abandon(db: Session, where: ColumnElement[bool], reason: str) -> int:
-    """Mark ``recording`` episodes matching ``where`` abandoned, totals from their logs.
+    """Mark ``recording`` episodes matching ``where`` abandoned, totals and quality signals
+    from their logs (read once each).
 
     Each row is claimed by ``UPDATE ... WHERE status = 'recording' AND replica_id = <the
     owner read>``: a replica racing for the same episode updates nothing.
@@ -135,16 +137,19 @@ def abandon(db: Session, where: ColumnElement[bool], reason: str) -> int:
     db.rollback()  # no transaction held while logs are read
     done = 0
     for episode_id, owner, path, started_at in found:
-        totals = log_totals(path)
+        recorded = quality.read_log(path)
         now = utcnow()
+        duration_s = max(0.0, (now - started_at).total_seconds())
         values: dict[str, Any] = {
             "status": EpisodeStatus.abandoned,
             "end_reason": reason,
             "ended_at": now,
-            "duration_s": max(0.0, (now - started_at).total_seconds()),
+            "duration_s": duration_s,
+            "quality_at": now,  # the session's measurements died with it: from the log
         }
-        if totals is not None:
-            values["steps"], values["total_reward"] = totals
+        if recorded is not None:
+            values["steps"], values["total_reward"] = len(recorded), float(recorded.total_reward)
+            values.update(quality.from_recorded(recorded, duration_s).columns())
         same_owner = Episode.replica_id.is_(None) if owner is None else Episode.replica_id == owner
         claimed = db.execute(
             update(Episode)

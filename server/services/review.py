@@ -7,13 +7,15 @@ they come from the player.
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Select, delete, func, select
+from sqlalchemy import Select, and_, delete, func, literal, or_, select, tuple_
 from sqlalchemy.orm import Session, selectinload
 
 from server.errors import DomainError, Invalid, NotFound
@@ -26,10 +28,11 @@ from server.models import (
     Participant,
     StepTag,
     Study,
+    StudyEnvironment,
     is_row_id,
 )
 from server.principal import USER_PREFIX, Principal
-from server.services import studies
+from server.services import quality, studies
 
 # Sort keys the list accepts ("-" prefix: descending).
 SORTS: dict[str, Any] = {
@@ -38,13 +41,22 @@ SORTS: dict[str, Any] = {
     "total_reward": Episode.total_reward,
     "steps": Episode.steps,
     "duration_s": Episode.duration_s,
+    "latency_p50_ms": Episode.latency_p50_ms,
+    "latency_p99_ms": Episode.latency_p99_ms,
+    "idle_share": Episode.idle_share,
+    "inputs_per_s": Episode.inputs_per_s,
+    "frames_dropped": Episode.frames_dropped,
     "status": Episode.status,
     "env_key": Episode.env_key,
     # the participant's external id (designers' test plays, without one, sort first)
     "participant": Participant.external_id,
 }
+NULLABLE_SORTS = frozenset(
+    {"ended_at", "duration_s", "latency_p50_ms", "latency_p99_ms", "idle_share", "inputs_per_s"}
+)
 DEFAULT_SORT = "-started_at"
 MAX_PAGE = 500
+COUNT_CAP = 10_000  # the list counts matches up to this (exact_count=true counts them all)
 BULK_CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter caps
 
 
@@ -61,6 +73,13 @@ class EpisodeFilter:
     until: datetime | None = None
     min_return: float | None = None  # total_reward >= min_return
     max_return: float | None = None  # total_reward <= max_return
+    min_steps: int | None = None  # steps >= min_steps
+    max_steps: int | None = None  # steps <= max_steps
+    # quality flags (server/services/quality.py); episodes without the signal do not match
+    p99_over_ms: float | None = None  # latency_p99_ms > p99_over_ms
+    idle_over: float | None = None  # idle_share > idle_over (0..1)
+    under_median: float | None = None  # steps < under_median x the environment's median
+    over_median: float | None = None  # steps > over_median x the environment's median
 
 
 @dataclass(frozen=True)
@@ -68,9 +87,11 @@ class EpisodePage:
     """One page of a filtered list."""
 
     items: list[Episode]
-    total: int
+    total: int | None  # None: not counted
     offset: int
     limit: int
+    total_exact: bool = True  # False: more than ``total`` match (the count stopped)
+    next_cursor: str | None = None  # ``after`` of the next page (None: the last page)
 
 
 def agent_key(episode: Episode, external_ids: dict[int, str]) -> str:
@@ -120,7 +141,78 @@ def filtered(study_id: int, flt: EpisodeFilter) -> Select[Any]:
         query = query.where(Episode.total_reward >= flt.min_return)
     if flt.max_return is not None:
         query = query.where(Episode.total_reward <= flt.max_return)
+    return _quality_filters(query, flt)
+
+
+def _quality_filters(query: Select[Any], flt: EpisodeFilter) -> Select[Any]:
+    if flt.min_steps is not None:
+        query = query.where(Episode.steps >= flt.min_steps)
+    if flt.max_steps is not None:
+        query = query.where(Episode.steps <= flt.max_steps)
+    if flt.p99_over_ms is not None:
+        query = query.where(Episode.latency_p99_ms > flt.p99_over_ms)
+    if flt.idle_over is not None:
+        query = query.where(Episode.idle_share > flt.idle_over)
+    if flt.under_median is not None or flt.over_median is not None:
+        # the cached median of each environment (a join, not a per-row subquery)
+        median = StudyEnvironment.median_steps
+        query = query.join(StudyEnvironment, StudyEnvironment.id == Episode.study_env_id)
+        query = query.where(median.is_not(None), Episode.status != EpisodeStatus.recording)
+        if flt.under_median is not None:
+            query = query.where(Episode.steps < median * flt.under_median)
+        if flt.over_median is not None:
+            query = query.where(Episode.steps > median * flt.over_median)
     return query
+
+
+def _order(sort: str) -> tuple[Any, Any]:
+    """(column, ORDER BY term) of a sort key; 422 for an unknown one."""
+    column = SORTS.get(sort.removeprefix("-"))
+    if column is None:
+        raise Invalid(
+            f"Unknown sort {sort!r}.",
+            detail=[{"loc": ["query", "sort"], "msg": f"one of {sorted(SORTS)} (- for desc)"}],
+        )
+    desc = sort.startswith("-")
+    order = column.desc() if desc else column.asc()
+    if column is Participant.external_id:
+        return column, order.nulls_last() if desc else order.nulls_first()
+    if sort.removeprefix("-") in NULLABLE_SORTS:
+        # NULL (not measured) counts as the largest value on both databases: PostgreSQL's own
+        # order, so its (study_id, column, id) index serves both directions
+        return column, order.nulls_first() if desc else order.nulls_last()
+    return column, order
+
+
+def page_query(
+    study_id: int, flt: EpisodeFilter, sort: str = DEFAULT_SORT, after: Cursor | None = None
+) -> Select[Any]:
+    """The sorted select of the matching episodes: page it with ``after`` (keyset: the rows
+    after that one, an index range on PostgreSQL however deep) or offset/limit."""
+    column, order = _order(sort)
+    query = filtered(study_id, flt)
+    if column is Participant.external_id:
+        query = query.outerjoin(Participant, Episode.participant_id == Participant.id)
+    desc = sort.startswith("-")
+    if after is not None:
+        query = query.where(_after(column, desc, after))
+    tie = Episode.id.desc() if desc else Episode.id.asc()
+    return query.order_by(order, tie)
+
+
+def count_matching(
+    db: Session, study_id: int, flt: EpisodeFilter, cap: int | None = None
+) -> tuple[int, bool]:
+    """How many of the study's episodes match ``flt``, and whether that is exact: with
+    ``cap``, counting stops past ``cap`` matches (``(cap, False)``): the count of 100,000
+    matching rows would cost more than the page itself."""
+    ids = filtered(study_id, flt).with_only_columns(Episode.id, maintain_column_froms=True)
+    if cap is not None:
+        ids = ids.limit(cap + 1)
+    n = int(db.scalar(select(func.count()).select_from(ids.subquery())) or 0)
+    if cap is not None and n > cap:
+        return cap, False
+    return n, True
 
 
 def list_episodes(
@@ -131,27 +223,100 @@ def list_episodes(
     sort: str = DEFAULT_SORT,
     offset: int = 0,
     limit: int = 50,
+    after: str | None = None,
+    count_cap: int | None = COUNT_CAP,
+    count: bool = True,
 ) -> EpisodePage:
-    """One page of the study's episodes matching ``flt``, sorted by ``sort``."""
-    column = SORTS.get(sort.removeprefix("-"))
-    if column is None:
-        raise Invalid(
-            f"Unknown sort {sort!r}.",
-            detail=[{"loc": ["query", "sort"], "msg": f"one of {sorted(SORTS)} (- for desc)"}],
-        )
-    query = filtered(study.id, flt)
-    total = db.scalar(select(func.count()).select_from(query.subquery())) or 0
-    order = column.desc() if sort.startswith("-") else column.asc()
-    if column is Participant.external_id:
-        query = query.outerjoin(Participant, Episode.participant_id == Participant.id)
-        order = order.nulls_first() if not sort.startswith("-") else order.nulls_last()
-    rows = db.scalars(
-        query.options(selectinload(Episode.tags))
-        .order_by(order, Episode.id)
-        .offset(offset)
-        .limit(min(limit, MAX_PAGE))
-    ).all()
-    return EpisodePage(items=list(rows), total=int(total), offset=offset, limit=limit)
+    """One page of the study's episodes matching ``flt``, sorted by ``sort``: at ``offset``,
+    or after the row a ``next_cursor`` names (``after``); without ``count``, ``total`` is
+    None (a client paging on keeps the total of the first page)."""
+    cursor = decode_cursor(after, sort) if after else None
+    query = page_query(study.id, flt, sort, cursor)
+    total: int | None = None
+    exact = True
+    if count:
+        total, exact = count_matching(db, study.id, flt, count_cap)
+    limit = min(limit, MAX_PAGE)
+    rows = list(
+        db.scalars(
+            query.options(selectinload(Episode.tags))
+            .offset(0 if cursor else offset)
+            .limit(limit + 1)
+        ).all()
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    nxt = encode_cursor(rows[-1], sort) if more and rows and sort_has_cursor(sort) else None
+    return EpisodePage(
+        items=rows, total=total, offset=offset, limit=limit, total_exact=exact, next_cursor=nxt
+    )
+
+
+# --- keyset cursors -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Cursor:
+    """The sort value and id of the last row of a page."""
+
+    value: Any
+    id: str
+
+
+def sort_has_cursor(sort: str) -> bool:
+    """Keyset paging works on the episode's own columns (not the participant's id)."""
+    return SORTS.get(sort.removeprefix("-")) is not Participant.external_id
+
+
+def encode_cursor(episode: Episode, sort: str) -> str:
+    """An opaque cursor naming ``episode``'s place in ``sort`` order."""
+    value = getattr(episode, sort.removeprefix("-"))
+    if isinstance(value, datetime):
+        value = value.isoformat()
+    raw = json.dumps({"s": sort, "v": value, "id": episode.id}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _bad_cursor() -> Invalid:
+    return Invalid(
+        "The page cursor is not valid for this sort; start from the first page.",
+        detail=[{"loc": ["query", "after"], "msg": "bad cursor"}],
+    )
+
+
+def decode_cursor(text: str, sort: str) -> Cursor:
+    """A cursor from :func:`encode_cursor` for the same sort; 422 otherwise."""
+    if not sort_has_cursor(sort):
+        raise _bad_cursor()
+    try:
+        data = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        value, episode_id = data["v"], data["id"]
+        if data["s"] != sort or not isinstance(episode_id, str) or len(episode_id) > 32:
+            raise ValueError("another sort")
+        key = sort.removeprefix("-")
+        if value is not None:
+            if key in ("started_at", "ended_at"):
+                value = datetime.fromisoformat(value)
+            elif isinstance(value, bool) or not isinstance(value, int | float | str):
+                raise ValueError("wrong type")
+            elif isinstance(value, str) != (key in ("status", "env_key")):
+                raise ValueError("wrong type")
+    except (ValueError, KeyError, TypeError):
+        raise _bad_cursor() from None
+    return Cursor(value=value, id=episode_id)
+
+
+def _after(column: Any, desc: bool, cursor: Cursor) -> Any:
+    """Rows after the cursor's in (column, id) order, NULL counting as the largest value (as
+    :func:`_order`): row-value comparisons, so PostgreSQL seeks its (study_id, column, id)
+    index."""
+    pair = tuple_(column, Episode.id)
+    if desc:  # NULLs first, then values descending
+        if cursor.value is None:
+            return or_(and_(column.is_(None), Episode.id < cursor.id), column.is_not(None))
+        return pair < tuple_(literal(cursor.value, column.type), literal(cursor.id))
+    if cursor.value is None:  # ascending: values, then NULLs
+        return and_(column.is_(None), Episode.id > cursor.id)
+    after = pair > tuple_(literal(cursor.value, column.type), literal(cursor.id))
+    return or_(after, column.is_(None)) if column.nullable else after
 
 
 def external_ids(db: Session, episodes: Sequence[Episode]) -> dict[int, str]:
@@ -264,11 +429,34 @@ def notes_of(episode: Episode) -> list[Note]:
     return sorted(episode.notes, key=lambda n: (n.created_at, n.id))
 
 
+def _distinct_names(table: Any, study_id: int) -> Select[Any]:
+    """The tag names of ``table`` used in a study: a skip scan of its ``name`` index (one
+    lookup per distinct name, not a pass over every tag), each name kept when one episode of
+    the study has it."""
+    first = select(func.min(table.name).label("name")).cte("names", recursive=True)
+    after = table.__table__.alias("after")
+    step = select(
+        select(func.min(after.c.name)).where(after.c.name > first.c.name).scalar_subquery()
+    ).where(first.c.name.is_not(None))
+    names = first.union_all(step)
+    # a scalar subquery with LIMIT 1 (an EXISTS would be planned as one join over all tags)
+    used = (
+        select(1)
+        .select_from(table)
+        .join(Episode, Episode.id == table.episode_id)
+        .where(table.name == names.c.name, Episode.study_id == study_id)
+        .limit(1)
+        .scalar_subquery()
+        .is_not(None)
+    )
+    return select(names.c.name).where(names.c.name.is_not(None), used)
+
+
 def tag_names(db: Session, study_id: int) -> list[str]:
     """Every episode and step tag name used in a study (for filter pickers)."""
-    ep = select(EpisodeTag.name).join(Episode).where(Episode.study_id == study_id)
-    st = select(StepTag.name).join(Episode).where(Episode.study_id == study_id)
-    return sorted(set(db.scalars(ep).all()) | set(db.scalars(st).all()))
+    found = set(db.scalars(_distinct_names(EpisodeTag, study_id)).all())
+    found.update(db.scalars(_distinct_names(StepTag, study_id)).all())
+    return sorted(found)
 
 
 # --- bulk actions -------------------------------------------------------------------------
@@ -336,17 +524,20 @@ def bulk_delete(
     """Delete the episodes that are not recording (tags, step tags and notes cascade), record
     the deletion, then remove their logs."""
     gone: list[str] = []
+    envs: set[int] = set()
     recording = 0
     for chunk in _chunks(ids):
         # a recording episode keeps being written by its worker: never pulled from under it
         where = (Episode.id.in_(chunk), Episode.status != EpisodeStatus.recording)
-        ended = db.scalars(select(Episode.id).where(*where)).all()
+        ended = db.execute(select(Episode.id, Episode.study_env_id).where(*where)).tuples().all()
         db.execute(delete(Episode).where(*where))
-        gone += ended
+        gone += [episode_id for episode_id, _ in ended]
+        envs.update(env_id for _, env_id in ended)
         live = Episode.id.in_(chunk) & (Episode.status == EpisodeStatus.recording)
         recording += db.scalar(select(func.count()).where(live)) or 0
     if gone:
         db.add(EpisodeDeletion(study_id=study.id, user_id=user_id, count=len(gone)))
+    quality.refresh_medians(db, envs)
     db.commit()
     studies.remove_episode_logs(data_root, study.id, gone)
     return BulkResult(matched=len(ids), changed=len(gone), skipped_recording=recording)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from server.models import Episode, EpisodeStatus, PlaySession
+import pytest
+
+from server.models import Episode, EpisodeStatus, PlaySession, StudyEnvironment
 from server.player.protocol import PROTOCOL_VERSION
 from server.recording.writer import open_reader
 from tests.player.conftest import Player, counter_env, spec
@@ -50,6 +52,13 @@ def test_sync_episode_to_the_end_and_saved(factory, designer, db, settings):
     assert row.end_reason == "terminated" and row.user_id == designer.id
     assert row.latency_p50_ms == 5.0 and row.frames_dropped == 0
     assert row.duration_s is not None and row.ended_at is not None
+    # quality signals, from the log the worker finalized: KeyA pressed once, then held
+    assert row.quality_at is not None and row.idle_share == 0.0
+    assert row.inputs_per_s == pytest.approx(1 / row.duration_s)
+    assert row.latency_p99_ms is not None and row.latency_p99_ms >= row.latency_p50_ms
+    env_row = db.get(StudyEnvironment, row.study_env_id)
+    db.refresh(env_row)
+    assert env_row.median_steps == 4.0
     session_row = db.get(PlaySession, hello["session_id"])
     db.refresh(session_row)
     assert session_row.ended_at is not None

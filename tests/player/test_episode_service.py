@@ -8,7 +8,8 @@ from server.errors import Conflict
 from server.models import EpisodeStatus
 from server.principal import Principal
 from server.services import episodes
-from server.services.episodes import EpisodeResult, percentile
+from server.services.episodes import EpisodeResult
+from server.services.quality import percentile
 from server.services.studies import spec_of
 from tests.player.conftest import counter_env, spec
 

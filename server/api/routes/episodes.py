@@ -26,7 +26,7 @@ from server.schemas import (
     StepTagPublic,
     TagIn,
 )
-from server.services import _replay_step, episode_videos, exports, replay, review, studies
+from server.services import _replay_step, episode_videos, exports, quality, replay, review, studies
 
 router = APIRouter(tags=["episodes"])
 
@@ -37,7 +37,10 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _summary(episode: Episode, externals: dict[int, str]) -> dict[str, Any]:
+def _summary(
+    episode: Episode, externals: dict[int, str], medians: dict[int, float]
+) -> dict[str, Any]:
+    median = medians.get(episode.study_env_id)
     return {
         "id": episode.id,
         "study_id": episode.study_id,
@@ -54,12 +57,20 @@ def _summary(episode: Episode, externals: dict[int, str]) -> dict[str, Any]:
         "latency_p50_ms": episode.latency_p50_ms,
         "latency_p95_ms": episode.latency_p95_ms,
         "frames_dropped": episode.frames_dropped,
+        "latency_p99_ms": episode.latency_p99_ms,
+        "idle_share": episode.idle_share,
+        "inputs_per_s": episode.inputs_per_s,
+        "quality_computed": episode.quality_at is not None,
+        "length_ratio": episode.steps / median if median else None,
+        "badges": quality.badges(episode, median),
         "tags": sorted(t.name for t in episode.tags),
     }
 
 
 def _detail(db: Session, episode: Episode) -> EpisodeDetail:
-    base = _summary(episode, review.external_ids(db, [episode]))
+    base = _summary(
+        episode, review.external_ids(db, [episode]), quality.medians(db, episode.study_id)
+    )
     step_tags = sorted(episode.step_tags, key=lambda t: (t.start_step, t.end_step, t.id))
     return EpisodeDetail(
         **base,
@@ -99,11 +110,50 @@ def list_episodes(
     until: datetime | None = None,
     min_return: Annotated[float | None, Query(allow_inf_nan=False)] = None,
     max_return: Annotated[float | None, Query(allow_inf_nan=False)] = None,
+    min_steps: Annotated[int | None, Query(ge=0, le=MAX_DB_INT, description="Steps >=")] = None,
+    max_steps: Annotated[int | None, Query(ge=0, le=MAX_DB_INT, description="Steps <=")] = None,
+    p99_over_ms: Annotated[
+        float | None,
+        Query(ge=0, allow_inf_nan=False, description="Flag: input latency p99 over this (ms)"),
+    ] = None,
+    idle_over: Annotated[
+        float | None, Query(ge=0, le=1, description="Flag: share of actions with no input over")
+    ] = None,
+    under_median: Annotated[
+        float | None, Query(gt=0, le=1000, description="Flag: steps under k x the env's median")
+    ] = None,
+    over_median: Annotated[
+        float | None, Query(gt=0, le=1000, description="Flag: steps over k x the env's median")
+    ] = None,
     sort: Annotated[
         str, Query(description=f"One of {sorted(review.SORTS)}; a - prefix sorts descending")
     ] = review.DEFAULT_SORT,
-    offset: Annotated[int, Query(ge=0, le=MAX_DB_INT)] = 0,
+    offset: Annotated[
+        int, Query(ge=0, le=MAX_DB_INT, description="Rows to skip (echoed, not used, with after)")
+    ] = 0,
     limit: Annotated[int, Query(ge=1, le=review.MAX_PAGE)] = 50,
+    after: Annotated[
+        str | None,
+        Query(
+            max_length=400,
+            description="A next_cursor: the page after that row (keyset paging: as fast on "
+            "page 2,000 as on page 1). Same sort and filters; not with sort=participant.",
+        ),
+    ] = None,
+    exact_count: Annotated[
+        bool,
+        Query(
+            description=f"Count every match (default: up to {review.COUNT_CAP:,}, then "
+            "total_exact is false)"
+        ),
+    ] = False,
+    count: Annotated[
+        bool,
+        Query(
+            description="False: neither count (total is null) nor list tag names (empty): "
+            "later pages keep the first page's"
+        ),
+    ] = True,
 ) -> EpisodeList:
     """Episodes of one of your studies, filtered (repeat a parameter for several values)."""
     study = studies.get_study(db, principal, study_id)
@@ -117,15 +167,27 @@ def list_episodes(
         until=until,
         min_return=min_return,
         max_return=max_return,
+        min_steps=min_steps,
+        max_steps=max_steps,
+        p99_over_ms=p99_over_ms,
+        idle_over=idle_over,
+        under_median=under_median,
+        over_median=over_median,
     )
-    page = review.list_episodes(db, study, flt, sort=sort, offset=offset, limit=limit)
+    page = review.list_episodes(
+        db, study, flt, sort=sort, offset=offset, limit=limit, after=after,
+        count_cap=None if exact_count else review.COUNT_CAP, count=count,
+    )  # fmt: skip
     externals = review.external_ids(db, page.items)
+    medians = quality.medians(db, study.id)
     return EpisodeList(
-        items=[EpisodeSummary(**_summary(e, externals)) for e in page.items],
+        items=[EpisodeSummary(**_summary(e, externals, medians)) for e in page.items],
         total=page.total,
+        total_exact=page.total_exact,
         offset=page.offset,
         limit=page.limit,
-        tag_names=review.tag_names(db, study.id),
+        next_cursor=page.next_cursor,
+        tag_names=review.tag_names(db, study.id) if count else [],
     )
 
 
