@@ -33,6 +33,24 @@ def pg_schema_url(base: str, schema: str) -> str:
     )
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The PostgreSQL pass runs only the tests that touch a database (a database fixture, or
+    a module that reads ``PG_URL``): the others ran in the SQLite pass, and the database plays
+    no part in them. ``STUDIO_TEST_ALL_ON_PG=1`` runs everything again."""
+    if not PG_URL or os.environ.get("STUDIO_TEST_ALL_ON_PG"):
+        return
+    keep: list[pytest.Item] = []
+    skip: list[pytest.Item] = []
+    for item in items:
+        uses_db = "migrated_template" in getattr(item, "fixturenames", ()) or hasattr(
+            getattr(item, "module", None), "PG_URL"
+        )
+        (keep if uses_db else skip).append(item)
+    if skip:
+        config.hook.pytest_deselected(items=skip)
+        items[:] = keep
+
+
 @pytest.fixture(scope="session")
 def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A database migrated to head once per run: a SQLite file, or a fresh PostgreSQL schema."""
