@@ -82,6 +82,14 @@ class StudyEnvironmentPublic(_Public):
     position: int
 
 
+class StudyRef(_Public):
+    """Another study, by id and name (a version's parent, or a study's versions)."""
+
+    id: int
+    name: str
+    state: StudyState
+
+
 class StudySummary(_Public):
     id: int
     name: str
@@ -90,11 +98,16 @@ class StudySummary(_Public):
     created_at: datetime
     updated_at: datetime
     environments: list[StudyEnvironmentPublic]
+    parent_study_id: int | None = Field(description="The study this one is a new version of.")
+    parent: StudyRef | None = None
 
 
 class StudyPublic(StudySummary):
     spec: StudySpec
     permalink_token: str | None
+    versions: list[StudyRef] = Field(
+        default_factory=list, description="Studies saved as new versions of this one."
+    )
 
 
 class HealthOut(BaseModel):
@@ -143,6 +156,7 @@ class EpisodeSummary(BaseModel):
     status: EpisodeStatus
     end_reason: str | None
     participant: str = Field(description="External id, or user:<id> for a designer's play.")
+    is_test: bool = Field(description="A designer's test play (not a participant's episode).")
     seed: int | None
     steps: int
     total_reward: float
@@ -185,6 +199,11 @@ class EpisodeFilterIn(StrictModel):
     until: datetime | None = None
     min_return: float | None = Field(default=None, allow_inf_nan=False, description="Return >=.")
     max_return: float | None = Field(default=None, allow_inf_nan=False, description="Return <=.")
+    include_tests: bool = Field(
+        default=False,
+        description="Include designers' test plays (left out by default, unless user:<id> "
+        "participants are named).",
+    )
 
 
 class BulkSelection(StrictModel):
@@ -238,6 +257,11 @@ class ExportSelection(StrictModel):
     until: datetime | None = None
     min_return: float | None = Field(default=None, allow_inf_nan=False, description="Return >=.")
     max_return: float | None = Field(default=None, allow_inf_nan=False, description="Return <=.")
+    include_tests: bool = Field(
+        default=False,
+        description="Include designers' test plays (left out by default, unless user:<id> "
+        "participants are named).",
+    )
 
 
 class ExportOptionsIn(StrictModel):

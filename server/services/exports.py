@@ -62,6 +62,7 @@ def selection_filter(sel: ExportSelection | EpisodeFilterIn) -> review.EpisodeFi
         until=sel.until,
         min_return=sel.min_return,
         max_return=sel.max_return,
+        include_tests=sel.include_tests,
     )
 
 

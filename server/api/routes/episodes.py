@@ -44,6 +44,7 @@ def _summary(episode: Episode, externals: dict[int, str]) -> dict[str, Any]:
         "status": episode.status,
         "end_reason": episode.end_reason,
         "participant": review.agent_key(episode, externals),
+        "is_test": episode.is_test,
         "seed": episode.seed,
         "steps": episode.steps,
         "total_reward": episode.total_reward,
@@ -98,6 +99,9 @@ def list_episodes(
     until: datetime | None = None,
     min_return: Annotated[float | None, Query(allow_inf_nan=False)] = None,
     max_return: Annotated[float | None, Query(allow_inf_nan=False)] = None,
+    include_tests: Annotated[
+        bool, Query(description="Include designers' test plays (left out by default)")
+    ] = False,
     sort: Annotated[
         str, Query(description=f"One of {sorted(review.SORTS)}; a - prefix sorts descending")
     ] = review.DEFAULT_SORT,
@@ -116,6 +120,7 @@ def list_episodes(
         until=until,
         min_return=min_return,
         max_return=max_return,
+        include_tests=include_tests,
     )
     page = review.list_episodes(db, study, flt, sort=sort, offset=offset, limit=limit)
     externals = review.external_ids(db, page.items)
