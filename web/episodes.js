@@ -52,6 +52,7 @@ function filterParams() {
     if ($(id).value) p.append(key, new Date($(id).value).toISOString());
   }
   add("min_return", "f-min-return"); add("max_return", "f-max-return");
+  if ($("f-tests").checked) p.append("include_tests", "true");
   return p;
 }
 
@@ -82,6 +83,7 @@ function readUrl() {
     // datetime-local wants local time without a zone
     $(id).value = v ? new Date(new Date(v).getTime() - new Date().getTimezoneOffset() * 60000).toISOString().slice(0, 16) : "";
   }
+  $("f-tests").checked = p.get("include_tests") === "true";
   state.sort = p.get("sort") || DEFAULT_SORT;
   state.offset = Math.max(0, Number(p.get("offset")) || 0);
   return { episode: p.get("episode"), step: Math.max(0, Number(p.get("step")) || 0) };
@@ -97,6 +99,7 @@ function pageFilter() {
     since: p.get("since"), until: p.get("until"),
     min_return: p.has("min_return") ? Number(p.get("min_return")) : null,
     max_return: p.has("max_return") ? Number(p.get("max_return")) : null,
+    include_tests: p.has("include_tests"),
   };
 }
 
@@ -148,7 +151,9 @@ function renderTable() {
     const row = el("tr", { "data-id": e.id },
       el("td", {}, box), el("td", {}, new Date(e.started_at).toLocaleString()),
       el("td", {}, e.env_key), el("td", {}, el("span", { class: `badge ep-${e.status}` }, e.status)),
-      el("td", { class: "code" }, e.participant), el("td", { class: "right" }, String(e.steps)),
+      el("td", { class: "code" }, e.participant, e.is_test
+        ? el("span", { class: "badge ep-test", title: "A designer's test play" }, "test") : null),
+      el("td", { class: "right" }, String(e.steps)),
       el("td", { class: "right" }, e.total_reward.toFixed(2)),
       el("td", {}, e.tags.join(", ")), el("td", {}, open));
     if (replay.episode && replay.episode.id === e.id) row.classList.add("selected");
@@ -382,6 +387,7 @@ async function init() {
   $("study-name").textContent = info.name; document.title = `Episodes · ${info.name}`;
   $("f-env").replaceChildren(...info.environments.map((e) => el("option", { value: e.env_key }, e.name)));
   $("filters").addEventListener("submit", guard(async (e) => { e.preventDefault(); state.offset = 0; await loadEpisodes(); }));
+  $("f-tests").addEventListener("change", guard(async () => { state.offset = 0; await loadEpisodes(); }));
   $("f-reset").addEventListener("click", guard(async () => { $("filters").reset(); state.offset = 0; await loadEpisodes(); }));
   $("prev-page").addEventListener("click", guard(async () => { state.offset = Math.max(0, state.offset - PAGE); await loadPage(); }));
   $("next-page").addEventListener("click", guard(async () => { state.offset += PAGE; await loadPage(); }));
