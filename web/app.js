@@ -1,6 +1,7 @@
 // RLDS Studio: the designer's pages (login, studies, study detail, users), on the JSON API.
 
 import { ApiError, createApi, el, problems, toast } from "./api.js";
+import { needsNewVersion, offerNewVersion, renderVersions, saveAsVersion, versionNote } from "./study-versions.js";
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -198,7 +199,8 @@ function renderStudies() {
             class: "link-button",
             "aria-current": selected ? "true" : undefined,
             onclick: () => openStudy(study.id),
-          }, study.name)),
+          }, study.name),
+          versionNote(study, openStudy)),
         el("td", {}, badge(study.state)),
         el("td", { title: study.environments.map((env) => env.source_ref).join(", ") }, envs),
         el("td", {}, timeElement(study.updated_at)),
@@ -325,6 +327,7 @@ function renderDetail(study, yaml) {
     " · updated ",
     timeElement(study.updated_at),
   );
+  renderVersions(study, openStudy);
   $("#lifecycle").replaceChildren(...lifecycleButtons(study));
 
   const linkShown = Boolean(study.permalink_token) && ["active", "paused"].includes(study.state);
@@ -371,6 +374,7 @@ async function withDetailErrors(work) {
     showError($("#detail-error"), null);
   } catch (error) {
     showError($("#detail-error"), error);
+    if (needsNewVersion(error)) offerNewVersion($("#detail-error"), saveAsNewVersion);
     if (error.status === 404) await loadStudies();
   } finally {
     buttons.forEach((b) => { b.disabled = false; });
@@ -446,6 +450,19 @@ function saveSpec() {
     });
     await refreshAfterWrite(updated);
     toast("Saved.", "success");
+  });
+}
+
+/** Save the edited YAML as a new draft linked to the study, and open it. */
+function saveAsNewVersion() {
+  const study = state.selected;
+  const text = $("#spec-yaml").value;
+  return withDetailErrors(async () => {
+    const created = await saveAsVersion(api, study, text);
+    if ($("#state-filter").value && $("#state-filter").value !== "draft") $("#state-filter").value = "";
+    await loadStudies();
+    await openStudy(created.id);
+    toast(`Saved as “${created.name}”, a new draft version.`, "success");
   });
 }
 

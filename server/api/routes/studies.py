@@ -156,6 +156,25 @@ def create_version(
     return study_versions.create_version(db, study, body.spec)
 
 
+@router.post(
+    "/{study_id}/versions/file",
+    response_model=StudyPublic,
+    status_code=201,
+    summary="Save a study file (YAML) as a new version of a study",
+    openapi_extra=YAML_BODY,
+    responses={**NOT_FOUND, **TOO_LARGE, 422: {"description": "Invalid YAML or spec."}},
+)
+def create_version_from_file(
+    study_id: RowId, db: SessionDep, principal: CurrentPrincipal, allowed: AllowedDep,
+    body: StudyFileBody,
+) -> Study:  # fmt: skip
+    """Like ``POST /api/studies/{id}/versions`` with the spec given as a study file."""
+    study = studies.get_study(db, principal, study_id)
+    spec = study_files.load_bytes(body)
+    require_allowed(spec, allowed, prefix=())
+    return study_versions.create_version(db, study, spec)
+
+
 @router.put(
     "/{study_id}/file",
     response_model=StudyPublic,

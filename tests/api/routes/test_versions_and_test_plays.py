@@ -133,3 +133,16 @@ def test_save_as_a_new_version(world, factory, db) -> None:  # type: ignore[no-u
     bad = _edited(study, source={"kind": "dm_env", "factory": "os:system"})
     assert c.post(f"/api/studies/{study.id}/versions", json=bad).status_code == 422
     assert c.post(f"/api/studies/{study.id}/versions", json={}).status_code == 422
+
+
+def test_save_a_study_file_as_a_new_version(world) -> None:  # type: ignore[no-untyped-def]
+    c, study = world["client"], world["study"]
+    yaml = c.get(f"/api/studies/{study.id}/export").text.replace("id: CartPole-v1", "id: Acrobot-v1")
+    res = c.post(f"/api/studies/{study.id}/versions/file", content=yaml,
+                 headers={"Content-Type": "application/yaml"})  # fmt: skip
+    assert res.status_code == 201, res.text
+    assert res.json()["name"] == "Balance v2"
+    assert res.json()["spec"]["environments"][0]["source"]["id"] == "Acrobot-v1"
+    res = c.post(f"/api/studies/{study.id}/versions/file", content="name: [",
+                 headers={"Content-Type": "application/yaml"})  # fmt: skip
+    assert res.status_code == 422
