@@ -96,9 +96,12 @@ SWAGGER_UI_VERSION := 5.35.0
 SWAGGER_UI_FILES   := swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css LICENSE NOTICE
 UPLOT_VERSION      := 1.6.32
 UPLOT_FILES        := dist/uPlot.iife.min.js dist/uPlot.min.css LICENSE
+JS_YAML_VERSION    := 5.5.0
+JS_YAML_FILES      := dist/browser/js-yaml.esm.min.mjs LICENSE
 vendor:
 	$(MAKE) vendor-one PKG=swagger-ui-dist VERSION=$(SWAGGER_UI_VERSION) DIR=swagger-ui FILES="$(SWAGGER_UI_FILES)"
 	$(MAKE) vendor-one PKG=uplot VERSION=$(UPLOT_VERSION) DIR=uplot FILES="$(UPLOT_FILES)"
+	$(MAKE) vendor-one PKG=js-yaml VERSION=$(JS_YAML_VERSION) DIR=js-yaml FILES="$(JS_YAML_FILES)"
 
 # vendor-one: PKG@VERSION from the npm registry; FILES (paths in the package) into web/vendor/DIR
 vendor-one:

@@ -389,6 +389,9 @@ class EnvValidationPublic(BaseModel):
     action_meanings: list[str] | None = None
     cameras: list[str] | None = None
     controls: dict[str, Any] | None = None
+    default_controls: dict[str, Any] | None = Field(
+        default=None, description="The catalog's controls for this source (empty if none)."
+    )
     speed: dict[str, Any] | None = Field(
         default=None, description="mode, fps, native_fps, frameskip, effective (1 = real speed)"
     )

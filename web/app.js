@@ -2,6 +2,7 @@
 
 import { ApiError, createApi, el, problems, toast } from "./api.js";
 import { needsNewVersion, offerNewVersion, renderVersions, saveAsVersion, versionNote } from "./study-versions.js";
+import { mountStudyControls } from "./study-controls.js";
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -549,6 +550,7 @@ function validateStudy() {
       if (state.selected?.id !== study.id) return;
       const box = $("#validation");
       box.replaceChildren(...result.environments.map(renderEnvReport));
+      mountStudyControls(box, result.environments, $("#spec-yaml"));
       box.hidden = false;
       status.textContent = (result.ok ? "Every environment builds." : "Some environments do not build.")
         + (edited ? " (The saved study: save your edits to check them.)" : "");
