@@ -27,9 +27,7 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f("ix_episodes_is_test"), ["is_test"], unique=False)
     # A designer's test play is an episode played by a logged-in user (not a participant).
     op.execute(
-        sa.text("UPDATE episodes SET is_test = :yes WHERE user_id IS NOT NULL").bindparams(
-            yes=True
-        )
+        sa.text("UPDATE episodes SET is_test = :yes WHERE user_id IS NOT NULL").bindparams(yes=True)
     )
     # SQLite recreates the table: it keeps AUTOINCREMENT (ids are never reused, see 0002)
     with op.batch_alter_table("studies", table_kwargs=AUTOINCREMENT) as batch_op:

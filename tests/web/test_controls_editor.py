@@ -24,7 +24,9 @@ navigator.getGamepads = () => [window.__pad];
 """
 
 
-def test_bind_keys_and_buttons_then_reset(live_server: str, page: Page, factory: Factory, db: Session):
+def test_bind_keys_and_buttons_then_reset(
+    live_server: str, page: Page, factory: Factory, db: Session
+):
     user = factory.user()
     controls = {"keys": {"ArrowLeft": 0, "KeyX": 9}, "noop": 1}
     spec = spec_dict("Hill", id="car", source={"kind": "gymnasium", "id": "MountainCar-v0"},
@@ -88,7 +90,9 @@ def test_bind_keys_and_buttons_then_reset(live_server: str, page: Page, factory:
     got = saved.spec["environments"][0]["controls"]
     assert got["keys"] == {"ArrowLeft": 0, "KeyD": 2, "ShiftLeft+KeyA": 0}
     assert got["buttons"] == {"3": 2} and got["labels"] == {"KeyD": "push right"}
-    assert got["deadzone"] == 0.3 and got["axes"][0]["axis"] == 0 and got["axes"][0]["negative"] == 0
+    assert (
+        got["deadzone"] == 0.3 and got["axes"][0]["axis"] == 0 and got["axes"][0]["negative"] == 0
+    )
 
     # reset to the catalog's defaults
     page.get_by_role("button", name="Validate").click()

@@ -62,8 +62,9 @@ def _edited(study: Study, **env_fields) -> dict:  # type: ignore[no-untyped-def]
 def test_meaning_changes_need_a_new_version(world, db) -> None:  # type: ignore[no-untyped-def]
     c, study = world["client"], world["study"]
     url = f"/api/studies/{study.id}"
+    settings = {"sutton_barto_reward": True}
     changes = {
-        "source": {"kind": "gymnasium", "id": "CartPole-v1", "kwargs": {"sutton_barto_reward": True}},
+        "source": {"kind": "gymnasium", "id": "CartPole-v1", "kwargs": settings},
         "controls": {"keys": {"KeyA": 0, "KeyD": 1}, "noop": 0},
         "mode": "async",
         "camera": "top",
@@ -137,7 +138,9 @@ def test_save_as_a_new_version(world, factory, db) -> None:  # type: ignore[no-u
 
 def test_save_a_study_file_as_a_new_version(world) -> None:  # type: ignore[no-untyped-def]
     c, study = world["client"], world["study"]
-    yaml = c.get(f"/api/studies/{study.id}/export").text.replace("id: CartPole-v1", "id: Acrobot-v1")
+    yaml = c.get(f"/api/studies/{study.id}/export").text.replace(
+        "id: CartPole-v1", "id: Acrobot-v1"
+    )
     res = c.post(f"/api/studies/{study.id}/versions/file", content=yaml,
                  headers={"Content-Type": "application/yaml"})  # fmt: skip
     assert res.status_code == 201, res.text
