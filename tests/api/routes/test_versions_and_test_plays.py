@@ -134,6 +134,10 @@ def test_save_as_a_new_version(world, factory, db) -> None:  # type: ignore[no-u
     bad = _edited(study, source={"kind": "dm_env", "factory": "os:system"})
     assert c.post(f"/api/studies/{study.id}/versions", json=bad).status_code == 422
     assert c.post(f"/api/studies/{study.id}/versions", json={}).status_code == 422
+    # deleting a draft that has a version unlinks the version (it stays)
+    assert c.delete(f"/api/studies/{v2['id']}").status_code == 204
+    orphan = c.get(f"/api/studies/{v3['id']}").json()
+    assert orphan["parent_study_id"] is None and orphan["parent"] is None
 
 
 def test_save_a_study_file_as_a_new_version(world) -> None:  # type: ignore[no-untyped-def]
