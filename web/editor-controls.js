@@ -127,8 +127,10 @@ export function mountControlsEditor(container, { actions = null, meanings = null
       if (model.discrete) {
         if (axis.negative !== null && axis.negative !== undefined && row.matches(axis.negative)) out.push({ kind: "axis", index: i, side: "negative", name: `axis ${axis.axis} −` });
         if (axis.positive !== null && axis.positive !== undefined && row.matches(axis.positive)) out.push({ kind: "axis", index: i, side: "positive", name: `axis ${axis.axis} +` });
-      } else if ((axis.dim ?? 0) === row.dim && Math.sign(axis.scale ?? 1) === row.sign) {
-        out.push({ kind: "axis", index: i, name: `axis ${axis.axis} (× ${axis.scale ?? 1}, both ways)` });
+      } else if ((axis.dim ?? 0) === row.dim && (axis.scale ?? 1) !== 0) {
+        // a stick drives its dimension both ways: the direction that moves this row's way
+        const direction = row.sign * Math.sign(axis.scale ?? 1);
+        out.push({ kind: "axis", index: i, name: `axis ${axis.axis} ${direction > 0 ? "+" : "−"}` });
       }
     });
     return out;

@@ -105,3 +105,49 @@ def test_bind_keys_and_buttons_then_reset(
 def lambda_contains(text: str) -> re.Pattern[str]:
     """A pattern matching a value that contains ``text``."""
     return re.compile(re.escape(text))
+
+
+def test_continuous_actions_bind_a_direction_per_dimension(
+    live_server: str, page: Page, factory: Factory, db: Session
+):
+    """A Box action: a row per direction of each dimension; a key sends a vector."""
+    user = factory.user()
+    source = {"kind": "gymnasium", "id": "MountainCarContinuous-v0"}
+    spec = spec_dict("Push", id="push", source=source, mode="async")
+    spec["environments"][0]["name"] = "Continuous car"
+    factory.study(user, spec)
+    page.add_init_script(FAKE_GAMEPAD)
+    log_in(page, live_server, user)
+    page.get_by_role("button", name="Push").click()
+    page.get_by_role("button", name="Validate").click()
+    box = page.get_by_role("region", name="Controls of Continuous car")
+    plus, minus = box.locator("tr[data-action='dimension 0 +']"), box.locator(
+        "tr[data-action='dimension 0 −']"
+    )
+    # the catalog's defaults: the arrows, and stick 0 driving the dimension both ways
+    expect(plus).to_contain_text("ArrowRight")
+    expect(minus).to_contain_text("ArrowLeft")
+    expect(plus).to_contain_text("axis 0 +")
+    expect(minus).to_contain_text("axis 0 −")
+    yaml = page.get_by_label("Edit the study file (YAML)")
+    box.get_by_role("button", name="Remove ArrowLeft").click()
+    expect(minus.locator(".flag-unbound")).to_have_count(0)  # the d-pad and the stick still
+    box.get_by_role("button", name="Remove button 14").click()
+    minus.get_by_role("button", name="Remove axis 0 −").click()  # the stick, both ways
+    expect(plus).not_to_contain_text("axis 0")
+    expect(minus.locator(".flag-unbound")).to_have_text("unbound")
+    box.get_by_role("button", name="Bind a key to dimension 0 −").click()
+    page.keyboard.press("KeyJ")
+    expect(minus).to_contain_text("KeyJ")
+    expect(yaml).to_have_value(lambda_contains("KeyJ:\n          - -1"))
+    # a stick pushed up (negative) made to push the car left: a scale of +1 on axis 1
+    box.get_by_role("button", name="Bind a gamepad button or axis to dimension 0 −").click()
+    page.evaluate("() => { window.__pad.axes[1] = -0.8; }")
+    expect(minus).to_contain_text("axis 1 −")  # a stick works both ways
+    expect(plus).to_contain_text("axis 1 +")
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.locator(".toast", has_text="Saved.")).to_be_visible()
+    page.get_by_role("button", name="Validate").click()
+    report = page.get_by_role("article", name="Validation of Continuous car")
+    expect(report).to_contain_text("KeyJ → [-1]")
+    expect(report.locator(".validation-problems")).to_have_count(0)
