@@ -121,8 +121,9 @@ def test_continuous_actions_bind_a_direction_per_dimension(
     page.get_by_role("button", name="Push").click()
     page.get_by_role("button", name="Validate").click()
     box = page.get_by_role("region", name="Controls of Continuous car")
-    plus, minus = box.locator("tr[data-action='dimension 0 +']"), box.locator(
-        "tr[data-action='dimension 0 −']"
+    plus, minus = (
+        box.locator("tr[data-action='dimension 0 +']"),
+        box.locator("tr[data-action='dimension 0 −']"),
     )
     # the catalog's defaults: the arrows, and stick 0 driving the dimension both ways
     expect(plus).to_contain_text("ArrowRight")
