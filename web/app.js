@@ -1,7 +1,9 @@
 // RLDS Studio: the designer's pages (login, studies, study detail, users), on the JSON API.
 
 import { ApiError, createApi, el, problems, toast } from "./api.js";
-import { needsNewVersion, offerNewVersion, renderVersions, saveAsVersion, versionNote } from "./study-versions.js";
+import {
+  needsNewVersion, offerNewVersion, renderVersionButton, renderVersions, saveAsVersion, versionNote,
+} from "./study-versions.js";
 import { mountStudyControls } from "./study-controls.js";
 
 const $ = (selector) => document.querySelector(selector);
@@ -329,6 +331,7 @@ function renderDetail(study, yaml) {
     timeElement(study.updated_at),
   );
   renderVersions(study, openStudy);
+  renderVersionButton(study, saveAsNewVersion);
   $("#lifecycle").replaceChildren(...lifecycleButtons(study));
 
   const linkShown = Boolean(study.permalink_token) && ["active", "paused"].includes(study.state);
@@ -375,7 +378,7 @@ async function withDetailErrors(work) {
     showError($("#detail-error"), null);
   } catch (error) {
     showError($("#detail-error"), error);
-    if (needsNewVersion(error)) offerNewVersion($("#detail-error"), saveAsNewVersion);
+    if (needsNewVersion(error)) offerNewVersion($("#detail-error"));
     if (error.status === 404) await loadStudies();
   } finally {
     buttons.forEach((b) => { b.disabled = false; });

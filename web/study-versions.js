@@ -50,6 +50,23 @@ export function renderVersions(study, open) {
   box.hidden = parts.length === 0;
 }
 
+/**
+ * The "Save as a new version" button beside the editor's Save, for studies that have left
+ * the draft state (a draft saves anything in place); ``onSave`` does it.
+ */
+export function renderVersionButton(study, onSave) {
+  let button = document.getElementById("save-version");
+  if (!button) {
+    button = el("button", { type: "button", class: "btn", id: "save-version" }, "Save as a new version");
+    button.addEventListener("click", () => onSave());
+    document.getElementById("save-spec").after(" ", button);
+  }
+  button.hidden = study.state === "draft" || study.state === "active";
+  button.title = study.state === "closed"
+    ? "A new draft with this study's file, to run it again"
+    : "A new draft with the edited file, linked to this study";
+}
+
 /** POST the YAML text as a new version of ``study``; resolves to the new draft. */
 export function saveAsVersion(api, study, yamlText) {
   return api("POST", `/api/studies/${study.id}/versions/file`, {
@@ -59,16 +76,17 @@ export function saveAsVersion(api, study, yamlText) {
 }
 
 /**
- * After a refused save: explain in the error box why, and offer the button that saves the
- * edited YAML as a new version (``onSave`` does it).
+ * After a refused save: explain in the error box why, and point at (and focus) the
+ * "Save as a new version" button beside Save.
  */
-export function offerNewVersion(box, onSave) {
+export function offerNewVersion(box) {
   box.append(
     el("p", { class: "version-offer" },
       "Participants have played this study: a change to an environment's source, settings, "
       + "controls, mode, fps or camera is saved as a new study (a draft linked to this one), "
-      + "so that each study's episodes share one meaning. ",
-      el("button", { type: "button", class: "btn btn-primary btn-small", id: "save-as-version", onclick: onSave },
-        "Save as a new version")),
+      + "so that each study's episodes share one meaning. Use “Save as a new version” below."),
   );
+  const button = document.getElementById("save-version");
+  // after the panel's buttons are enabled again (they are disabled while a request runs)
+  if (button && !button.hidden) setTimeout(() => button.focus(), 0);
 }

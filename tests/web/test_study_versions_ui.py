@@ -43,9 +43,12 @@ def test_a_meaning_change_is_saved_as_a_new_version(
     saved = fresh(db, study.id)
     assert saved is not None and saved.spec["environments"][0]["source"]["id"] == "CartPole-v1"
 
-    page.get_by_role("button", name="Save as a new version").click()
+    save_version = page.get_by_role("button", name="Save as a new version")
+    expect(save_version).to_be_focused()
+    save_version.click()
     expect(page.locator("#detail-name")).to_have_text("Balance v2")
     expect(page.locator("#detail-state")).to_have_text("Draft")
+    expect(save_version).to_be_hidden()  # a draft saves anything in place
     expect(page.locator("#detail-versions")).to_have_text("Version of Balance")
     expect(editor).to_have_value(re.compile("id: Acrobot-v1"))
     row = study_row(page, "Balance v2")
@@ -62,3 +65,10 @@ def test_a_meaning_change_is_saved_as_a_new_version(
     page.get_by_role("button", name="Save changes").click()
     expect(page.locator("#detail-name")).to_have_text("Balance (old)")
     expect(page.locator("#detail-error")).to_be_hidden()
+    # a closed study starts again as a new version (its file is read-only: a copy)
+    page.get_by_role("button", name="Close study").click()
+    page.locator("#confirm-ok").click()
+    expect(page.locator("#detail-state")).to_have_text("Closed")
+    save_version.click()
+    expect(page.locator("#detail-name")).to_have_text("Balance (old) v3")
+    expect(page.locator("#detail-versions")).to_have_text("Version of Balance (old)")
