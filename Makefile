@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PG_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 
-.PHONY: run test lint typecheck pytest test-postgres chromium consumer-venv bench vendor vendor-one clean
+.PHONY: run test lint typecheck pytest test-postgres chromium haproxy consumer-venv bench vendor vendor-one clean
 
 PIP_VERSION := 26.3
 LOCK_ARGS   := --universal --python-version 3.11 -q --custom-compile-command "make lock"
@@ -54,9 +54,9 @@ compile-locks:
 run: $(VENV)/.run-stamp
 	$(BIN)/rlds-studio serve
 
-## test: install test tools (and Debian's chromium), lint, type-check, run the suite on
+## test: install test tools (and Debian's chromium and HAProxy), lint, type-check, run the suite on
 ## SQLite, then again on PostgreSQL when one answers at 127.0.0.1:5432
-test: $(VENV)/.test-stamp chromium consumer-venv lock-check lint typecheck pytest test-postgres
+test: $(VENV)/.test-stamp chromium haproxy consumer-venv lock-check lint typecheck pytest test-postgres
 
 lint: $(VENV)/.test-stamp
 	$(BIN)/ruff check server tests benchmarks alembic
@@ -84,6 +84,12 @@ chromium:
 	@if [ -x /usr/bin/chromium ]; then :; \
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 	else echo "Browser tests need Debian's chromium: sudo apt-get install chromium"; fi
+
+## haproxy: Debian's HAProxy for the native deployment test (tests/deploy/, docker/haproxy.cfg)
+haproxy:
+	@if [ -x /usr/sbin/haproxy ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq haproxy; \
+	else echo "The deployment test needs Debian's HAProxy: sudo apt-get install haproxy"; fi
 
 ## consumer-venv: TensorFlow + tensorflow-datasets + rlds (.consumer-venv) and minari
 ## (.consumer-venv-minari), to load exports as researchers would

@@ -142,6 +142,12 @@ def tree_cpu_seconds(root_pid: int) -> tuple[float, float]:
     return times.get(root_pid, 0.0), descendants
 
 
+def servers_cpu_seconds(server: dict[str, Any]) -> tuple[float, float]:
+    """:func:`tree_cpu_seconds` summed over the app processes (``pids``, or the one ``pid``)."""
+    trees = [tree_cpu_seconds(pid) for pid in server.get("pids") or [server["pid"]]]
+    return sum(t[0] for t in trees), sum(t[1] for t in trees)
+
+
 def machine_cpu() -> list[int]:
     """The machine's CPU time counters (user, nice, system, idle, iowait, irq, softirq, steal)."""
     return [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:9]]
@@ -220,10 +226,10 @@ async def run_round(server: dict[str, Any], n: int, seconds: float) -> dict[str,
     await asyncio.wait_for(asyncio.gather(*(o["playing"].wait() for o in outs)), 60)
     await asyncio.sleep(0.5)
     startup_s = time.monotonic() - started
-    (app0, workers0), clients0 = tree_cpu_seconds(server["pid"]), _own_cpu_seconds()
+    (app0, workers0), clients0 = servers_cpu_seconds(server), _own_cpu_seconds()
     machine0, wall0 = machine_cpu(), time.monotonic()
     await asyncio.sleep(seconds)
-    (app1, workers1), clients1 = tree_cpu_seconds(server["pid"]), _own_cpu_seconds()
+    (app1, workers1), clients1 = servers_cpu_seconds(server), _own_cpu_seconds()
     machine1, wall1 = machine_cpu(), time.monotonic()
     used = [b - a for a, b in zip(machine0, machine1, strict=True)]
     for o in outs:

@@ -26,20 +26,32 @@ def _session(settings: Settings) -> Session:
     return make_sessionmaker(make_engine(settings.database_url))()
 
 
-def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    """Migrate, bootstrap and serve."""
-    import uvicorn
+def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    """Wait for the database, migrate and bootstrap (once across replicas starting together)."""
+    report = bootstrap.start_replica(settings)
+    _announce(report, settings)
+    return 0
 
-    from server.main import SERVE_OPTIONS, create_app
 
-    with _session(settings) as db:
-        password = bootstrap.bootstrap(settings, db)
+def _announce(report: bootstrap.StartReport, settings: Settings) -> None:
+    migrated = f"migrated from {report.migrated_from}" if report.migrated_from else "at head"
+    print(f"  database {migrated}; {report.samples_loaded} sample studies loaded", flush=True)
+    password = report.admin_password
     if password:
         print(
             f"\n  First start: created admin {settings.admin_email} with password {password}\n"
             "  (shown once; set STUDIO_ADMIN_PASSWORD to choose it)\n",
             flush=True,
         )
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    """Migrate and bootstrap (once across replicas), then serve."""
+    import uvicorn
+
+    from server.main import SERVE_OPTIONS, create_app
+
+    _announce(bootstrap.start_replica(settings), settings)
     host = args.host or settings.host
     port = args.port or settings.port
     print(f"  RLDS Studio on http://{host}:{port}  (API docs at /docs)", flush=True)
@@ -178,6 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
     serve.set_defaults(func=cmd_serve)
+
+    mig = sub.add_parser(
+        "migrate", help="wait for the database, migrate, create the admin, load sample studies"
+    )
+    mig.set_defaults(func=cmd_migrate)
 
     imp = sub.add_parser("import-study", help="import a study YAML file as a draft")
     imp.add_argument("file")

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -24,10 +25,12 @@ from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.core.headers import SECURITY_HEADERS, SecurityHeadersMiddleware
 from server.core.login_limit import LoginLimiter
+from server.core.replica import replica_id
 from server.errors import DomainError, validation_detail
 from server.export.jobs import JobManager
 from server.player.protocol import MAX_MESSAGE_BYTES
 from server.player.registry import Registry
+from server.services import exports as export_service
 from server.services.replay import ReaderCache
 
 log = logging.getLogger(__name__)
@@ -217,7 +220,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.sessionmaker = make_sessionmaker(engine)
     app.state.export_jobs = JobManager(
-        settings.data_root, app.state.sessionmaker, settings.export_workers
+        settings.data_root,
+        app.state.sessionmaker,
+        partial(
+            export_service.payload_of, secret_key=settings.secret_key, data_root=settings.data_root
+        ),
+        settings.export_workers,
+        poll_s=settings.job_poll_s,
+        heartbeat_s=settings.job_heartbeat_s,
+        stale_s=settings.job_stale_s,
+        replica=replica_id(),
     )
     app.state.replay_cache = ReaderCache()
     app.state.player_registry = Registry()

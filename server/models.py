@@ -317,7 +317,16 @@ class EpisodeDeletion(Base):
     deleted_at: Mapped[datetime] = mapped_column(_TS, default=utcnow, index=True)
 
 
-class ExportJob(Base):
+class ClaimableJob:
+    """Columns of a job that exactly one replica claims and runs (server/core/job_queue.py)."""
+
+    claimed_by: Mapped[str | None] = mapped_column(String(128), index=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(_TS)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    cancel_requested: Mapped[bool] = mapped_column(default=False)
+
+
+class ExportJob(ClaimableJob, Base):
     __tablename__ = "export_jobs"
     __table_args__ = NO_ID_REUSE
 

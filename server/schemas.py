@@ -114,6 +114,7 @@ class HealthOut(BaseModel):
     status: Literal["ok", "degraded"]
     version: str
     database: Literal["ok", "unavailable"]
+    replica: str = Field(description="Which app replica answered (STUDIO_REPLICA_ID).")
 
 
 class ErrorOut(BaseModel):

@@ -65,7 +65,7 @@ def world(factory, db, settings, recorded, monkeypatch) -> dict[str, Any]:  # ty
     """A designer's study with two recorded episodes, a step tag, a note and two exports."""
     # Export jobs are queued but not run: this test is about input handling, and dozens of
     # export processes would not fit the time budget (the exports tests run real ones).
-    monkeypatch.setattr(JobManager, "submit", lambda self, payload: None)
+    monkeypatch.setattr(JobManager, "claim_next", lambda self: None)
     owner = factory.user()
     study = factory.study(owner, two_env_spec())
     ins = Inserter(db, settings.data_root)

@@ -111,6 +111,20 @@ class Settings(BaseSettings):
         description="How long a participant's play ticket opens sockets (a study session).",
     )  # fmt: skip
     export_workers: int = Field(default=1, ge=1)
+    db_wait_s: float = Field(
+        default=0.0, ge=0,
+        description="At start, wait up to this long for the database to answer.",
+    )  # fmt: skip
+    job_poll_s: float = Field(
+        default=1.0, gt=0, description="How often each replica looks for queued jobs."
+    )
+    job_heartbeat_s: float = Field(
+        default=2.0, gt=0, description="How often a replica refreshes the jobs it runs."
+    )
+    job_stale_s: float = Field(
+        default=30.0, gt=0,
+        description="A running job whose heartbeat is older is requeued (its replica died).",
+    )  # fmt: skip
 
     studies_dir: Path = Path("studies")
     load_sample_studies: bool = True

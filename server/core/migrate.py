@@ -22,3 +22,17 @@ def alembic_config(database_url: str) -> Config:
 def upgrade_head(database_url: str) -> None:
     """``alembic upgrade head`` on ``database_url``."""
     command.upgrade(alembic_config(database_url), "head")
+
+
+def current_revision(database_url: str) -> str | None:
+    """The revision the database is at (None: not migrated yet)."""
+    from alembic.migration import MigrationContext
+
+    from server.core.db import make_engine
+
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    finally:
+        engine.dispose()

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from server.core.config import Settings
-from server.core.migrate import upgrade_head
+from server.core.db import make_engine, make_sessionmaker
+from server.core.migrate import current_revision, upgrade_head
+from server.core.startup import startup_lock, wait_for_database
 from server.models import Role, Study, User
 from server.services import episodes, studies, study_files, users
 
@@ -39,6 +42,42 @@ def bootstrap(settings: Settings, db: Session) -> str | None:
 
 
 def prepare(settings: Settings) -> None:
-    """Create the data root and migrate the database to head."""
+    """Create the data root and migrate the database to head (under the start-up lock)."""
     settings.data_root.mkdir(parents=True, exist_ok=True)
-    upgrade_head(settings.database_url)
+    with startup_lock(settings.database_url):
+        upgrade_head(settings.database_url)
+
+
+@dataclass(frozen=True)
+class StartReport:
+    """What one replica's start did: ``migrated_from`` is None when it found the schema at
+    head (another replica migrated it); ``samples_loaded`` is 0 when studies existed."""
+
+    migrated_from: str | None
+    samples_loaded: int
+    admin_password: str | None
+
+
+def start_replica(settings: Settings) -> StartReport:
+    """Wait for the database, then migrate and bootstrap once across replicas starting
+    together (:mod:`server.core.startup`)."""
+    settings.data_root.mkdir(parents=True, exist_ok=True)
+    url = settings.database_url
+    wait_for_database(url, settings.db_wait_s)
+    with startup_lock(url):
+        before = current_revision(url)
+        upgrade_head(url)
+        after = current_revision(url)
+        engine = make_engine(url)
+        try:
+            with make_sessionmaker(engine)() as db:
+                studies_before = db.scalar(select(func.count(Study.id))) or 0
+                password = bootstrap(settings, db)
+                studies_after = db.scalar(select(func.count(Study.id))) or 0
+        finally:
+            engine.dispose()
+    return StartReport(
+        migrated_from=None if before == after else (before or "empty"),
+        samples_loaded=studies_after - studies_before,
+        admin_password=password,
+    )

@@ -223,9 +223,9 @@ def create_job(
     *,
     secret_key: str,
     data_root: Path,
-) -> tuple[ExportJob, JobPayload]:
-    """Check the request, insert a ``queued`` job row and return what the runner needs."""
-    episodes, options, inputs = prepare(
+) -> ExportJob:
+    """Check the request and insert a ``queued`` job row (a replica's runner claims it)."""
+    episodes, _options, _inputs = prepare(
         db, study, body.selection, body.options, secret_key=secret_key, data_root=data_root
     )
     selection: dict[str, Any] = {
@@ -239,19 +239,35 @@ def create_job(
         state=JobState.queued,
         format=body.options.format,
         selection=selection,
-        options={**body.options.model_dump(mode="json"), "name": options.name},
+        options={**body.options.model_dump(mode="json"), "name": _options.name},
         episodes_total=len(episodes),
     )
     db.add(job)
     db.commit()
-    payload = JobPayload(
+    return job
+
+
+def payload_of(db: Session, job: ExportJob, *, secret_key: str, data_root: Path) -> JobPayload:
+    """What the runner needs, rebuilt from the job's row by the replica that claimed it
+    (the episodes chosen when it was queued; a 422-style error if they changed since)."""
+    study = db.get(Study, job.study_id)
+    try:
+        selection = ExportSelection(episode_ids=list(job.selection["episode_ids"]))
+        opts = ExportOptionsIn.model_validate(job.options)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise Invalid(f"The export job's stored request is not readable ({exc}).") from exc
+    if study is None:
+        raise Invalid("The study is gone.")
+    _episodes, options, inputs = prepare(
+        db, study, selection, opts, secret_key=secret_key, data_root=data_root
+    )
+    return JobPayload(
         job_id=job.id,
         episodes=tuple(inputs),
         options=options,
-        archive=body.options.archive,
+        archive=opts.archive,
         data_root=Path(data_root),
     )
-    return job, payload
 
 
 def get_job(db: Session, principal: Principal, job_id: int) -> ExportJob:

@@ -80,7 +80,7 @@ def create_export(
     """Queue an export of the selected episodes; poll ``GET /api/exports/{id}``."""
     study = studies.get_study(db, principal, study_id)
     assert principal.user_id is not None
-    job, payload = exports.create_job(
+    job = exports.create_job(
         db,
         study,
         principal.user_id,
@@ -88,7 +88,7 @@ def create_export(
         secret_key=settings.secret_key,
         data_root=settings.data_root,
     )
-    _manager(request).submit(payload)
+    _manager(request).submit()
     return public(job)
 
 

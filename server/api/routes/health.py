@@ -9,6 +9,7 @@ from sqlalchemy import text
 
 from server import __version__
 from server.api.deps import SessionDep
+from server.core.replica import replica_id
 from server.schemas import HealthOut
 
 router = APIRouter(tags=["health"])
@@ -16,7 +17,8 @@ router = APIRouter(tags=["health"])
 
 @router.get("/api/health", response_model=HealthOut, summary="Version and database status")
 def health(db: SessionDep) -> HealthOut:
-    """200 with the version; ``database`` says whether a query went through."""
+    """200 with the version; ``database`` says whether a query went through (the load
+    balancer takes a replica out of rotation unless ``status`` is ``ok``)."""
     try:
         db.execute(text("SELECT 1"))
         database: Literal["ok", "unavailable"] = "ok"
@@ -26,4 +28,5 @@ def health(db: SessionDep) -> HealthOut:
         status="ok" if database == "ok" else "degraded",
         version=__version__,
         database=database,
+        replica=replica_id(),
     )

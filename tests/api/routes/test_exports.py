@@ -9,14 +9,13 @@ import subprocess
 import tarfile
 import time
 import zipfile
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
 from server.core.security import salted_hash
 from server.export import StepTag
-from server.main import create_app
 from server.models import ExportJob, JobState, Role
 from server.recording.format import EXPORTS_DIR, export_dir
 from tests.api.routes._recorded import Inserter, two_env_spec
@@ -267,24 +266,25 @@ def test_other_designers_episode_is_named(world, factory, db, settings, recorded
     assert res.status_code == 422 and ep.id in res.text
 
 
-def test_restart_marks_running_jobs_failed(world, db, settings) -> None:  # type: ignore[no-untyped-def]
-    job = ExportJob(
-        study_id=world["study"].id,
-        owner_id=world["owner"].id,
-        state=JobState.running,
-        selection={},
-        options={},
-    )
-    db.add(job)
+def test_job_of_a_dead_replica_is_requeued_and_runs_again(world, db, settings) -> None:  # type: ignore[no-untyped-def]
+    c = world["client"]
+    job = start(c, world["study"].id, name="demo", archive="zip")
+    assert wait_done(c, job["id"])["state"] == "succeeded"
+    # As a replica killed mid-export leaves it: running, claimed, heartbeat long past
+    row = db.get(ExportJob, job["id"])
+    db.refresh(row)
+    row.state, row.claimed_by, row.output_path = JobState.running, "dead-replica", None
+    row.heartbeat_at = row.created_at - timedelta(seconds=settings.job_stale_s + 1)
     db.commit()
-    leftover = export_dir(settings.data_root, job.id)
-    leftover.mkdir(parents=True)
+    leftover = export_dir(settings.data_root, job["id"])
+    for p in leftover.iterdir():
+        p.unlink()
     (leftover / "half.zip").write_bytes(b"half")
-    with TestClient(create_app(settings)):
-        pass  # startup recovers, shutdown stops the (idle) job manager
-    db.refresh(job)
-    assert job.state == JobState.failed and "restarted" in (job.message or "")
-    assert not leftover.exists()
+    done = wait_done(c, job["id"])  # the app's poller finds the stale claim
+    assert done["state"] == "succeeded", done
+    db.refresh(row)
+    assert row.attempts == 2 and row.claimed_by != "dead-replica"
+    assert [p.name for p in leftover.iterdir()] == ["demo.zip"]  # half.zip went with its run
 
 
 def test_download_outside_data_root_is_refused(world, db) -> None:  # type: ignore[no-untyped-def]

@@ -1,10 +1,18 @@
 from server import __version__
+from server.core.replica import replica_id
 
 
 def test_health_reports_version_and_database(client):
     res = client.get("/api/health")
     assert res.status_code == 200
-    assert res.json() == {"status": "ok", "version": __version__, "database": "ok"}
+    body = res.json()
+    assert body == {
+        "status": "ok",
+        "version": __version__,
+        "database": "ok",
+        "replica": body["replica"],
+    }
+    assert body["replica"] == replica_id()
 
 
 def test_openapi_describes_the_api(client):
