@@ -2,7 +2,7 @@
 studies.parent_study_id (a study saved as a new version of another)
 
 Revision ID: 0005
-Revises: 0004
+Revises: 0009 (0004 in the branch; chained after main's 0009 at the merge)
 Create Date: 2026-11-23 06:10:00.000000
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0005"
-down_revision: str | None = "0004"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
