@@ -354,7 +354,9 @@ def test_test_plays_are_hidden_until_asked_and_badged(
     expect(test_row.locator(".badge", has_text="test")).to_be_visible()
     assert "include_tests=true" in page.url  # kept in the link
     Path("/tmp/shots/editor-backend").mkdir(parents=True, exist_ok=True)
-    page.locator("#episodes-table").screenshot(path="/tmp/shots/editor-backend/episodes-test-plays.png")
+    page.locator("#episodes-table").screenshot(
+        path="/tmp/shots/editor-backend/episodes-test-plays.png"
+    )
     page.reload()
     expect(page.get_by_label("Show test plays")).to_be_checked()
     expect(rows).to_have_count(2)
