@@ -99,7 +99,8 @@ export function renderEnvCard(env, index, count, ctx) {
     actions: report?.action_space ?? null,
     meanings: report?.action_meanings ?? null,
     controls: env.controls ?? null,
-    defaults: entry?.controls ?? null,
+    // the validation report's default controls are the catalog's for this very source
+    defaults: report?.default_controls ?? entry?.controls ?? null,
     onChange: (value) => {
       setIn(env, ["controls"], value ?? undefined);
       onChange();
