@@ -188,6 +188,7 @@ export function mountControlsEditor(container, { actions = null, meanings = null
     const down = (event) => {
       event.preventDefault();
       event.stopPropagation();
+      if (!root.isConnected) { stop(); return; } // the form was redrawn while listening
       if (event.repeat) return;
       if (event.code === "Escape" && held.length === 0) {
         stop();
@@ -235,6 +236,7 @@ export function mountControlsEditor(container, { actions = null, meanings = null
       changed();
     };
     const poll = () => {
+      if (!root.isConnected) { stop(); return; } // the form was redrawn while listening
       for (const pad of pads()) {
         const pressed = pad.buttons.findIndex((b) => b.pressed || b.value > PRESSED);
         if (pressed >= 0) {

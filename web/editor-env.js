@@ -121,5 +121,17 @@ export function renderEnvCard(env, index, count, ctx) {
       entry ? el("p", { class: "muted small" }, "Tick a setting to set it; a setting left unticked keeps the environment's own default.")
         : el("p", { class: "muted small" }, "Not a catalog environment: edit its settings (kwargs) in YAML."),
       settings),
-    el("details", { class: "env-section" }, el("summary", {}, "Controls"), controls));
+    keptOpen(el("details", { class: "env-section" }, el("summary", {}, "Controls"), controls), `controls:${env.id}`));
+}
+
+// Sections the designer opened stay open when the cards are drawn again (after Validate, a save).
+const openSections = new Set();
+
+function keptOpen(details, key) {
+  details.open = openSections.has(key);
+  details.addEventListener("toggle", () => {
+    if (details.open) openSections.add(key);
+    else openSections.delete(key);
+  });
+  return details;
 }

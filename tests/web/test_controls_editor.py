@@ -1,12 +1,13 @@
-"""The controls editor in the study panel, in real Chromium: after Validate, bind a key by
-pressing it, a gamepad button by pressing it, label it, see the YAML follow, save, reset."""
+"""The controls editor in the form editor's environment cards, in real Chromium: after
+Validate, open an environment's Controls, bind a key by pressing it, a gamepad button by
+pressing it, label it, see it in the YAML view, save, reset."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 from sqlalchemy.orm import Session
 
 from tests.factories import Factory, spec_dict
@@ -24,6 +25,21 @@ navigator.getGamepads = () => [window.__pad];
 """
 
 
+def open_controls(page: Page, env_name: str, index: int = 1) -> Locator:
+    """The Controls section of an environment's card in the form editor, opened."""
+    card = page.get_by_role("article", name=f"Environment {index}: {env_name}")
+    card.locator("summary", has_text="Controls").click()
+    group = card.get_by_role("group", name=f"Controls of {env_name}")
+    expect(group.locator(".controls-table")).to_be_visible()
+    return group
+
+
+def yaml_view(page: Page) -> Locator:
+    """Switch to the editor's YAML view; its text box."""
+    page.get_by_role("tab", name="Edit as YAML").click()
+    return page.get_by_label("Edit the study file (YAML)")
+
+
 def test_bind_keys_and_buttons_then_reset(
     live_server: str, page: Page, factory: Factory, db: Session
 ):
@@ -36,10 +52,11 @@ def test_bind_keys_and_buttons_then_reset(
     page.add_init_script(FAKE_GAMEPAD)
     log_in(page, live_server, user)
     page.get_by_role("button", name="Hill").click()
+    # Validate: the environment's action space (3 actions) is then known
     page.get_by_role("button", name="Validate").click()
-    editor_box = page.get_by_role("region", name="Controls of MountainCar")
-    expect(editor_box).to_be_visible()
-    yaml = page.get_by_label("Edit the study file (YAML)")
+    # KeyX is bound to an action the game lacks: validation says so
+    expect(page.locator("#validate-status")).to_contain_text("Some environments do not build")
+    editor_box = open_controls(page, "MountainCar")
 
     # flags: action 2 reached by nothing, KeyX bound to an action the game lacks
     right = editor_box.locator("tr[data-action='2']")
@@ -51,40 +68,50 @@ def test_bind_keys_and_buttons_then_reset(
     # bind a key by pressing it
     editor_box.get_by_role("button", name="Bind a key to 2").click()
     page.keyboard.press("KeyD")
-    expect(yaml).to_have_value(lambda_contains("KeyD: 2"))
     expect(right.locator(".flag-unbound")).to_have_count(0)
     expect(right).to_contain_text("KeyD")
+    expect(page.locator("#dirty-badge")).to_be_visible()
     # a combination: hold one key, press another
     editor_box.get_by_role("button", name="Bind a key to 0").click()
     page.keyboard.down("ShiftLeft")
     page.keyboard.press("KeyA")
     page.keyboard.up("ShiftLeft")
-    expect(yaml).to_have_value(lambda_contains("ShiftLeft+KeyA: 0"))
+    expect(editor_box.locator("tr[data-action='0']")).to_contain_text("ShiftLeft+KeyA")
     # label it, remove the stray binding, change the dead zone
     editor_box.get_by_label("Label of KeyD").fill("push right")
     editor_box.get_by_label("Label of KeyD").press("Tab")
-    expect(yaml).to_have_value(lambda_contains("KeyD: push right"))
     editor_box.get_by_role("button", name="Remove KeyX").click()
     expect(editor_box.locator(".flag-invalid")).to_have_count(0)
     editor_box.get_by_label("Stick dead zone").fill("0.3")
     editor_box.get_by_label("Stick dead zone").press("Tab")
-    expect(yaml).to_have_value(lambda_contains("deadzone: 0.3"))
 
     # a gamepad button: press it while the editor listens
     editor_box.get_by_role("button", name="Bind a gamepad button or axis to 2").click()
     page.evaluate("() => { window.__pad.buttons[3] = { pressed: true, value: 1 }; }")
-    expect(yaml).to_have_value(lambda_contains("'3': 2"))
+    expect(right).to_contain_text("button 3")
     page.evaluate("() => { window.__pad.buttons[3] = { pressed: false, value: 0 }; }")
     # a stick pushed to the left drives action 0
     editor_box.get_by_role("button", name="Bind a gamepad button or axis to 0").click()
     page.evaluate("() => { window.__pad.axes[0] = -0.9; }")
     expect(editor_box.locator("tr[data-action='0']")).to_contain_text("axis 0 −")
     page.evaluate("() => { window.__pad.axes[0] = 0; }")
-    editor_box.screenshot(path=f"{SHOTS}/controls-editor.png")
+    # the whole section in view, clear of the sticky Save bar (docs/img/editor-controls.png)
+    page.set_viewport_size({"width": 1100, "height": 1400})
+    section = page.locator("details.env-section", has=page.locator("summary", has_text="Controls"))
+    section.evaluate("(e) => e.scrollIntoView({ block: 'start' })")
+    section.screenshot(path=f"{SHOTS}/controls-editor.png")
+
+    # the YAML view shows what the form holds, before saving
+    yaml = yaml_view(page)
+    for text in ("KeyD: 2", "ShiftLeft+KeyA: 0", "KeyD: push right", "deadzone: 0.3", "'3': 2"):
+        expect(yaml).to_have_value(lambda_contains(text))
+    expect(yaml).not_to_have_value(lambda_contains("KeyX"))
+    page.get_by_role("tab", name="Form").click()
 
     page.get_by_role("button", name="Save changes").click()
     expect(page.locator(".toast", has_text="Saved.")).to_be_visible()
     expect(page.locator("#detail-error")).to_be_hidden()
+    expect(page.locator("#dirty-badge")).to_be_hidden()
     saved = fresh(db, study.id)
     assert saved is not None
     got = saved.spec["environments"][0]["controls"]
@@ -94,12 +121,13 @@ def test_bind_keys_and_buttons_then_reset(
         got["deadzone"] == 0.3 and got["axes"][0]["axis"] == 0 and got["axes"][0]["negative"] == 0
     )
 
-    # reset to the catalog's defaults
-    page.get_by_role("button", name="Validate").click()
+    # reset to the catalog's defaults (the section stayed open through the save)
+    expect(page.locator("#validate-status")).to_contain_text("Every environment builds")
     editor_box.get_by_role("button", name="Reset to defaults").click()
+    expect(editor_box.get_by_role("button", name="Reset to defaults")).to_be_disabled()
+    yaml = yaml_view(page)
     expect(yaml).to_have_value(lambda_contains("ArrowRight: 2"))
     expect(yaml).not_to_have_value(lambda_contains("KeyD"))
-    expect(editor_box.get_by_role("button", name="Reset to defaults")).to_be_disabled()
 
 
 def lambda_contains(text: str) -> re.Pattern[str]:
@@ -120,7 +148,8 @@ def test_continuous_actions_bind_a_direction_per_dimension(
     log_in(page, live_server, user)
     page.get_by_role("button", name="Push").click()
     page.get_by_role("button", name="Validate").click()
-    box = page.get_by_role("region", name="Controls of Continuous car")
+    expect(page.locator("#validate-status")).to_contain_text("builds")
+    box = open_controls(page, "Continuous car")
     plus, minus = (
         box.locator("tr[data-action='dimension 0 +']"),
         box.locator("tr[data-action='dimension 0 −']"),
@@ -130,7 +159,6 @@ def test_continuous_actions_bind_a_direction_per_dimension(
     expect(minus).to_contain_text("ArrowLeft")
     expect(plus).to_contain_text("axis 0 +")
     expect(minus).to_contain_text("axis 0 −")
-    yaml = page.get_by_label("Edit the study file (YAML)")
     box.get_by_role("button", name="Remove ArrowLeft").click()
     expect(minus.locator(".flag-unbound")).to_have_count(0)  # the d-pad and the stick still
     box.get_by_role("button", name="Remove button 14").click()
@@ -140,15 +168,17 @@ def test_continuous_actions_bind_a_direction_per_dimension(
     box.get_by_role("button", name="Bind a key to dimension 0 −").click()
     page.keyboard.press("KeyJ")
     expect(minus).to_contain_text("KeyJ")
-    expect(yaml).to_have_value(lambda_contains("KeyJ:\n          - -1"))
     # a stick pushed up (negative) made to push the car left: a scale of +1 on axis 1
     box.get_by_role("button", name="Bind a gamepad button or axis to dimension 0 −").click()
     page.evaluate("() => { window.__pad.axes[1] = -0.8; }")
     expect(minus).to_contain_text("axis 1 −")  # a stick works both ways
     expect(plus).to_contain_text("axis 1 +")
+    yaml = yaml_view(page)
+    expect(yaml).to_have_value(re.compile(r"KeyJ:\n\s+- -1"))
+    page.get_by_role("tab", name="Form").click()
     page.get_by_role("button", name="Save changes").click()
     expect(page.locator(".toast", has_text="Saved.")).to_be_visible()
-    page.get_by_role("button", name="Validate").click()
+    # the save validates the saved study: the controls are resolved and valid
     report = page.get_by_role("article", name="Validation of Continuous car")
     expect(report).to_contain_text("KeyJ → [-1]")
     expect(report.locator(".validation-problems")).to_have_count(0)
