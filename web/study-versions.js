@@ -81,5 +81,6 @@ export function offerNewVersion(box) {
   );
   const button = document.getElementById("save-version");
   // after the panel's buttons are enabled again (they are disabled while a request runs)
-  if (button && !button.hidden) setTimeout(() => button.focus(), 0);
+  if (button && !button.hidden) setTimeout(() => button.focus({ preventScroll: true }), 0);
+  box.scrollIntoView({ block: "nearest" }); // the explanation, above the form
 }
