@@ -94,13 +94,18 @@ def cmd_create_user(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+TESTS_HELP = "include designers' test plays (left out by default)"
+
+
 def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
     """List a study's episodes as a table."""
     from server.services import review
 
     with _session(settings) as db:
         study = _study(db, args.study)
-        flt = review.EpisodeFilter(statuses=args.status or [], tags=args.tag or [])
+        flt = review.EpisodeFilter(
+            statuses=args.status or [], tags=args.tag or [], include_tests=args.include_tests
+        )
         page = review.list_episodes(
             db, study, flt, sort="started_at", limit=review.MAX_PAGE, count_cap=None
         )
@@ -147,6 +152,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             environments=args.env or [],
             tags=args.tag or [],
             exclude_tags=args.exclude_tag or [],
+            include_tests=args.include_tests,
         )
         opts = ExportOptionsIn(
             format=args.format,
@@ -234,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     eps.add_argument("--study", type=int, required=True)
     eps.add_argument("--status", action="append", choices=[s.value for s in EpisodeStatus])
     eps.add_argument("--tag", action="append", help="required episode tag (repeatable)")
+    eps.add_argument("--include-tests", action="store_true", help=TESTS_HELP)
     eps.set_defaults(func=cmd_episodes)
 
     qual = sub.add_parser(
@@ -254,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--env", action="append", help="environment key (repeatable)")
     export.add_argument("--tag", action="append", help="required episode tag (repeatable)")
     export.add_argument("--exclude-tag", action="append", help="excluded episode tag")
+    export.add_argument("--include-tests", action="store_true", help=TESTS_HELP)
     export.add_argument("--end-tag", action="append", help="step tag that ends an episode")
     export.add_argument("--strip", action="store_true", help="strip step metadata")
     export.add_argument(

@@ -22,6 +22,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -145,6 +146,11 @@ class Study(Base):
     state: Mapped[str] = mapped_column(String(16), index=True, default=StudyState.draft)
     spec: Mapped[dict[str, Any]] = mapped_column(JSON)
     permalink_token: Mapped[str | None] = mapped_column(String(64), unique=True, index=True)
+    # the study this one is a new version of (its episodes mean something else)
+    parent_study_id: Mapped[int | None] = mapped_column(
+        ForeignKey("studies.id", ondelete="SET NULL", name="fk_studies_parent_study_id_studies"),
+        index=True,
+    )
     created_at: Mapped[datetime] = mapped_column(_TS, default=utcnow, index=True)
     updated_at: Mapped[datetime] = mapped_column(_TS, default=utcnow, onupdate=utcnow, index=True)
 
@@ -152,6 +158,12 @@ class Study(Base):
         back_populates="study",
         order_by="StudyEnvironment.position",
         cascade="all, delete-orphan",
+    )
+    parent: Mapped[Study | None] = relationship(
+        remote_side="Study.id", back_populates="versions", foreign_keys=[parent_study_id]
+    )
+    versions: Mapped[list[Study]] = relationship(
+        back_populates="parent", order_by="Study.id", passive_deletes=True
     )
 
 
@@ -239,6 +251,8 @@ class Episode(Base):
         ForeignKey("participants.id", ondelete="SET NULL"), index=True
     )
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), index=True)
+    # a designer's test play: kept out of exports, counts, quotas and review unless asked for
+    is_test: Mapped[bool] = mapped_column(default=False, server_default=false(), index=True)
     status: Mapped[str] = mapped_column(String(16), index=True, default=EpisodeStatus.recording)
     end_reason: Mapped[str | None] = mapped_column(String(32))
     error: Mapped[str | None] = mapped_column(Text)

@@ -82,6 +82,14 @@ class StudyEnvironmentPublic(_Public):
     position: int
 
 
+class StudyRef(_Public):
+    """Another study, by id and name (a version's parent, or a study's versions)."""
+
+    id: int
+    name: str
+    state: StudyState
+
+
 class StudySummary(_Public):
     id: int
     name: str
@@ -90,11 +98,16 @@ class StudySummary(_Public):
     created_at: datetime
     updated_at: datetime
     environments: list[StudyEnvironmentPublic]
+    parent_study_id: int | None = Field(description="The study this one is a new version of.")
+    parent: StudyRef | None = None
 
 
 class StudyPublic(StudySummary):
     spec: StudySpec
     permalink_token: str | None
+    versions: list[StudyRef] = Field(
+        default_factory=list, description="Studies saved as new versions of this one."
+    )
 
 
 class HealthOut(BaseModel):
@@ -149,6 +162,7 @@ class EpisodeSummary(BaseModel):
     status: EpisodeStatus
     end_reason: str | None
     participant: str = Field(description="External id, or user:<id> for a designer's play.")
+    is_test: bool = Field(description="A designer's test play (not a participant's episode).")
     seed: int | None
     steps: int
     total_reward: float
@@ -224,6 +238,11 @@ class EpisodeFilterIn(StrictModel):
     )
     over_median: float | None = Field(
         default=None, gt=0, le=1000, description="Steps over this times the env's median."
+    )
+    include_tests: bool = Field(
+        default=False,
+        description="Include designers' test plays (left out by default, unless user:<id> "
+        "participants are named).",
     )
 
 
@@ -411,6 +430,9 @@ class EnvValidationPublic(BaseModel):
     action_meanings: list[str] | None = None
     cameras: list[str] | None = None
     controls: dict[str, Any] | None = None
+    default_controls: dict[str, Any] | None = Field(
+        default=None, description="The catalog's controls for this source (empty if none)."
+    )
     speed: dict[str, Any] | None = Field(
         default=None, description="mode, fps, native_fps, frameskip, effective (1 = real speed)"
     )

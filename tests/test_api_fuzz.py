@@ -210,13 +210,14 @@ def test_schema_lists_every_route(app) -> None:  # type: ignore[no-untyped-def]
     [
         "/api/studies/{study}/import",
         "/api/studies/{study}/file",
+        "/api/studies/{study}/versions/file",
     ],
 )
 def test_non_utf8_and_wrong_content_type(url: str, world, designer) -> None:  # type: ignore[no-untyped-def]
     study = world["study_ids"][0]
     bad = b"name: \xff\xfe\x00 x\n"
     target = url.format(study=study).replace(f"/{study}/import", "/import")
-    method = "POST" if target.endswith("/import") else "PUT"
+    method = "POST" if target.endswith(("/import", "/versions/file")) else "PUT"
     res = designer.request(method, target, content=bad)
     assert res.status_code == 422 and "detail" in res.json(), res.text
     for body, ctype in [

@@ -38,6 +38,18 @@ def test_episodes_lists_the_study(settings, study, recorded) -> None:  # type: i
     assert "1 episode(s)" in res.stdout and recorded["cartpole"][2].episode_id in res.stdout
 
 
+def test_test_plays_are_listed_only_when_asked(factory, db, settings, recorded) -> None:  # type: ignore[no-untyped-def]
+    owner = factory.user()
+    study = factory.study(owner, two_env_spec())
+    ins = Inserter(db, settings.data_root)
+    ins.add(study, recorded["cartpole"][0])
+    ins.add(study, recorded["cartpole"][1], participant=None, user=owner)
+    res = run_cli(settings, "episodes", "--study", str(study.id))
+    assert "1 episode(s)" in res.stdout and f"user:{owner.id}" not in res.stdout
+    res = run_cli(settings, "episodes", "--study", str(study.id), "--include-tests")
+    assert "2 episode(s)" in res.stdout and f"user:{owner.id}" in res.stdout
+
+
 def test_export_zip_with_progress(settings, study, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "out" / "dataset"
     res = run_cli(

@@ -5,7 +5,8 @@ import { initImport, openNewYaml } from "./app-import.js";
 import { copyLink, initLifecycle, lifecycleButtons, rotateLink } from "./app-lifecycle.js";
 import { STATE_LABELS, badge, confirmAction, timeElement } from "./app-ui.js";
 import { initUsers, loadUsers } from "./app-users.js";
-import { confirmLeave, discard, initEditor, loadStudy, save, unload, validate } from "./editor.js";
+import { confirmLeave, discard, initEditor, loadStudy, save, saveAsVersion, unload, validate } from "./editor.js";
+import { needsNewVersion, offerNewVersion, renderVersionButton, renderVersions, versionNote } from "./study-versions.js";
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -130,7 +131,8 @@ function renderStudies() {
             class: "link-button",
             "aria-current": selected ? "true" : undefined,
             onclick: () => openStudy(study.id),
-          }, study.name)),
+          }, study.name),
+          versionNote(study, openStudy)),
         el("td", {}, badge(study.state)),
         el("td", { title: study.environments.map((env) => env.source_ref).join(", ") }, envs),
         el("td", {}, timeElement(study.updated_at)),
@@ -160,6 +162,8 @@ async function openNewStudy() {
   $("#detail-name").textContent = "New study";
   $("#detail-state").replaceWith(Object.assign(el("span", { class: "badge badge-draft" }, "Not saved"), { id: "detail-state" }));
   $("#detail-meta").textContent = "Saving creates it as a draft; you can test-play it before activating.";
+  renderVersions({ state: "draft" }, openStudy);
+  renderVersionButton({ state: "draft" }, saveAsNewVersion);
   $("#lifecycle").replaceChildren();
   $("#permalink").hidden = true;
   $("#study-links").hidden = true;
@@ -212,6 +216,8 @@ async function renderDetail(study, yaml) {
     " · updated ",
     timeElement(study.updated_at),
   );
+  renderVersions(study, openStudy);
+  renderVersionButton(study, saveAsNewVersion);
   $("#lifecycle").replaceChildren(...lifecycleButtons(study));
 
   const linkShown = Boolean(study.permalink_token) && ["active", "paused"].includes(study.state);
@@ -256,6 +262,7 @@ async function withDetailErrors(work) {
     showError($("#detail-error"), null);
   } catch (error) {
     showError($("#detail-error"), error);
+    if (needsNewVersion(error)) offerNewVersion($("#detail-error"));
     if (error.status === 404) await loadStudies();
   } finally {
     buttons.forEach((b) => { b.disabled = false; });
@@ -265,6 +272,17 @@ async function withDetailErrors(work) {
 /** Save the editor's study; a new one is created as a draft and opened. */
 function saveSpec() {
   return withDetailErrors(() => save($("#detail-error")));
+}
+
+/** Save the editor's study as a new draft linked to the open one, and open it. */
+function saveAsNewVersion() {
+  return withDetailErrors(async () => {
+    const created = await saveAsVersion();
+    if ($("#state-filter").value && $("#state-filter").value !== "draft") $("#state-filter").value = "";
+    await loadStudies();
+    await openStudy(created.id, { asked: true });
+    toast(`Saved as “${created.name}”, a new draft version.`, "success");
+  });
 }
 
 async function openImported(study) {

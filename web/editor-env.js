@@ -99,7 +99,8 @@ export function renderEnvCard(env, index, count, ctx) {
     actions: report?.action_space ?? null,
     meanings: report?.action_meanings ?? null,
     controls: env.controls ?? null,
-    defaults: entry?.controls ?? null,
+    // the validation report's default controls are the catalog's for this very source
+    defaults: report?.default_controls ?? entry?.controls ?? null,
     onChange: (value) => {
       setIn(env, ["controls"], value ?? undefined);
       onChange();
@@ -120,5 +121,17 @@ export function renderEnvCard(env, index, count, ctx) {
       entry ? el("p", { class: "muted small" }, "Tick a setting to set it; a setting left unticked keeps the environment's own default.")
         : el("p", { class: "muted small" }, "Not a catalog environment: edit its settings (kwargs) in YAML."),
       settings),
-    el("details", { class: "env-section" }, el("summary", {}, "Controls"), controls));
+    keptOpen(el("details", { class: "env-section" }, el("summary", {}, "Controls"), controls), `controls:${env.id}`));
+}
+
+// Sections the designer opened stay open when the cards are drawn again (after Validate, a save).
+const openSections = new Set();
+
+function keptOpen(details, key) {
+  details.open = openSections.has(key);
+  details.addEventListener("toggle", () => {
+    if (details.open) openSections.add(key);
+    else openSections.delete(key);
+  });
+  return details;
 }

@@ -254,6 +254,8 @@ export async function save(errorBox) {
 /** A refused save's problems, also beside the environments they are about. */
 function showRefusal(error) {
   ed.refused = new Map();
+  // a change that needs a new version is no problem to fix: the panel offers the new version
+  if (error instanceof ApiError && error.body?.code === "needs_new_version") return;
   const detail = error instanceof ApiError && Array.isArray(error.body?.detail) ? error.body.detail : [];
   for (const item of detail) {
     const loc = [...(item.loc || [])];
@@ -285,6 +287,18 @@ async function saveNow(errorBox) {
   ed.savedJson = JSON.stringify(ed.data); // the panel reloads with the saved file next
   await ed.onSaved(study, created);
   await validate({ toForm: false });
+}
+
+/**
+ * Save the study as the editor holds it as a new version of the saved study (a new draft
+ * linked to it: ``POST /api/studies/{id}/versions``); resolves to the new draft.
+ */
+export async function saveAsVersion() {
+  if (ed.view === "yaml" && !(await yamlToForm())) throw new Error("Fix the YAML first.");
+  const created = await ed.api("POST", `/api/studies/${ed.study.id}/versions`, { json: { spec: ed.data } });
+  ed.refused = new Map();
+  ed.savedJson = JSON.stringify(ed.data); // kept in the new version: nothing left unsaved
+  return created;
 }
 
 /** Build each environment of the study as the editor holds it and show the reports. */

@@ -60,6 +60,7 @@ function filterParams() {
   const idle = $("f-idle-over").value.trim();  // a percentage on screen, a share in the API
   if (idle) p.append("idle_over", String(Number(idle) / 100));
   add("under_median", "f-under-median"); add("over_median", "f-over-median");
+  if ($("f-tests").checked) p.append("include_tests", "true");
   return p;
 }
 
@@ -97,6 +98,7 @@ function readUrl() {
     // datetime-local wants local time without a zone
     $(id).value = v ? new Date(new Date(v).getTime() - new Date().getTimezoneOffset() * 60000).toISOString().slice(0, 16) : "";
   }
+  $("f-tests").checked = p.get("include_tests") === "true";
   state.sort = p.get("sort") || DEFAULT_SORT;
   state.offset = Math.max(0, Number(p.get("offset")) || 0);
   state.after = null; state.back = [];
@@ -113,6 +115,7 @@ function pageFilter() {
     since: p.get("since"), until: p.get("until"),
     ...Object.fromEntries(NUMBER_FIELDS.map(([key]) => [key, p.has(key) ? Number(p.get(key)) : null])),
     idle_over: p.has("idle_over") ? Number(p.get("idle_over")) : null,
+    include_tests: p.has("include_tests"),
   };
 }
 
@@ -171,7 +174,9 @@ function renderTable() {
     const row = el("tr", { "data-id": e.id },
       el("td", {}, box), el("td", {}, new Date(e.started_at).toLocaleString()),
       el("td", {}, e.env_key), el("td", {}, el("span", { class: `badge ep-${e.status}` }, e.status)),
-      el("td", { class: "code" }, e.participant), el("td", { class: "right" }, String(e.steps)),
+      el("td", { class: "code" }, e.participant, e.is_test
+        ? el("span", { class: "badge ep-test", title: "A designer's test play" }, "test") : null),
+      el("td", { class: "right" }, String(e.steps)),
       el("td", { class: "right" }, e.total_reward.toFixed(2)),
       el("td", { class: "right" }, e.latency_p50_ms === null ? "–" : `${Math.round(e.latency_p50_ms)} ms`),
       el("td", {}, badges(e)),
@@ -447,6 +452,7 @@ async function init() {
   $("live-link").href = `/live.html?study=${study}`;
   $("f-env").replaceChildren(...info.environments.map((e) => el("option", { value: e.env_key }, e.name)));
   $("filters").addEventListener("submit", guard(async (e) => { e.preventDefault(); state.offset = 0; await loadEpisodes(); }));
+  $("f-tests").addEventListener("change", guard(async () => { state.offset = 0; await loadEpisodes(); }));
   $("f-reset").addEventListener("click", guard(async () => { $("filters").reset(); state.offset = 0; await loadEpisodes(); }));
   $("prev-page").addEventListener("click", guard(prevPage));
   $("next-page").addEventListener("click", guard(nextPage));

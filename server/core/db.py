@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 
@@ -33,8 +34,13 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     # plan that ignores the parameters' values. The episode list's selectivity depends on
     # them (a 100,000-episode study or a small one, a rare tag or a common one): a generic
     # plan counted a filtered list 5x slower than a custom one (benchmarks/review_list.py).
+    # connect_args' options replace the URL's own (?options=-csearch_path=...): keep both.
+    options = "-c plan_cache_mode=force_custom_plan"
+    in_url = make_url(url).query.get("options")
+    if in_url:
+        options = " ".join([*([in_url] if isinstance(in_url, str) else in_url), options])
     connect_args = kwargs.setdefault("connect_args", {})
-    connect_args.setdefault("options", "-c plan_cache_mode=force_custom_plan")
+    connect_args.setdefault("options", options)
     return create_engine(url, **kwargs)
 
 

@@ -149,17 +149,39 @@ def _lr(left: Any, right: Any, noop: Any, **labels: str) -> Controls:
     )
 
 
-def _walker_controls() -> Controls:
+def _joint_controls(
+    joints: list[tuple[str, str, str]], amount: float = 1.0, axes: bool = True
+) -> Controls:
+    """A key pair per action dimension (``+``/``-`` ``amount`` on it), and a stick axis each."""
     keys: dict[str, Any] = {}
     labels: dict[str, str] = {}
-    for dim, (plus, minus, joint) in enumerate(
+    dims = len(joints)
+    for dim, (plus, minus, joint) in enumerate(joints):
+        keys[plus] = [amount if i == dim else 0.0 for i in range(dims)]
+        keys[minus] = [-amount if i == dim else 0.0 for i in range(dims)]
+        labels[plus], labels[minus] = f"{joint} +", f"{joint} -"
+    sticks = [AxisBinding(axis=i, dim=i, scale=amount) for i in range(dims)] if axes else []
+    return Controls(keys=keys, axes=sticks, labels=labels)
+
+
+def _walker_controls() -> Controls:
+    return _joint_controls(
         [("KeyQ", "KeyA", "hip 1"), ("KeyW", "KeyS", "knee 1"), ("KeyO", "KeyL", "hip 2")]
         + [("KeyP", "Semicolon", "knee 2")]
-    ):
-        keys[plus] = [1.0 if i == dim else 0.0 for i in range(4)]
-        keys[minus] = [-1.0 if i == dim else 0.0 for i in range(4)]
-        labels[plus], labels[minus] = f"{joint} +", f"{joint} -"
-    return Controls(keys=keys, axes=[AxisBinding(axis=i, dim=i) for i in range(4)], labels=labels)
+    )
+
+
+# Key pairs for MuJoCo's joints, one pair per action dimension (upper row +, middle row -).
+_ROWS = [("KeyQ", "KeyA"), ("KeyW", "KeyS"), ("KeyE", "KeyD"), ("KeyR", "KeyF"),
+         ("KeyT", "KeyG"), ("KeyY", "KeyH")]  # fmt: skip
+
+
+def _mujoco_controls(dims: int, amount: float) -> Controls:
+    if dims == 1:  # one force: the arrows
+        return _joint_controls([("ArrowRight", "ArrowLeft", "push")], amount)
+    return _joint_controls(
+        [(plus, minus, f"joint {i + 1}") for i, (plus, minus) in enumerate(_ROWS[:dims])], amount
+    )
 
 
 # Each entry: key, suite, Gymnasium id or dm_env factory, fixed kwargs, mode, fps, controls,
@@ -237,10 +259,11 @@ ENTRIES: list[dict[str, Any]] = [
     *[
         # fps = 1 / dt (Hopper's dt of 8 ms is faster than the 120 fps limit: not real speed)
         _entry(key=name, suite="mujoco", id=f"{name}-v5", mode="async", fps=fps,
-             controls=Controls(axes=[AxisBinding(axis=i, dim=i) for i in range(dims)]),
+             controls=_mujoco_controls(dims, amount),
              schema=_schema(frame_skip=integer(1), reset_noise_scale=num(0)))
-        for name, dims, fps in (("InvertedPendulum", 1, 25), ("HalfCheetah", 6, 20),
-                                ("Hopper", 3, 20))
+        # action bounds: InvertedPendulum's force is in [-3, 3], the others' torques [-1, 1]
+        for name, dims, fps, amount in (("InvertedPendulum", 1, 25, 3.0),
+                                        ("HalfCheetah", 6, 20, 1.0), ("Hopper", 3, 20, 1.0))
     ],
     _entry(key="Crafter", suite="crafter", factory="server.runtime.suites:crafter_env",
          mode="sync", fps=10,

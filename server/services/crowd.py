@@ -44,11 +44,11 @@ class QuotaError(Conflict):
 # -- counts --------------------------------------------------------------------------------
 def reserved_totals(db: Session, study_id: int) -> dict[str, int]:
     """Participants' completed plus recording episodes per environment (designers' test
-    plays do not fill a study)."""
+    plays, ``is_test``, do not fill a study)."""
     rows = db.execute(
         select(Episode.env_key, func.count())
         .where(Episode.study_id == study_id, Episode.status.in_(RESERVED),
-               Episode.participant_id.is_not(None))
+               Episode.is_test.is_(False))
         .group_by(Episode.env_key)
     ).all()  # fmt: skip
     return {key: int(n) for key, n in rows}
@@ -128,7 +128,7 @@ def reserve(db: Session, study_id: int, env_key: str, participant_id: int | None
         total = db.scalar(
             select(func.count()).where(
                 Episode.study_env_id == row.id, Episode.status.in_(RESERVED),
-                Episode.participant_id.is_not(None),
+                Episode.is_test.is_(False),
             )
         )  # fmt: skip
         if int(total or 0) >= env.episodes_total:

@@ -203,6 +203,8 @@ def validate_study(
     spec: StudySpec, settings: Settings, allowed: AllowedEnvironments, prefix: Loc = ()
 ) -> list[dict[str, Any]]:
     """:func:`validate_environments` for a study, field paths from ``prefix`` + the root."""
+    from server.runtime.catalog import default_controls
+
     reports = validate_environments(spec.environments, settings, allowed)
     out = []
     for index, (env, report) in enumerate(zip(spec.environments, reports, strict=True)):
@@ -210,6 +212,7 @@ def validate_study(
         out.append({
             "index": index, "id": env.id, "name": env.name, **report,
             "ok": not report["problems"],
+            "default_controls": default_controls(env.source).model_dump(mode="json"),
             "problems": [{**p, "loc": [*base, *p["loc"]]} for p in report["problems"]],
             "warnings": [{**w, "loc": [*base, *w["loc"]]} for w in report["warnings"]],
         })  # fmt: skip

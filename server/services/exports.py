@@ -72,6 +72,7 @@ def selection_filter(sel: EpisodeFilterIn) -> review.EpisodeFilter:
         idle_over=sel.idle_over,
         under_median=sel.under_median,
         over_median=sel.over_median,
+        include_tests=sel.include_tests,
     )
 
 

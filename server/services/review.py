@@ -80,6 +80,12 @@ class EpisodeFilter:
     idle_over: float | None = None  # idle_share > idle_over (0..1)
     under_median: float | None = None  # steps < under_median x the environment's median
     over_median: float | None = None  # steps > over_median x the environment's median
+    # designers' test plays: left out unless asked for (or named as user:<id> participants)
+    include_tests: bool = False
+
+    @property
+    def tests_included(self) -> bool:
+        return self.include_tests or any(p.startswith(USER_PREFIX) for p in self.participants)
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,8 @@ def agent_key(episode: Episode, external_ids: dict[int, str]) -> str:
 def filtered(study_id: int, flt: EpisodeFilter) -> Select[Any]:
     """The select of a study's episodes matching ``flt``."""
     query = select(Episode).where(Episode.study_id == study_id)
+    if not flt.tests_included:
+        query = query.where(Episode.is_test.is_(False))
     if flt.statuses:
         query = query.where(Episode.status.in_(list(flt.statuses)))
     if flt.env_keys:

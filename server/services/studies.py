@@ -51,13 +51,16 @@ def _sync_environments(study: Study, spec: StudySpec) -> None:
     study.environments = rows
 
 
-def create_study(db: Session, owner_id: int, spec: StudySpec) -> Study:
-    """A new draft owned by ``owner_id``."""
+def create_study(
+    db: Session, owner_id: int, spec: StudySpec, parent_study_id: int | None = None
+) -> Study:
+    """A new draft owned by ``owner_id`` (a new version of ``parent_study_id`` when given)."""
     study = Study(
         name=spec.name,
         owner_id=owner_id,
         state=StudyState.draft,
         spec=study_files.spec_data(spec),
+        parent_study_id=parent_study_id,
     )
     _sync_environments(study, spec)
     db.add(study)
@@ -69,7 +72,11 @@ def visible_studies(
     db: Session, principal: Principal, state: StudyState | None = None
 ) -> Sequence[Study]:
     """Studies the principal may manage: their own, or all for an admin."""
-    query = select(Study).options(selectinload(Study.environments)).order_by(Study.id.desc())
+    query = (
+        select(Study)
+        .options(selectinload(Study.environments), selectinload(Study.parent))
+        .order_by(Study.id.desc())
+    )
     if not principal.is_admin:
         query = query.where(Study.owner_id == principal.user_id)
     if state is not None:

@@ -259,3 +259,30 @@ def test_upgrade_from_0001_keeps_every_row_and_then_never_reuses_an_id(tmp_path)
         engine.dispose()
     finally:
         cleanup()
+
+
+def test_0005_marks_designers_plays_as_tests(tmp_path):
+    """Episodes played by a logged-in user (user_id set) become test plays; others do not."""
+    url, cleanup = _empty_database(tmp_path)
+    try:
+        config = alembic_config(url)
+        command.upgrade(config, "0004")
+        engine = make_engine(url)
+        rows = _rows_at_0001()
+        played_by_designer = {**rows["episodes"][0], "id": "e2", "participant_id": None,
+                              "session_id": None, "user_id": 1}  # fmt: skip
+        old = _tables_at(engine)
+        with engine.begin() as conn:
+            for name in ("users", "studies", "study_environments", "participants", "sessions"):
+                conn.execute(insert(old.tables[name]), rows[name])
+            for episode in ({**rows["episodes"][0], "user_id": None}, played_by_designer):
+                conn.execute(insert(old.tables["episodes"]), episode)
+        command.upgrade(config, "head")
+        with engine.connect() as conn:
+            marks = dict(conn.execute(text("SELECT id, is_test FROM episodes ORDER BY id")).all())
+            parents = conn.execute(text("SELECT parent_study_id FROM studies")).scalars().all()
+        engine.dispose()
+        assert {k: bool(v) for k, v in marks.items()} == {"e1": False, "e2": True}
+        assert parents == [None, None]
+    finally:
+        cleanup()

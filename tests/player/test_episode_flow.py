@@ -49,7 +49,7 @@ def test_sync_episode_to_the_end_and_saved(factory, designer, db, settings):
     row = db.get(Episode, started["episode"]["id"])
     db.refresh(row)
     assert row.status == EpisodeStatus.completed and row.steps == 4 and row.total_reward == 3.0
-    assert row.end_reason == "terminated" and row.user_id == designer.id
+    assert row.end_reason == "terminated" and row.user_id == designer.id and row.is_test
     assert row.latency_p50_ms == 5.0 and row.frames_dropped == 0
     assert row.duration_s is not None and row.ended_at is not None
     # quality signals, from the log the worker finalized: KeyA pressed once, then held

@@ -118,3 +118,26 @@ def test_catalog_lists_the_action_type():
     types = {entry["key"]: entry["action_type"] for entry in catalog_public()}
     assert types["Pong"] == "discrete" and types["CarRacing"] == "continuous"
     assert types["CarRacingDiscrete"] == "discrete" and types["HalfCheetah"] == "continuous"
+
+
+# gas, brake and the main engine only go one way (their noop is "off")
+ONE_WAY = {("CarRacing", 1), ("CarRacing", 2), ("LunarLanderContinuous", 0)}
+
+
+def test_every_entry_plays_from_the_keyboard():
+    """Installed or not, each entry has keys: a gamepad is never required. Continuous
+    entries get a key per direction of every dimension of their actions."""
+    for key, entry in CATALOG.items():
+        keys = entry.controls.keys
+        assert keys, f"{key}: no keyboard controls"
+        vectors = [v for v in keys.values() if isinstance(v, list)]
+        if vectors:
+            dims = len(vectors[0])
+            for dim in range(dims):
+                for sign in (1, -1):
+                    if sign < 0 and (key, dim) in ONE_WAY:
+                        continue
+                    assert any(v[dim] * sign > 0 for v in vectors), (key, dim, sign)
+    halfcheetah = CATALOG["HalfCheetah"].controls
+    assert halfcheetah.keys["KeyQ"] == [1.0, 0, 0, 0, 0, 0]
+    assert CATALOG["InvertedPendulum"].controls.keys == {"ArrowRight": [3.0], "ArrowLeft": [-3.0]}

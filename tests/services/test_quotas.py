@@ -91,7 +91,14 @@ def test_designer_test_plays_do_not_fill_the_study(factory, db, settings):
     db.commit()
     spec_ = studies.spec_of(study)
     me = Principal.for_user(designer.id, designer.role)
-    for _ in range(3):
-        _reserve(db, study, me, settings, spec_)
+    tests = [_reserve(db, study, me, settings, spec_) for _ in range(3)]
+    assert [e.is_test for e in tests] == [True] * 3  # marked as test plays when recorded
+    for episode in tests:
+        episode.status = EpisodeStatus.completed
+    db.commit()
+    assert crowd.reserved_totals(db, study.id) == {}
+    assert crowd.availability(db, study, spec_) == "active"
     (worker,) = _people(db, study, 1)
-    assert _reserve(db, study, worker, settings, spec_).participant_id == worker.participant_id
+    played = _reserve(db, study, worker, settings, spec_)
+    assert played.participant_id == worker.participant_id and played.is_test is False
+    assert crowd.reserved_totals(db, study.id) == {"counter": 1}

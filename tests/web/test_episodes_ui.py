@@ -371,3 +371,37 @@ def test_export_on_apache_beam_cancel_then_finish(
 
 
 SHOTS_BEAM = Path("/tmp/shots/beam")
+
+
+def test_test_plays_are_hidden_until_asked_and_badged(
+    live_server: str, page: Page, factory: Factory, db, settings, recorded
+) -> None:  # type: ignore[no-untyped-def]
+    owner = factory.user()
+    study = factory.study(owner)
+    ins = Inserter(db, settings.data_root)
+    cp = recorded["cartpole"]
+    ins.add(study, cp[0], minutes_ago=30)
+    ins.add(study, cp[1], minutes_ago=20, participant=None, user=owner)
+    res = page.request.post(
+        f"{live_server}/api/auth/login", data={"email": owner.email, "password": PASSWORD}
+    )
+    assert res.ok
+    page.goto(f"{live_server}/episodes.html?study={study.id}")
+    rows = page.locator("#episodes-body tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("worker-1")
+    expect(page.locator("#episodes-body .ep-test")).to_have_count(0)
+    page.get_by_label("Show test plays").check()
+    expect(rows).to_have_count(2)
+    test_row = rows.filter(has_text=f"user:{owner.id}")
+    expect(test_row.locator(".badge", has_text="test")).to_be_visible()
+    assert "include_tests=true" in page.url  # kept in the link
+    Path("/tmp/shots/editor-backend").mkdir(parents=True, exist_ok=True)
+    page.locator("#episodes-table").screenshot(
+        path="/tmp/shots/editor-backend/episodes-test-plays.png"
+    )
+    page.reload()
+    expect(page.get_by_label("Show test plays")).to_be_checked()
+    expect(rows).to_have_count(2)
+    page.get_by_label("Show test plays").uncheck()
+    expect(rows).to_have_count(1)

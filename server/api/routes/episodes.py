@@ -48,6 +48,7 @@ def _summary(
         "status": episode.status,
         "end_reason": episode.end_reason,
         "participant": review.agent_key(episode, externals),
+        "is_test": episode.is_test,
         "seed": episode.seed,
         "steps": episode.steps,
         "total_reward": episode.total_reward,
@@ -125,6 +126,9 @@ def list_episodes(
     over_median: Annotated[
         float | None, Query(gt=0, le=1000, description="Flag: steps over k x the env's median")
     ] = None,
+    include_tests: Annotated[
+        bool, Query(description="Include designers' test plays (left out by default)")
+    ] = False,
     sort: Annotated[
         str, Query(description=f"One of {sorted(review.SORTS)}; a - prefix sorts descending")
     ] = review.DEFAULT_SORT,
@@ -173,6 +177,7 @@ def list_episodes(
         idle_over=idle_over,
         under_median=under_median,
         over_median=over_median,
+        include_tests=include_tests,
     )
     page = review.list_episodes(
         db, study, flt, sort=sort, offset=offset, limit=limit, after=after,

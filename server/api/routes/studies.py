@@ -19,7 +19,7 @@ from server.schemas import (
     StudyUpdate,
     StudyValidationPublic,
 )
-from server.services import env_validation, studies, study_files
+from server.services import env_validation, studies, study_files, study_versions
 from server.services.env_check import (
     allowed_environments,
     require_allowed,
@@ -40,6 +40,12 @@ TOO_LARGE: dict[int | str, dict[str, Any]] = {
 }
 CONFLICT: dict[int | str, dict[str, Any]] = {
     409: {"description": "Not allowed in the study's current state."}
+}
+EDIT_CONFLICT: dict[int | str, dict[str, Any]] = {
+    409: {
+        "description": "Not editable in its state, or `code: needs_new_version`: the change "
+        "alters what recorded episodes mean (save it with POST /api/studies/{id}/versions)."
+    }
 }
 
 
@@ -111,7 +117,7 @@ def read_study(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> 
     "/{study_id}",
     response_model=StudyPublic,
     summary="Replace a study's spec",
-    responses={**NOT_FOUND, **CONFLICT},
+    responses={**NOT_FOUND, **EDIT_CONFLICT},
 )
 def update_study(
     study_id: RowId,
@@ -124,10 +130,49 @@ def update_study(
     """Only drafts and paused studies can be edited.
 
     Removing an environment from a draft deletes its test plays; a paused study keeps all.
+    A change to an environment's source, controls, mode, fps or camera once participants
+    have played it is refused (409, ``code: needs_new_version``): save it as a new version.
     """
     study = studies.get_study(db, principal, study_id)
     require_allowed(body.spec, allowed)
-    return studies.update_study(db, study, body.spec, settings.data_root)
+    return study_versions.update_in_place(db, study, body.spec, settings.data_root)
+
+
+@router.post(
+    "/{study_id}/versions",
+    response_model=StudyPublic,
+    status_code=201,
+    summary="Save a spec as a new version of a study",
+    responses=NOT_FOUND,
+)
+def create_version(
+    study_id: RowId, body: StudyUpdate, db: SessionDep, principal: CurrentPrincipal,
+    allowed: AllowedDep,
+) -> Study:  # fmt: skip
+    """A new draft with this spec, linked to the study (``parent_study_id``) and named after
+    it with a `` v2``, `` v3``... suffix; the study and its episodes stay as they are."""
+    study = studies.get_study(db, principal, study_id)
+    require_allowed(body.spec, allowed)
+    return study_versions.create_version(db, study, body.spec)
+
+
+@router.post(
+    "/{study_id}/versions/file",
+    response_model=StudyPublic,
+    status_code=201,
+    summary="Save a study file (YAML) as a new version of a study",
+    openapi_extra=YAML_BODY,
+    responses={**NOT_FOUND, **TOO_LARGE, 422: {"description": "Invalid YAML or spec."}},
+)
+def create_version_from_file(
+    study_id: RowId, db: SessionDep, principal: CurrentPrincipal, allowed: AllowedDep,
+    body: StudyFileBody,
+) -> Study:  # fmt: skip
+    """Like ``POST /api/studies/{id}/versions`` with the spec given as a study file."""
+    study = studies.get_study(db, principal, study_id)
+    spec = study_files.load_bytes(body)
+    require_allowed(spec, allowed, prefix=())
+    return study_versions.create_version(db, study, spec)
 
 
 @router.put(
@@ -137,7 +182,7 @@ def update_study(
     openapi_extra=YAML_BODY,
     responses={
         **NOT_FOUND,
-        **CONFLICT,
+        **EDIT_CONFLICT,
         **TOO_LARGE,
         422: {"description": "Invalid YAML or spec."},
     },
@@ -154,7 +199,7 @@ def replace_study_file(
     study = studies.get_study(db, principal, study_id)
     spec = study_files.load_bytes(body)
     require_allowed(spec, allowed, prefix=())
-    return studies.update_study(db, study, spec, settings.data_root)
+    return study_versions.update_in_place(db, study, spec, settings.data_root)
 
 
 @router.delete(

@@ -121,6 +121,7 @@ class Inserter:
             env_key=env_key,
             participant_id=participant_id,
             user_id=user.id if user is not None else None,
+            is_test=participant_id is None,  # as the player marks a designer's test play
             status=status,
             seed=rec.seed,
             steps=rec.num_steps,

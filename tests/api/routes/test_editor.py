@@ -68,6 +68,9 @@ def test_validate_shows_spaces_frame_speed_and_is_cached(factory, owner, client)
     assert warning["loc"] == ["environments", 0, "fps"]
     assert "0.30× real speed" in warning["msg"] and "set fps to 50" in warning["msg"]
     assert env["controls"]["bindings"]["ArrowLeft"] == 0
+    # the catalog's controls, for the controls editor's defaults and reset
+    assert env["default_controls"]["keys"] == {"ArrowLeft": 0, "ArrowRight": 1}
+    assert env["default_controls"]["noop"] == 0
     frame = client.get(env["frame_url"])
     assert frame.status_code == 200 and frame.content[:2] == b"\xff\xd8"
 
@@ -96,6 +99,7 @@ def test_validate_lists_problems_with_field_paths(factory, owner, client):
     assert problem["loc"] == ["environments", 0, "source", "kwargs"]
     assert "bogus" in problem["msg"]
     assert ["environments", 0, "controls"] in [p["loc"] for p in env["problems"]]
+    assert env["default_controls"]["keys"] == {}  # Taxi is not in the catalog
     # activation runs the same check
     res = client.post(f"/api/studies/{study.id}/state", json={"state": "active"})
     assert res.status_code == 422

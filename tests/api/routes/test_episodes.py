@@ -58,30 +58,39 @@ def test_list_and_filters(world) -> None:  # type: ignore[no-untyped-def]
     c, sid = world["client"], world["study"].id
     ids = [e.id for e in world["episodes"]]
     url = f"/api/studies/{sid}/episodes"
-    res = c.get(url)
+    every = {"include_tests": "true"}  # the designer's test play (ids[3]) included
+    res = c.get(url, params=every)
     body = res.json()
     assert _ids(res) == ids[::-1]  # newest first by default
     assert body["total"] == 5 and body["tag_names"] == ["good", "weird"]
+    assert [e["is_test"] for e in body["items"]] == [False, True, False, False, False]
     first = body["items"][-1]
     assert first["participant"] == "worker-1" and first["tags"] == ["good"]
     assert first["steps"] == world["episodes"][0].steps
+    # by default the test play is left out
+    default = c.get(url)
+    assert _ids(default) == [ids[4], ids[2], ids[1], ids[0]] and default.json()["total"] == 4
     assert _ids(c.get(url, params={"status": ["completed"]})) == [ids[4], ids[2], ids[0]]
-    assert _ids(c.get(url, params={"status": ["abandoned", "rejected"]})) == [ids[3], ids[1]]
+    assert _ids(c.get(url, params={"status": ["abandoned", "rejected"]})) == [ids[1]]
+    rejected = {"status": ["abandoned", "rejected"], **every}
+    assert _ids(c.get(url, params=rejected)) == [ids[3], ids[1]]
     assert _ids(c.get(url, params={"env": "mountaincar"})) == [ids[4]]
     assert _ids(c.get(url, params={"participant": "worker-2"})) == [ids[1]]
-    owner_key = f"user:{world['owner'].id}"
+    owner_key = f"user:{world['owner'].id}"  # naming a designer asks for their test plays
     assert _ids(c.get(url, params={"participant": owner_key})) == [ids[3]]
     assert _ids(c.get(url, params={"tag": "good"})) == [ids[2], ids[0]]
     assert _ids(c.get(url, params={"tag": ["good", "weird"]})) == [ids[2]]
     assert _ids(c.get(url, params={"tag": "good", "exclude_tag": "weird"})) == [ids[0]]
     since = (utcnow() - timedelta(minutes=35)).isoformat()
     until = (utcnow() - timedelta(minutes=15)).isoformat()
-    assert _ids(c.get(url, params={"since": since, "until": until})) == [ids[3], ids[2]]
-    page = c.get(url, params={"sort": "started_at", "offset": 1, "limit": 2})
+    assert _ids(c.get(url, params={"since": since, "until": until, **every})) == [ids[3], ids[2]]
+    assert _ids(c.get(url, params={"since": since, "until": until})) == [ids[2]]
+    page = c.get(url, params={"sort": "started_at", "offset": 1, "limit": 2, **every})
     assert _ids(page) == ids[1:3] and page.json()["total"] == 5
     assert _ids(c.get(url, params={"sort": "-steps"}))[0] == ids[1]  # 12-step limit: longest
     assert c.get(url, params={"sort": "bogus"}).status_code == 422
     assert c.get(url, params={"status": "sleeping"}).status_code == 422
+    assert c.get(url, params={"include_tests": "maybe"}).status_code == 422
 
 
 def test_episode_tags(world) -> None:  # type: ignore[no-untyped-def]

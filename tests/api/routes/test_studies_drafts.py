@@ -40,7 +40,8 @@ def test_removing_a_test_played_environment_from_a_draft_removes_its_test_plays(
     db.expunge_all()
     assert db.get(Episode, gone_id) is None and not gone_log.exists()
     assert db.get(Episode, kept_id) is not None and kept_log.exists()
-    episodes = client.get(f"/api/studies/{study.id}/episodes")
+    # test plays are listed when asked for (the list leaves them out by default)
+    episodes = client.get(f"/api/studies/{study.id}/episodes", params={"include_tests": True})
     assert episodes.status_code == 200, episodes.text
     assert [ep["id"] for ep in episodes.json()["items"]] == [kept_id]
 
