@@ -28,6 +28,7 @@ from server.errors import DomainError, validation_detail
 from server.export.jobs import JobManager
 from server.player.protocol import MAX_MESSAGE_BYTES
 from server.player.registry import Registry
+from server.services.bulk import BulkRunner
 from server.services.replay import ReaderCache
 
 log = logging.getLogger(__name__)
@@ -197,10 +198,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.data_root.mkdir(parents=True, exist_ok=True)
         app.state.export_jobs.start()
+        app.state.bulk_jobs.start()
         yield
         await app.state.player_registry.close_all()  # episodes abandoned, workers stopped
         # Waits for canceled export processes; off the event loop.
         await asyncio.to_thread(app.state.export_jobs.stop)
+        await asyncio.to_thread(app.state.bulk_jobs.stop)
         app.state.replay_cache.close()
         engine.dispose()
 
@@ -219,6 +222,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.export_jobs = JobManager(
         settings.data_root, app.state.sessionmaker, settings.export_workers
     )
+    app.state.bulk_jobs = BulkRunner(app.state.sessionmaker)
     app.state.replay_cache = ReaderCache()
     app.state.player_registry = Registry()
     app.state.login_limiter = LoginLimiter(

@@ -111,6 +111,9 @@ class Settings(BaseSettings):
         description="How long a participant's play ticket opens sockets (a study session).",
     )  # fmt: skip
     export_workers: int = Field(default=1, ge=1)
+    # A bulk action over at most this many checked episodes runs in the request; a larger
+    # one, or one over a filter ("all N matching"), runs as a background job.
+    bulk_inline_max: int = Field(default=500, ge=0, le=10_000)
 
     studies_dir: Path = Path("studies")
     load_sample_studies: bool = True

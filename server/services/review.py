@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Select, delete, func, select
+from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.orm import Session, selectinload
 
 from server.errors import DomainError, Invalid, NotFound
@@ -23,6 +23,7 @@ from server.models import (
     EpisodeStatus,
     EpisodeTag,
     Note,
+    Outcome,
     Participant,
     StepTag,
     Study,
@@ -61,6 +62,22 @@ class EpisodeFilter:
     until: datetime | None = None
     min_return: float | None = None  # total_reward >= min_return
     max_return: float | None = None  # total_reward <= max_return
+    outcomes: Sequence[str] = ()  # effective outcomes: "success", "failure", "unset"
+    excluded: bool | None = None  # None: both; True: only excluded; False: only kept
+
+
+OUTCOME_FILTERS = ("success", "failure", "unset")
+UNSET = "unset"
+
+
+def effective_outcome_column() -> Any:
+    """The reviewer's outcome, else the player's (NULL: unset)."""
+    return func.coalesce(Episode.outcome, Episode.player_outcome)
+
+
+def effective_outcome(episode: Episode) -> str | None:
+    """The reviewer's outcome, else the player's; None when neither said."""
+    return episode.outcome or episode.player_outcome
 
 
 @dataclass(frozen=True)
@@ -120,6 +137,15 @@ def filtered(study_id: int, flt: EpisodeFilter) -> Select[Any]:
         query = query.where(Episode.total_reward >= flt.min_return)
     if flt.max_return is not None:
         query = query.where(Episode.total_reward <= flt.max_return)
+    if flt.outcomes:
+        effective = effective_outcome_column()
+        named = [o for o in flt.outcomes if o != UNSET]
+        condition = effective.in_(named)
+        if UNSET in flt.outcomes:
+            condition = condition | effective.is_(None)
+        query = query.where(condition)
+    if flt.excluded is not None:
+        query = query.where(Episode.excluded.is_(flt.excluded))
     return query
 
 
@@ -179,7 +205,7 @@ def log_dir(episode: Episode, data_root: Path) -> Path:
     return path
 
 
-def _check_tag_name(name: str, loc: str) -> str:
+def check_tag_name(name: str, loc: str) -> str:
     name = name.strip()
     if not name or len(name) > 64 or any(c in name for c in ",\n\r\t"):
         raise Invalid(
@@ -191,7 +217,7 @@ def _check_tag_name(name: str, loc: str) -> str:
 
 def add_tag(db: Session, episode: Episode, name: str, author_id: int | None) -> EpisodeTag:
     """Tag the episode (adding an existing tag is a no-op returning it)."""
-    name = _check_tag_name(name, "name")
+    name = check_tag_name(name, "name")
     for tag in episode.tags:
         if tag.name == name:
             return tag
@@ -215,7 +241,7 @@ def add_step_tag(
     db: Session, episode: Episode, name: str, start: int, end: int | None, author_id: int | None
 ) -> StepTag:
     """Tag step ``start`` or the inclusive range ``start..end`` (inside the episode's steps)."""
-    name = _check_tag_name(name, "name")
+    name = check_tag_name(name, "name")
     end = start if end is None else end
     if not 0 <= start <= end < episode.steps:
         last = episode.steps - 1
@@ -244,6 +270,28 @@ def remove_step_tag(db: Session, episode: Episode, tag_id: int) -> None:
             db.commit()
             return
     raise NotFound("The episode has no such step tag.")
+
+
+def check_outcome(value: str | None, loc: str) -> str | None:
+    """``success``, ``failure`` or None (unset); anything else is a 422."""
+    if value is not None and value not in tuple(Outcome):
+        raise Invalid(
+            f"An outcome is success, failure or unset, not {value!r}.",
+            detail=[{"loc": ["body", loc], "msg": "success, failure or null"}],
+        )
+    return value
+
+
+def set_review(
+    db: Session, episode: Episode, *, outcome: str | None | bool = False, excluded: bool | None
+) -> Episode:
+    """Set the reviewer's outcome (None unsets it; False leaves it) and/or the excluded mark."""
+    if outcome is not False:
+        episode.outcome = check_outcome(outcome if isinstance(outcome, str) else None, "outcome")
+    if excluded is not None:
+        episode.excluded = excluded
+    db.commit()
+    return episode
 
 
 def add_note(db: Session, episode: Episode, body: str, author_id: int | None) -> Note:
@@ -302,7 +350,7 @@ def bulk_add_tags(
     db: Session, ids: Sequence[str], tags: Sequence[str], author_id: int | None
 ) -> int:
     """Give every episode every tag; the number of episodes that got at least one."""
-    names = list(dict.fromkeys(_check_tag_name(t, "tags") for t in tags))
+    names = list(dict.fromkeys(check_tag_name(t, "tags") for t in tags))
     changed: set[str] = set()
     for chunk in _chunks(ids):
         query = select(EpisodeTag.episode_id, EpisodeTag.name).where(
@@ -320,7 +368,7 @@ def bulk_add_tags(
 
 def bulk_remove_tags(db: Session, ids: Sequence[str], tags: Sequence[str]) -> int:
     """Remove the tags from every episode; the number of episodes that had one."""
-    names = list(dict.fromkeys(_check_tag_name(t, "tags") for t in tags))
+    names = list(dict.fromkeys(check_tag_name(t, "tags") for t in tags))
     changed: set[str] = set()
     for chunk in _chunks(ids):
         where = (EpisodeTag.episode_id.in_(chunk), EpisodeTag.name.in_(names))
@@ -330,11 +378,47 @@ def bulk_remove_tags(db: Session, ids: Sequence[str], tags: Sequence[str]) -> in
     return len(changed)
 
 
+def bulk_set_outcome(db: Session, ids: Sequence[str], outcome: str | None) -> int:
+    """Set (or unset, None) the reviewer's outcome; the number of episodes it changed."""
+    outcome = check_outcome(outcome, "outcome")
+    changed = 0
+    for chunk in _chunks(ids):
+        differs = Episode.outcome.is_not(None) if outcome is None else (
+            Episode.outcome.is_(None) | (Episode.outcome != outcome)
+        )  # fmt: skip
+        result = db.execute(
+            update(Episode).where(Episode.id.in_(chunk), differs).values(outcome=outcome)
+        )
+        changed += _rowcount(result)
+    db.commit()
+    return changed
+
+
+def bulk_set_excluded(db: Session, ids: Sequence[str], excluded: bool) -> int:
+    """Mark (or unmark) the episodes excluded; the number it changed."""
+    changed = 0
+    for chunk in _chunks(ids):
+        where = (Episode.id.in_(chunk), Episode.excluded.is_not(excluded))
+        changed += _rowcount(db.execute(update(Episode).where(*where).values(excluded=excluded)))
+    db.commit()
+    return changed
+
+
+def _rowcount(result: Any) -> int:
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
 def bulk_delete(
-    db: Session, study: Study, ids: Sequence[str], user_id: int | None, data_root: Path
-) -> BulkResult:
+    db: Session,
+    study: Study,
+    ids: Sequence[str],
+    user_id: int | None,
+    data_root: Path,
+    record: EpisodeDeletion | None = None,
+) -> tuple[BulkResult, EpisodeDeletion | None]:
     """Delete the episodes that are not recording (tags, step tags and notes cascade), record
-    the deletion, then remove their logs."""
+    the deletion (adding to ``record`` when a job deletes chunk by chunk), then remove their
+    logs."""
     gone: list[str] = []
     recording = 0
     for chunk in _chunks(ids):
@@ -345,8 +429,11 @@ def bulk_delete(
         gone += ended
         live = Episode.id.in_(chunk) & (Episode.status == EpisodeStatus.recording)
         recording += db.scalar(select(func.count()).where(live)) or 0
-    if gone:
-        db.add(EpisodeDeletion(study_id=study.id, user_id=user_id, count=len(gone)))
+    if gone and record is None:
+        record = EpisodeDeletion(study_id=study.id, user_id=user_id, count=len(gone))
+        db.add(record)
+    elif gone and record is not None:
+        record.count += len(gone)
     db.commit()
     studies.remove_episode_logs(data_root, study.id, gone)
-    return BulkResult(matched=len(ids), changed=len(gone), skipped_recording=recording)
+    return BulkResult(matched=len(ids), changed=len(gone), skipped_recording=recording), record
