@@ -21,6 +21,7 @@ from server.export import (
     ExportError,
     ExportFormat,
     ExportOptions,
+    IncompatibleEnvironmentsError,
     StepTag,
     check_compatible,
     minari_format,
@@ -62,7 +63,14 @@ def selection_filter(sel: ExportSelection | EpisodeFilterIn) -> review.EpisodeFi
         until=sel.until,
         min_return=sel.min_return,
         max_return=sel.max_return,
+        outcomes=sel.outcomes,
+        excluded=sel.excluded if isinstance(sel, EpisodeFilterIn) else _excluded(sel),
     )
+
+
+def _excluded(sel: ExportSelection) -> bool | None:
+    """Exports leave excluded episodes out unless asked to include them."""
+    return None if sel.include_excluded else False
 
 
 def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
@@ -93,13 +101,21 @@ def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
                 ],
             )
         episodes = [found[i] for i in ids]
+        if not sel.include_excluded:
+            episodes = [e for e in episodes if not e.excluded]
+            if not episodes:
+                raise Invalid(
+                    "Every selected episode is marked excluded; include excluded episodes "
+                    "to export them.",
+                    detail=[{"loc": ["body", "selection"], "msg": "only excluded episodes"}],
+                )
     else:
         query = review.filtered(study.id, selection_filter(sel))
         episodes = list(db.scalars(query.options(*load).order_by(Episode.started_at, Episode.id)))
         if not episodes:
             raise Invalid(
                 "No episode matches the selection (only completed episodes are exported "
-                "unless you choose other statuses).",
+                "unless you choose other statuses; excluded ones only when included).",
                 detail=[{"loc": ["body", "selection"], "msg": "matches no episode"}],
             )
     recording = [e.id for e in episodes if e.status == EpisodeStatus.recording]
@@ -141,16 +157,28 @@ def episode_inputs(
                 ),
                 notes="\n\n".join(n.body for n in review.notes_of(e)),
                 instruction=(instructions or {}).get(e.env_key, ""),
+                outcome=review.effective_outcome(e) or "",
+                player_outcome=e.player_outcome or "",
+                reviewer_outcome=e.outcome or "",
             )
         )
     return inputs
 
 
+INCOMPATIBLE = "incompatible_environments"
+
+
 def check_inputs(
-    episodes: list[Episode], inputs: list[EpisodeInput], export_format: ExportFormat
+    episodes: list[Episode],
+    inputs: list[EpisodeInput],
+    export_format: ExportFormat,
+    split_by_env: bool = False,
 ) -> None:
-    """Cheap checks before queuing: logs exist; one log per environment has the same spaces,
-    which the format can hold."""
+    """Cheap checks before queuing: logs exist; one log per environment has the same spaces
+    (each environment its own, when split by environment), which the format can hold.
+
+    Environments with different spaces answer a 422 with ``code`` ``incompatible_environments``
+    and the environments in ``environments``: the page offers to split by environment."""
     for ep in inputs:
         if not ep.log_dir.is_dir():
             raise Invalid(
@@ -160,10 +188,19 @@ def check_inputs(
     one_per_env: dict[str, EpisodeInput] = {}
     for row, ep in zip(episodes, inputs, strict=True):
         one_per_env.setdefault(row.env_key, ep)
+    groups = [[ep] for ep in one_per_env.values()] if split_by_env else [list(one_per_env.values())]
     try:
-        specs = check_compatible(list(one_per_env.values()))
-        if export_format is ExportFormat.MINARI:
-            minari_format.check_specs(specs)
+        for group in groups:
+            specs = check_compatible(group)
+            if export_format is ExportFormat.MINARI:
+                minari_format.check_specs(specs)
+    except IncompatibleEnvironmentsError as exc:
+        raise Invalid(
+            f"Cannot export this selection: {exc}.",
+            detail=[{"loc": ["body", "selection"], "msg": "environments with different spaces",
+                     "environments": sorted(one_per_env)}],
+            code=INCOMPATIBLE,
+        ) from exc  # fmt: skip
     except ExportError as exc:
         raise Invalid(
             f"Cannot export this selection: {exc}.",
@@ -210,7 +247,7 @@ def prepare(
     episodes = resolve(db, study, selection)
     options = library_options(study, opts)
     inputs = episode_inputs(db, episodes, secret_key, data_root, instructions_of(study))
-    check_inputs(episodes, inputs, options.format)
+    check_inputs(episodes, inputs, options.format, opts.split_by_env)
     return episodes, options, inputs
 
 
@@ -249,6 +286,7 @@ def create_job(
         options=options,
         archive=body.options.archive,
         data_root=Path(data_root),
+        env_keys=tuple(e.env_key for e in episodes) if body.options.split_by_env else None,
     )
     return job, payload
 
