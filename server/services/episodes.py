@@ -47,6 +47,7 @@ class EpisodeResult:
     latencies_ms: list[float] = field(default_factory=list)
     frames_dropped: int = 0
     ended_at: datetime | None = None  # when the env ended it (before the save question)
+    player_outcome: str | None = None  # "success" / "failure": the player's answer, if asked
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -234,6 +235,7 @@ def finish_episode(db: Session, episode_id: str, result: EpisodeResult) -> Episo
     episode.latency_p50_ms = percentile(result.latencies_ms, 50)
     episode.latency_p95_ms = percentile(result.latencies_ms, 95)
     episode.frames_dropped = result.frames_dropped
+    episode.player_outcome = result.player_outcome
     db.commit()
     return episode
 
