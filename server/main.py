@@ -19,7 +19,18 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from server import __version__
-from server.api.routes import auth, catalog, crowd, episodes, exports, health, play, studies, users
+from server.api.routes import (
+    auth,
+    bulk,
+    catalog,
+    crowd,
+    episodes,
+    exports,
+    health,
+    play,
+    studies,
+    users,
+)
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.core.headers import SECURITY_HEADERS, SecurityHeadersMiddleware
@@ -238,7 +249,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outermost, so answers of the other middlewares (413, 422) carry the headers too.
     app.add_middleware(SecurityHeadersMiddleware)
     _install_error_handlers(app)
-    for module in (health, auth, users, studies, catalog, play, crowd, episodes, exports):
+    for module in (health, auth, users, studies, catalog, play, crowd, episodes, bulk, exports):
         app.include_router(module.router)
 
     @app.get("/docs", include_in_schema=False)

@@ -13,7 +13,8 @@ from sqlalchemy import select
 from server.models import Episode
 from tests.api.routes._recorded import Inserter, record_set, two_env_spec
 from tests.export._recordings import Recording
-from tests.factories import PASSWORD, Factory
+from tests.factories import Factory
+from tests.web.test_episodes_ui import _login
 
 pytestmark = pytest.mark.browser
 SHOTS = Path("/tmp/shots/review-labels")
@@ -25,34 +26,33 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recordi
     return record_set(tmp_path_factory.mktemp("recorded"))
 
 
-def _login(page: Page, live_server: str, user) -> None:  # type: ignore[no-untyped-def]
-    res = page.request.post(
-        f"{live_server}/api/auth/login", data={"email": user.email, "password": PASSWORD}
-    )
-    assert res.ok
-
-
 def _outcomes(db, study_id: int) -> dict[str, tuple[str | None, str | None]]:  # type: ignore[no-untyped-def]
     db.expire_all()
     rows = db.scalars(select(Episode).where(Episode.study_id == study_id)).all()
     return {e.id: (e.player_outcome, e.outcome) for e in rows}
 
 
-def test_bulk_set_outcome_from_a_filter_then_override_in_the_replay(
-    live_server: str, page: Page, factory: Factory, db, settings, recorded
-) -> None:  # type: ignore[no-untyped-def]
+def _three_listed(page: Page, live_server: str, factory: Factory, db, settings, recorded):  # type: ignore[no-untyped-def]
+    """A study with three completed CartPole episodes, listed on its episodes page."""
     owner = factory.user()
     study = factory.study(owner)
     ins = Inserter(db, settings.data_root)
-    cp = recorded["cartpole"]
-    eps = [ins.add(study, cp[i], minutes_ago=40 - 10 * i) for i in range(3)]
-    eps[0].player_outcome = "success"
-    db.commit()
-    ids = [e.id for e in eps]
+    eps = [ins.add(study, recorded["cartpole"][i], minutes_ago=40 - 10 * i) for i in range(3)]
     _login(page, live_server, owner)
     page.goto(f"{live_server}/episodes.html?study={study.id}")
     rows = page.locator("#episodes-body tr")
     expect(rows).to_have_count(3)
+    return study, eps, rows
+
+
+def test_bulk_set_outcome_from_a_filter_then_override_in_the_replay(
+    live_server: str, page: Page, factory: Factory, db, settings, recorded
+) -> None:  # type: ignore[no-untyped-def]
+    study, eps, rows = _three_listed(page, live_server, factory, db, settings, recorded)
+    eps[0].player_outcome = "success"
+    db.commit()
+    ids = [e.id for e in eps]
+    page.reload()
     expect(rows.filter(has_text="success")).to_have_count(1)  # the player's answer
 
     # Filter to the episodes nobody labelled, select all matching, set them failed.
@@ -95,15 +95,7 @@ def test_bulk_set_outcome_from_a_filter_then_override_in_the_replay(
 def test_excluded_episodes_are_badged_filtered_and_left_out_of_exports(
     live_server: str, page: Page, factory: Factory, db, settings, recorded
 ) -> None:  # type: ignore[no-untyped-def]
-    owner = factory.user()
-    study = factory.study(owner)
-    ins = Inserter(db, settings.data_root)
-    cp = recorded["cartpole"]
-    eps = [ins.add(study, cp[i], minutes_ago=40 - 10 * i) for i in range(3)]
-    _login(page, live_server, owner)
-    page.goto(f"{live_server}/episodes.html?study={study.id}")
-    rows = page.locator("#episodes-body tr")
-    expect(rows).to_have_count(3)
+    _study, eps, rows = _three_listed(page, live_server, factory, db, settings, recorded)
     page.get_by_label(f"Select episode {eps[1].id}").check()
     page.get_by_role("group", name="Bulk actions").get_by_role("button", name="Exclude").click()
     expect(page.locator("#toasts")).to_contain_text("Excluded 1 episode from exports.")
