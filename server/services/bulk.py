@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from server.core.jobs import Handle, JobRunner, Outcome
-from server.errors import DomainError, NotFound
+from server.errors import DomainError
 from server.models import BulkJob, EpisodeDeletion, JobState, Study
 from server.principal import Principal
 from server.services import review, studies
@@ -148,7 +148,7 @@ class BulkRunner(JobRunner):
                 )  # fmt: skip
             except BulkCanceledError:
                 return ("canceled",)
-            except (DomainError, NotFound) as exc:
-                return ("failed", exc.message if hasattr(exc, "message") else str(exc))
+            except DomainError as exc:
+                return ("failed", exc.message)
         values = {"done": result.matched, "changed": result.changed}
         return ("done", {**values, "skipped_recording": result.skipped_recording})

@@ -6,6 +6,7 @@ import pytest
 from sqlalchemy import select
 
 from server.models import BulkJob, Episode, JobState
+from server.services import bulk, review
 from server.services.bulk import BulkRunner
 from tests.api.routes._recorded import Inserter, two_env_spec
 from tests.api.routes.test_episodes_bulk import run, wait_job
@@ -138,3 +139,19 @@ def test_deleted_by_a_job_are_gone(world, db) -> None:  # type: ignore[no-untype
     assert run(c, world["url"], body, inline=False)["changed"] == 1
     db.expire_all()
     assert db.scalars(select(Episode.id).where(Episode.id == ids[1])).all() == []
+
+
+def test_a_canceled_job_keeps_the_chunks_it_finished(world, db, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(review, "BULK_CHUNK", 2)
+    ids = [e.id for e in world["eps"]]
+    seen: list[tuple[int, int, int]] = []
+    act = bulk.BulkAction("exclude")
+    with pytest.raises(bulk.BulkCanceledError):
+        bulk.apply(
+            db, world["study"], ids, act, None, settings.data_root,
+            progress=lambda *counts: seen.append(counts), cancel=lambda: bool(seen),
+        )  # fmt: skip
+    assert seen == [(2, 2, 0)]
+    db.expire_all()
+    excluded = db.scalars(select(Episode.id).where(Episode.excluded.is_(True))).all()
+    assert sorted(excluded) == sorted(ids[:2])
