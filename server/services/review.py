@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Select, delete, func, select, update
+from sqlalchemy import Select, delete, func, insert, select, update
 from sqlalchemy.orm import Session, selectinload
 
 from server.errors import DomainError, Invalid, NotFound
@@ -357,11 +357,11 @@ def bulk_add_tags(
             EpisodeTag.episode_id.in_(chunk), EpisodeTag.name.in_(names)
         )
         have = set(db.execute(query).tuples())
-        for episode_id in chunk:
-            for name in names:
-                if (episode_id, name) not in have:
-                    db.add(EpisodeTag(episode_id=episode_id, name=name, author_id=author_id))
-                    changed.add(episode_id)
+        missing = [(e, n) for e in chunk for n in names if (e, n) not in have]
+        if missing:  # one multi-row statement, not an ORM object per tag
+            rows = [{"episode_id": e, "name": n, "author_id": author_id} for e, n in missing]
+            db.execute(insert(EpisodeTag), rows)
+            changed.update(e for e, _ in missing)
     db.commit()
     return len(changed)
 
