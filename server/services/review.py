@@ -13,7 +13,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Select, delete, func, insert, select, update
+from sqlalchemy import Select, delete, func, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, selectinload
 
 from server.errors import DomainError, Invalid, NotFound
@@ -28,6 +30,7 @@ from server.models import (
     StepTag,
     Study,
     is_row_id,
+    utcnow,
 )
 from server.principal import USER_PREFIX, Principal
 from server.services import studies
@@ -349,19 +352,25 @@ def matched_ids(
 def bulk_add_tags(
     db: Session, ids: Sequence[str], tags: Sequence[str], author_id: int | None
 ) -> int:
-    """Give every episode every tag; the number of episodes that got at least one."""
+    """Give every episode every tag; the number of episodes that got at least one.
+
+    One ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` per chunk: the unique (episode,
+    name) constraint skips tags already there, and no read first (whose plan a growing tag
+    table can make slow before PostgreSQL's statistics catch up)."""
     names = list(dict.fromkeys(check_tag_name(t, "tags") for t in tags))
+    insert_of = pg_insert if db.get_bind().dialect.name == "postgresql" else sqlite_insert
     changed: set[str] = set()
-    for chunk in _chunks(ids):
-        query = select(EpisodeTag.episode_id, EpisodeTag.name).where(
-            EpisodeTag.episode_id.in_(chunk), EpisodeTag.name.in_(names)
+    pairs = [(e, n) for e in ids for n in names]
+    for i in range(0, len(pairs), BULK_CHUNK):  # 4 parameters a row: well under the caps
+        rows = [{"episode_id": e, "name": n, "author_id": author_id, "created_at": utcnow()}
+                for e, n in pairs[i : i + BULK_CHUNK]]  # fmt: skip
+        stmt = (
+            insert_of(EpisodeTag)
+            .values(rows)
+            .on_conflict_do_nothing(index_elements=["episode_id", "name"])
+            .returning(EpisodeTag.episode_id)
         )
-        have = set(db.execute(query).tuples())
-        missing = [(e, n) for e in chunk for n in names if (e, n) not in have]
-        if missing:  # one multi-row statement, not an ORM object per tag
-            rows = [{"episode_id": e, "name": n, "author_id": author_id} for e, n in missing]
-            db.execute(insert(EpisodeTag), rows)
-            changed.update(e for e, _ in missing)
+        changed.update(db.scalars(stmt))
     db.commit()
     return len(changed)
 
@@ -387,7 +396,8 @@ def bulk_set_outcome(db: Session, ids: Sequence[str], outcome: str | None) -> in
             Episode.outcome.is_(None) | (Episode.outcome != outcome)
         )  # fmt: skip
         result = db.execute(
-            update(Episode).where(Episode.id.in_(chunk), differs).values(outcome=outcome)
+            update(Episode).where(Episode.id.in_(chunk), differs).values(outcome=outcome),
+            execution_options=_NO_SYNC,
         )
         changed += _rowcount(result)
     db.commit()
@@ -399,9 +409,14 @@ def bulk_set_excluded(db: Session, ids: Sequence[str], excluded: bool) -> int:
     changed = 0
     for chunk in _chunks(ids):
         where = (Episode.id.in_(chunk), Episode.excluded.is_not(excluded))
-        changed += _rowcount(db.execute(update(Episode).where(*where).values(excluded=excluded)))
+        stmt = update(Episode).where(*where).values(excluded=excluded)
+        changed += _rowcount(db.execute(stmt, execution_options=_NO_SYNC))
     db.commit()
     return changed
+
+
+# the rows are not kept in the session: no need to match them against it
+_NO_SYNC = {"synchronize_session": False}
 
 
 def _rowcount(result: Any) -> int:
