@@ -43,6 +43,7 @@ from server.export.export_job import (
     export_dataset,
 )
 from server.export.packaging import ARCHIVE_FORMATS, make_archive
+from server.export.split import export_split
 from server.models import ExportJob, JobState, utcnow
 from server.recording.format import export_dir
 
@@ -67,6 +68,7 @@ class JobPayload:
     options: ExportOptions
     archive: str
     data_root: Path
+    env_keys: tuple[str, ...] | None = None  # per episode: split into one dataset per env
 
 
 def output_name(options: ExportOptions, archive: str) -> str:
@@ -81,24 +83,34 @@ def write_output(
     dest: Path,
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    env_keys: tuple[str, ...] | None = None,
 ) -> Path:
     """Export into the folder ``dest``, or pack it into the archive ``dest`` (zip/tar.gz).
 
-    All or nothing: the dataset folder is built in a hidden sibling, archives are written
-    under a temporary name; on any error nothing is left at ``dest``.
+    With ``env_keys`` (one per episode) the folder holds one dataset per environment
+    (server/export/split.py). All or nothing: the dataset folder is built in a hidden
+    sibling, archives are written under a temporary name; on any error nothing is left at
+    ``dest``.
     """
+
+    def export(folder: Path) -> None:
+        if env_keys is None:
+            export_dataset(episodes, options, folder, progress, cancel)
+        else:
+            export_split(episodes, env_keys, options, folder, progress, cancel)
+
     if archive not in ARCHIVES:
         raise ExportError(f"archive must be one of {ARCHIVES}, not {archive!r}")
     dest = Path(dest)
     if dest.exists():
         raise ExportError(f"{dest} already exists")
     if archive == "folder":
-        export_dataset(episodes, options, dest, progress, cancel)
+        export(dest)
         return dest
     work = dest.with_name(f".{dest.name}.work-{uuid.uuid4().hex[:8]}")
     try:
         folder = work / options.name
-        export_dataset(episodes, options, folder, progress, cancel)
+        export(folder)
         if cancel is not None and cancel():
             raise ExportCanceledError("the export was canceled")
         make_archive(folder, archive, dest)
@@ -125,6 +137,7 @@ def _child(payload: JobPayload, conn: Connection, canceled: Any) -> None:
             dest,
             progress=lambda done, total, steps: conn.send(("progress", done, total, steps)),
             cancel=canceled.is_set,
+            env_keys=payload.env_keys,
         )
         conn.send(("done", dest.relative_to(payload.data_root).as_posix()))
     except (BrokenPipeError, ConnectionResetError):
