@@ -264,8 +264,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         replica=settings.replica_id,
     )
     app.state.bulk_jobs = BulkRunner(
-        app.state.sessionmaker,
         settings.data_root,
+        app.state.sessionmaker,
         poll_s=settings.job_poll_s,
         heartbeat_s=settings.job_heartbeat_s,
         stale_s=settings.job_stale_s,

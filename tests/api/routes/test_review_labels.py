@@ -125,7 +125,7 @@ def test_a_dead_replicas_job_is_requeued_and_run_by_another(world, db, engine, s
     db.add(row)
     db.commit()
     runner = BulkRunner(
-        sessionmaker(engine), settings.data_root, poll_s=0.05, heartbeat_s=0.1, stale_s=5.0,
+        settings.data_root, sessionmaker(engine), poll_s=0.05, heartbeat_s=0.1, stale_s=5.0,
         replica="alive-replica",
     )  # fmt: skip
     runner.start()
@@ -153,11 +153,8 @@ def test_an_unreadable_job_row_fails_with_a_message(world, db, engine, settings)
                   params={}, total=1)  # fmt: skip
     db.add(row)
     db.commit()
-    runner = BulkRunner(sessionmaker(engine), settings.data_root, replica="r1")
+    runner = BulkRunner(settings.data_root, sessionmaker(engine), replica="r1")
     assert runner.claim_next() == row.id
-    thread = runner._threads.get(row.id)  # None: the job has already ended
-    if thread is not None:
-        thread.join(10)
     db.expire_all()
     job = db.get(BulkJob, row.id)
     assert job is not None and job.state == JobState.failed
