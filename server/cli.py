@@ -153,6 +153,8 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             tags=args.tag or [],
             exclude_tags=args.exclude_tag or [],
             include_tests=args.include_tests,
+            outcomes=args.outcome or [],
+            include_excluded=args.include_excluded,
         )
         opts = ExportOptionsIn(
             format=args.format,
@@ -163,6 +165,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             archive=args.archive,
             name=args.name,
             engine=args.engine,
+            split_by_env=args.split_by_env,
         )
         episodes, options, inputs = exports.prepare(
             db,
@@ -181,7 +184,10 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             bar.update(steps - bar.n)
 
         try:
-            path = write_output(inputs, options, args.archive, out, progress=progress)
+            env_keys = tuple(e.env_key for e in episodes) if args.split_by_env else None
+            path = write_output(
+                inputs, options, args.archive, out, progress=progress, env_keys=env_keys
+            )
         except ExportError as exc:
             print(f"error: export failed: {exc}", file=sys.stderr)
             return 2
@@ -263,6 +269,16 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--exclude-tag", action="append", help="excluded episode tag")
     export.add_argument("--include-tests", action="store_true", help=TESTS_HELP)
     export.add_argument("--end-tag", action="append", help="step tag that ends an episode")
+    export.add_argument(
+        "--outcome", action="append", choices=["success", "failure", "unset"],
+        help="effective outcome (repeatable)",
+    )  # fmt: skip
+    export.add_argument(
+        "--include-excluded", action="store_true", help="export episodes marked excluded too"
+    )
+    export.add_argument(
+        "--split-by-env", action="store_true", help="one dataset per environment (mixed spaces)"
+    )
     export.add_argument("--strip", action="store_true", help="strip step metadata")
     export.add_argument(
         "--format", choices=["tfds", "envlogger", "minari", "lerobot"], default="tfds"

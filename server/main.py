@@ -23,6 +23,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from server import __version__
 from server.api.routes import (
     auth,
+    bulk,
     catalog,
     crowd,
     episodes,
@@ -46,6 +47,7 @@ from server.player.heartbeat import Heartbeat
 from server.player.protocol import MAX_MESSAGE_BYTES
 from server.player.registry import Registry
 from server.services import exports as export_service
+from server.services.bulk_runner import BulkRunner
 from server.services.live_feed import LiveFeed
 from server.services.replay import ReaderCache
 
@@ -228,12 +230,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.data_root.mkdir(parents=True, exist_ok=True)
         app.state.export_jobs.start()
         await app.state.heartbeat.start()  # registers this replica before anything is served
+        app.state.bulk_jobs.start()
         yield
         await app.state.live_feed.close()
         await app.state.player_registry.close_all()  # episodes abandoned, workers stopped
         await app.state.heartbeat.stop()  # this replica's rows removed
         # Waits for canceled export processes; off the event loop.
         await asyncio.to_thread(app.state.export_jobs.stop)
+        await asyncio.to_thread(app.state.bulk_jobs.stop)
         app.state.replay_cache.close()
         engine.dispose()
 
@@ -254,6 +258,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.sessionmaker,
         partial(_job_payload, settings),
         settings.export_workers,
+        poll_s=settings.job_poll_s,
+        heartbeat_s=settings.job_heartbeat_s,
+        stale_s=settings.job_stale_s,
+        replica=settings.replica_id,
+    )
+    app.state.bulk_jobs = BulkRunner(
+        settings.data_root,
+        app.state.sessionmaker,
         poll_s=settings.job_poll_s,
         heartbeat_s=settings.job_heartbeat_s,
         stale_s=settings.job_stale_s,
@@ -289,6 +301,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         play,
         crowd,
         episodes,
+        bulk,
         exports,
         live,
     ):

@@ -84,6 +84,11 @@ class EpisodeStatus(enum.StrEnum):
     failed = "failed"
 
 
+class Outcome(enum.StrEnum):
+    success = "success"
+    failure = "failure"
+
+
 class JobState(enum.StrEnum):
     queued = "queued"
     running = "running"
@@ -274,6 +279,12 @@ class Episode(Base):
     idle_share: Mapped[float | None] = mapped_column(Float)
     inputs_per_s: Mapped[float | None] = mapped_column(Float)
     quality_at: Mapped[datetime | None] = mapped_column(_TS)
+    # "success" / "failure" (Outcome) or None: the player's answer at save time, and the
+    # reviewer's, which wins (effective_outcome)
+    player_outcome: Mapped[str | None] = mapped_column(String(16))
+    outcome: Mapped[str | None] = mapped_column(String(16))
+    # kept out of exports unless an export asks for excluded episodes
+    excluded: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
 
     tags: Mapped[list[EpisodeTag]] = relationship(cascade="all, delete-orphan")
     step_tags: Mapped[list[StepTag]] = relationship(cascade="all, delete-orphan")
@@ -404,3 +415,25 @@ class LiveSessionRow(Base):
     latency_p50_ms: Mapped[float | None] = mapped_column(Float)
     frames_dropped: Mapped[int] = mapped_column(Integer, default=0)
     updated_at: Mapped[datetime] = mapped_column(_TS, default=utcnow)
+
+
+class BulkJob(ClaimableJob, Base):
+    """A bulk action over many episodes, run in the background (server/services/bulk.py)."""
+
+    __tablename__ = "bulk_jobs"
+    __table_args__ = NO_ID_REUSE
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), index=True)
+    state: Mapped[str] = mapped_column(String(16), index=True, default=JobState.queued)
+    action: Mapped[str] = mapped_column(String(32))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)  # tags, outcome, the request
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    done: Mapped[int] = mapped_column(Integer, default=0)
+    changed: Mapped[int] = mapped_column(Integer, default=0)
+    skipped_recording: Mapped[int] = mapped_column(Integer, default=0)
+    message: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(_TS, default=utcnow, index=True)
+    started_at: Mapped[datetime | None] = mapped_column(_TS)
+    finished_at: Mapped[datetime | None] = mapped_column(_TS)

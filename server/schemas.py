@@ -183,6 +183,32 @@ class EpisodeSummary(BaseModel):
     )
     badges: list[QualityBadge] = Field(description="Quality flags worth a reviewer's look.")
     tags: list[str]
+    player_outcome: Literal["success", "failure"] | None = Field(
+        default=None, description="The player's answer at save time (when the study asks)."
+    )
+    reviewer_outcome: Literal["success", "failure"] | None = Field(
+        default=None, description="A reviewer's outcome; it overrides the player's."
+    )
+    outcome: Literal["success", "failure"] | None = Field(
+        default=None, description="Effective outcome: the reviewer's, else the player's."
+    )
+    excluded: bool = Field(default=False, description="Kept out of exports by default.")
+
+
+class EpisodeReviewIn(StrictModel):
+    """A reviewer's outcome (null unsets it) and/or the excluded mark; absent fields stay."""
+
+    outcome: Literal["success", "failure"] | None = None
+    excluded: bool | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> EpisodeReviewIn:
+        if not self.model_fields_set & {"outcome", "excluded"}:
+            raise ValueError("give outcome and/or excluded")
+        return self
+
+
+OutcomeFilter = Literal["success", "failure", "unset"]
 
 
 class EpisodeDetail(EpisodeSummary):
@@ -244,6 +270,10 @@ class EpisodeFilterIn(StrictModel):
         description="Include designers' test plays (left out by default, unless user:<id> "
         "participants are named).",
     )
+    outcomes: list[OutcomeFilter] = Field(
+        default_factory=list, description="Effective outcomes (unset: neither said)."
+    )
+    excluded: bool | None = Field(default=None, description="Only excluded (true) or kept.")
 
 
 class BulkSelection(StrictModel):
@@ -263,15 +293,20 @@ class BulkSelection(StrictModel):
 
 class EpisodeBulkIn(StrictModel):
     selection: BulkSelection
-    action: Literal["add_tags", "remove_tags", "delete"]
+    action: Literal["add_tags", "remove_tags", "delete", "set_outcome", "exclude", "include"]
     tags: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
         default_factory=list, max_length=MAX_BULK_TAGS, description="For add_tags, remove_tags."
+    )
+    outcome: Literal["success", "failure"] | None = Field(
+        default=None, description="For set_outcome: the reviewer's outcome; null unsets it."
     )
 
     @model_validator(mode="after")
     def _tags_when_tagging(self) -> EpisodeBulkIn:
-        if self.action != "delete" and not self.tags:
+        if self.action in ("add_tags", "remove_tags") and not self.tags:
             raise ValueError(f"{self.action} needs at least one tag")
+        if self.action != "set_outcome" and self.outcome is not None:
+            raise ValueError("outcome is for set_outcome only")
         return self
 
 
@@ -279,6 +314,24 @@ class EpisodeBulkOut(BaseModel):
     matched: int = Field(description="Episodes the selection matched in this study.")
     changed: int = Field(description="Episodes changed (tagged, untagged or deleted).")
     skipped_recording: int = Field(default=0, description="Still recording: not deleted.")
+
+
+class BulkJobPublic(BaseModel):
+    """A bulk action running in the background (202 from the bulk route)."""
+
+    id: int
+    study_id: int
+    state: JobState
+    action: str
+    total: int = Field(description="Episodes the selection matched.")
+    done: int = Field(description="Episodes gone through so far.")
+    changed: int
+    skipped_recording: int
+    progress: float = Field(description="done / total, 0..1.")
+    message: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
 
 
 # --- export jobs -------------------------------------------------------------------------
@@ -289,6 +342,9 @@ class ExportSelection(EpisodeFilterIn):
         default=None, description="Export exactly these episodes (the filter is then ignored)."
     )
     statuses: list[EpisodeStatus] = Field(default_factory=lambda: [EpisodeStatus.completed])
+    include_excluded: bool = Field(
+        default=False, description="Export episodes marked excluded too (left out by default)."
+    )
 
 
 class ExportOptionsIn(StrictModel):
@@ -320,6 +376,11 @@ class ExportOptionsIn(StrictModel):
         description="How the export runs: single (one process), beam (an Apache Beam pipeline "
         "on the configured runner; tfds format only; same output), or auto (beam for a tfds "
         "export of at least STUDIO_BEAM_MIN_STEPS steps). The job's options say which ran.",
+    )
+    split_by_env: bool = Field(
+        default=False,
+        description="One dataset per environment (<name>_<env>) in the one output: for "
+        "selections whose environments have different spaces.",
     )
 
 

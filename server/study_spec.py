@@ -207,6 +207,10 @@ class EnvironmentSpec(StrictModel):
     countdown_s: int = Field(
         default=0, ge=0, le=10, description="Async: a countdown shown before an episode starts."
     )
+    ask_outcome: bool | None = Field(
+        default=None,
+        description="Ask the player at save time whether they succeeded (default: the study's).",
+    )
 
 
 CODE = r"^[A-Za-z0-9_-]{0,64}$"
@@ -268,6 +272,11 @@ class StudySpec(StrictModel):
     )
     environments: list[EnvironmentSpec] = Field(min_length=1, max_length=50)
     crowd: CrowdSettings = Field(default_factory=CrowdSettings)
+    ask_outcome: bool = Field(
+        default=False,
+        description="Ask players at save time whether they succeeded (an environment may "
+        "override it); the answer is the episode's player outcome.",
+    )
 
     @model_validator(mode="after")
     def _unique_env_ids(self) -> StudySpec:
@@ -277,6 +286,11 @@ class StudySpec(StrictModel):
                 raise ValueError(f"environment id {env.id!r} is used twice")
             seen.add(env.id)
         return self
+
+    def asks_outcome(self, env_id: str) -> bool:
+        """Whether the save question of this environment asks Succeeded / Failed."""
+        env = self.environment(env_id)
+        return self.ask_outcome if env.ask_outcome is None else env.ask_outcome
 
     def environment(self, env_id: str) -> EnvironmentSpec:
         """The environment with this id (KeyError when absent)."""

@@ -165,3 +165,23 @@ def test_export_lerobot_folder_with_videos(settings, study, tmp_path, recorded) 
                   "--out", str(tmp_path / "bad"))  # fmt: skip
     assert bad.returncode == 2 and "different observation or action spaces" in bad.stderr
     assert not (tmp_path / "bad").exists()
+
+
+def test_export_split_by_env_leaves_excluded_out(settings, study, db, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
+    from server.models import Episode
+
+    excluded = db.get(Episode, recorded["cartpole"][1].episode_id)
+    excluded.excluded = True
+    db.commit()
+    out = tmp_path / "both"
+    args = ("export", "--study", str(study.id), "--format", "envlogger", "--split-by-env")
+    res = run_cli(settings, *args, "--name", "both", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["both_cartpole", "both_mountaincar"]
+    got = sorted(p.name for p in (out / "both_cartpole" / "episodes").iterdir())
+    assert got == [recorded["cartpole"][0].episode_id]  # the excluded one is left out
+    res = run_cli(
+        settings, *args, "--include-excluded", "--name", "all", "--out", str(tmp_path / "all")
+    )
+    assert res.returncode == 0, res.stderr
+    assert len(list((tmp_path / "all" / "all_cartpole" / "episodes").iterdir())) == 2

@@ -134,9 +134,23 @@ export function showError(box, error) {
   box.hidden = false;
 }
 
-/** Show a message in the page's ``#toasts`` box for ``duration`` ms. */
+/**
+ * Show a message in the page's ``#toasts`` box for ``duration`` ms; ``duration: 0`` keeps it
+ * until its × is pressed. A message already on screen is not shown a second time.
+ */
 export function toast(message, kind = "info", { duration = 4000, role } = {}) {
-  const item = el("div", { class: `toast toast-${kind}`, role }, message);
-  document.getElementById("toasts").append(item);
-  setTimeout(() => item.remove(), duration);
+  const box = document.getElementById("toasts");
+  for (const shown of box.querySelectorAll(".toast")) {
+    if (shown.dataset.message === message && shown.dataset.kind === kind) return shown;
+  }
+  const item = el("div", { class: `toast toast-${kind}`, role, dataset: { message, kind } },
+    el("span", { class: "toast-text" }, message));
+  if (duration) setTimeout(() => item.remove(), duration);
+  else {
+    item.classList.add("toast-sticky");
+    item.append(el("button", { type: "button", class: "toast-close", "aria-label": "Dismiss",
+                               onclick: () => item.remove() }, "×"));
+  }
+  box.append(item);
+  return item;
 }

@@ -10,7 +10,7 @@ const STATUSES = ["completed", "rejected", "canceled", "abandoned", "failed", "r
 const PAGE = 50;
 const DEFAULT_SORT = "-started_at";
 const study = Number(new URLSearchParams(location.search).get("study"));
-const state = { offset: 0, total: 0, items: [], checked: new Set(), sort: DEFAULT_SORT, job: null,
+const state = { offset: 0, total: 0, items: [], checked: new Set(), sort: DEFAULT_SORT, job: null, bulkJob: null,
                 // keyset paging: the cursor of this page (null: by offset), of the pages before
                 // it, of the next one; whether total is exact (the server stops counting at 10,000)
                 after: null, back: [], next: null, exact: true,
@@ -26,13 +26,16 @@ const api = createApi({
 function errorText(data) {
   const text = errorMessage(data);
   if (data && data.message && Array.isArray(data.detail)) {
-    return `${text} ${data.detail.map((d) => d.msg).join("; ")}`;
+    // a field problem the message already says is not said twice
+    const more = [...new Set(data.detail.map((d) => String(d.msg)))].filter((m) => !text.includes(m));
+    return more.length ? `${text} ${more.join("; ")}` : text;
   }
   return text;
 }
 
+// errors stay until dismissed (×); others go after 5 s
 const toast = (text, kind = "success") =>
-  showToast(text, kind, { duration: 5000, role: kind === "error" ? "alert" : "status" });
+  showToast(text, kind, kind === "error" ? { duration: 0, role: "alert" } : { duration: 5000, role: "status" });
 
 const guard = (fn) => async (...args) => {
   try { await fn(...args); } catch (err) { toast(err.message, "error"); }
@@ -61,6 +64,8 @@ function filterParams() {
   if (idle) p.append("idle_over", String(Number(idle) / 100));
   add("under_median", "f-under-median"); add("over_median", "f-over-median");
   if ($("f-tests").checked) p.append("include_tests", "true");
+  document.querySelectorAll("#outcome-boxes input:checked").forEach((b) => p.append("outcome", b.value));
+  if ($("f-excluded").value) p.append("excluded", $("f-excluded").value);
   return p;
 }
 
@@ -99,6 +104,9 @@ function readUrl() {
     $(id).value = v ? new Date(new Date(v).getTime() - new Date().getTimezoneOffset() * 60000).toISOString().slice(0, 16) : "";
   }
   $("f-tests").checked = p.get("include_tests") === "true";
+  const outcomes = p.getAll("outcome");
+  document.querySelectorAll("#outcome-boxes input").forEach((b) => { b.checked = outcomes.includes(b.value); });
+  $("f-excluded").value = ["true", "false"].includes(p.get("excluded")) ? p.get("excluded") : "";
   state.sort = p.get("sort") || DEFAULT_SORT;
   state.offset = Math.max(0, Number(p.get("offset")) || 0);
   state.after = null; state.back = [];
@@ -116,13 +124,25 @@ function pageFilter() {
     ...Object.fromEntries(NUMBER_FIELDS.map(([key]) => [key, p.has(key) ? Number(p.get(key)) : null])),
     idle_over: p.has("idle_over") ? Number(p.get("idle_over")) : null,
     include_tests: p.has("include_tests"),
+    outcomes: p.getAll("outcome"),
+    excluded: p.has("excluded") ? p.get("excluded") === "true" : null,
   };
 }
 
-/** The export's selection of the filter: no status exports completed episodes only. */
+/** The export's selection of the filter: no status exports completed episodes only;
+ *  excluded episodes only when the export form asks for them. */
 function filterSelection() {
-  const f = pageFilter();
-  return { ...f, statuses: f.statuses.length ? f.statuses : ["completed"] };
+  const { excluded, ...f } = pageFilter();
+  return { ...f, statuses: f.statuses.length ? f.statuses : ["completed"],
+           include_excluded: $("ex-include-excluded").checked || excluded === true };
+}
+
+/** An outcome badge: the effective outcome, italic when it is the player's answer. */
+function outcomeBadge(e) {
+  if (!e.outcome) return el("span", { class: "muted" }, "–");
+  const who = e.reviewer_outcome ? "reviewer" : "player";
+  return el("span", { class: `badge ep-outcome-${e.outcome}${who === "player" ? " ep-outcome-player" : ""}`,
+                      title: `${e.outcome} (${who})` }, e.outcome);
 }
 
 /** After the filters change: the page of rows, then the returns plot. */
@@ -173,15 +193,18 @@ function renderTable() {
                                 onclick: guard(() => openEpisode(e.id)) }, "Replay");
     const row = el("tr", { "data-id": e.id },
       el("td", {}, box), el("td", {}, new Date(e.started_at).toLocaleString()),
-      el("td", {}, e.env_key), el("td", {}, el("span", { class: `badge ep-${e.status}` }, e.status)),
+      el("td", {}, e.env_key), el("td", {}, el("span", { class: `badge ep-${e.status}` }, e.status),
+        e.excluded ? el("span", { class: "badge ep-excluded", title: "Kept out of exports" }, "excluded") : null),
       el("td", { class: "code" }, e.participant, e.is_test
         ? el("span", { class: "badge ep-test", title: "A designer's test play" }, "test") : null),
       el("td", { class: "right" }, String(e.steps)),
       el("td", { class: "right" }, e.total_reward.toFixed(2)),
       el("td", { class: "right" }, e.latency_p50_ms === null ? "–" : `${Math.round(e.latency_p50_ms)} ms`),
       el("td", {}, badges(e)),
+      el("td", {}, outcomeBadge(e)),
       el("td", {}, e.tags.join(", ")), el("td", {}, open));
     if (replay.episode && replay.episode.id === e.id) row.classList.add("selected");
+    if (e.excluded) row.classList.add("ep-row-excluded");
     return row;
   }));
   const empty = state.total === 0;
@@ -294,7 +317,9 @@ function renderBulk() {
     : n ? `${plural(n)} selected` : "Check rows, or";
   $("bulk-all").textContent = `Select all ${totalText()} matching`;
   $("bulk-all").hidden = all || state.total === 0;
-  for (const id of ["bulk-add", "bulk-remove", "bulk-delete", "bulk-clear"]) $(id).disabled = !n;
+  const busy = state.bulkJob !== null;
+  for (const id of ["bulk-add", "bulk-remove", "bulk-delete", "bulk-clear", "bulk-set-outcome",
+                    "bulk-exclude", "bulk-include"]) $(id).disabled = !n || busy;
   $("check-all").checked = all || (state.items.length > 0 && state.items.every((i) => state.checked.has(i.id)));
   $("check-all").disabled = all;
 }
@@ -316,27 +341,38 @@ function confirmDelete(n) {
   });
 }
 
+const DONE_WORDS = {
+  add_tags: (r, b) => `Tagged ${plural(r.changed)} “${b.tags[0]}” (${r.matched} selected).`,
+  remove_tags: (r, b) => `Removed “${b.tags[0]}” from ${plural(r.changed)}.`,
+  set_outcome: (r, b) => `Outcome ${b.outcome ?? "unset"} on ${plural(r.changed)} (${r.matched} selected).`,
+  exclude: (r) => `Excluded ${plural(r.changed)} from exports.`,
+  include: (r) => `Included ${plural(r.changed)} in exports again.`,
+  delete: (r) => `Deleted ${plural(r.changed)}${r.skipped_recording ? `; ${r.skipped_recording} still recording, kept` : ""}.`,
+};
+
 async function bulk(action) {
   const all = state.allMatching !== null;
   let n = all ? state.total : state.checked.size;
-  if (!n) return;
+  if (!n || state.bulkJob) return;
   if (all && !state.exact && action === "delete") n = await exactCount();
   const body = { action, selection: all ? { filter: state.allMatching } : { episode_ids: [...state.checked] } };
-  const tag = $("bulk-tag").value.trim();
-  if (action !== "delete") {
+  if (action === "add_tags" || action === "remove_tags") {
+    const tag = $("bulk-tag").value.trim();
     if (!tag) { toast("Type a tag first.", "error"); $("bulk-tag").focus(); return; }
     body.tags = [tag];
-  } else if (!(await confirmDelete(n))) return;
+  } else if (action === "set_outcome") {
+    body.outcome = $("bulk-outcome").value || null;
+  } else if (action === "delete" && !(await confirmDelete(n))) return;
   const res = await api("POST", `/api/studies/${study}/episodes/bulk`, { json: body });
-  if (action === "add_tags") toast(`Tagged ${plural(res.changed)} “${tag}” (${res.matched} selected).`);
-  else if (action === "remove_tags") toast(`Removed “${tag}” from ${plural(res.changed)}.`);
-  else {
-    const skipped = res.skipped_recording ? `; ${res.skipped_recording} still recording, kept` : "";
-    toast(`Deleted ${plural(res.changed)}${skipped}.`);
-    if (replay.episode && (all || state.checked.has(replay.episode.id))) { replay.close(); writeUrl(); }
-  }
+  // a filter or many episodes: a background job (202) whose progress shows under the bar
+  const result = res.state ? await followBulkJob(res) : res;
   clearSelection();
-  if (action === "delete") state.offset = 0;
+  if (!result) { await loadEpisodes(); return; }
+  toast(DONE_WORDS[action](result, body));
+  if (action === "delete") {
+    if (replay.episode && (all || state.checked.has(replay.episode.id))) { replay.close(); writeUrl(); }
+    state.offset = 0;
+  } else if (replay.episode) await refreshEpisode();
   await loadEpisodes();
 }
 
@@ -345,6 +381,33 @@ async function exactCount() {
   const p = filterParams();
   p.set("limit", 1); p.set("exact_count", "true");
   return (await api("GET", `/api/studies/${study}/episodes?${p}`)).total;
+}
+
+function showBulkJob(job) {
+  const pct = Math.round(job.progress * 100);
+  $("bulk-job").hidden = false;
+  $("bulk-job-fill").style.width = `${pct}%`;
+  $("bulk-job-bar").setAttribute("aria-valuenow", pct);
+  $("bulk-job-state").textContent = `Bulk ${job.action.replace("_", " ")} #${job.id}: ${job.state} — ${pct}%`;
+  $("bulk-job-counts").textContent = `${job.done} / ${job.total} episodes`;
+}
+
+/** Follow a bulk job to its end: its counts when it succeeded, else null (a toast says why). */
+async function followBulkJob(job) {
+  state.bulkJob = job; renderBulk();
+  try {
+    while (true) {
+      showBulkJob(job);
+      if (!["queued", "running"].includes(job.state)) break;
+      await new Promise((r) => setTimeout(r, 300));
+      job = await api("GET", `/api/bulk-jobs/${job.id}`);
+    }
+  } finally { state.bulkJob = null; renderBulk(); }
+  if (job.state !== "succeeded") {
+    toast(`Bulk action #${job.id} ${job.state}${job.message ? `: ${job.message}` : "."}`, "error");
+    return null;
+  }
+  return { matched: job.total, changed: job.changed, skipped_recording: job.skipped_recording };
 }
 
 // --- replay viewer (web/episodes_replay.js) --------------------------------------------
@@ -387,11 +450,21 @@ function renderSide(ep) {
   $("notes").replaceChildren(...ep.notes.map((n) => el("li", {}, n.body,
     el("span", { class: "muted small" }, ` — ${new Date(n.created_at).toLocaleString()}`))));
   $("st-start").max = $("st-end").max = Math.max(0, ep.steps - 1);
+  $("ep-outcome").value = ep.reviewer_outcome || "";
+  $("ep-player-outcome").textContent = ep.player_outcome ? `Player said: ${ep.player_outcome}` : "Player: not asked or skipped";
+  $("ep-excluded").checked = ep.excluded;
+}
+
+/** The reviewer's outcome or the excluded mark of the open episode. */
+async function review(change) {
+  const detail = await api("PATCH", `/api/episodes/${replay.episode.id}`, { json: change });
+  await refreshEpisode({ detail });
 }
 
 // --- export ----------------------------------------------------------------------------
-async function startExport(event) {
-  event.preventDefault();
+async function startExport(event, { split = false } = {}) {
+  event?.preventDefault();
+  $("split-offer").hidden = true;
   const useChecked = document.querySelector("input[name=ex-sel]:checked").value === "checked";
   if (useChecked && !state.checked.size) { toast("Check some episodes first.", "error"); return; }
   // "tfds-oxe" is the tfds format with the Open X-Embodiment profile.
@@ -404,8 +477,22 @@ async function startExport(event) {
   };
   if (profile) options.profile = profile;
   if ($("ex-name").value.trim()) options.name = $("ex-name").value.trim();
-  const selection = useChecked ? { episode_ids: [...state.checked] } : filterSelection();
-  const job = await api("POST", `/api/studies/${study}/exports`, { json: { selection, options } });
+  if (split) options.split_by_env = true;
+  const selection = useChecked
+    ? { episode_ids: [...state.checked], include_excluded: $("ex-include-excluded").checked }
+    : filterSelection();
+  let job;
+  try {
+    job = await api("POST", `/api/studies/${study}/exports`, { json: { selection, options } });
+  } catch (err) {
+    // environments with different spaces: offer one dataset per environment instead
+    if (err.body?.code !== "incompatible_environments") throw err;
+    const envs = err.body.detail?.[0]?.environments ?? [];
+    $("split-text").textContent = `These episodes come from environments with different observation or action spaces (${envs.join(", ")}), which one dataset cannot hold. Export one dataset per environment instead, in the same download?`;
+    $("split-offer").hidden = false;
+    $("split-go").focus();
+    return;
+  }
   showJob(job); pollJob(job.id);
 }
 
@@ -465,6 +552,11 @@ async function init() {
   $("bulk-add").addEventListener("click", guard(() => bulk("add_tags")));
   $("bulk-remove").addEventListener("click", guard(() => bulk("remove_tags")));
   $("bulk-delete").addEventListener("click", guard(() => bulk("delete")));
+  $("bulk-set-outcome").addEventListener("click", guard(() => bulk("set_outcome")));
+  $("bulk-exclude").addEventListener("click", guard(() => bulk("exclude")));
+  $("bulk-include").addEventListener("click", guard(() => bulk("include")));
+  $("ep-outcome").addEventListener("change", guard(() => review({ outcome: $("ep-outcome").value || null })));
+  $("ep-excluded").addEventListener("change", guard(() => review({ excluded: $("ep-excluded").checked })));
   document.querySelectorAll("#episodes-table th[data-sort]").forEach((th) => {
     const label = th.textContent.trim();
     th.replaceChildren(el("button", { type: "button", class: "th-sort", onclick: guard(() => sortBy(th.dataset.sort)) },
@@ -487,6 +579,8 @@ async function init() {
     $("note-body").value = ""; await refreshEpisode();
   }));
   $("export-form").addEventListener("submit", guard(startExport));
+  $("split-go").addEventListener("click", guard(() => startExport(null, { split: true })));
+  $("split-dismiss").addEventListener("click", () => { $("split-offer").hidden = true; });
   $("job-cancel").addEventListener("click", guard(async () => {
     showJob(await api("POST", `/api/exports/${state.job.id}/cancel`));
   }));

@@ -385,6 +385,13 @@ function setPhase(phase, overlay = OVERLAYS[phase]) {
 
 function askSave(m) {
   $("save-text").textContent = `${m.steps ?? m.step} steps, return ${fmt(m.return)}.`;
+  // the study asks whether the player succeeded: Succeeded (S) / Failed (F) save with it,
+  // Skip (Enter) saves without an answer
+  const ask = Boolean(m.ask_outcome);
+  $("save-outcome").hidden = !ask;
+  $("save-question").textContent = ask ? "Did you succeed? Your answer is saved with the episode." : "Save this episode?";
+  $("save-yes-label").textContent = ask ? "Skip" : "Save";
+  $("save-dialog").dataset.ask = ask ? "true" : "false";
   if (!$("save-dialog").open) $("save-dialog").showModal();
   $("save-yes").focus();
 }
@@ -464,9 +471,20 @@ function wire() {
     $(id).addEventListener("click", () => crowd.openInstructions(state.study.instructions_html));
   }
   // One answer per episode: the dialog closes at once, so a second Enter cannot answer again.
-  const answer = (keep) => { $("save-dialog").close(); playMessage(keep ? "Saving…" : "Discarding…", true); send({ type: "save", keep }); };
+  const answer = (keep, outcome) => {
+    if (!$("save-dialog").open) return;
+    $("save-dialog").close(); playMessage(keep ? "Saving…" : "Discarding…", true);
+    send(outcome ? { type: "save", keep, outcome } : { type: "save", keep });
+  };
   $("save-yes").addEventListener("click", () => answer(true));
   $("save-no").addEventListener("click", () => answer(false));
+  $("save-success").addEventListener("click", () => answer(true, "success"));
+  $("save-failure").addEventListener("click", () => answer(true, "failure"));
+  $("save-dialog").addEventListener("keydown", (e) => {
+    if ($("save-dialog").dataset.ask !== "true" || e.repeat || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.code === "KeyS") { e.preventDefault(); answer(true, "success"); }
+    else if (e.code === "KeyF") { e.preventDefault(); answer(true, "failure"); }
+  });
   $("save-dialog").addEventListener("cancel", (e) => e.preventDefault()); // an answer is needed
   $("speed").addEventListener("change", (e) => send({ type: "set_speed", speed: Number(e.target.value) }));
   $("quality").addEventListener("change", (e) => send({ type: "set_quality", quality: e.target.value }));

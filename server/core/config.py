@@ -173,6 +173,9 @@ class Settings(BaseSettings):
         default=0, ge=0,
         description="Environment workers at once for one study over all live replicas (0: no cap).",
     )  # fmt: skip
+    # A bulk action over at most this many checked episodes runs in the request; a larger
+    # one, or one over a filter ("all N matching"), runs as a background job.
+    bulk_inline_max: int = Field(default=500, ge=0, le=10_000)
 
     studies_dir: Path = Path("studies")
     load_sample_studies: bool = True

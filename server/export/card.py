@@ -39,7 +39,8 @@ def _rlds_loading(data_path: str) -> str:
         f'ds = tfds.builder_from_directory("{data_path}").as_dataset(split="train")\n'
         "```\n\n"
         "Each element is an episode: its metadata (`episode_id`, `agent_id`, `study_id`,\n"
-        "`env_id`, `env_config`, `seed`, `status`, `tags`, `notes`) and `steps`, a nested\n"
+        "`env_id`, `env_config`, `seed`, `status`, `tags`, `notes`, `outcome`,\n"
+        "`player_outcome`, `reviewer_outcome`) and `steps`, a nested\n"
         "dataset of RLDS steps (`observation`, `action`, `reward`, `discount`, `is_first`,\n"
         "`is_last`, `is_terminal`, and the step metadata and `tag:<name>` fields when\n"
         "exported). The `rlds` library's transformations apply directly.\n"
@@ -56,7 +57,8 @@ def _envlogger_loading() -> str:
         "```\n\n"
         "Under numpy 2, envlogger 1.2 needs `numpy.unicode_ = numpy.str_` before reading.\n"
         "Each episode folder is the episode's envlogger (Riegeli) log as recorded, plus a\n"
-        "`tags.json` with its database-side metadata (agent, status, tags, step tags, notes).\n"
+        "`tags.json` with its database-side metadata (agent, status, tags, step tags, notes,\n"
+        "outcomes).\n"
         "Steps are dm_env timesteps: action a_t, reward and discount are stored with o_{t+1}.\n"
     )
 
@@ -74,7 +76,8 @@ def _minari_loading(dataset: str) -> str:
         "Minari's arrow storage (`minari[arrow]`, tested with minari 0.5.4). An episode of n\n"
         "observations holds n - 1 actions, rewards, terminations and truncations; step\n"
         "metadata and `tag:<name>` columns are in `episode.infos` (one value per observation).\n"
-        "Episode metadata (`episode_id`, `agent_id`, `status`, `tags`, `notes`, `env_id`,\n"
+        "Episode metadata (`episode_id`, `agent_id`, `status`, `tags`, `notes`, `outcome`,\n"
+        "`player_outcome`, `reviewer_outcome`, `env_id`,\n"
         "`env_config`, `seed`): `dataset.storage.get_episode_metadata([i])`.\n"
     )
 

@@ -19,7 +19,7 @@ from tensorflow_datasets.core import example_serializer
 
 from server.export.episode import RldsEpisode
 from server.export.errors import ExportError, ValueOutOfRangeError
-from server.export.features import is_image_spec, tag_field
+from server.export.features import OUTCOME_FIELDS, is_image_spec, tag_field
 
 _PIL_MODES = {1: "L", 3: "RGB", 4: "RGBA"}
 
@@ -163,6 +163,7 @@ def episode_example(
         "seed": seed_value,
         "tags": [str(t) for t in metadata.get("tags", ())],
         "notes": str(metadata.get("notes", "")),
+        **{name: str(metadata.get(name, "")) for name in OUTCOME_FIELDS},
     }
 
 

@@ -26,6 +26,7 @@ def tags_document(
     tags: Sequence[str],
     step_tags: Sequence[StepTag],
     notes: str,
+    outcomes: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The content of an episode's ``tags.json`` (step ranges are inclusive step indices)."""
     return {
@@ -35,6 +36,7 @@ def tags_document(
         "tags": list(tags),
         "step_tags": [{"name": t.name, "start": t.start, "end": t.end} for t in step_tags],
         "notes": notes,
+        **(outcomes or {}),
     }
 
 

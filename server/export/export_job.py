@@ -67,6 +67,19 @@ class EpisodeInput:
     step_tags: tuple[StepTag, ...] = ()
     notes: str = ""
     instruction: str = ""  # the environment's (else the study's) instructions: OXE profile
+    # "success" / "failure" / "" (unset): the effective outcome (the reviewer's, else the
+    # player's) and both sources
+    outcome: str = ""
+    player_outcome: str = ""
+    reviewer_outcome: str = ""
+
+    def outcome_fields(self) -> dict[str, str]:
+        """The episode-level outcome fields every format exports."""
+        return {
+            "outcome": self.outcome,
+            "player_outcome": self.player_outcome,
+            "reviewer_outcome": self.reviewer_outcome,
+        }
 
 
 @dataclass(frozen=True)
@@ -445,6 +458,7 @@ def encode_rlds(
                 "status": ep.status,
                 "tags": ep.tags,
                 "notes": ep.notes,
+                **ep.outcome_fields(),
             },
             keep_step_metadata=options.keep_step_metadata,
             tag_columns=columns,
@@ -530,6 +544,7 @@ def _write_envlogger(
             tags=ep.tags,
             step_tags=ep.step_tags,
             notes=ep.notes,
+            outcomes=ep.outcome_fields(),
         )
         copy_episode_log(ep.log_dir, tmp, ep.episode_id, doc)
         summaries.append(_summary(ep, episode))

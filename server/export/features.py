@@ -28,6 +28,8 @@ tfds_features = tfds.features
 TAG_PREFIX = "tag:"
 STEP_METADATA_FIELDS = ("frame", "input", "timing", "info")
 EPISODE_TEXT_FIELDS = ("episode_id", "agent_id", "study_id", "env_id", "env_config", "status")
+# "success", "failure" or "" (unset): effective (the reviewer's, else the player's), and each
+OUTCOME_FIELDS = ("outcome", "player_outcome", "reviewer_outcome")
 
 
 def is_image_spec(spec: Any) -> bool:
@@ -105,6 +107,7 @@ def episode_fields() -> dict[str, Any]:
         "seed": np.int64,
         "tags": tfds_features.Sequence(tfds_features.Text()),
         "notes": tfds_features.Text(),
+        **{name: tfds_features.Text() for name in OUTCOME_FIELDS},
     }
 
 

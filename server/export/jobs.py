@@ -20,7 +20,6 @@ import multiprocessing as mp
 import os
 import shutil
 import signal
-import threading
 import time
 import traceback
 import uuid
@@ -32,7 +31,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.core import job_queue
+from server.core.claim_runner import ClaimRunner, Handle, JobRefused, Outcome
 from server.errors import DomainError
 from server.export.errors import ExportCanceledError, ExportError
 from server.export.export_job import (
@@ -43,7 +42,8 @@ from server.export.export_job import (
     export_dataset,
 )
 from server.export.packaging import ARCHIVE_FORMATS, make_archive
-from server.models import ExportJob, JobState, utcnow
+from server.export.split import export_split
+from server.models import ExportJob
 from server.recording.format import export_dir
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,7 @@ class JobPayload:
     options: ExportOptions
     archive: str
     data_root: Path
+    env_keys: tuple[str, ...] | None = None  # per episode: split into one dataset per env
 
 
 def output_name(options: ExportOptions, archive: str) -> str:
@@ -81,24 +82,34 @@ def write_output(
     dest: Path,
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    env_keys: tuple[str, ...] | None = None,
 ) -> Path:
     """Export into the folder ``dest``, or pack it into the archive ``dest`` (zip/tar.gz).
 
-    All or nothing: the dataset folder is built in a hidden sibling, archives are written
-    under a temporary name; on any error nothing is left at ``dest``.
+    With ``env_keys`` (one per episode) the folder holds one dataset per environment
+    (server/export/split.py). All or nothing: the dataset folder is built in a hidden
+    sibling, archives are written under a temporary name; on any error nothing is left at
+    ``dest``.
     """
+
+    def export(folder: Path) -> None:
+        if env_keys is None:
+            export_dataset(episodes, options, folder, progress, cancel)
+        else:
+            export_split(episodes, env_keys, options, folder, progress, cancel)
+
     if archive not in ARCHIVES:
         raise ExportError(f"archive must be one of {ARCHIVES}, not {archive!r}")
     dest = Path(dest)
     if dest.exists():
         raise ExportError(f"{dest} already exists")
     if archive == "folder":
-        export_dataset(episodes, options, dest, progress, cancel)
+        export(dest)
         return dest
     work = dest.with_name(f".{dest.name}.work-{uuid.uuid4().hex[:8]}")
     try:
         folder = work / options.name
-        export_dataset(episodes, options, folder, progress, cancel)
+        export(folder)
         if cancel is not None and cancel():
             raise ExportCanceledError("the export was canceled")
         make_archive(folder, archive, dest)
@@ -125,6 +136,7 @@ def _child(payload: JobPayload, conn: Connection, canceled: Any) -> None:
             dest,
             progress=lambda done, total, steps: conn.send(("progress", done, total, steps)),
             cancel=canceled.is_set,
+            env_keys=payload.env_keys,
         )
         conn.send(("done", dest.relative_to(payload.data_root).as_posix()))
     except (BrokenPipeError, ConnectionResetError):
@@ -153,28 +165,23 @@ def _stop_group(pgid: int) -> None:
         pass  # nothing left (or the child died before it made its group)
 
 
-class _Handle:
-    def __init__(self, payload: JobPayload) -> None:
-        self.payload = payload
-        self.cancel = threading.Event()
-        self.canceled_at: float | None = None
-        self.lost = False  # another replica declared this one dead and took the job back
-        self.finished = threading.Event()
-        self.thread: threading.Thread | None = None
-
-
 PayloadFn = Callable[[Session, ExportJob], JobPayload]
 
 
-class JobManager:
-    """Claims export jobs from the database, runs them in background processes and keeps
-    their rows up to date.
+class JobManager(ClaimRunner):
+    """Claims export jobs from the database, runs each in a background process and keeps
+    its row up to date (the claiming, heartbeats and requeues: :class:`ClaimRunner`).
 
     ``payload_of`` rebuilds a job's payload from its row (it raises a
     :class:`~server.errors.DomainError` or :class:`ExportError` that fails the job).
-    ``start``/``stop`` are reference counted: an app may run its lifespan more than once at
-    a time (test clients).
     """
+
+    model = ExportJob
+    kind = "export"
+    max_attempts = MAX_ATTEMPTS
+    dead_message = DEAD_MESSAGE
+    progress_reset = PROGRESS_RESET
+    stop_grace_s = CANCEL_GRACE_S
 
     def __init__(
         self,
@@ -188,183 +195,36 @@ class JobManager:
         stale_s: float = 30.0,
         replica: str,
     ) -> None:
-        self.data_root = Path(data_root)
-        self.factory = factory
+        super().__init__(
+            data_root, factory, workers, poll_s=poll_s, heartbeat_s=heartbeat_s,
+            stale_s=stale_s, replica=replica,
+        )  # fmt: skip
         self.payload_of = payload_of
-        self.workers = workers
-        self.poll_s = poll_s
-        self.heartbeat_s = heartbeat_s
-        self.stale_s = stale_s
-        self.replica = replica
-        self._handles: dict[int, _Handle] = {}
-        self._lock = threading.Lock()
-        self._users = 0
-        self._stopping = threading.Event()
-        self._wake = threading.Event()
-        self._threads: list[threading.Thread] = []
 
-    # --- lifecycle ------------------------------------------------------------------------
-    def start(self) -> None:
-        """Begin polling the queue (on the first start)."""
-        with self._lock:
-            self._users += 1
-            if self._users > 1:
-                return
-            self._stopping.clear()
-            self._threads = [
-                threading.Thread(target=self._poll, name="export-poller", daemon=True),
-                threading.Thread(target=self._heartbeats, name="export-heartbeat", daemon=True),
-            ]
-            threads = list(self._threads)
-        for thread in threads:
-            thread.start()
-
-    def stop(self) -> None:
-        """On the last stop, stop claiming, hand running jobs back to the queue (another
-        replica, or this one's next start, runs them) and wait for their processes."""
-        with self._lock:
-            self._users = max(0, self._users - 1)
-            if self._users:
-                return
-            self._stopping.set()
-            self._wake.set()
-            handles = list(self._handles.values())
-            threads, self._threads = self._threads, []
-        for thread in threads:
-            thread.join(JOIN_TIMEOUT_S)
-        for handle in handles:
-            handle.cancel.set()
-        for handle in handles:
-            if handle.thread is not None:
-                handle.thread.join(CANCEL_GRACE_S + JOIN_TIMEOUT_S)
-
-    def submit(self) -> None:
-        """A job was queued: look at the queue now rather than at the next poll."""
-        self._wake.set()
-
-    # --- the queue ------------------------------------------------------------------------
-    def _poll(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                self.reap()
-                while self._free_slot() and not self._stopping.is_set():
-                    if not self.claim_next():
-                        break
-            except Exception:
-                log.exception("export jobs: polling the queue failed")
-            self._wake.wait(self.poll_s)
-            self._wake.clear()
-
-    def _heartbeats(self) -> None:
-        """Refresh this replica's claims; stop a job whose cancel was requested (by any
-        replica) or whose claim was lost (this replica was taken for dead)."""
-        while not self._stopping.wait(self.heartbeat_s):
-            try:
-                with self._lock:  # before the query: only jobs claimed before it are judged
-                    handles = list(self._handles.items())
-                with self.factory() as db:
-                    claims = job_queue.heartbeat(db, ExportJob, self.replica)
-                for job_id, handle in handles:
-                    wanted = claims.get(job_id)
-                    if wanted is None and not handle.finished.is_set():
-                        handle.lost = True
-                    if wanted is None or wanted:
-                        handle.canceled_at = handle.canceled_at or time.monotonic()
-                        handle.cancel.set()
-            except Exception:
-                log.exception("export jobs: the heartbeat failed")
-
-    def _free_slot(self) -> bool:
-        with self._lock:
-            return len(self._handles) < self.workers
-
-    def reap(self) -> list[int]:
-        """Put back in the queue the jobs of replicas that stopped heartbeating."""
-        with self.factory() as db:
-            ids = job_queue.requeue_stale(
-                db, ExportJob, self.stale_s, MAX_ATTEMPTS, DEAD_MESSAGE, **PROGRESS_RESET
-            )
-        for job_id in ids:
-            log.warning("export job %s: its replica stopped heartbeating; requeued", job_id)
-            shutil.rmtree(export_dir(self.data_root, job_id), ignore_errors=True)
-        return ids
-
-    def claim_next(self) -> int | None:
-        """Claim the oldest queued job and start it here; its id, or None if none is queued."""
-        with self.factory() as db:
-            job_id = job_queue.claim_next(db, ExportJob, self.replica, **PROGRESS_RESET)
-            if job_id is None:
-                return None
-            job = db.get(ExportJob, job_id)
-            assert job is not None
-            try:
-                payload = self.payload_of(db, job)
-            except (DomainError, ExportError) as exc:
-                message = exc.message if isinstance(exc, DomainError) else str(exc)
-                self._set(job_id, state=JobState.failed, message=message, finished_at=utcnow())
-                return job_id
-        handle = _Handle(payload)
-        handle.thread = threading.Thread(
-            target=self._run, args=(handle,), name=f"export-{job_id}", daemon=True
-        )
-        with self._lock:
-            self._handles[job_id] = handle
-        handle.thread.start()
-        return job_id
-
-    def cancel(self, job_id: int, wait: float = 0.0) -> None:
-        """Cancel a queued job, or ask the replica running it to stop; wait up to ``wait``
-        seconds for the job to end."""
-        with self.factory() as db:
-            job_queue.request_cancel(db, ExportJob, job_id, "Canceled before it started.")
-        with self._lock:
-            handle = self._handles.get(job_id)
-        if handle is not None:
-            handle.canceled_at = time.monotonic()
-            handle.cancel.set()
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            with self.factory() as db:
-                job = db.get(ExportJob, job_id)
-                if job is None or job.state not in (JobState.queued, JobState.running):
-                    return
-            time.sleep(0.1)
-
-    def is_active(self, job_id: int) -> bool:
-        """Whether the job runs in this manager."""
-        with self._lock:
-            return job_id in self._handles
-
-    def _set(self, job_id: int, **values: Any) -> bool:
-        with self.factory() as db:
-            return job_queue.set_if_claimed(db, ExportJob, job_id, self.replica, **values)
-
-    # --- one job --------------------------------------------------------------------------
-    def _run(self, handle: _Handle) -> None:
-        job_id = handle.payload.job_id
+    def prepare(self, db: Session, job: ExportJob) -> JobPayload:
         try:
-            outcome = self._follow(handle)
-            self._finish(handle, outcome)
-        except Exception:
-            log.exception("export job %s: the manager failed", job_id)
-            shutil.rmtree(export_dir(self.data_root, job_id), ignore_errors=True)
-            self._set(
-                job_id, state=JobState.failed, message="Internal error.", finished_at=utcnow()
-            )
-        finally:
-            with self._lock:
-                self._handles.pop(job_id, None)
-            handle.finished.set()
-            self._wake.set()  # a slot is free
+            return self.payload_of(db, job)
+        except (DomainError, ExportError) as exc:
+            raise JobRefused(exc.message if isinstance(exc, DomainError) else str(exc)) from exc
 
-    def _follow(self, handle: _Handle) -> tuple[Any, ...]:
+    def cleanup(self, job_id: int) -> None:
+        """A failed, canceled or requeued export leaves no output folder."""
+        shutil.rmtree(export_dir(self.data_root, job_id), ignore_errors=True)
+
+    def execute(self, handle: Handle) -> Outcome:
+        outcome = self._follow(handle)
+        if outcome[0] == "done":
+            return ("done", {"output_path": outcome[1]})
+        return outcome
+
+    def _follow(self, handle: Handle) -> Outcome:
         ctx = mp.get_context("spawn")
         reader, writer = ctx.Pipe(duplex=False)
         event = ctx.Event()
         proc = ctx.Process(target=_child, args=(handle.payload, writer, event), daemon=True)
         proc.start()
         writer.close()
-        outcome: tuple[Any, ...] | None = None
+        outcome: Outcome | None = None
         try:
             while outcome is None:
                 if handle.cancel.is_set():
@@ -382,7 +242,7 @@ class JobManager:
                     if message[0] == "progress":
                         _, done, total, steps = message
                         self._set(
-                            handle.payload.job_id,
+                            handle.job_id,
                             episodes_done=done,
                             episodes_total=total,
                             steps_done=steps,
@@ -402,28 +262,3 @@ class JobManager:
         if outcome is None:
             return ("failed", f"the export process ended unexpectedly (exit code {proc.exitcode})")
         return outcome
-
-    def _finish(self, handle: _Handle, outcome: tuple[Any, ...]) -> None:
-        job_id = handle.payload.job_id
-        if handle.lost:
-            return  # the job is another run's now: its row and folder are not ours
-        if outcome[0] == "done":
-            self._set(
-                job_id,
-                state=JobState.succeeded,
-                output_path=outcome[1],
-                message=None,
-                finished_at=utcnow(),
-            )
-            return
-        shutil.rmtree(export_dir(self.data_root, job_id), ignore_errors=True)
-        if outcome[0] == "canceled" and self._stopping.is_set():
-            with self.factory() as db:
-                job = db.get(ExportJob, job_id)
-                if job is not None and not job.cancel_requested:
-                    job_queue.release(db, ExportJob, job_id, self.replica, **PROGRESS_RESET)
-                    return
-        if outcome[0] == "canceled":
-            self._set(job_id, state=JobState.canceled, message="Canceled.", finished_at=utcnow())
-        else:
-            self._set(job_id, state=JobState.failed, message=outcome[1], finished_at=utcnow())

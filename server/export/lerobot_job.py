@@ -142,6 +142,10 @@ class LeRobotWriter:
                 "agent_id": ep.agent_id,
                 "status": ep.status,
                 "outcome": "terminated" if episode.terminated else "truncated",
+                # the success/failure labels (outcome is taken: how the episode ended)
+                "success_outcome": ep.outcome,
+                "player_outcome": ep.player_outcome,
+                "reviewer_outcome": ep.reviewer_outcome,
                 "episode_tags": list(ep.tags),
                 "notes": ep.notes,
                 "total_reward": episode.total_reward,

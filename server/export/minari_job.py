@@ -44,6 +44,7 @@ def write_minari(
             ("status", ep.status),
             ("tags", list(ep.tags)),
             ("notes", ep.notes),
+            *ep.outcome_fields().items(),
         ]
         meta = minari_format.episode_metadata(episode.log_metadata, fields)
         transitions += minari_format.write_episode(

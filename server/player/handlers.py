@@ -163,8 +163,12 @@ async def on_save(s: LiveSession, msg: p.SaveMsg) -> None:
     run = s.run
     if s.phase != Phase.ended or run is None:
         raise wrong_state(s.phase, "save")
+    if msg.outcome is not None and not s.spec.asks_outcome(run.env_id):
+        raise PlayError("not_asked", "this environment does not ask for an outcome")
+    if msg.outcome is not None and not msg.keep:
+        raise PlayError("invalid", "an outcome goes with keep: true (a kept episode)")
     status = EpisodeStatus.completed if msg.keep else EpisodeStatus.rejected
-    await s.finish(run, status)
+    await s.finish(run, status, player_outcome=msg.outcome)
 
 
 async def on_set_speed(s: LiveSession, msg: p.SpeedMsg) -> None:

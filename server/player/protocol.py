@@ -106,10 +106,12 @@ class CancelMsg(_Msg):
 
 
 class SaveMsg(_Msg):
-    """Answer to ``ask_save``: keep the episode (completed) or not (rejected)."""
+    """Answer to ``ask_save``: keep the episode (completed) or not (rejected); with
+    ``ask_outcome``, whether the player succeeded (absent or null: skipped)."""
 
     type: Literal["save"]
     keep: bool
+    outcome: Literal["success", "failure"] | None = None
 
 
 class SpeedMsg(_Msg):

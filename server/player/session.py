@@ -135,7 +135,8 @@ class LiveSession:
         if run is None:
             return None
         return {"id": run.id, "index": run.index, "env_id": run.env_id, "seed": run.seed,
-                "step": run.step, "return": run.return_}  # fmt: skip
+                "step": run.step, "return": run.return_,
+                "ask_outcome": self.spec.asks_outcome(run.env_id)}  # fmt: skip
 
     def _env_view(self) -> dict[str, Any] | None:
         if self.worker is None or self.env_id is None:
@@ -392,7 +393,7 @@ class LiveSession:
     def _ended_message(self, run: EpisodeRun) -> dict[str, Any]:
         return {"type": "episode_ended", "episode_id": run.id, "index": run.index,
                 "steps": run.steps, "return": run.return_, "end_reason": run.end_reason,
-                "ask_save": True}  # fmt: skip
+                "ask_save": True, "ask_outcome": self.spec.asks_outcome(run.env_id)}  # fmt: skip
 
     def _show(self, event: StepEvent) -> None:
         run = self.run
@@ -409,13 +410,15 @@ class LiveSession:
 
     # -- endings --------------------------------------------------------------------------
     async def finish(self, run: EpisodeRun, status: EpisodeStatus, error: str | None = None,
-                      end_reason: str | None = None) -> None:  # fmt: skip
-        """Write the episode's final status and tell the player."""
+                      end_reason: str | None = None, player_outcome: str | None = None,
+                      ) -> None:  # fmt: skip
+        """Write the episode's final status (and the player's outcome) and tell the player."""
         result = episodes.EpisodeResult(
             status=status, steps=run.steps, total_reward=run.return_,
             end_reason=end_reason or run.end_reason, error=error,
             latencies_ms=run.latencies_ms, frames_dropped=run.frames_dropped, ended_at=run.ended_at,
             inputs=run.inputs,
+            player_outcome=player_outcome,
         )  # fmt: skip
         try:
             await self.db(episodes.finish_episode, run.id, result)
@@ -434,8 +437,9 @@ class LiveSession:
         counts = await self.db(episodes.completed_counts, self.study_id, self.principal)
         state = await self.participant_state(last_env=run.env_id)
         self.send({"type": "episode_saved", "episode_id": run.id, "status": status,
-                   "steps": run.steps, "return": run.return_, "completed": counts,
-                   "next": self._next(state, run.env_id), "participant": state})  # fmt: skip
+                   "outcome": player_outcome, "steps": run.steps, "return": run.return_,
+                   "completed": counts, "next": self._next(state, run.env_id),
+                   "participant": state})  # fmt: skip
 
     def _next(self, state: dict[str, Any] | None, env_id: str) -> dict[str, Any]:
         """What comes next; a designer may always play again."""

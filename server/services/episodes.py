@@ -48,6 +48,7 @@ class EpisodeResult:
     frames_dropped: int = 0
     ended_at: datetime | None = None  # when the env ended it (before the save question)
     inputs: quality.InputCounts = field(default_factory=quality.InputCounts)
+    player_outcome: str | None = None  # "success" / "failure": the player's answer, if asked
 
 
 def find_or_create_participant(db: Session, study: Study, external_id: str) -> Participant:
@@ -230,6 +231,7 @@ def finish_episode(db: Session, episode_id: str, result: EpisodeResult) -> Episo
     quality.apply(episode, result.inputs.signals(result.latencies_ms, episode.duration_s))
     if episode.status == EpisodeStatus.completed:
         quality.refresh_medians(db, [episode.study_env_id])
+    episode.player_outcome = result.player_outcome
     db.commit()
     return episode
 

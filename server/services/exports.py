@@ -23,6 +23,7 @@ from server.export import (
     ExportError,
     ExportFormat,
     ExportOptions,
+    IncompatibleEnvironmentsError,
     StepTag,
     check_compatible,
 )
@@ -73,7 +74,17 @@ def selection_filter(sel: EpisodeFilterIn) -> review.EpisodeFilter:
         under_median=sel.under_median,
         over_median=sel.over_median,
         include_tests=sel.include_tests,
+        outcomes=sel.outcomes,
+        excluded=_excluded(sel) if isinstance(sel, ExportSelection) else sel.excluded,
     )
+
+
+def _excluded(sel: ExportSelection) -> bool | None:
+    """Exports leave excluded episodes out unless asked to include them (or ask for them:
+    ``excluded``, the page's filter)."""
+    if sel.excluded is not None:
+        return sel.excluded
+    return None if sel.include_excluded else False
 
 
 def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
@@ -104,13 +115,21 @@ def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
                 ],
             )
         episodes = [found[i] for i in ids]
+        if not sel.include_excluded:
+            episodes = [e for e in episodes if not e.excluded]
+            if not episodes:
+                raise Invalid(
+                    "Every selected episode is marked excluded; include excluded episodes "
+                    "to export them.",
+                    detail=[{"loc": ["body", "selection"], "msg": "only excluded episodes"}],
+                )
     else:
         query = review.filtered(study.id, selection_filter(sel))
         episodes = list(db.scalars(query.options(*load).order_by(Episode.started_at, Episode.id)))
         if not episodes:
             raise Invalid(
                 "No episode matches the selection (only completed episodes are exported "
-                "unless you choose other statuses).",
+                "unless you choose other statuses; excluded ones only when included).",
                 detail=[{"loc": ["body", "selection"], "msg": "matches no episode"}],
             )
     recording = [e.id for e in episodes if e.status == EpisodeStatus.recording]
@@ -152,16 +171,28 @@ def episode_inputs(
                 ),
                 notes="\n\n".join(n.body for n in review.notes_of(e)),
                 instruction=(instructions or {}).get(e.env_key, ""),
+                outcome=review.effective_outcome(e) or "",
+                player_outcome=e.player_outcome or "",
+                reviewer_outcome=e.outcome or "",
             )
         )
     return inputs
 
 
+INCOMPATIBLE = "incompatible_environments"
+
+
 def check_inputs(
-    episodes: list[Episode], inputs: list[EpisodeInput], options: ExportOptions
+    episodes: list[Episode],
+    inputs: list[EpisodeInput],
+    options: ExportOptions,
+    split_by_env: bool = False,
 ) -> None:
-    """Cheap checks before queuing: logs exist; one log per environment has the same spaces,
-    which the format can hold."""
+    """Cheap checks before queuing: logs exist; one log per environment has the same spaces
+    (each environment its own, when split by environment), which the format can hold.
+
+    Environments with different spaces answer a 422 with ``code`` ``incompatible_environments``
+    and the environments in ``environments``: the page offers to split by environment."""
     for ep in inputs:
         if not ep.log_dir.is_dir():
             raise Invalid(
@@ -171,11 +202,19 @@ def check_inputs(
     one_per_env: dict[str, EpisodeInput] = {}
     for row, ep in zip(episodes, inputs, strict=True):
         one_per_env.setdefault(row.env_key, ep)
+    groups = [[ep] for ep in one_per_env.values()] if split_by_env else [list(one_per_env.values())]
     try:
-        specs = check_compatible(list(one_per_env.values()))
         used = sorted({t.name for ep in inputs for t in ep.step_tags})
         names = used if options.step_tag_names is None else sorted(set(options.step_tag_names))
-        check_format(specs, options, names)
+        for group in groups:
+            check_format(check_compatible(group), options, names)
+    except IncompatibleEnvironmentsError as exc:
+        raise Invalid(
+            f"Cannot export this selection: {exc}.",
+            detail=[{"loc": ["body", "selection"], "msg": "environments with different spaces",
+                     "environments": sorted(one_per_env)}],
+            code=INCOMPATIBLE,
+        ) from exc  # fmt: skip
     except ExportError as exc:
         raise Invalid(
             f"Cannot export this selection: {exc}.",
@@ -265,7 +304,7 @@ def prepare(
     options = library_options(study, opts)
     options = with_engine(options, opts.engine, sum(e.steps for e in episodes), engines)
     inputs = episode_inputs(db, episodes, secret_key, data_root, instructions_of(study))
-    check_inputs(episodes, inputs, options)
+    check_inputs(episodes, inputs, options, opts.split_by_env)
     return episodes, options, inputs
 
 
@@ -322,13 +361,16 @@ def payload_of(
     (the episodes chosen when it was queued; a 422-style error if they changed since)."""
     study = db.get(Study, job.study_id)
     try:
-        selection = ExportSelection(episode_ids=list(job.selection["episode_ids"]))
+        # the episodes chosen when it was queued (excluded ones were left out then)
+        selection = ExportSelection(
+            episode_ids=list(job.selection["episode_ids"]), include_excluded=True
+        )
         opts = ExportOptionsIn.model_validate(job.options)
     except (KeyError, TypeError, ValueError) as exc:
         raise Invalid(f"The export job's stored request is not readable ({exc}).") from exc
     if study is None:
         raise Invalid("The study is gone.")
-    _episodes, options, inputs = prepare(
+    episodes, options, inputs = prepare(
         db, study, selection, opts, secret_key=secret_key, data_root=data_root, engines=engines
     )
     return JobPayload(
@@ -337,6 +379,7 @@ def payload_of(
         options=options,
         archive=opts.archive,
         data_root=Path(data_root),
+        env_keys=tuple(e.env_key for e in episodes) if opts.split_by_env else None,
     )
 
 

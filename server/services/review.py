@@ -15,7 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Select, and_, delete, func, literal, or_, select, tuple_
+from sqlalchemy import Select, and_, delete, func, literal, or_, select, tuple_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, selectinload
 
 from server.errors import DomainError, Invalid, NotFound
@@ -25,11 +27,13 @@ from server.models import (
     EpisodeStatus,
     EpisodeTag,
     Note,
+    Outcome,
     Participant,
     StepTag,
     Study,
     StudyEnvironment,
     is_row_id,
+    utcnow,
 )
 from server.principal import USER_PREFIX, Principal
 from server.services import quality, studies
@@ -82,10 +86,26 @@ class EpisodeFilter:
     over_median: float | None = None  # steps > over_median x the environment's median
     # designers' test plays: left out unless asked for (or named as user:<id> participants)
     include_tests: bool = False
+    outcomes: Sequence[str] = ()  # effective outcomes: "success", "failure", "unset"
+    excluded: bool | None = None  # None: both; True: only excluded; False: only kept
 
     @property
     def tests_included(self) -> bool:
         return self.include_tests or any(p.startswith(USER_PREFIX) for p in self.participants)
+
+
+OUTCOME_FILTERS = ("success", "failure", "unset")
+UNSET = "unset"
+
+
+def effective_outcome_column() -> Any:
+    """The reviewer's outcome, else the player's (NULL: unset)."""
+    return func.coalesce(Episode.outcome, Episode.player_outcome)
+
+
+def effective_outcome(episode: Episode) -> str | None:
+    """The reviewer's outcome, else the player's; None when neither said."""
+    return episode.outcome or episode.player_outcome
 
 
 @dataclass(frozen=True)
@@ -149,6 +169,15 @@ def filtered(study_id: int, flt: EpisodeFilter) -> Select[Any]:
         query = query.where(Episode.total_reward >= flt.min_return)
     if flt.max_return is not None:
         query = query.where(Episode.total_reward <= flt.max_return)
+    if flt.outcomes:
+        effective = effective_outcome_column()
+        named = [o for o in flt.outcomes if o != UNSET]
+        condition = effective.in_(named)
+        if UNSET in flt.outcomes:
+            condition = condition | effective.is_(None)
+        query = query.where(condition)
+    if flt.excluded is not None:
+        query = query.where(Episode.excluded.is_(flt.excluded))
     return _quality_filters(query, flt)
 
 
@@ -352,7 +381,7 @@ def log_dir(episode: Episode, data_root: Path) -> Path:
     return path
 
 
-def _check_tag_name(name: str, loc: str) -> str:
+def check_tag_name(name: str, loc: str) -> str:
     name = name.strip()
     if not name or len(name) > 64 or any(c in name for c in ",\n\r\t"):
         raise Invalid(
@@ -364,7 +393,7 @@ def _check_tag_name(name: str, loc: str) -> str:
 
 def add_tag(db: Session, episode: Episode, name: str, author_id: int | None) -> EpisodeTag:
     """Tag the episode (adding an existing tag is a no-op returning it)."""
-    name = _check_tag_name(name, "name")
+    name = check_tag_name(name, "name")
     for tag in episode.tags:
         if tag.name == name:
             return tag
@@ -388,7 +417,7 @@ def add_step_tag(
     db: Session, episode: Episode, name: str, start: int, end: int | None, author_id: int | None
 ) -> StepTag:
     """Tag step ``start`` or the inclusive range ``start..end`` (inside the episode's steps)."""
-    name = _check_tag_name(name, "name")
+    name = check_tag_name(name, "name")
     end = start if end is None else end
     if not 0 <= start <= end < episode.steps:
         last = episode.steps - 1
@@ -417,6 +446,28 @@ def remove_step_tag(db: Session, episode: Episode, tag_id: int) -> None:
             db.commit()
             return
     raise NotFound("The episode has no such step tag.")
+
+
+def check_outcome(value: str | None, loc: str) -> str | None:
+    """``success``, ``failure`` or None (unset); anything else is a 422."""
+    if value is not None and value not in tuple(Outcome):
+        raise Invalid(
+            f"An outcome is success, failure or unset, not {value!r}.",
+            detail=[{"loc": ["body", loc], "msg": "success, failure or null"}],
+        )
+    return value
+
+
+def set_review(
+    db: Session, episode: Episode, *, outcome: str | None | bool = False, excluded: bool | None
+) -> Episode:
+    """Set the reviewer's outcome (None unsets it; False leaves it) and/or the excluded mark."""
+    if outcome is not False:
+        episode.outcome = check_outcome(outcome if isinstance(outcome, str) else None, "outcome")
+    if excluded is not None:
+        episode.excluded = excluded
+    db.commit()
+    return episode
 
 
 def add_note(db: Session, episode: Episode, body: str, author_id: int | None) -> Note:
@@ -497,26 +548,32 @@ def matched_ids(
 def bulk_add_tags(
     db: Session, ids: Sequence[str], tags: Sequence[str], author_id: int | None
 ) -> int:
-    """Give every episode every tag; the number of episodes that got at least one."""
-    names = list(dict.fromkeys(_check_tag_name(t, "tags") for t in tags))
+    """Give every episode every tag; the number of episodes that got at least one.
+
+    One ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` per chunk: the unique (episode,
+    name) constraint skips tags already there, and no read first (whose plan a growing tag
+    table can make slow before PostgreSQL's statistics catch up)."""
+    names = list(dict.fromkeys(check_tag_name(t, "tags") for t in tags))
+    insert_of = pg_insert if db.get_bind().dialect.name == "postgresql" else sqlite_insert
     changed: set[str] = set()
-    for chunk in _chunks(ids):
-        query = select(EpisodeTag.episode_id, EpisodeTag.name).where(
-            EpisodeTag.episode_id.in_(chunk), EpisodeTag.name.in_(names)
+    pairs = [(e, n) for e in ids for n in names]
+    for i in range(0, len(pairs), BULK_CHUNK):  # 4 parameters a row: well under the caps
+        rows = [{"episode_id": e, "name": n, "author_id": author_id, "created_at": utcnow()}
+                for e, n in pairs[i : i + BULK_CHUNK]]  # fmt: skip
+        stmt = (
+            insert_of(EpisodeTag)
+            .values(rows)
+            .on_conflict_do_nothing(index_elements=["episode_id", "name"])
+            .returning(EpisodeTag.episode_id)
         )
-        have = set(db.execute(query).tuples())
-        for episode_id in chunk:
-            for name in names:
-                if (episode_id, name) not in have:
-                    db.add(EpisodeTag(episode_id=episode_id, name=name, author_id=author_id))
-                    changed.add(episode_id)
+        changed.update(db.scalars(stmt))
     db.commit()
     return len(changed)
 
 
 def bulk_remove_tags(db: Session, ids: Sequence[str], tags: Sequence[str]) -> int:
     """Remove the tags from every episode; the number of episodes that had one."""
-    names = list(dict.fromkeys(_check_tag_name(t, "tags") for t in tags))
+    names = list(dict.fromkeys(check_tag_name(t, "tags") for t in tags))
     changed: set[str] = set()
     for chunk in _chunks(ids):
         where = (EpisodeTag.episode_id.in_(chunk), EpisodeTag.name.in_(names))
@@ -526,11 +583,53 @@ def bulk_remove_tags(db: Session, ids: Sequence[str], tags: Sequence[str]) -> in
     return len(changed)
 
 
+def bulk_set_outcome(db: Session, ids: Sequence[str], outcome: str | None) -> int:
+    """Set (or unset, None) the reviewer's outcome; the number of episodes it changed."""
+    outcome = check_outcome(outcome, "outcome")
+    changed = 0
+    for chunk in _chunks(ids):
+        differs = Episode.outcome.is_not(None) if outcome is None else (
+            Episode.outcome.is_(None) | (Episode.outcome != outcome)
+        )  # fmt: skip
+        result = db.execute(
+            update(Episode).where(Episode.id.in_(chunk), differs).values(outcome=outcome),
+            execution_options=_NO_SYNC,
+        )
+        changed += _rowcount(result)
+    db.commit()
+    return changed
+
+
+def bulk_set_excluded(db: Session, ids: Sequence[str], excluded: bool) -> int:
+    """Mark (or unmark) the episodes excluded; the number it changed."""
+    changed = 0
+    for chunk in _chunks(ids):
+        where = (Episode.id.in_(chunk), Episode.excluded.is_not(excluded))
+        stmt = update(Episode).where(*where).values(excluded=excluded)
+        changed += _rowcount(db.execute(stmt, execution_options=_NO_SYNC))
+    db.commit()
+    return changed
+
+
+# the rows are not kept in the session: no need to match them against it
+_NO_SYNC = {"synchronize_session": False}
+
+
+def _rowcount(result: Any) -> int:
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
 def bulk_delete(
-    db: Session, study: Study, ids: Sequence[str], user_id: int | None, data_root: Path
-) -> BulkResult:
+    db: Session,
+    study: Study,
+    ids: Sequence[str],
+    user_id: int | None,
+    data_root: Path,
+    record: EpisodeDeletion | None = None,
+) -> tuple[BulkResult, EpisodeDeletion | None]:
     """Delete the episodes that are not recording (tags, step tags and notes cascade), record
-    the deletion, then remove their logs."""
+    the deletion (adding to ``record`` when a job deletes chunk by chunk), then remove their
+    logs."""
     gone: list[str] = []
     envs: set[int] = set()
     recording = 0
@@ -543,9 +642,12 @@ def bulk_delete(
         envs.update(env_id for _, env_id in ended)
         live = Episode.id.in_(chunk) & (Episode.status == EpisodeStatus.recording)
         recording += db.scalar(select(func.count()).where(live)) or 0
-    if gone:
-        db.add(EpisodeDeletion(study_id=study.id, user_id=user_id, count=len(gone)))
+    if gone and record is None:
+        record = EpisodeDeletion(study_id=study.id, user_id=user_id, count=len(gone))
+        db.add(record)
+    elif gone and record is not None:
+        record.count += len(gone)
     quality.refresh_medians(db, envs)
     db.commit()
     studies.remove_episode_logs(data_root, study.id, gone)
-    return BulkResult(matched=len(ids), changed=len(gone), skipped_recording=recording)
+    return BulkResult(matched=len(ids), changed=len(gone), skipped_recording=recording), record

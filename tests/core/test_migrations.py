@@ -194,6 +194,23 @@ def _rows_at_0001() -> dict[str, list[dict[str, Any]]]:
                 "updated_at": now,
             }
         ],  # fmt: skip
+        # made by 0006
+        "bulk_jobs": [
+            {
+                "id": i,
+                "study_id": 1,
+                "owner_id": 1,
+                "state": "succeeded",
+                "action": "exclude",
+                "params": {},
+                "total": 1,
+                "done": 1,
+                "changed": 1,
+                "skipped_recording": 0,
+                "created_at": now,
+            }
+            for i in (1, 2)
+        ],  # fmt: skip
     }
 
 

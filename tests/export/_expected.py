@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from server.export.features import OUTCOME_FIELDS
 from server.export.tags import StepTag
 from tests.export._recordings import Recording
 
@@ -35,6 +36,7 @@ def expected_episode(
     status: str = "completed",
     tags: Sequence[str] = (),
     notes: str = "",
+    outcomes: dict[str, str] | None = None,
     step_tags: Sequence[StepTag] = (),
     tag_names: Iterable[str] = (),
     end_tags: Iterable[str] = (),
@@ -105,6 +107,7 @@ def expected_episode(
         "status": status,
         "tags": np.asarray(list(tags), dtype=str),
         "notes": notes,
+        **{k: (outcomes or {}).get(k, "") for k in OUTCOME_FIELDS},
         "_return": float(sum(rewards)),
         "_length": last + 1,
     }

@@ -78,6 +78,7 @@ def episode_input(
     tags: tuple[str, ...] = (),
     notes: str = "",
     status: str = "completed",
+    outcomes: dict[str, str] | None = None,
 ) -> EpisodeInput:
     """The job's input for a recording, with the test's DB-side metadata."""
     return EpisodeInput(
@@ -88,6 +89,7 @@ def episode_input(
         tags=tags,
         step_tags=step_tags,
         notes=notes,
+        **(outcomes or {}),
     )
 
 

@@ -24,7 +24,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from consumer_check import compare, fail, load_expected  # noqa: E402
 
-EPISODE_FIELDS = ("agent_id", "status", "notes", "study_id", "env_id", "env_config")
+EPISODE_FIELDS = ("agent_id", "status", "notes", "study_id", "env_id", "env_config",
+                  "player_outcome", "reviewer_outcome")  # fmt: skip
 RENAMED = {
     "reward": "next.reward",
     "discount": "discount",
@@ -123,6 +124,8 @@ def main(doc_path: str, export_dir: str, name: str, expected_path: str, frames_o
         for key in EPISODE_FIELDS:
             compare(f"{eid} {key}", meta[key], str(want[key]))
         compare(f"{eid} tags", np.asarray(meta["episode_tags"], dtype=str), want["tags"])
+        # LeRobot's "outcome" says how the episode ended: the success label is success_outcome
+        compare(f"{eid} success_outcome", meta["success_outcome"], str(want["outcome"]))
         if meta["seed"] != int(want["seed"]):
             fail(f"{eid}: seed {meta['seed']} != {want['seed']}")
         n = int(want["_length"])

@@ -21,7 +21,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from consumer_check import compare, fail, load_expected  # noqa: E402
 
-EPISODE_FIELDS = ("agent_id", "status", "notes", "study_id", "env_id", "env_config")
+EPISODE_FIELDS = ("agent_id", "status", "notes", "study_id", "env_id", "env_config", "outcome",
+                  "player_outcome", "reviewer_outcome")  # fmt: skip
 
 
 def doc_snippet(doc: str) -> str:

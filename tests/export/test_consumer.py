@@ -23,6 +23,9 @@ from tests.export.conftest import ROOT, episode_input
 pytestmark = pytest.mark.consumer
 
 
+OUTCOMES = [{"outcome": "failure", "player_outcome": "success", "reviewer_outcome": "failure"}]
+
+
 def _last_json(out: str) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
@@ -36,14 +39,24 @@ def test_every_value_loads_back(
 ) -> None:
     recs = recordings[env]
     tags = (StepTag("jump", 0, 1), StepTag("good", 1, 1))
-    inputs = [episode_input(r, step_tags=tags, tags=("a", "b"), notes="n") for r in recs]
+    # the reviewer overrode the player's answer on the first episode; the others: the player's
+    outcomes = [
+        OUTCOMES[0] if i == 0 else {"outcome": "success", "player_outcome": "success"}
+        for i in range(len(recs))
+    ]
+    inputs = [
+        episode_input(r, step_tags=tags, tags=("a", "b"), notes="n", outcomes=o)
+        for r, o in zip(recs, outcomes, strict=True)
+    ]
     result = export_dataset(
         inputs, ExportOptions(name="ds", max_episodes_per_shard=1), tmp_path / "out"
     )
     assert len(result.shard_paths) == len(recs)
     expected = [
-        expected_episode(r, tags=("a", "b"), notes="n", step_tags=tags, tag_names=("good", "jump"))
-        for r in recs
+        expected_episode(
+            r, tags=("a", "b"), notes="n", outcomes=o, step_tags=tags, tag_names=("good", "jump")
+        )
+        for r, o in zip(recs, outcomes, strict=True)
     ]
     save_expected(tmp_path / "expected.npz", expected)
     report = _last_json(consumer("values", str(result.data_dir), str(tmp_path / "expected.npz")))
@@ -112,11 +125,12 @@ def test_envlogger_format_reads_back(
 ) -> None:
     recs = recordings["cartpole"]
     result = export_dataset(
-        [episode_input(r) for r in recs],
+        [episode_input(r, outcomes=OUTCOMES[0]) for r in recs],
         ExportOptions(format=ExportFormat.ENVLOGGER),
         tmp_path / "out",
     )
-    save_expected(tmp_path / "expected.npz", [expected_episode(r) for r in recs])
+    expected = [expected_episode(r, outcomes=OUTCOMES[0]) for r in recs]
+    save_expected(tmp_path / "expected.npz", expected)
     report = _last_json(consumer("envlogger", str(result.path), str(tmp_path / "expected.npz")))
     assert report == {"mode": "envlogger", "episodes": len(recs)}
 
@@ -147,13 +161,19 @@ def test_oxe_profile_loads_with_statistics(
     tags = (StepTag("good", 1, 1),)
     instruction = "Balance the pole.\n\nUse the arrow keys."
     inputs = [
-        replace(episode_input(r, step_tags=tags, tags=("a",)), instruction=instruction)
+        replace(
+            episode_input(r, step_tags=tags, tags=("a",), outcomes=OUTCOMES[0]),
+            instruction=instruction,
+        )
         for r in recs
     ]
     result = export_dataset(inputs, ExportOptions(name="oxe_ds", profile="oxe"), tmp_path / "out")
     expected = [
         oxe_expected(
-            expected_episode(r, tags=("a",), step_tags=tags, tag_names=("good",)), instruction
+            expected_episode(
+                r, tags=("a",), outcomes=OUTCOMES[0], step_tags=tags, tag_names=("good",)
+            ),
+            instruction,
         )
         for r in recs
     ]

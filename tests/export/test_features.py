@@ -57,7 +57,7 @@ def test_episode_features_layout() -> None:
     }  # fmt: skip
     assert set(feats.keys()) == {
         "steps", "episode_id", "agent_id", "study_id", "env_id", "env_config", "seed",
-        "status", "tags", "notes",
+        "status", "tags", "notes", "outcome", "player_outcome", "reviewer_outcome",
     }  # fmt: skip
     stripped = episode_features(
         _specs(specs.Array((4,), np.float32)), keep_step_metadata=False, step_tag_names=[]

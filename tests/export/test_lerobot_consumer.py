@@ -32,6 +32,9 @@ LEROBOT_PYTHON = ROOT / ".consumer-venv-lerobot" / "bin" / "python"
 CHECK = Path(__file__).resolve().parent / "lerobot_check.py"
 
 
+OUTCOMES = {"outcome": "failure", "player_outcome": "success", "reviewer_outcome": "failure"}
+
+
 def run_lerobot_check(export_dir: Path, name: str, expected: Path, frames: Path) -> dict:
     """lerobot_check.py's report; fails (not skips) when the consumer venv is absent."""
     if not LEROBOT_PYTHON.exists():
@@ -80,7 +83,8 @@ def test_lerobot_loads_every_value(
     task = f"Play {env} well"
     inputs = [
         dataclasses.replace(
-            episode_input(r, step_tags=tags, tags=("a", "b"), notes="n"), instruction=task
+            episode_input(r, step_tags=tags, tags=("a", "b"), notes="n", outcomes=OUTCOMES),
+            instruction=task,
         )
         for r in recs
     ]
@@ -89,7 +93,12 @@ def test_lerobot_loads_every_value(
     expected = [
         with_times(
             expected_episode(
-                r, tags=("a", "b"), notes="n", step_tags=tags, tag_names=("good", "jump")
+                r,
+                tags=("a", "b"),
+                notes="n",
+                step_tags=tags,
+                tag_names=("good", "jump"),
+                outcomes=OUTCOMES,
             ),
             r,
             task,

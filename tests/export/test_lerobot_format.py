@@ -85,7 +85,8 @@ def test_layout_values_and_timestamps(
     recordings: dict[str, list[Recording]], tmp_path: Path
 ) -> None:
     recs = recordings["pong"]
-    inputs = [episode_input(r, tags=("good",), notes="fine") for r in recs]
+    labels = {"outcome": "success", "player_outcome": "", "reviewer_outcome": "success"}
+    inputs = [episode_input(r, tags=("good",), notes="fine", outcomes=labels) for r in recs]
     options = ExportOptions(name="pong", format=ExportFormat.LEROBOT)
     result = export_dataset(inputs, options, tmp_path / "out")
     root = result.path / "pong"
@@ -103,6 +104,9 @@ def test_layout_values_and_timestamps(
     episodes = pq.read_table(root / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
     assert [e["episode_id"] for e in episodes] == ["pong-1", "pong-2"]
     assert episodes[0]["episode_tags"] == ["good"] and episodes[0]["notes"] == "fine"
+    assert episodes[0]["outcome"] in ("terminated", "truncated")  # how it ended
+    keys = ("success_outcome", "player_outcome", "reviewer_outcome")
+    assert [episodes[0][k] for k in keys] == ["success", "", "success"]
     assert episodes[1]["dataset_from_index"] == first.num_steps
     # the player's frames and the image observations, exactly (lossless H.264)
     for key, want in (

@@ -49,11 +49,22 @@ def test_minari_loads_every_value(
 ) -> None:
     recs = recordings[env]
     tags = (StepTag("jump", 0, 1), StepTag("good", 1, 1))
-    inputs = [episode_input(r, step_tags=tags, tags=("a", "b"), notes="n") for r in recs]
+    outcomes = {"outcome": "success", "player_outcome": "failure", "reviewer_outcome": "success"}
+    inputs = [
+        episode_input(r, step_tags=tags, tags=("a", "b"), notes="n", outcomes=outcomes)
+        for r in recs
+    ]
     options = ExportOptions(name="ds", format=ExportFormat.MINARI)
     result = export_dataset(inputs, options, tmp_path / "out")
     expected = [
-        expected_episode(r, tags=("a", "b"), notes="n", step_tags=tags, tag_names=("good", "jump"))
+        expected_episode(
+            r,
+            tags=("a", "b"),
+            notes="n",
+            outcomes=outcomes,
+            step_tags=tags,
+            tag_names=("good", "jump"),
+        )
         for r in recs
     ]
     save_expected(tmp_path / "expected.npz", expected)

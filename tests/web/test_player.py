@@ -286,3 +286,21 @@ def test_a_designers_test_play_id_is_refused_with_a_reason(
     page.get_by_label("Participant ID").fill("user:1")
     page.get_by_role("button", name="Continue").click()
     expect(page.locator("#page-error")).to_contain_text("reserved for designers' test plays")
+
+
+def test_save_dialog_asks_the_outcome_with_keys(live_server, page, factory, designer, db):
+    env = {**counter_env(episode_len=2), "ask_outcome": True}
+    study = _participant(page, live_server, factory, designer, db, env)
+    _play(page)
+    page.keyboard.press("KeyA")
+    page.keyboard.press("KeyA")
+    dialog = page.get_by_role("dialog", name="Episode over")
+    expect(dialog).to_contain_text("Did you succeed?")
+    expect(dialog.get_by_role("button", name="Succeeded S")).to_be_visible()
+    expect(dialog.get_by_role("button", name="Failed F")).to_be_visible()
+    expect(dialog.get_by_role("button", name="Skip Enter")).to_be_focused()
+    page.screenshot(path="/tmp/shots/review-labels/save-outcome.png")
+    page.keyboard.press("f")  # Failed
+    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
+    row = _episode(db, study)
+    assert row.status == EpisodeStatus.completed and row.player_outcome == "failure"

@@ -15,18 +15,18 @@ from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.errors import Invalid
 from server.models import MAX_DB_INT, Episode, EpisodeStatus
 from server.schemas import (
-    EpisodeBulkIn,
-    EpisodeBulkOut,
     EpisodeDetail,
     EpisodeList,
+    EpisodeReviewIn,
     EpisodeSummary,
     NoteIn,
     NotePublic,
+    OutcomeFilter,
     StepTagIn,
     StepTagPublic,
     TagIn,
 )
-from server.services import _replay_step, episode_videos, exports, quality, replay, review, studies
+from server.services import _replay_step, episode_videos, quality, replay, review, studies
 
 router = APIRouter(tags=["episodes"])
 
@@ -65,6 +65,10 @@ def _summary(
         "length_ratio": episode.steps / median if median else None,
         "badges": quality.badges(episode, median),
         "tags": sorted(t.name for t in episode.tags),
+        "player_outcome": episode.player_outcome,
+        "reviewer_outcome": episode.outcome,
+        "outcome": review.effective_outcome(episode),
+        "excluded": episode.excluded,
     }
 
 
@@ -129,6 +133,10 @@ def list_episodes(
     include_tests: Annotated[
         bool, Query(description="Include designers' test plays (left out by default)")
     ] = False,
+    outcome: Annotated[
+        list[OutcomeFilter] | None, Query(description="Effective outcomes; unset: neither said")
+    ] = None,
+    excluded: Annotated[bool | None, Query(description="Only excluded (true) or kept")] = None,
     sort: Annotated[
         str, Query(description=f"One of {sorted(review.SORTS)}; a - prefix sorts descending")
     ] = review.DEFAULT_SORT,
@@ -178,6 +186,8 @@ def list_episodes(
         under_median=under_median,
         over_median=over_median,
         include_tests=include_tests,
+        outcomes=outcome or [],
+        excluded=excluded,
     )
     page = review.list_episodes(
         db, study, flt, sort=sort, offset=offset, limit=limit, after=after,
@@ -196,35 +206,21 @@ def list_episodes(
     )
 
 
-@router.post(
-    "/api/studies/{study_id}/episodes/bulk",
-    response_model=EpisodeBulkOut,
-    summary="Tag, untag or delete many episodes",
-    responses={**NOT_FOUND, 422: {"description": "Unknown action, bad tag, too many ids."}},
+@router.patch(
+    "/api/episodes/{episode_id}",
+    response_model=EpisodeDetail,
+    summary="Set the reviewer's outcome or the excluded mark",
+    responses={**NOT_FOUND, 422: {"description": "Neither field given, or a bad value."}},
 )
-def bulk_episodes(
-    study_id: RowId,
-    body: EpisodeBulkIn,
-    db: SessionDep,
-    principal: CurrentPrincipal,
-    settings: SettingsDep,
-) -> EpisodeBulkOut:
-    """Apply one action to the checked episodes or to every episode matching a filter.
-
-    ``delete`` removes the rows (tags, step tags, notes) and logs of ended episodes, skips
-    those still recording and records who deleted how many (docs/export.md)."""
-    study = studies.get_study(db, principal, study_id)
-    sel = body.selection
-    flt = exports.selection_filter(sel.filter) if sel.filter is not None else None
-    ids = review.matched_ids(db, study, sel.episode_ids, flt)
-    if body.action == "delete":
-        done = review.bulk_delete(db, study, ids, principal.user_id, settings.data_root)
-        return EpisodeBulkOut(**vars(done))
-    if body.action == "add_tags":
-        changed = review.bulk_add_tags(db, ids, body.tags, principal.user_id)
-    else:
-        changed = review.bulk_remove_tags(db, ids, body.tags)
-    return EpisodeBulkOut(matched=len(ids), changed=changed)
+def review_episode(
+    episode_id: str, body: EpisodeReviewIn, db: SessionDep, principal: CurrentPrincipal
+) -> EpisodeDetail:
+    """``outcome``: success, failure, or null to unset the reviewer's (the player's shows
+    again); ``excluded``: keep the episode out of exports by default."""
+    episode = review.get_episode(db, principal, episode_id)
+    outcome = body.outcome if "outcome" in body.model_fields_set else False
+    review.set_review(db, episode, outcome=outcome, excluded=body.excluded)
+    return _detail(db, episode)
 
 
 @router.get(

@@ -152,9 +152,11 @@ def test_notes(world) -> None:  # type: ignore[no-untyped-def]
 
 def test_no_status_change(world) -> None:  # type: ignore[no-untyped-def]
     c, ep = world["client"], world["episodes"][1]
-    for method in ("put", "patch"):
-        res = getattr(c, method)(f"/api/episodes/{ep.id}", json={"status": "completed"})
-        assert res.status_code == 405
+    res = c.put(f"/api/episodes/{ep.id}", json={"status": "completed"})
+    assert res.status_code == 405
+    # PATCH sets the reviewer's outcome and the excluded mark only: a status is refused
+    res = c.patch(f"/api/episodes/{ep.id}", json={"status": "completed"})
+    assert res.status_code == 422
     assert c.get(f"/api/episodes/{ep.id}").json()["status"] == "abandoned"
 
 

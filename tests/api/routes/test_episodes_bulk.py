@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from sqlalchemy import select
 
 from server.models import Episode, EpisodeDeletion, EpisodeTag, Note, Role, StepTag
 from server.recording.format import episode_dir
+from server.services import review
 from tests.api.routes._recorded import Inserter, two_env_spec
 
 
@@ -26,6 +29,30 @@ def world(factory, db, settings, recorded):  # type: ignore[no-untyped-def]
     ]
     url = f"/api/studies/{study.id}/episodes/bulk"
     return {"owner": owner, "study": study, "eps": eps, "c": factory.client(owner), "url": url}
+
+
+def run(c, url: str, body: dict, inline: bool | None = None) -> dict:  # type: ignore[no-untyped-def]
+    """POST a bulk action; a queued job (202) is followed to its end. The counts."""
+    res = c.post(url, json=body)
+    assert res.status_code in (200, 202), res.text
+    if inline is not None:
+        assert res.status_code == (200 if inline else 202), res.text
+    if res.status_code == 200:
+        return res.json()
+    job = wait_job(c, res.json()["id"])
+    assert job["state"] == "succeeded", job
+    assert job["done"] == job["total"] and job["progress"] == 1.0
+    return {k: job[k] for k in ("changed", "skipped_recording")} | {"matched": job["total"]}
+
+
+def wait_job(c, job_id: int, deadline_s: float = 60.0) -> dict:  # type: ignore[no-untyped-def]
+    """Poll a bulk job until it finishes (the deadline only stops a hung test)."""
+    end = time.monotonic() + deadline_s
+    while True:
+        job = c.get(f"/api/bulk-jobs/{job_id}").json()
+        if job["state"] not in ("queued", "running") or time.monotonic() > end:
+            return job
+        time.sleep(0.05)
 
 
 def _tags(db, episode_id: str) -> list[str]:  # type: ignore[no-untyped-def]
@@ -56,17 +83,18 @@ def test_tags_over_a_filter(world, db) -> None:  # type: ignore[no-untyped-def]
     c, eps = world["c"], world["eps"]
     flt = {"statuses": ["completed"], "environments": ["cartpole"]}
     body = {"selection": {"filter": flt}, "action": "add_tags", "tags": ["batch"]}
-    assert c.post(world["url"], json=body).json()["changed"] == 2
+    assert run(c, world["url"], body, inline=False)["changed"] == 2
     assert [e.id for e in eps if "batch" in _tags(db, e.id)] == [eps[0].id, eps[2].id]
     body = {"selection": {"filter": {"tags": ["good"]}}, "action": "remove_tags", "tags": ["good"]}
-    assert c.post(world["url"], json=body).json()["matched"] == 2
+    assert run(c, world["url"], body)["matched"] == 2
     assert _tags(db, eps[2].id) == ["batch", "weird"] and _tags(db, eps[0].id) == ["batch"]
     # an empty filter matches every episode of the study, whatever its status
     body = {"selection": {"filter": {}}, "action": "add_tags", "tags": ["all"]}
-    assert c.post(world["url"], json=body).json()["matched"] == 5
+    assert run(c, world["url"], body)["matched"] == 5
 
 
-def test_delete_removes_rows_logs_and_is_recorded(world, db, settings) -> None:  # type: ignore[no-untyped-def]
+def test_delete_removes_rows_logs_and_is_recorded(world, db, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(review, "BULK_CHUNK", 2)  # the job goes chunk by chunk: one record
     c, study = world["c"], world["study"]
     ids = [e.id for e in world["eps"]]  # the rows go: keep their ids
     detail = c.get(f"/api/episodes/{ids[2]}").json()
@@ -78,9 +106,9 @@ def test_delete_removes_rows_logs_and_is_recorded(world, db, settings) -> None: 
     assert all(folder.is_dir() for folder in folders.values())
     # everything but the mountaincar episode: the recording one is skipped
     body = {"selection": {"filter": {"environments": ["cartpole"]}}, "action": "delete"}
-    res = c.post(world["url"], json=body)
-    assert res.status_code == 200, res.text
-    assert res.json() == {"matched": 4, "changed": 3, "skipped_recording": 1}
+    assert run(c, world["url"], body, inline=False) == {
+        "matched": 4, "changed": 3, "skipped_recording": 1,
+    }  # fmt: skip
     db.expire_all()
     left = db.scalars(select(Episode.id).where(Episode.study_id == study.id)).all()
     assert sorted(left) == sorted([ids[3], ids[4]])
@@ -91,7 +119,7 @@ def test_delete_removes_rows_logs_and_is_recorded(world, db, settings) -> None: 
     assert (record.study_id, record.user_id, record.count) == (study.id, world["owner"].id, 3)
     assert record.deleted_at is not None
     # nothing left to delete among the cartpole ones: no new record
-    assert c.post(world["url"], json=body).json()["changed"] == 0
+    assert run(c, world["url"], body)["changed"] == 0
     assert len(db.scalars(select(EpisodeDeletion)).all()) == 1
 
 
@@ -122,6 +150,11 @@ def test_another_designers_study_is_404(world, factory, db) -> None:  # type: ig
         {"selection": {"filter": {"statuses": ["nope"]}}, "action": "delete"},
         {"selection": {"filter": {"colour": "red"}}, "action": "delete"},
         {"selection": {"episode_ids": ["a\x00"]}, "action": "delete"},
+        {"selection": {"filter": {}}, "action": "add_tags", "tags": ["a,b"]},
+        {"selection": {"filter": {}}, "action": "set_outcome", "outcome": "maybe"},
+        {"selection": {"filter": {}}, "action": "exclude", "outcome": "success"},
+        {"selection": {"filter": {"outcomes": ["won"]}}, "action": "exclude"},
+        {"selection": {"filter": {"excluded": "perhaps"}}, "action": "exclude"},
     ],
 )
 def test_bad_bodies_are_422_with_a_message(body, world) -> None:  # type: ignore[no-untyped-def]

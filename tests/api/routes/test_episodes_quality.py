@@ -16,6 +16,7 @@ from server.recording.format import episode_dir
 from server.schemas import ExportSelection
 from server.services import episodes, exports, quality, replicas, review
 from tests.api.routes._recorded import Inserter, two_env_spec
+from tests.api.routes.test_episodes_bulk import run
 from tests.export._recordings import Recording, record_episode
 from tests.factories import run_cli
 
@@ -286,10 +287,9 @@ def test_bad_filter_values_are_422(world, query: str) -> None:  # type: ignore[n
 
 def test_bulk_and_export_take_the_same_filter(world, db) -> None:  # type: ignore[no-untyped-def]
     c, sid, eps = world["client"], world["study"].id, world["eps"]
+    url = f"/api/studies/{sid}/episodes/bulk"
     body = {"action": "add_tags", "tags": ["laggy"], "selection": {"filter": {"p99_over_ms": 100}}}
-    res = c.post(f"/api/studies/{sid}/episodes/bulk", json=body)
-    assert res.status_code == 200, res.text
-    assert res.json()["changed"] == 2
+    assert run(c, url, body, inline=False)["changed"] == 2  # a filter: a background job
     assert set(_ids(c.get(f"/api/studies/{sid}/episodes", params={"tag": "laggy"}))) == {
         eps[1].id, eps[3].id}  # fmt: skip
     short = {
@@ -297,8 +297,7 @@ def test_bulk_and_export_take_the_same_filter(world, db) -> None:  # type: ignor
         "tags": ["short"],
         "selection": {"filter": {"under_median": 0.8}},
     }
-    res = c.post(f"/api/studies/{sid}/episodes/bulk", json=short)
-    assert res.status_code == 200 and res.json()["changed"] == 2, res.text
+    assert run(c, url, short, inline=False)["changed"] == 2
     selection = ExportSelection(idle_over=0.4, min_steps=9)
     long = exports.resolve(db, world["study"], ExportSelection(over_median=1.4))
     assert [e.id for e in long] == [eps[1].id]
