@@ -9,6 +9,7 @@ import pytest
 
 from server.models import Study, StudyState
 from tests.api.routes._recorded import Inserter, two_env_spec
+from tests.api.routes.test_episodes_bulk import run
 from tests.api.routes.test_exports import start, wait_done
 
 
@@ -47,10 +48,11 @@ def test_exports_leave_test_plays_out_unless_asked(world) -> None:  # type: igno
 
 def test_bulk_over_a_filter_leaves_test_plays_alone(world) -> None:  # type: ignore[no-untyped-def]
     c, sid = world["client"], world["study"].id
+    url = f"/api/studies/{sid}/episodes/bulk"
     body = {"selection": {"filter": {}}, "action": "add_tags", "tags": ["seen"]}
-    assert c.post(f"/api/studies/{sid}/episodes/bulk", json=body).json()["matched"] == 2
+    assert run(c, url, body)["matched"] == 2
     body["selection"] = {"filter": {"include_tests": True}}
-    assert c.post(f"/api/studies/{sid}/episodes/bulk", json=body).json()["matched"] == 3
+    assert run(c, url, body)["matched"] == 3
 
 
 def _edited(study: Study, **env_fields) -> dict:  # type: ignore[no-untyped-def]
