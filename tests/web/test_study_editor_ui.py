@@ -1,5 +1,6 @@
 """The study editor in real Chromium: a study built with forms only (catalog, generated
-settings form, validation next to each environment), and the YAML view kept in sync."""
+settings form, validation next to each environment, a key bound by pressing it, a test play,
+activation), and the YAML view kept in sync."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from server.models import Study
+from server.models import Episode, Study
 from tests.factories import Factory, spec_dict
 from tests.web.test_designer_ui import log_in, study_row
 
@@ -120,6 +121,40 @@ def test_a_study_made_with_forms_only(live_server: str, page: Page, factory: Fac
     assert study.spec["instructions"].startswith("# Welcome")
     # Validation ran on save too.
     expect(page.locator("#validate-status")).to_have_text("Every environment builds.")
+
+    # Bind a key by pressing it: CartPole's action 0 (push left) also on J.
+    cartpole.locator("summary", has_text="Controls").click()
+    controls = cartpole.get_by_role("group", name="Controls of CartPole")
+    controls.get_by_role("button", name="Bind a key to 0").click()
+    page.keyboard.press("KeyJ")
+    expect(controls.locator("tr[data-action='0']")).to_contain_text("KeyJ")
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.locator("#dirty-badge")).to_be_hidden()
+    db.expire_all()
+    saved = db.get(Study, study.id)
+    assert saved is not None and saved.spec["environments"][0]["controls"]["keys"]["KeyJ"] == 0
+
+    # Test-play it (a new tab) with that key: the episode is recorded as a test play.
+    with page.context.expect_page() as opened:
+        page.get_by_role("link", name="Test-play").click()
+    player = opened.value
+    player.get_by_role("button", name="Play CartPole").click()
+    expect(player.locator("#overlay")).to_contain_text("Press Enter")  # the ready gate
+    player.keyboard.press("Enter")
+    expect(player.locator("#st-phase")).to_have_text("playing")
+    player.keyboard.press("KeyJ")
+    expect(player.locator("#st-step")).to_have_text("1")
+    player.keyboard.press("Delete")
+    expect(player.locator("#after-save-text")).to_contain_text("Episode canceled.")
+    played = db.scalars(select(Episode).where(Episode.study_id == study.id)).one()
+    assert played.is_test and played.env_key == "cartpole"
+    player.close()
+
+    # Activate: the participants' link appears.
+    page.get_by_role("button", name="Activate").click()
+    expect(page.locator("#detail-state")).to_have_text("Active")
+    link = page.get_by_label("Link for participants")
+    expect(link).to_have_value(re.compile(r"/player\.html\?token="))
 
 
 def test_yaml_view_and_form_follow_each_other(
