@@ -4,6 +4,7 @@ activation), and the YAML view kept in sync."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -15,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.models import Episode, Study
+from server.recording.writer import open_reader
 from tests.factories import Factory, spec_dict
 from tests.web.test_designer_ui import log_in, study_row
 
@@ -142,12 +144,18 @@ def test_a_study_made_with_forms_only(live_server: str, page: Page, factory: Fac
     expect(player.locator("#overlay")).to_contain_text("Press Enter")  # the ready gate
     player.keyboard.press("Enter")
     expect(player.locator("#st-phase")).to_have_text("playing")
-    player.keyboard.press("KeyJ")
-    expect(player.locator("#st-step")).to_have_text("1")
-    player.keyboard.press("Delete")
-    expect(player.locator("#after-save-text")).to_contain_text("Episode canceled.")
+    # CartPole plays in real time: held, J pushes the cart left until the pole falls.
+    player.keyboard.down("KeyJ")
+    expect(player.locator("#save-dialog")).to_be_visible()
+    player.keyboard.up("KeyJ")
+    player.get_by_role("button", name="Save").click()
+    expect(player.locator("#after-save-text")).to_contain_text("Episode saved.")
     played = db.scalars(select(Episode).where(Episode.study_id == study.id)).one()
-    assert played.is_test and played.env_key == "cartpole"
+    assert played.is_test and played.env_key == "cartpole" and played.status == "completed"
+    with open_reader(played.storage_path) as reader:
+        inputs = [json.loads(step.custom_data["input"]) for step in reader.steps]
+    # (the first step has no input) the key bound in the editor reached the game
+    assert {"keys": ["KeyJ"], "buttons": {}, "axes": []} in inputs[1:]
     player.close()
 
     # Activate: the participants' link appears.
