@@ -52,7 +52,10 @@ def test_asked_outcome_is_saved_and_validated(factory, designer, db) -> None:  #
     assert row_of(db, second).player_outcome is None
     assert row_of(db, third).player_outcome is None
     # the list shows the player's answer as the effective outcome until a reviewer overrides
-    listed = {e["id"]: e for e in client.get(f"/api/studies/{study.id}/episodes").json()["items"]}
+    listed = {
+        e["id"]: e
+        for e in client.get(f"/api/studies/{study.id}/episodes?include_tests=true").json()["items"]
+    }
     assert listed[first]["player_outcome"] == "success" and listed[first]["outcome"] == "success"
     res = client.patch(f"/api/episodes/{first}", json={"outcome": "failure"})
     assert res.status_code == 200, res.text
