@@ -255,10 +255,20 @@ class ClaimRunner:
             handle.finished.set()
             self._wake.set()  # a slot is free
 
+    def _cancel_asked(self, handle: Handle) -> bool:
+        """Whether a cancel reached this job (here, or through its row from any replica)."""
+        if handle.cancel.is_set():
+            return True
+        with self.factory() as db:
+            job = db.get(self.model, handle.job_id)
+            return job is not None and bool(job.cancel_requested)
+
     def _finish(self, handle: Handle, outcome: Outcome) -> None:
         job_id = handle.job_id
         if handle.lost:
             return  # the job is another run's now: its row and output are not ours
+        if outcome[0] == "done" and self._cancel_asked(handle):
+            outcome = ("canceled",)  # the cancel was accepted (200) while the job finished
         if outcome[0] == "done":
             values = outcome[1] if len(outcome) > 1 else {}
             self._set(
