@@ -50,6 +50,8 @@ DEFAULT_URL = os.environ.get(
 )
 ENVS = ("cartpole", "pong")
 TAGS = {"good": 0.3, "review": 0.1, "bad": 0.05}
+# Cases timed to show what the UI avoids, not held to the target: the UI pages by cursor.
+COMPARISON_ONLY = {"return_tag_sort_p50_page_201_offset"}
 
 
 def fresh_database(url: str) -> None:
@@ -288,7 +290,10 @@ def run(url: str, n: int, repeat: int, rebuild: bool, show_plans: bool) -> dict[
             out["cases"][name] = measure(db, study, flt, kw, repeat, show_plans)
     engine.dispose()
     out["target_median_ms"] = 100
-    out["within_target"] = {k: c["median_ms"] <= 100 for k, c in out["cases"].items()}
+    out["within_target"] = {
+        k: c["median_ms"] <= 100 for k, c in out["cases"].items() if k not in COMPARISON_ONLY
+    }
+    out["comparison_only"] = sorted(COMPARISON_ONLY)
     out["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return out
 
