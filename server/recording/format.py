@@ -70,6 +70,11 @@ def episode_dir(data_root: Path, study_id: int | str, episode_id: str) -> Path:
     return Path(data_root) / EPISODES_DIR / str(study_id) / episode_id
 
 
+def episode_videos(log_dir: Path) -> list[Path]:
+    """Videos kept beside an episode's log folder: ``<episode id>.<log stamp>.mp4``."""
+    return sorted(log_dir.parent.glob(f"{log_dir.name}.*.mp4"))
+
+
 def export_dir(data_root: Path, job_id: int | str) -> Path:
     """Folder of one export job's output."""
     return Path(data_root) / EXPORTS_DIR / str(job_id)

@@ -1,8 +1,16 @@
 """Episode videos for the replay page and the API: an MP4 of what the player saw, each frame
-at its recorded time (server/export/episode_video.py), written to a temporary file."""
+at its recorded time (server/export/episode_video.py).
+
+Encoding costs CPU that players share, so a video is made once and kept beside its log
+folder as ``<episode id>.<log stamp>.mp4``. The stamp (the log files' sizes and times)
+changes if the log still changes after the episode's row ended (a dead replica's worker
+finalizing it), so a video never shows an older log. Deleting the episode's logs deletes its
+videos (``studies.remove_episode_logs``).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -11,22 +19,43 @@ from server.errors import Conflict, Invalid, NotFound
 from server.export.episode_video import video_of_log
 from server.export.errors import ExportError
 from server.models import Episode, EpisodeStatus
+from server.recording.format import episode_videos
+
+
+def _log_stamp(log_dir: Path) -> str:
+    """Changes whenever a file of the log folder does (sizes and modification times)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in log_dir.iterdir() if p.is_file()):
+        info = path.stat()
+        digest.update(f"{path.name}:{info.st_size}:{info.st_mtime_ns};".encode())
+    return digest.hexdigest()[:16]
 
 
 def episode_video(episode: Episode, log_dir: Path) -> Path:
-    """A temporary MP4 of the episode (the caller deletes it); 4xx when there is none."""
+    """The episode's MP4, made on first use and kept; 4xx when there is none."""
     if episode.status == EpisodeStatus.recording:
         raise Conflict("The episode is still being recorded; its video is made once it ends.")
     if not log_dir.is_dir():
         raise NotFound(f"Episode {episode.id} has no log on disk.")
-    fd, name = tempfile.mkstemp(prefix=f"episode-{episode.id}-", suffix=".mp4")
+    path = log_dir.parent / f"{log_dir.name}.{_log_stamp(log_dir)}.mp4"
+    if path.is_file():
+        return path
+    fd, name = tempfile.mkstemp(prefix=f".{log_dir.name}-", suffix=".mp4", dir=log_dir.parent)
     os.close(fd)
-    Path(name).unlink()  # PyAV creates the file
+    partial = Path(name)
+    partial.unlink()  # PyAV creates the file
     try:
-        return video_of_log(log_dir, Path(name))
+        video_of_log(log_dir, partial)
     except ExportError as exc:
-        Path(name).unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
         raise Invalid(
             f"No video for episode {episode.id}: {exc}.",
             detail=[{"loc": ["path", "episode_id"], "msg": str(exc)}],
         ) from exc
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    for stale in episode_videos(log_dir):  # made from an earlier state of the log
+        stale.unlink(missing_ok=True)
+    os.replace(partial, path)  # whole or absent: a concurrent request never reads half a file
+    return path

@@ -14,7 +14,7 @@ from server.core.security import new_token
 from server.errors import Conflict, Invalid, NotFound
 from server.models import Episode, ExportJob, Study, StudyEnvironment, StudyState, utcnow
 from server.principal import Principal
-from server.recording.format import episode_dir, export_dir
+from server.recording.format import episode_dir, episode_videos, export_dir
 from server.services import study_files
 from server.study_spec import StudySpec
 
@@ -137,10 +137,13 @@ def update_study(db: Session, study: Study, spec: StudySpec, data_root: Path) ->
 
 
 def remove_episode_logs(data_root: Path, study_id: int, episode_ids: Iterable[str]) -> None:
-    """Remove the log folders of episodes whose rows are gone (committed first: a failed
-    commit must not leave rows without their logs)."""
+    """Remove the log folders of episodes whose rows are gone, and their videos (committed
+    first: a failed commit must not leave rows without their logs)."""
     for episode_id in episode_ids:
-        shutil.rmtree(episode_dir(data_root, study_id, episode_id), ignore_errors=True)
+        folder = episode_dir(data_root, study_id, episode_id)
+        shutil.rmtree(folder, ignore_errors=True)
+        for video in episode_videos(folder):
+            video.unlink(missing_ok=True)
 
 
 def delete_study(db: Session, study: Study, data_root: Path) -> None:

@@ -6,7 +6,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi import Path as Path_
 from fastapi.responses import FileResponse
 from sqlalchemy.orm import Session
@@ -458,16 +458,15 @@ def read_rewards(
 )
 def read_video(
     episode_id: str,
-    background: BackgroundTasks,
     db: SessionDep,
     principal: CurrentPrincipal,
     settings: SettingsDep,
 ) -> FileResponse:
     """H.264 (yuv420p, plays in browsers), each recorded frame shown from the time the worker
-    produced its observation (variable frame rate); see docs/export.md, "Videos"."""
+    produced its observation (variable frame rate); see docs/export.md, "Videos". Made on the
+    first request and kept beside the episode's log until the episode is deleted."""
     episode, log, _ = _log(episode_id, db, principal, settings)
-    path = episode_videos.episode_video(episode, log)
-    background.add_task(path.unlink, missing_ok=True)
+    path = episode_videos.episode_video(episode, log)  # made once, then kept
     return FileResponse(
         path,
         media_type="video/mp4",

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
 import simplejpeg
 
 from server.export.episode import realign_timings
+from server.recording.format import episode_videos
 from server.services import replay
 from tests.api.routes._recorded import (
     CARTPOLE_SPEC,
@@ -205,3 +207,36 @@ def test_episode_video_is_what_the_player_saw_at_the_recorded_times(  # type: ig
     worst = min(psnr(f, decode_jpeg(j)) for f, j in zip(frames, rec.frames, strict=True))
     assert worst >= PLAYABLE_PSNR_DB, worst
     assert c.get("/api/episodes/nope/video.mp4").status_code == 404
+
+
+def test_episode_video_is_made_once_and_goes_with_the_episode(world_short) -> None:  # type: ignore[no-untyped-def]
+    c, ep = world_short
+    log = Path(ep.storage_path)
+    assert episode_videos(log) == []
+    first = c.get(f"/api/episodes/{ep.id}/video.mp4")
+    assert first.status_code == 200, first.text
+    (kept,) = episode_videos(log)
+    assert kept.read_bytes() == first.content
+    made = kept.stat()
+    again = c.get(f"/api/episodes/{ep.id}/video.mp4")
+    assert again.content == first.content
+    (still,) = episode_videos(log)
+    assert (still, still.stat().st_ino, still.stat().st_mtime_ns) == (
+        kept,
+        made.st_ino,
+        made.st_mtime_ns,
+    )  # served as kept, not made again
+    assert not [p for p in log.parent.iterdir() if p.name.startswith(".")]  # no partial left
+
+    # The log changing (a late finalize) makes a new video and drops the old one.
+    extra = log / "late.bin"
+    extra.write_bytes(b"x")
+    assert c.get(f"/api/episodes/{ep.id}/video.mp4").status_code == 200
+    (newer,) = episode_videos(log)
+    assert newer != kept and not kept.exists()
+
+    # Deleting the episode deletes its video with its log.
+    body = {"selection": {"episode_ids": [ep.id]}, "action": "delete"}
+    res = c.post(f"/api/studies/{ep.study_id}/episodes/bulk", json=body)
+    assert res.status_code == 200, res.text
+    assert not log.exists() and episode_videos(log) == []
