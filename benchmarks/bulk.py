@@ -74,7 +74,7 @@ def main() -> None:
             study = db.get(Study, study_id)
             assert study is not None
             started = time.perf_counter()
-            ids = review.matched_ids(db, study, None, review.EpisodeFilter(statuses=["completed"]))
+            ids = bulk.matched_ids(db, study, None, review.EpisodeFilter(statuses=["completed"]))
             out["resolve_filter_s"] = round(time.perf_counter() - started, 3)
             for name, act in (
                 ("set_outcome", bulk.BulkAction("set_outcome", outcome="failure")),

@@ -43,7 +43,7 @@ from sqlalchemy.orm import Session  # noqa: E402
 from server.core.db import make_engine  # noqa: E402
 from server.core.migrate import upgrade_head  # noqa: E402
 from server.models import Study  # noqa: E402
-from server.services import quality, review  # noqa: E402
+from server.services import labels, quality, review  # noqa: E402
 
 DEFAULT_URL = os.environ.get(
     "STUDIO_BENCH_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/h_quality_bench"
@@ -182,7 +182,7 @@ def listing(db: Session, study: Study, flt: review.EpisodeFilter, **kw: Any) -> 
     review.external_ids(db, page.items)
     quality.medians(db, study.id)
     if page.total is not None:  # with the count, the tag names for the pickers
-        review.tag_names(db, study.id)
+        labels.tag_names(db, study.id)
     if page.total is None:
         return "not counted"
     return page.total if page.total_exact else f"{page.total}+"

@@ -34,7 +34,7 @@ from server.export.tfds_writer import check_dataset_name
 from server.models import Episode, EpisodeStatus, ExportJob, JobState, Study
 from server.principal import Principal
 from server.schemas import EpisodeFilterIn, ExportCreate, ExportOptionsIn, ExportSelection
-from server.services import review, studies
+from server.services import labels, review, studies
 
 ACTIVE = frozenset({JobState.queued, JobState.running})
 _FORMATS = {
@@ -169,7 +169,7 @@ def episode_inputs(
                     StepTag(t.name, t.start_step, t.end_step)
                     for t in sorted(e.step_tags, key=lambda t: (t.start_step, t.id))
                 ),
-                notes="\n\n".join(n.body for n in review.notes_of(e)),
+                notes="\n\n".join(n.body for n in labels.notes_of(e)),
                 instruction=(instructions or {}).get(e.env_key, ""),
                 outcome=review.effective_outcome(e) or "",
                 player_outcome=e.player_outcome or "",

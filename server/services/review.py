@@ -1,4 +1,7 @@
-"""Reviewing a study's episodes: filters, episode and step tags, notes.
+"""Listing a study's episodes: filters, sorts, cursor pages and capped counts.
+
+Labels (tags, outcomes, notes) are in :mod:`server.services.labels`, bulk actions in
+:mod:`server.services.bulk`.
 
 Every function that takes a principal checks ownership through :func:`studies.get_study`:
 another designer's episode is a 404, like a missing one. Statuses are never changed here;
@@ -15,28 +18,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Select, and_, delete, func, literal, or_, select, tuple_, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Select, and_, func, literal, or_, select, tuple_
 from sqlalchemy.orm import Session, selectinload
 
-from server.errors import DomainError, Invalid, NotFound
+from server.errors import DomainError, Invalid
 from server.models import (
     Episode,
-    EpisodeDeletion,
     EpisodeStatus,
     EpisodeTag,
-    Note,
-    Outcome,
     Participant,
-    StepTag,
     Study,
     StudyEnvironment,
     is_row_id,
-    utcnow,
 )
 from server.principal import USER_PREFIX, Principal
-from server.services import quality, studies
+from server.services import studies
 
 # Sort keys the list accepts ("-" prefix: descending).
 SORTS: dict[str, Any] = {
@@ -61,7 +57,6 @@ NULLABLE_SORTS = frozenset(
 DEFAULT_SORT = "-started_at"
 MAX_PAGE = 500
 COUNT_CAP = 10_000  # the list counts matches up to this (exact_count=true counts them all)
-BULK_CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter caps
 
 
 @dataclass(frozen=True)
@@ -379,275 +374,3 @@ def log_dir(episode: Episode, data_root: Path) -> Path:
     if not episode.storage_path or not path.is_relative_to(root):
         raise DomainError("The episode's log is not inside the data root.")
     return path
-
-
-def check_tag_name(name: str, loc: str) -> str:
-    name = name.strip()
-    if not name or len(name) > 64 or any(c in name for c in ",\n\r\t"):
-        raise Invalid(
-            "A tag name is 1 to 64 characters without commas, tabs or newlines.",
-            detail=[{"loc": ["body", loc], "msg": "bad tag name"}],
-        )
-    return name
-
-
-def add_tag(db: Session, episode: Episode, name: str, author_id: int | None) -> EpisodeTag:
-    """Tag the episode (adding an existing tag is a no-op returning it)."""
-    name = check_tag_name(name, "name")
-    for tag in episode.tags:
-        if tag.name == name:
-            return tag
-    tag = EpisodeTag(episode_id=episode.id, name=name, author_id=author_id)
-    episode.tags.append(tag)
-    db.commit()
-    return tag
-
-
-def remove_tag(db: Session, episode: Episode, name: str) -> None:
-    """Remove an episode tag; 404 when the episode does not have it."""
-    for tag in list(episode.tags):
-        if tag.name == name:
-            episode.tags.remove(tag)
-            db.commit()
-            return
-    raise NotFound(f"The episode has no tag {name!r}.")
-
-
-def add_step_tag(
-    db: Session, episode: Episode, name: str, start: int, end: int | None, author_id: int | None
-) -> StepTag:
-    """Tag step ``start`` or the inclusive range ``start..end`` (inside the episode's steps)."""
-    name = check_tag_name(name, "name")
-    end = start if end is None else end
-    if not 0 <= start <= end < episode.steps:
-        last = episode.steps - 1
-        raise Invalid(
-            f"Steps {start}..{end} are not inside the episode's steps 0..{last}."
-            if episode.steps
-            else "The episode has no step to tag.",
-            detail=[{"loc": ["body", "start"], "msg": f"0 <= start <= end <= {last}"}],
-        )
-    for tag in episode.step_tags:
-        if (tag.name, tag.start_step, tag.end_step) == (name, start, end):
-            return tag
-    tag = StepTag(
-        episode_id=episode.id, name=name, start_step=start, end_step=end, author_id=author_id
-    )
-    episode.step_tags.append(tag)
-    db.commit()
-    return tag
-
-
-def remove_step_tag(db: Session, episode: Episode, tag_id: int) -> None:
-    """Remove one step tag of the episode by id."""
-    for tag in list(episode.step_tags):
-        if tag.id == tag_id:
-            episode.step_tags.remove(tag)
-            db.commit()
-            return
-    raise NotFound("The episode has no such step tag.")
-
-
-def check_outcome(value: str | None, loc: str) -> str | None:
-    """``success``, ``failure`` or None (unset); anything else is a 422."""
-    if value is not None and value not in tuple(Outcome):
-        raise Invalid(
-            f"An outcome is success, failure or unset, not {value!r}.",
-            detail=[{"loc": ["body", loc], "msg": "success, failure or null"}],
-        )
-    return value
-
-
-def set_review(
-    db: Session, episode: Episode, *, outcome: str | None | bool = False, excluded: bool | None
-) -> Episode:
-    """Set the reviewer's outcome (None unsets it; False leaves it) and/or the excluded mark."""
-    if outcome is not False:
-        episode.outcome = check_outcome(outcome if isinstance(outcome, str) else None, "outcome")
-    if excluded is not None:
-        episode.excluded = excluded
-    db.commit()
-    return episode
-
-
-def add_note(db: Session, episode: Episode, body: str, author_id: int | None) -> Note:
-    """A note on the episode."""
-    body = body.strip()
-    if not body:
-        raise Invalid(
-            "A note cannot be empty.", detail=[{"loc": ["body", "body"], "msg": "empty note"}]
-        )
-    note = Note(episode_id=episode.id, body=body, author_id=author_id)
-    episode.notes.append(note)
-    db.commit()
-    return note
-
-
-def notes_of(episode: Episode) -> list[Note]:
-    """The episode's notes, oldest first."""
-    return sorted(episode.notes, key=lambda n: (n.created_at, n.id))
-
-
-def _distinct_names(table: Any, study_id: int) -> Select[Any]:
-    """The tag names of ``table`` used in a study: a skip scan of its ``name`` index (one
-    lookup per distinct name, not a pass over every tag), each name kept when one episode of
-    the study has it."""
-    first = select(func.min(table.name).label("name")).cte("names", recursive=True)
-    after = table.__table__.alias("after")
-    step = select(
-        select(func.min(after.c.name)).where(after.c.name > first.c.name).scalar_subquery()
-    ).where(first.c.name.is_not(None))
-    names = first.union_all(step)
-    # a scalar subquery with LIMIT 1 (an EXISTS would be planned as one join over all tags)
-    used = (
-        select(1)
-        .select_from(table)
-        .join(Episode, Episode.id == table.episode_id)
-        .where(table.name == names.c.name, Episode.study_id == study_id)
-        .limit(1)
-        .scalar_subquery()
-        .is_not(None)
-    )
-    return select(names.c.name).where(names.c.name.is_not(None), used)
-
-
-def tag_names(db: Session, study_id: int) -> list[str]:
-    """Every episode and step tag name used in a study (for filter pickers)."""
-    found = set(db.scalars(_distinct_names(EpisodeTag, study_id)).all())
-    found.update(db.scalars(_distinct_names(StepTag, study_id)).all())
-    return sorted(found)
-
-
-# --- bulk actions -------------------------------------------------------------------------
-@dataclass(frozen=True)
-class BulkResult:
-    matched: int
-    changed: int
-    skipped_recording: int = 0
-
-
-def _chunks(ids: Sequence[str]) -> list[Sequence[str]]:
-    return [ids[i : i + BULK_CHUNK] for i in range(0, len(ids), BULK_CHUNK)]
-
-
-def matched_ids(
-    db: Session, study: Study, episode_ids: Sequence[str] | None, flt: EpisodeFilter | None
-) -> list[str]:
-    """Ids of the study's episodes among ``episode_ids`` (others are not counted), or else
-    matching ``flt``."""
-    if episode_ids is None:
-        query = filtered(study.id, flt or EpisodeFilter()).with_only_columns(Episode.id)
-        return list(db.scalars(query.order_by(Episode.id)))
-    found: list[str] = []
-    for chunk in _chunks(list(dict.fromkeys(episode_ids))):
-        where = (Episode.study_id == study.id, Episode.id.in_(chunk))
-        found += db.scalars(select(Episode.id).where(*where)).all()
-    return found
-
-
-def bulk_add_tags(
-    db: Session, ids: Sequence[str], tags: Sequence[str], author_id: int | None
-) -> int:
-    """Give every episode every tag; the number of episodes that got at least one.
-
-    One ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` per chunk: the unique (episode,
-    name) constraint skips tags already there, and no read first (whose plan a growing tag
-    table can make slow before PostgreSQL's statistics catch up)."""
-    names = list(dict.fromkeys(check_tag_name(t, "tags") for t in tags))
-    insert_of = pg_insert if db.get_bind().dialect.name == "postgresql" else sqlite_insert
-    changed: set[str] = set()
-    pairs = [(e, n) for e in ids for n in names]
-    for i in range(0, len(pairs), BULK_CHUNK):  # 4 parameters a row: well under the caps
-        rows = [{"episode_id": e, "name": n, "author_id": author_id, "created_at": utcnow()}
-                for e, n in pairs[i : i + BULK_CHUNK]]  # fmt: skip
-        stmt = (
-            insert_of(EpisodeTag)
-            .values(rows)
-            .on_conflict_do_nothing(index_elements=["episode_id", "name"])
-            .returning(EpisodeTag.episode_id)
-        )
-        changed.update(db.scalars(stmt))
-    db.commit()
-    return len(changed)
-
-
-def bulk_remove_tags(db: Session, ids: Sequence[str], tags: Sequence[str]) -> int:
-    """Remove the tags from every episode; the number of episodes that had one."""
-    names = list(dict.fromkeys(check_tag_name(t, "tags") for t in tags))
-    changed: set[str] = set()
-    for chunk in _chunks(ids):
-        where = (EpisodeTag.episode_id.in_(chunk), EpisodeTag.name.in_(names))
-        changed.update(db.scalars(select(EpisodeTag.episode_id).where(*where)).all())
-        db.execute(delete(EpisodeTag).where(*where))
-    db.commit()
-    return len(changed)
-
-
-def bulk_set_outcome(db: Session, ids: Sequence[str], outcome: str | None) -> int:
-    """Set (or unset, None) the reviewer's outcome; the number of episodes it changed."""
-    outcome = check_outcome(outcome, "outcome")
-    changed = 0
-    for chunk in _chunks(ids):
-        differs = Episode.outcome.is_not(None) if outcome is None else (
-            Episode.outcome.is_(None) | (Episode.outcome != outcome)
-        )  # fmt: skip
-        result = db.execute(
-            update(Episode).where(Episode.id.in_(chunk), differs).values(outcome=outcome),
-            execution_options=_NO_SYNC,
-        )
-        changed += _rowcount(result)
-    db.commit()
-    return changed
-
-
-def bulk_set_excluded(db: Session, ids: Sequence[str], excluded: bool) -> int:
-    """Mark (or unmark) the episodes excluded; the number it changed."""
-    changed = 0
-    for chunk in _chunks(ids):
-        where = (Episode.id.in_(chunk), Episode.excluded.is_not(excluded))
-        stmt = update(Episode).where(*where).values(excluded=excluded)
-        changed += _rowcount(db.execute(stmt, execution_options=_NO_SYNC))
-    db.commit()
-    return changed
-
-
-# the rows are not kept in the session: no need to match them against it
-_NO_SYNC = {"synchronize_session": False}
-
-
-def _rowcount(result: Any) -> int:
-    return int(getattr(result, "rowcount", 0) or 0)
-
-
-def bulk_delete(
-    db: Session,
-    study: Study,
-    ids: Sequence[str],
-    user_id: int | None,
-    data_root: Path,
-    record: EpisodeDeletion | None = None,
-) -> tuple[BulkResult, EpisodeDeletion | None]:
-    """Delete the episodes that are not recording (tags, step tags and notes cascade), record
-    the deletion (adding to ``record`` when a job deletes chunk by chunk), then remove their
-    logs."""
-    gone: list[str] = []
-    envs: set[int] = set()
-    recording = 0
-    for chunk in _chunks(ids):
-        # a recording episode keeps being written by its worker: never pulled from under it
-        where = (Episode.id.in_(chunk), Episode.status != EpisodeStatus.recording)
-        ended = db.execute(select(Episode.id, Episode.study_env_id).where(*where)).tuples().all()
-        db.execute(delete(Episode).where(*where))
-        gone += [episode_id for episode_id, _ in ended]
-        envs.update(env_id for _, env_id in ended)
-        live = Episode.id.in_(chunk) & (Episode.status == EpisodeStatus.recording)
-        recording += db.scalar(select(func.count()).where(live)) or 0
-    if gone and record is None:
-        record = EpisodeDeletion(study_id=study.id, user_id=user_id, count=len(gone))
-        db.add(record)
-    elif gone and record is not None:
-        record.count += len(gone)
-    quality.refresh_medians(db, envs)
-    db.commit()
-    studies.remove_episode_logs(data_root, study.id, gone)
-    return BulkResult(matched=len(ids), changed=len(gone), skipped_recording=recording), record

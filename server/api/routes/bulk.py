@@ -10,7 +10,7 @@ from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.errors import Conflict
 from server.models import BulkJob, JobState
 from server.schemas import BulkJobPublic, EpisodeBulkIn, EpisodeBulkOut
-from server.services import bulk, exports, review, studies
+from server.services import bulk, exports, studies
 from server.services.bulk_runner import BulkRunner
 
 router = APIRouter(tags=["episodes"])
@@ -67,7 +67,7 @@ def bulk_episodes(
     study = studies.get_study(db, principal, study_id)
     sel = body.selection
     flt = exports.selection_filter(sel.filter) if sel.filter is not None else None
-    ids = review.matched_ids(db, study, sel.episode_ids, flt)
+    ids = bulk.matched_ids(db, study, sel.episode_ids, flt)
     act = bulk.check(bulk.BulkAction(body.action, tuple(body.tags), body.outcome))
     if flt is None and len(ids) <= settings.bulk_inline_max:
         done = bulk.apply(db, study, ids, act, principal.user_id, settings.data_root)

@@ -26,7 +26,15 @@ from server.schemas import (
     StepTagPublic,
     TagIn,
 )
-from server.services import _replay_step, episode_videos, quality, replay, review, studies
+from server.services import (
+    _replay_step,
+    episode_videos,
+    labels,
+    quality,
+    replay,
+    review,
+    studies,
+)
 
 router = APIRouter(tags=["episodes"])
 
@@ -85,7 +93,7 @@ def _detail(db: Session, episode: Episode) -> EpisodeDetail:
             for t in step_tags
         ],
         notes=[
-            NotePublic.model_validate(n, from_attributes=True) for n in review.notes_of(episode)
+            NotePublic.model_validate(n, from_attributes=True) for n in labels.notes_of(episode)
         ],
     )
 
@@ -202,7 +210,7 @@ def list_episodes(
         offset=page.offset,
         limit=page.limit,
         next_cursor=page.next_cursor,
-        tag_names=review.tag_names(db, study.id) if count else [],
+        tag_names=labels.tag_names(db, study.id) if count else [],
     )
 
 
@@ -219,7 +227,7 @@ def review_episode(
     again); ``excluded``: keep the episode out of exports by default."""
     episode = review.get_episode(db, principal, episode_id)
     outcome = body.outcome if "outcome" in body.model_fields_set else False
-    review.set_review(db, episode, outcome=outcome, excluded=body.excluded)
+    labels.set_review(db, episode, outcome=outcome, excluded=body.excluded)
     return _detail(db, episode)
 
 
@@ -246,7 +254,7 @@ def add_tag(
 ) -> EpisodeDetail:
     """Add an episode tag (adding it twice keeps one)."""
     episode = review.get_episode(db, principal, episode_id)
-    review.add_tag(db, episode, body.name, principal.user_id)
+    labels.add_tag(db, episode, body.name, principal.user_id)
     return _detail(db, episode)
 
 
@@ -258,7 +266,7 @@ def add_tag(
 )
 def remove_tag(episode_id: str, name: str, db: SessionDep, principal: CurrentPrincipal) -> Response:
     """Remove an episode tag."""
-    review.remove_tag(db, review.get_episode(db, principal, episode_id), name)
+    labels.remove_tag(db, review.get_episode(db, principal, episode_id), name)
     return Response(status_code=204)
 
 
@@ -274,7 +282,7 @@ def add_step_tag(
 ) -> StepTagPublic:
     """Tag step ``start`` or steps ``start..end`` (inclusive, within 0..steps-1)."""
     episode = review.get_episode(db, principal, episode_id)
-    tag = review.add_step_tag(db, episode, body.name, body.start, body.end, principal.user_id)
+    tag = labels.add_step_tag(db, episode, body.name, body.start, body.end, principal.user_id)
     return StepTagPublic(id=tag.id, name=tag.name, start=tag.start_step, end=tag.end_step)
 
 
@@ -288,7 +296,7 @@ def remove_step_tag(
     episode_id: str, tag_id: RowId, db: SessionDep, principal: CurrentPrincipal
 ) -> Response:
     """Remove one step tag."""
-    review.remove_step_tag(db, review.get_episode(db, principal, episode_id), tag_id)
+    labels.remove_step_tag(db, review.get_episode(db, principal, episode_id), tag_id)
     return Response(status_code=204)
 
 
@@ -301,7 +309,7 @@ def remove_step_tag(
 def list_notes(episode_id: str, db: SessionDep, principal: CurrentPrincipal) -> list[NotePublic]:
     """The episode's notes, oldest first."""
     episode = review.get_episode(db, principal, episode_id)
-    return [NotePublic.model_validate(n, from_attributes=True) for n in review.notes_of(episode)]
+    return [NotePublic.model_validate(n, from_attributes=True) for n in labels.notes_of(episode)]
 
 
 @router.post(
@@ -316,7 +324,7 @@ def add_note(
 ) -> NotePublic:
     """A note on the episode (exported with it)."""
     episode = review.get_episode(db, principal, episode_id)
-    note = review.add_note(db, episode, body.body, principal.user_id)
+    note = labels.add_note(db, episode, body.body, principal.user_id)
     return NotePublic.model_validate(note, from_attributes=True)
 
 

@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from server.models import Episode, EpisodeDeletion, EpisodeTag, Note, Role, StepTag
 from server.recording.format import episode_dir
-from server.services import review
+from server.services import bulk
 from tests.api.routes._recorded import Inserter, two_env_spec
 
 
@@ -94,7 +94,7 @@ def test_tags_over_a_filter(world, db) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_delete_removes_rows_logs_and_is_recorded(world, db, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(review, "BULK_CHUNK", 2)  # the job goes chunk by chunk: one record
+    monkeypatch.setattr(bulk, "BULK_CHUNK", 2)  # the job goes chunk by chunk: one record
     c, study = world["c"], world["study"]
     ids = [e.id for e in world["eps"]]  # the rows go: keep their ids
     detail = c.get(f"/api/episodes/{ids[2]}").json()

@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import select
 
 from server.models import BulkJob, Episode, JobState
-from server.services import bulk, review
+from server.services import bulk
 from server.services.bulk_runner import BulkRunner
 from tests.api.routes._recorded import Inserter, two_env_spec
 from tests.api.routes.test_episodes_bulk import run, wait_job
@@ -183,7 +183,7 @@ def test_deleted_by_a_job_are_gone(world, db) -> None:  # type: ignore[no-untype
 
 
 def test_a_canceled_job_keeps_the_chunks_it_finished(world, db, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(review, "BULK_CHUNK", 2)
+    monkeypatch.setattr(bulk, "BULK_CHUNK", 2)
     ids = [e.id for e in world["eps"]]
     seen: list[tuple[int, int, int]] = []
     act = bulk.BulkAction("exclude")
