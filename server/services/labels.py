@@ -3,6 +3,7 @@ mark and notes; and the tag names a study uses (for filter pickers)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Select, func, select
@@ -34,14 +35,22 @@ def add_tag(db: Session, episode: Episode, name: str, author_id: int | None) -> 
     return tag
 
 
-def remove_tag(db: Session, episode: Episode, name: str) -> None:
-    """Remove an episode tag; 404 when the episode does not have it."""
-    for tag in list(episode.tags):
-        if tag.name == name:
-            episode.tags.remove(tag)
+def _remove_first(
+    db: Session, items: list[Any], matches: Callable[[Any], bool], missing: str
+) -> None:
+    """Remove the first of ``items`` that ``matches`` and commit; 404 ``missing`` if none."""
+    for item in items:
+        if matches(item):
+            items.remove(item)
             db.commit()
             return
-    raise NotFound(f"The episode has no tag {name!r}.")
+    raise NotFound(missing)
+
+
+def remove_tag(db: Session, episode: Episode, name: str) -> None:
+    """Remove an episode tag; 404 when the episode does not have it."""
+    missing = f"The episode has no tag {name!r}."
+    _remove_first(db, episode.tags, lambda tag: tag.name == name, missing)
 
 
 def add_step_tag(
@@ -71,12 +80,8 @@ def add_step_tag(
 
 def remove_step_tag(db: Session, episode: Episode, tag_id: int) -> None:
     """Remove one step tag of the episode by id."""
-    for tag in list(episode.step_tags):
-        if tag.id == tag_id:
-            episode.step_tags.remove(tag)
-            db.commit()
-            return
-    raise NotFound("The episode has no such step tag.")
+    missing = "The episode has no such step tag."
+    _remove_first(db, episode.step_tags, lambda tag: tag.id == tag_id, missing)
 
 
 def check_outcome(value: str | None, loc: str) -> str | None:
