@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -345,6 +346,23 @@ class EpisodeDeletion(Base):
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), index=True)
     count: Mapped[int] = mapped_column(Integer)
     deleted_at: Mapped[datetime] = mapped_column(_TS, default=utcnow, index=True)
+
+
+class LoginFailure(Base):
+    """A failed login, counted against its key while it is in the login limits' window.
+
+    Shared by every replica through the database (server/core/login_limit.py); rows older
+    than the window are deleted as logins fail.
+    """
+
+    __tablename__ = "login_failures"
+    __table_args__ = (Index("ix_login_failures_key_at", "key", "at"), NO_ID_REUSE)
+
+    # 64-bit on PostgreSQL: a long password spray must not run out of ids (they are never
+    # reused). SQLite's AUTOINCREMENT needs its own INTEGER, which is 64-bit there anyway.
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255))  # account:<email> or address:<ip>
+    at: Mapped[datetime] = mapped_column(_TS, index=True)
 
 
 class ClaimableJob:

@@ -1,9 +1,17 @@
-"""The login limiter's sliding window, with a hand-driven clock."""
+"""The login limiter's sliding window, in the test database, with a hand-driven clock."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
 from server.core import login_limit
+from server.core.db import make_engine, make_sessionmaker
 from server.core.login_limit import LoginLimiter
+from server.models import LoginFailure
 
 
 class Clock:
@@ -14,42 +22,109 @@ class Clock:
         return self.now
 
 
-def test_the_window_slides():
+def rows(db: Session, key: str | None = None) -> int:
+    query = select(func.count()).select_from(LoginFailure)
+    if key is not None:
+        query = query.where(LoginFailure.key == key)
+    return db.scalar(query) or 0
+
+
+def test_the_window_slides(db):
     clock = Clock()
     limiter = LoginLimiter(max_per_account=3, max_per_address=100, window_s=60, clock=clock)
     for _ in range(3):
-        assert limiter.retry_after("a@x.org", "h") == 0
-        limiter.failed("a@x.org", "h")
+        assert limiter.retry_after(db, "a@x.org", "h") == 0
+        limiter.failed(db, "a@x.org", "h")
         clock.now += 10
     # failures at 1000, 1010, 1020; now 1030: the oldest leaves the window at 1060
-    assert limiter.retry_after("A@x.org ", "h") == 30
+    assert limiter.retry_after(db, "A@x.org ", "h") == 30
     clock.now = 1059.5
-    assert limiter.retry_after("a@x.org", "h") == 1
+    assert limiter.retry_after(db, "a@x.org", "h") == 1
     clock.now = 1060.0
-    assert limiter.retry_after("a@x.org", "h") == 0
-    limiter.failed("a@x.org", "h")  # three in the window again
-    assert limiter.retry_after("a@x.org", "h") == 10
+    assert limiter.retry_after(db, "a@x.org", "h") == 0
+    limiter.failed(db, "a@x.org", "h")  # three in the window again
+    assert limiter.retry_after(db, "a@x.org", "h") == 10
+    # the failure at 1000 left the window and its rows went when the account failed again
+    assert rows(db, "account:a@x.org") == 3
 
 
-def test_success_clears_the_account_but_not_the_address():
+def test_success_clears_the_account_but_not_the_address(db):
     clock = Clock()
     limiter = LoginLimiter(max_per_account=2, max_per_address=3, window_s=60, clock=clock)
-    limiter.failed("a@x.org", "h")
-    limiter.failed("a@x.org", "h")
-    assert limiter.retry_after("a@x.org", "other") == 60
-    limiter.succeeded("a@x.org")
-    assert limiter.retry_after("a@x.org", "other") == 0
-    limiter.failed("b@x.org", "h")
-    assert limiter.retry_after("c@x.org", "h") == 60  # the address has 3 failures
+    limiter.failed(db, "a@x.org", "h")
+    limiter.failed(db, "a@x.org", "h")
+    assert limiter.retry_after(db, "a@x.org", "other") == 60
+    limiter.succeeded(db, "a@x.org")
+    assert limiter.retry_after(db, "a@x.org", "other") == 0
+    limiter.failed(db, "b@x.org", "h")
+    assert limiter.retry_after(db, "c@x.org", "h") == 60  # the address has 3 failures
 
 
-def test_memory_is_bounded(monkeypatch):
-    monkeypatch.setattr(login_limit, "MAX_KEYS", 50)
+@pytest.fixture
+def second_replica(settings) -> Iterator[Session]:  # type: ignore[no-untyped-def]
+    """A session of another process's engine on the same database."""
+    engine = make_engine(settings.database_url)
+    with make_sessionmaker(engine)() as session:
+        yield session
+    engine.dispose()
+
+
+def test_replicas_share_the_counts(db, second_replica):
+    clock = Clock()
+    one = LoginLimiter(max_per_account=3, max_per_address=5, window_s=60, clock=clock)
+    two = LoginLimiter(max_per_account=3, max_per_address=5, window_s=60, clock=clock)
+    one.failed(db, "a@x.org", "h")
+    two.failed(second_replica, "a@x.org", "h")
+    assert one.retry_after(db, "a@x.org", "h") == 0
+    clock.now += 1
+    one.failed(db, "A@x.org", "h")  # the third failure of the account, on either replica
+    assert two.retry_after(second_replica, "a@x.org", "other") == 59
+    assert one.retry_after(db, "a@x.org", "other") == 59
+    two.failed(second_replica, "b@x.org", "h")
+    two.failed(second_replica, "c@x.org", "h")  # the address's fifth
+    assert one.retry_after(db, "d@x.org", "h") == 59  # the address's fifth newest: 1000
+    # a success on one replica clears the account on the other
+    two.succeeded(second_replica, "a@x.org")
+    assert one.retry_after(db, "a@x.org", "other") == 0
+    assert one.retry_after(db, "a@x.org", "h") == 59  # the address still counts
+
+
+def test_rows_are_bounded(db, monkeypatch):
+    monkeypatch.setattr(login_limit, "MAX_ROWS", 50)
+    monkeypatch.setattr(login_limit, "PRUNE_EVERY", 10)
     clock = Clock()
     limiter = LoginLimiter(max_per_account=5, max_per_address=5, window_s=60, clock=clock)
     for n in range(200):
-        limiter.failed(f"u{n}@x.org", f"10.0.{n}.1")
-    assert len(limiter._failures) <= 50
+        limiter.failed(db, f"u{n}@x.org", f"10.0.{n}.1")
+        clock.now += 0.01
+        assert rows(db) <= 50 + 2 * 10  # pruned back to 50 every 10 failures
+    # the newest failures are the ones kept
+    assert rows(db, "account:u199@x.org") == 1
+    assert rows(db, "account:u0@x.org") == 0
     clock.now += 61
-    limiter.failed("last@x.org", "h")
-    assert len(limiter._failures) <= 50
+    limiter.failed(db, "last@x.org", "h")  # the 200th failure: prunes every expired row
+    assert rows(db) == 2
+
+
+def test_a_process_prunes_at_its_first_failure(db):
+    clock = Clock()
+    old = LoginLimiter(max_per_account=5, max_per_address=5, window_s=60, clock=clock)
+    for n in range(3):
+        old.failed(db, f"u{n}@x.org", "h")
+    assert rows(db) == 6
+    clock.now += 61
+    LoginLimiter(max_per_account=5, max_per_address=5, window_s=60, clock=clock).failed(
+        db, "new@x.org", "h2"
+    )
+    assert rows(db) == 2
+
+
+def test_long_keys_are_stored_as_a_digest(db):
+    limiter = LoginLimiter(max_per_account=1, max_per_address=5, window_s=60, clock=Clock())
+    long = "İ" * 300 + "@x.org"  # lowercasing lengthens it past the column
+    limiter.failed(db, long, "h" * 400)
+    keys = set(db.scalars(select(LoginFailure.key)))
+    assert all(len(key) <= login_limit.KEY_MAX for key in keys), keys
+    assert {key.split(":")[0] for key in keys} == {"account", "address"}
+    assert limiter.retry_after(db, long, "other") == 60
+    assert limiter.retry_after(db, "i̇" * 300 + "@x.org", "other") == 60  # the same account

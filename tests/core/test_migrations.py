@@ -211,6 +211,11 @@ def _rows_at_0001() -> dict[str, list[dict[str, Any]]]:
             }
             for i in (1, 2)
         ],  # fmt: skip
+        # made by 0010
+        "login_failures": [
+            {"id": 1, "key": "account:a@example.com", "at": now},
+            {"id": 2, "key": "address:192.0.2.1", "at": now},
+        ],
     }
 
 

@@ -6,6 +6,7 @@ from fastapi import APIRouter, HTTPException, Request, Response
 
 from server.api.deps import CurrentUser, SessionDep, SettingsDep
 from server.core import security
+from server.core.login_limit import LoginLimiter
 from server.errors import Unauthorized
 from server.schemas import LoginIn, LoginOut, UserPublic
 from server.services import users
@@ -30,14 +31,15 @@ def login(
 ) -> LoginOut:
     """Set the session cookie (HTTP-only) and the CSRF cookie; return the user.
 
-    Failed logins are limited per account and per client address (429 with Retry-After);
-    while limited, even the right password is refused.
+    Failed logins are limited per account and per client address (429 with Retry-After),
+    counted in the database so that every replica sees them; while limited, even the right
+    password is refused.
     """
-    limiter = request.app.state.login_limiter
+    limiter: LoginLimiter = request.app.state.login_limiter
     # The peer address; behind STUDIO_TRUSTED_PROXIES the app has already put the client's
     # address from X-Forwarded-For here (server.main), and nothing else reads that header.
     address = request.client.host if request.client else ""
-    wait = limiter.retry_after(body.email, address)
+    wait = limiter.retry_after(db, body.email, address)
     if wait:
         raise HTTPException(
             429,
@@ -47,9 +49,9 @@ def login(
     try:
         user = users.authenticate(db, body.email, body.password)
     except Unauthorized:
-        limiter.failed(body.email, address)
+        limiter.failed(db, body.email, address)  # commits: the 401 rolls the session back
         raise
-    limiter.succeeded(body.email)
+    limiter.succeeded(db, body.email)
     token = users.start_login(db, user, settings.session_max_age_s)
     csrf = security.new_token(16)
     secure = settings.environment == "production"

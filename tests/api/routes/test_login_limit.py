@@ -50,6 +50,25 @@ def test_five_failures_lock_the_account_even_for_the_right_password(factory, fro
     assert login(client, other.email, PASSWORD).status_code == 200
 
 
+def test_replicas_share_the_counts(settings, factory, from_address):
+    """Two apps on one database, as two replicas behind a load balancer: one limit in all."""
+    user, other = factory.user(), factory.user()
+    limits = settings.model_copy(
+        update={"login_max_failures": 3, "login_max_failures_per_address": 4}
+    )
+    one, two = create_app(limits), create_app(limits)
+    a1, a2 = from_address("10.0.0.1", app=one), from_address("10.0.0.1", app=two)
+    for client in (a1, a2, a1):
+        assert login(client, user.email, "wrong password").status_code == 401
+    for client in (a1, a2):
+        assert login(client, user.email, PASSWORD).status_code == 429
+    b1, b2 = from_address("10.0.0.2", app=one), from_address("10.0.0.2", app=two)
+    for n, client in enumerate((b1, b2, b1, b2)):
+        assert login(client, f"nobody{n}@example.com", "wrong").status_code == 401
+    assert login(b1, other.email, PASSWORD).status_code == 429
+    assert login(from_address("10.0.0.3", app=two), other.email, PASSWORD).status_code == 200
+
+
 def test_a_success_resets_the_account_count(factory, from_address):
     user = factory.user()
     client = from_address("10.0.0.1")
