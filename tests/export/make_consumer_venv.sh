@@ -29,7 +29,6 @@ case "$CONSUMER" in
     *) echo "unknown consumer $CONSUMER (tfds, minari or lerobot)"; exit 2 ;;
 esac
 PYTHON="${PYTHON:-python3}"
-STAMP="$VENV/.requirements-sha256"
 
 want="$(sha256sum "$REQ" | cut -d' ' -f1)"
 if [[ -z "$VENV" ]]; then
@@ -40,6 +39,7 @@ if [[ -z "$VENV" ]]; then
     if [[ -d "$LINK" && ! -L "$LINK" ]]; then rm -rf "$LINK"; fi
     ln -sfn "$VENV" "$LINK"
 fi
+STAMP="$VENV/.requirements-sha256"  # once VENV is known: each venv has its own
 if [[ -x "$VENV/bin/python" && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
     echo "consumer venv up to date: $VENV"
     exit 0
