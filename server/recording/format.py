@@ -70,8 +70,13 @@ def episode_dir(data_root: Path, study_id: int | str, episode_id: str) -> Path:
     return Path(data_root) / EPISODES_DIR / str(study_id) / episode_id
 
 
+def episode_video_path(log_dir: Path, log_stamp: str) -> Path:
+    """The video kept beside an episode's log folder for one state of its log."""
+    return log_dir.parent / f"{log_dir.name}.{log_stamp}.mp4"
+
+
 def episode_videos(log_dir: Path) -> list[Path]:
-    """Videos kept beside an episode's log folder: ``<episode id>.<log stamp>.mp4``."""
+    """Videos kept beside an episode's log folder (:func:`episode_video_path`)."""
     return sorted(log_dir.parent.glob(f"{log_dir.name}.*.mp4"))
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -38,6 +38,8 @@ from server.services import labels, quality, review, studies
 ProgressFn = Callable[[int, int, int], None]  # episodes done, changed, skipped (recording)
 CancelFn = Callable[[], bool]
 ACTIVE = frozenset({JobState.queued, JobState.running})
+BULK_CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter caps
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def apply(
     """Apply ``act`` to the episodes ``ids`` of ``study``, a chunk at a time."""
     changed = skipped = done = 0
     record: EpisodeDeletion | None = None
-    for chunk in [ids[i : i + BULK_CHUNK] for i in range(0, len(ids), BULK_CHUNK)]:
+    for chunk in _chunks(ids):
         if cancel is not None and cancel():
             raise BulkCanceledError
         if act.action == "delete":
@@ -141,11 +143,9 @@ def get_job(db: Session, principal: Principal, job_id: int) -> BulkJob:
     return studies.get_in_study(db, principal, BulkJob, job_id, "bulk job")
 
 
-BULK_CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter caps
-
-
-def _chunks(ids: Sequence[str]) -> list[Sequence[str]]:
-    return [ids[i : i + BULK_CHUNK] for i in range(0, len(ids), BULK_CHUNK)]
+def _chunks(items: Sequence[T]) -> list[Sequence[T]]:
+    """``items`` in runs of BULK_CHUNK: ids per IN (...) list, rows per INSERT."""
+    return [items[i : i + BULK_CHUNK] for i in range(0, len(items), BULK_CHUNK)]
 
 
 def matched_ids(
@@ -176,9 +176,9 @@ def bulk_add_tags(
     insert_of = pg_insert if db.get_bind().dialect.name == "postgresql" else sqlite_insert
     changed: set[str] = set()
     pairs = [(e, n) for e in ids for n in names]
-    for i in range(0, len(pairs), BULK_CHUNK):  # 4 parameters a row: well under the caps
+    for chunk in _chunks(pairs):  # 4 parameters a row: well under the caps
         rows = [{"episode_id": e, "name": n, "author_id": author_id, "created_at": utcnow()}
-                for e, n in pairs[i : i + BULK_CHUNK]]  # fmt: skip
+                for e, n in chunk]  # fmt: skip
         stmt = (
             insert_of(EpisodeTag)
             .values(rows)

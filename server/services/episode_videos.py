@@ -19,7 +19,7 @@ from server.errors import Conflict, Invalid, NotFound
 from server.export.episode_video import video_of_log
 from server.export.errors import ExportError
 from server.models import Episode, EpisodeStatus
-from server.recording.format import episode_videos
+from server.recording.format import episode_video_path, episode_videos
 
 
 def _log_stamp(log_dir: Path) -> str:
@@ -37,7 +37,7 @@ def episode_video(episode: Episode, log_dir: Path) -> Path:
         raise Conflict("The episode is still being recorded; its video is made once it ends.")
     if not log_dir.is_dir():
         raise NotFound(f"Episode {episode.id} has no log on disk.")
-    path = log_dir.parent / f"{log_dir.name}.{_log_stamp(log_dir)}.mp4"
+    path = episode_video_path(log_dir, _log_stamp(log_dir))
     if path.is_file():
         return path
     fd, name = tempfile.mkstemp(prefix=f".{log_dir.name}-", suffix=".mp4", dir=log_dir.parent)
