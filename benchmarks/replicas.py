@@ -69,8 +69,9 @@ def measure(replicas: int, counts: list[int], seconds: float) -> dict[str, Any]:
     fine = [r["sessions"] for r in rounds if r["late_frames_pct"] < LATE_LIMIT_PCT]
     best = max(fine, default=0)
     cores = os.cpu_count() or 1
-    measured = [r for r in rounds if "cpu_per_session_pct" in r] or [{"cpu_per_session_pct": 100}]
-    biggest = max(measured, key=lambda r: r.get("sessions", 0))
+    # the largest round that got as far as measuring CPU (not one that timed out starting)
+    measured = [r for r in rounds if "cpu_per_session_pct" in r]
+    biggest = max(measured, key=lambda r: r["sessions"], default=None)
     return {
         "replicas": replicas,
         "players_under_1pct_late": best,
@@ -78,7 +79,9 @@ def measure(replicas: int, counts: list[int], seconds: float) -> dict[str, Any]:
         "players_per_core": round(best / cores, 1),
         # What a core carries by CPU cost alone (app + workers per session, largest round):
         # the figure to compare when other jobs share the machine.
-        "players_per_core_by_cpu": round(100 / max(biggest["cpu_per_session_pct"], 0.1), 1),
+        "players_per_core_by_cpu": (
+            round(100 / max(biggest["cpu_per_session_pct"], 0.1), 1) if biggest else None
+        ),
         "rounds": rounds,
     }
 
