@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import multiprocessing
-import select
+import pickle
+import socket
+import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -84,12 +86,87 @@ def _context() -> Any:
     return ctx
 
 
+_HEADER = struct.Struct("!i")  # multiprocessing.Connection's framing: a signed length ...
+_LONG_HEADER = struct.Struct("!Q")  # ... or -1 and then an unsigned 64-bit one
+_MAX_SHORT = 0x7FFFFFFF
+
+
+def frame_message(message: Any) -> bytes:
+    """``message`` pickled and framed exactly as ``Connection.send`` frames it."""
+    body = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+    if len(body) > _MAX_SHORT:
+        return _HEADER.pack(-1) + _LONG_HEADER.pack(len(body)) + body
+    return _HEADER.pack(len(body)) + body
+
+
+class _Wire(asyncio.Protocol):
+    """The app's end of the worker's socket pair, read and written by the event loop.
+
+    The worker keeps a plain blocking :class:`Connection`; this side never blocks: whatever
+    the socket holds is buffered and each complete message is dispatched, however many
+    reads it took to arrive (a 32 KiB frame comes in pieces), and writes are queued by the
+    transport. (A blocking ``Connection.recv`` on a descriptor the loop watches is not an
+    option: uvloop makes watched descriptors non-blocking, so a message that had not fully
+    arrived read as a dead worker.)
+    """
+
+    def __init__(self, worker: EnvWorker) -> None:
+        self.worker = worker
+        self.buffer = bytearray()
+        self.transport: Any = None  # an asyncio.Transport (uvloop's does not subclass it)
+        self.drained: asyncio.Future[None] | None = None  # set while writing is paused
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self.buffer
+        buffer += data
+        start = 0
+        while True:
+            have = len(buffer) - start
+            if have < 4:
+                break
+            (size,) = _HEADER.unpack_from(buffer, start)
+            head = 4
+            if size == -1:
+                if have < 12:
+                    break
+                (size,) = _LONG_HEADER.unpack_from(buffer, start + 4)
+                head = 12
+            if have < head + size:
+                break
+            body = memoryview(buffer)[start + head : start + head + size]
+            try:
+                message = pickle.loads(body)
+            finally:
+                body.release()
+            start += head + size
+            self.worker._dispatch(message)
+        if start:
+            del buffer[:start]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.drained is not None:
+            _settle(self.drained)
+        self.worker._on_dead()
+
+    def pause_writing(self) -> None:
+        if self.drained is None:
+            self.drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self.drained is not None:
+            _settle(self.drained)
+            self.drained = None
+
+
 class EnvWorker:
     """One environment worker process, driven with awaitable methods."""
 
-    def __init__(self, process: Any, conn: Connection, reply_timeout: float) -> None:
+    def __init__(self, process: Any, reply_timeout: float) -> None:
         self._process = process
-        self._conn = conn
+        self._wire = _Wire(self)
         self.reply_timeout = reply_timeout
         self.info: dict[str, Any] = {}
         self._loop = asyncio.get_running_loop()
@@ -99,7 +176,10 @@ class EnvWorker:
         self._events: asyncio.Queue[Any] = asyncio.Queue()
         self._closed = False
         self._dead = False
-        self._loop.add_reader(conn.fileno(), self._on_readable)
+
+    async def _connect(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        await self._loop.create_unix_connection(lambda: self._wire, sock=sock)
 
     # -- lifecycle --------------------------------------------------------------------------
     @classmethod
@@ -120,7 +200,10 @@ class EnvWorker:
         not allow, before importing anything.
         """
         ctx = _context()
-        parent, child = ctx.Pipe(duplex=True)
+        # A socket pair, as ``ctx.Pipe`` makes one: the worker's end is a blocking
+        # Connection, the app's end belongs to the event loop (:class:`_Wire`).
+        parent, child_sock = socket.socketpair()
+        child = Connection(child_sock.detach())
         process = ctx.Process(
             target=worker_main,
             args=(child, env_spec.model_dump_json(), allowed, str(study_id), str(data_root),
@@ -129,10 +212,20 @@ class EnvWorker:
             name=f"env-worker-{env_spec.id}",
         )  # fmt: skip
         # Starting a forkserver process blocks briefly (first use starts the server).
-        await asyncio.to_thread(process.start)
-        child.close()
-        worker = cls(process, parent, reply_timeout)
         try:
+            await asyncio.to_thread(process.start)
+        except BaseException:
+            parent.close()
+            raise
+        finally:
+            child.close()
+        worker = cls(process, reply_timeout)
+        try:
+            try:
+                await worker._connect(parent)
+            except BaseException:
+                parent.close()
+                raise
             worker.info = await worker._wait(worker._ready, timeout)
         except BaseException:
             await worker.close(timeout=1.0)
@@ -287,20 +380,15 @@ class EnvWorker:
     async def _send(self, command: str, payload: Any, rid: int | None, closing: bool = False):
         if self._dead or (self._closed and not closing):
             raise WorkerClosed("the worker is closed")
-        fd = self._conn.fileno()
-        # Never block the event loop on a full pipe (a stuck worker): wait until writable.
-        if not select.select([], [fd], [], 0)[1]:
-            writable = self._loop.create_future()
-            self._loop.add_writer(fd, lambda: _settle(writable))
-            try:
-                await self._wait(writable, self.reply_timeout)
-            finally:
-                self._loop.remove_writer(fd)
-        try:
-            self._conn.send((command, payload, rid))
-        except OSError as exc:
-            self._on_dead()
-            raise WorkerClosed(f"the worker is gone: {exc}") from exc
+        wire = self._wire
+        # Never let commands pile up behind a worker that stopped reading (a stuck worker):
+        # while the transport's buffer is over its high-water mark, wait for it to drain.
+        if wire.drained is not None:
+            await self._wait(asyncio.shield(wire.drained), self.reply_timeout)
+            if self._dead:
+                raise WorkerClosed("the worker is gone")
+        assert wire.transport is not None
+        wire.transport.write(frame_message((command, payload, rid)))
 
     async def _wait(self, future: asyncio.Future[Any], timeout: float) -> Any:
         # asyncio.timeout is much cheaper than wait_for(shield(...)) on this hot path.
@@ -311,13 +399,6 @@ class EnvWorker:
             # A worker that misses a deadline is stuck: kill it so it frees its core.
             self._kill()
             raise WorkerTimeout(f"no answer from the worker within {timeout:g} s") from None
-
-    def _on_readable(self) -> None:
-        try:
-            while self._conn.poll():
-                self._dispatch(self._conn.recv())
-        except (EOFError, OSError):
-            self._on_dead()
 
     def _dispatch(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
@@ -347,7 +428,6 @@ class EnvWorker:
         if self._dead:
             return
         self._dead = True
-        self._loop.remove_reader(self._conn.fileno())
         error = WorkerClosed(f"the worker exited (code {self._process.exitcode})")
         for future in [self._ready, *self._pending.values()]:
             if not future.done():
@@ -357,4 +437,5 @@ class EnvWorker:
 
     def _shutdown(self) -> None:
         self._on_dead()
-        self._conn.close()
+        if self._wire.transport is not None:
+            self._wire.transport.abort()

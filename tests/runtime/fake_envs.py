@@ -18,7 +18,7 @@ from dm_env import specs
 FACTORIES = [
     f"tests.runtime.fake_envs:{name}"
     for name in ("counter", "slow_start", "broken_start", "not_an_env", "image_obs",
-                 "camera_less_physics")
+                 "camera_less_physics", "big_frame")
 ]  # fmt: skip
 
 
@@ -152,3 +152,35 @@ class CameraLessPhysicsEnv(CounterEnv):
 def camera_less_physics() -> CameraLessPhysicsEnv:
     """Frames from a physics without model cameras."""
     return CameraLessPhysicsEnv()
+
+
+class BigFrameEnv(CounterEnv):
+    """``size``×``size`` frames and observations of fresh noise every step: the largest
+    messages the worker sends (noise is the JPEG encoder's worst case) and the largest
+    records it writes."""
+
+    cameras = ()
+
+    def __init__(self, size: int = 1024, episode_len: int = 1_000_000) -> None:
+        super().__init__(episode_len=episode_len)
+        self.size = size
+        self.rng = np.random.default_rng(0)
+        self.image = np.zeros((size, size, 3), dtype=np.uint8)
+
+    def seed(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def _obs(self) -> np.ndarray:
+        self.image = self.rng.integers(0, 256, (self.size, self.size, 3), dtype=np.uint8)
+        return self.image
+
+    def render(self, camera: str = "front") -> np.ndarray:
+        return self.image
+
+    def observation_spec(self) -> specs.Array:
+        return specs.Array((self.size, self.size, 3), np.uint8, name="observation")
+
+
+def big_frame(**kwargs: Any) -> BigFrameEnv:
+    """Frames of ``size``×``size`` noise (1024 by default)."""
+    return BigFrameEnv(**kwargs)

@@ -308,3 +308,56 @@ def test_preview_resets_without_recording_and_not_during_an_episode(data_root, n
 
     run(scenario())
     no_leaks()
+
+
+def _on_loop(loop: str, coro):
+    """Run ``coro`` on the standard event loop or on uvloop (what uvicorn serves with)."""
+    if loop == "uvloop":
+        import uvloop
+
+        return uvloop.run(coro)
+    return run(coro)
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_large_frames_and_commands_cross_the_pipe_at_any_pace(data_root, no_leaks, loop, mode):
+    """1024×1024 noise frames (about 1 MB of JPEG each, sent in many pieces) and a large
+    command, on both event loops: nothing is mistaken for a dead worker, at a human's pace
+    or flat out. (uvloop makes the watched descriptor non-blocking: a half-arrived message
+    read with a blocking ``Connection.recv`` once killed every game whose frames were over
+    16 KiB.)"""
+
+    async def scenario():
+        spec = fake_spec("big_frame", mode=mode, fps=30)
+        w = await _start(spec, data_root)
+        # a command of about 700 KB: 40 inputs holding many keys nothing is bound to
+        inputs = [{"keys": ["KeyA", *(f"Key{i}" for i in range(2000))]}] * 40
+        preview = await w.preview(seed=1, inputs=inputs)
+        assert len(preview["actions"]) == len(inputs) and len(preview["frame"]) > 500_000
+        first = await w.begin_episode(f"big-{mode}", seed=2)
+        frames = [first.frame]
+        if mode == "sync":
+            for i in range(12):
+                event = await w.send_input({"keys": ["KeyA"]})
+                frames.append(event.frame)
+                await asyncio.sleep(0.25 if i < 3 else 0)  # human pace, then flat out
+        else:
+            await w.send_input({"keys": ["KeyB"]})
+            async for event in w.events():
+                frames.append(event.frame)
+                if len(frames) == 13:
+                    break
+        summary = await w.end_episode("completed")
+        await w.close()
+        return frames, summary
+
+    frames, summary = _on_loop(loop, scenario())
+    assert all(len(f) > 500_000 and f[:2] == b"\xff\xd8" for f in frames)
+    assert len(set(frames)) == len(frames)  # fresh noise: every frame is its own
+    with open_reader(episode_dir(data_root, 7, f"big-{mode}")) as reader:
+        steps = list(reader.steps)
+    assert len(steps) == summary["num_steps"] >= 13
+    assert [s.custom_data["frame"] for s in steps[:13]] == frames
+    assert steps[1].timestep.observation.shape == (1024, 1024, 3)
+    no_leaks()
