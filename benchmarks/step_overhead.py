@@ -16,8 +16,12 @@ worker flushes every ``--flush-interval`` seconds, so at 30 steps/s a flush cove
 30 × interval steps, and k = 1 is the price of flushing every step before its reply).
 Prints JSON (milliseconds; median, p90, p99).
 
+The worker is driven from uvloop, the event loop uvicorn serves with (``--loop asyncio``
+for the standard one). ``--smoke`` runs a few steps of each case: it checks that the
+benchmark still runs (``make test``), its figures mean nothing.
+
     .venv/bin/python benchmarks/step_overhead.py [--steps 1000] [--pace-ms 5]
-                                                 [--flush-interval 0.2]
+                                                 [--flush-interval 0.2] [--smoke]
 """
 
 from __future__ import annotations
@@ -44,8 +48,10 @@ from server.recording.writer import (  # noqa: E402
 from server.runtime import EnvWorker  # noqa: E402
 from server.runtime._child import QUALITY, encode_jpeg  # noqa: E402
 from server.runtime.adapters import build_adapter  # noqa: E402
+from server.runtime.allowlist import AllowedEnvironments  # noqa: E402
 from server.study_spec import EnvironmentSpec  # noqa: E402
 
+ALLOWED = AllowedEnvironments.of(["gymnasium", "ale_py", "minigrid"])
 CASES = {
     "atari_210x160": {"kind": "gymnasium", "id": "ALE/Pong-v5"},
     "minigrid_512x512": {
@@ -66,9 +72,9 @@ def stats(samples: list[float]) -> dict[str, float]:
     }
 
 
-def bare(spec: EnvironmentSpec, steps: int) -> dict[str, Any]:
+def bare(spec: EnvironmentSpec, steps: int, repeats: int) -> dict[str, Any]:
     """env.step + render in this process; then encode and record costs in isolation."""
-    adapter = build_adapter(spec.source)
+    adapter = build_adapter(spec.source, ALLOWED)
     env = adapter.env  # the Gymnasium env itself
     env.reset(seed=0)
     step_render, encode = [], []
@@ -107,7 +113,7 @@ def bare(spec: EnvironmentSpec, steps: int) -> dict[str, Any]:
                 writer.finalize()
                 break
         writer.finalize()
-        flushes = flush_costs(adapter, record_fn, Path(tmp))
+        flushes = flush_costs(adapter, record_fn, Path(tmp), repeats)
     adapter.close()
     return {
         "flushes": flushes,
@@ -123,7 +129,7 @@ def bare(spec: EnvironmentSpec, steps: int) -> dict[str, Any]:
 FLUSH_AFTER = (1, 3, 6, 8, 15, 30)  # steps per flush: every step; 0.1-1 s at 30 steps/s
 
 
-def flush_costs(adapter: Any, record_fn: Any, root: Path, repeats: int = 40) -> dict[str, Any]:
+def flush_costs(adapter: Any, record_fn: Any, root: Path, repeats: int) -> dict[str, Any]:
     """One ``EpisodeWriter.flush()`` after k recorded steps, for each k in FLUSH_AFTER."""
     meta = episode_metadata(episode_id="f", study_id=0, env_id="f", env_config="{}", seed=0)
     count = iter(range(10**6))
@@ -162,8 +168,9 @@ async def through_worker(
 
     With ``pace_s`` an input is sent every ``pace_s`` seconds instead of back to back."""
     worker = await EnvWorker.start(
-        spec, study_id="bench", data_root=data_root, flush_interval_s=flush_interval_s
-    )
+        spec, allowed=ALLOWED, study_id="bench", data_root=data_root,
+        flush_interval_s=flush_interval_s,
+    )  # fmt: skip
     try:
         await worker.begin_episode("bench", 0)
         times, work = [], []
@@ -191,21 +198,31 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--pace-ms", type=float, default=5.0)
     parser.add_argument("--flush-interval", type=float, default=FLUSH_INTERVAL_S)
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
+    parser.add_argument("--smoke", action="store_true", help="a few steps: does it still run?")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps = 20
+    run = asyncio.run
+    if args.loop == "uvloop":
+        import uvloop
+
+        run = uvloop.run
     report: dict[str, Any] = {
         "steps": args.steps, "pace_ms": args.pace_ms, "flush_interval_s": args.flush_interval,
+        "loop": args.loop, "smoke": args.smoke,
     }  # fmt: skip
     for name, source in CASES.items():
         spec = EnvironmentSpec(id="bench", name=name, source=source, controls={"noop": 0})
         with tempfile.TemporaryDirectory() as tmp:
-            round_trips, work = asyncio.run(
+            round_trips, work = run(
                 through_worker(spec, args.steps, tmp, flush_interval_s=args.flush_interval)
             )
         with tempfile.TemporaryDirectory() as tmp:
-            paced, paced_work = asyncio.run(
+            paced, paced_work = run(
                 through_worker(spec, args.steps, tmp, args.pace_ms / 1000, args.flush_interval)
             )
-        local = bare(spec, args.steps)
+        local = bare(spec, args.steps, repeats=3 if args.smoke else 40)
         base = statistics.median(local["step_render"])
         full = statistics.median(round_trips)
         reply = statistics.median(paced)
