@@ -464,6 +464,9 @@ class CatalogEntryPublic(BaseModel):
     source: dict[str, Any]
     mode: Literal["sync", "async"]
     fps: int
+    pace: str | None = Field(
+        None, description="Why fps is slower than the environment's real time (None: real time)."
+    )
     controls: dict[str, Any]
     settings_schema: dict[str, Any]
     installed: bool
@@ -495,7 +498,9 @@ class EnvValidationPublic(BaseModel):
         default=None, description="The catalog's controls for this source (empty if none)."
     )
     speed: dict[str, Any] | None = Field(
-        default=None, description="mode, fps, native_fps, frameskip, effective (1 = real speed)"
+        default=None,
+        description="mode, fps, native_fps, frameskip, effective (1 = real speed), note (why the"
+        " catalog slows it down, at its slowed default)",
     )
     frame_url: str | None = None
 

@@ -31,7 +31,8 @@ function describeSpeed(speed) {
     ? `${speed.fps} fps × frameskip ${speed.frameskip} against ${speed.native_fps * speed.frameskip} Hz`
     : `${speed.fps} fps against ${speed.native_fps ?? "an unknown"} steps/s`;
   if (speed.effective === null || speed.effective === undefined) return `${speed.fps} fps (real pace unknown)`;
-  return `${speed.effective.toFixed(2)}× real speed (${pace})`;
+  const text = `${speed.effective.toFixed(2)}× real speed (${pace})`;
+  return speed.note ? `${text}: ${speed.note}` : text;
 }
 
 function issueList(kind, items) {

@@ -186,11 +186,15 @@ def _mujoco_controls(dims: int, amount: float) -> Controls:
 
 # Each entry: key, suite, Gymnasium id or dm_env factory, fixed kwargs, mode, fps, controls,
 # settings schema. An async entry's fps is the environment's real pace (Gymnasium's
-# ``render_fps``; 60 Hz / frameskip for Atari): tests/runtime/test_conformance.py checks it.
+# ``render_fps``; 60 Hz / frameskip for Atari), unless a person cannot play it at that pace:
+# then fps is slower and ``pace`` says why (the editor shows it instead of a speed warning).
+# tests/runtime/test_conformance.py checks both.
 ENTRIES: list[dict[str, Any]] = [
     # -- classic control -------------------------------------------------------------------
-    _entry(key="CartPole", suite="classic", id="CartPole-v1", mode="async", fps=50,
-         controls=_lr(0, 1, 0), schema=_schema(sutton_barto_reward=BOOL)),
+    _entry(key="CartPole", suite="classic", id="CartPole-v1", mode="async", fps=20,
+         controls=_lr(0, 1, 0), schema=_schema(sutton_barto_reward=BOOL),
+         pace="slowed to 0.4× real time on purpose: at its real 50 steps/s the pole falls "
+              "within half a second, before a person can react (set fps 50 for real time)"),
     _entry(key="MountainCar", suite="classic", id="MountainCar-v0", mode="async", fps=30,
          controls=_lr(0, 2, 1), schema=_schema(goal_velocity=num(0))),
     _entry(key="MountainCarContinuous", suite="classic", id="MountainCarContinuous-v0",
@@ -244,8 +248,9 @@ ENTRIES: list[dict[str, Any]] = [
     *[
         _entry(key=gid.removesuffix("-v0"), suite="minigrid", id=gid, mode="sync", fps=10,
              controls=MINIGRID_CONTROLS, schema=MINIGRID_SCHEMA)
-        for gid in ("MiniGrid-Empty-8x8-v0", "MiniGrid-DoorKey-8x8-v0",
-                    "MiniGrid-FourRooms-v0", "MiniGrid-LavaGapS7-v0")
+        for gid in ("MiniGrid-Empty-8x8-v0", "MiniGrid-Empty-16x16-v0",
+                    "MiniGrid-DoorKey-8x8-v0", "MiniGrid-FourRooms-v0",
+                    "MiniGrid-LavaGapS7-v0")
     ],
     # -- Atari (named ones; any other ALE/<Game>-v5 gets the same defaults) -----------------
     *[

@@ -33,6 +33,7 @@ class CatalogEntry:
     id: str | None = None
     factory: str | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
+    pace: str | None = None  # why ``fps`` is slower than real time (None: it is real time)
 
     @property
     def extra(self) -> str | None:
@@ -68,6 +69,7 @@ class CatalogEntry:
             "source": self.source().model_dump(),
             "mode": self.mode,
             "fps": self.fps,
+            "pace": self.pace,
             "controls": self.controls.model_dump(),
             "settings_schema": self.schema,
             "installed": self.installed(),

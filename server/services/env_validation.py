@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from server.core.config import Settings
+from server.runtime.catalog import find_entry
 from server.study_spec import EnvironmentSpec, StudySpec
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from server.runtime.probe import Inspection
 
 Loc = tuple[str | int, ...]
-CACHE_VERSION = 1  # bump when a report's shape or meaning changes
+CACHE_VERSION = 2  # bump when a report's shape or meaning changes
 SPEED_TOLERANCE = 0.05  # effective speeds within 5 % of 1× count as real speed
 FRAME_KEY = re.compile(r"^[0-9a-f]{64}$")
 _LISTED = 8  # names listed in one warning
@@ -82,12 +83,18 @@ def _items(problems: list[Problem]) -> list[dict[str, Any]]:
 
 
 def speed(env: EnvironmentSpec, info: dict[str, Any]) -> dict[str, Any]:
-    """fps (× frameskip) against the environment's native rate; ``effective`` 1 is real speed."""
+    """fps (× frameskip) against the environment's native rate; ``effective`` 1 is real speed.
+
+    ``note``: why the catalog slows this environment down, when it runs at the catalog's
+    slowed default (``CatalogEntry.pace``); the speed is then as intended, not a warning.
+    """
     native, frameskip = info.get("native_fps"), info.get("frameskip")
     effective = env.fps / native if env.mode == "async" and native else None
+    entry = find_entry(env.source)
+    note = entry.pace if entry is not None and entry.pace and env.fps == entry.fps else None
     return {
         "mode": env.mode, "fps": env.fps, "native_fps": native, "frameskip": frameskip,
-        "effective": effective,
+        "effective": effective, "note": note,
     }  # fmt: skip
 
 
@@ -99,7 +106,7 @@ def _speed_warning(sp: dict[str, Any]) -> Problem | None:
         return (("fps",), f"the environment does not tell its real pace: check that {fps} "
                           "steps per second looks right when test-playing")  # fmt: skip
     effective = sp["effective"]
-    if abs(effective - 1) <= SPEED_TOLERANCE:
+    if abs(effective - 1) <= SPEED_TOLERANCE or sp.get("note"):
         return None
     if skip:
         pace = (f"fps {fps} × frameskip {skip:g} = {fps * skip:g} frames/s against the "

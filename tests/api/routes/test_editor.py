@@ -38,6 +38,9 @@ def test_catalog_lists_what_the_operator_allows(client):
     assert pong["settings_schema"]["properties"]["frameskip"]["maximum"] == 16
     assert pong["thumbnail_url"] == "/api/catalog/Pong/thumbnail.jpg"
     assert entries["Crafter"]["installed"] is False and entries["Crafter"]["thumbnail_url"] is None
+    assert pong["pace"] is None  # real time
+    cartpole = entries["CartPole"]
+    assert cartpole["fps"] == 20 and "before a person can react" in cartpole["pace"]
 
 
 def test_catalog_needs_a_login(factory):
@@ -86,6 +89,13 @@ def test_validate_shows_spaces_frame_speed_and_is_cached(factory, owner, client)
     third = _validate(client, study.id)
     assert STARTS.starts == before + 1
     assert third["environments"][0]["warnings"] == []
+
+    # the catalog's playable default (slowed on purpose) says why instead of warning
+    res = client.put(f"/api/studies/{study.id}", json={"spec": spec_dict(mode="async", fps=20)})
+    assert res.status_code == 200
+    (slowed,) = _validate(client, study.id)["environments"]
+    assert slowed["warnings"] == [] and slowed["speed"]["effective"] == pytest.approx(0.4)
+    assert "0.4× real time on purpose" in slowed["speed"]["note"]
 
 
 def test_validate_lists_problems_with_field_paths(factory, owner, client):
