@@ -38,10 +38,46 @@ MAX_CATCH_UP_S = 0.5  # further behind than this, the async clock skips instead 
 # (every player's sockets, the database, the API) keeps its share and the workers' clocks
 # slow down instead of the app starving among N workers (benchmarks/concurrency.py).
 WORKER_NICE = 5
+# What one step may carry (docs/runtime.md): a rendered frame of at most MAX_FRAME_SIDE
+# pixels a side (a 2048×2048 JPEG is 0.3-4 MB and takes about 15 ms to encode), and an
+# observation of at most MAX_OBSERVATION_BYTES (it is recorded every step). Past them the
+# environment is refused when it is built for validation, and an episode whose frame grows
+# past them ends as failed with this message: never a hang.
+MAX_FRAME_SIDE = 2048
+MAX_OBSERVATION_BYTES = 32 * 2**20
 
 
 class ProtocolError(RuntimeError):
     """A command that makes no sense now (out of order, unknown, bad payload)."""
+
+
+class TooLarge(RuntimeError):
+    """A frame or an observation over the runtime's limits."""
+
+
+def checked_frame(frame: np.ndarray) -> np.ndarray:
+    """``frame`` if it is within :data:`MAX_FRAME_SIDE`, else :class:`TooLarge`."""
+    height, width = frame.shape[:2]
+    if height > MAX_FRAME_SIDE or width > MAX_FRAME_SIDE:
+        raise TooLarge(f"the environment renders {width}×{height} frames; at most "
+                       f"{MAX_FRAME_SIDE}×{MAX_FRAME_SIDE} pixels are allowed")  # fmt: skip
+    return frame
+
+
+def check_observation(observation: Any) -> None:
+    """:class:`TooLarge` when ``observation`` (arrays, possibly nested) is over the limit."""
+    size = sum(np.asarray(leaf).nbytes for leaf in _leaves(observation))
+    if size > MAX_OBSERVATION_BYTES:
+        raise TooLarge(f"the environment's observation is {size / 2**20:.1f} MiB; at most "
+                       f"{MAX_OBSERVATION_BYTES // 2**20} MiB per step are allowed")  # fmt: skip
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list | tuple):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
 
 
 def error_tuple(exc: BaseException) -> tuple[str, str, str]:
@@ -117,7 +153,8 @@ class Session:
         inputs = payload.get("inputs") or []
         self.env.set_seed(payload.get("seed"))
         timestep = self.env.reset()
-        first = encode_jpeg(self.env.frame(), self.quality)
+        check_observation(timestep.observation)
+        first = encode_jpeg(checked_frame(self.env.frame()), self.quality)
         actions = []
         for raw in inputs:
             if timestep.last():
@@ -131,7 +168,7 @@ class Session:
     # -- recording --------------------------------------------------------------------------
     def step_metadata(self, _timestep: dm_env.TimeStep, _action: Any, _env: Any) -> dict:
         """envlogger ``step_fn``: frame, input, timing and info of this timestep."""
-        self.jpeg = encode_jpeg(self.env.frame(), self.quality)
+        self.jpeg = encode_jpeg(checked_frame(self.env.frame()), self.quality)
         # A fresh input's timing goes with the first step that applies it; async steps that
         # apply the held input again get only ``applied``.
         timing, self.held_timing = self.held_timing, {}
@@ -164,6 +201,7 @@ class Session:
         self.held_input, self.held_timing, self.acks = None, {}, []
         try:
             timestep = self.writer.reset()
+            check_observation(timestep.observation)
         except BaseException:
             self._fail()
             raise

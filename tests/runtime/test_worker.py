@@ -13,6 +13,7 @@ import pytest
 from server.recording.format import episode_dir
 from server.recording.writer import open_reader
 from server.runtime import EnvWorker, RemoteError, WorkerClosed, WorkerTimeout
+from server.runtime._child import MAX_FRAME_SIDE, MAX_OBSERVATION_BYTES
 from tests.runtime.conftest import ALLOWED, fake_spec, run
 
 
@@ -360,4 +361,36 @@ def test_large_frames_and_commands_cross_the_pipe_at_any_pace(data_root, no_leak
     assert len(steps) == summary["num_steps"] >= 13
     assert [s.custom_data["frame"] for s in steps[:13]] == frames
     assert steps[1].timestep.observation.shape == (1024, 1024, 3)
+    no_leaks()
+
+
+def test_frames_and_observations_over_the_limits_fail_clearly(data_root, no_leaks):
+    """Past MAX_FRAME_SIDE or MAX_OBSERVATION_BYTES: a clear error at validation (the probe
+    previews) and a failed episode with the same message, never a hang."""
+    from server.runtime import probe
+
+    too_wide = fake_spec("big_frame", kwargs={"size": MAX_FRAME_SIDE + 8})
+    (where, message), *_ = run(probe.probe(too_wide, ALLOWED, data_root=data_root, timeout=30))
+    assert where == ("source",)
+    assert f"renders {MAX_FRAME_SIDE + 8}×{MAX_FRAME_SIDE + 8} frames" in message
+    assert f"at most {MAX_FRAME_SIDE}×{MAX_FRAME_SIDE}" in message
+
+    side = int((MAX_OBSERVATION_BYTES / 3) ** 0.5) + 8  # an observation just over the limit
+    too_heavy = fake_spec("big_frame", kwargs={"size": side})
+    (where, message), *_ = run(probe.probe(too_heavy, ALLOWED, data_root=data_root, timeout=30))
+    assert "observation is" in message and f"at most {MAX_OBSERVATION_BYTES >> 20} MiB" in message
+
+    async def mid_episode():
+        w = await _start(too_wide, data_root)
+        try:
+            with pytest.raises(RemoteError) as err:
+                await w.begin_episode("wide", seed=0)
+            assert err.value.kind == "TooLarge"
+            await w.ping()  # the worker itself goes on
+        finally:
+            await w.close()
+
+    run(mid_episode())
+    with open_reader(episode_dir(data_root, 7, "wide")) as reader:
+        assert len(reader.steps) == 0  # closed, with nothing that could not be shown
     no_leaks()
