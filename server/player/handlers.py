@@ -95,6 +95,8 @@ async def on_go(s: LiveSession, _msg: p.GoMsg) -> None:
 async def on_input(s: LiveSession, msg: p.InputMsg) -> None:
     """Sync: step with the input. Async: hold it for the next tick."""
     run = s.run
+    if s.phase == Phase.ended:
+        return  # pressed as the game ended (the two crossed): nothing to step, no error
     if s.phase != Phase.playing or run is None or s.worker is None:
         raise wrong_state(s.phase, "send input")
     timing = {"input_sent": msg.client_ms, "input_recv": now_ms(), "seen_step": msg.seen_step}

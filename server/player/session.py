@@ -453,13 +453,15 @@ class LiveSession:
         assert run is not None
         if self.worker is not None:
             try:
-                summary = await self.worker.end_episode(reason)
+                summary = await self.worker.end_episode(reason, run.id)
             except WorkerError as exc:  # the worker died: the row counts what its log holds
                 log.warning("end_episode failed: %s", exc)
                 await self._close_worker()
                 await self._count_log(run)
             else:
-                if summary:  # the log's count: async steps may still be on their way to us
+                # the log's count: async steps (even the last one, when the episode ended on
+                # its own as the player canceled) may still be on their way to us
+                if summary:
                     run.step = max(run.step, int(summary["num_steps"]) - 1)
                     run.return_ = float(summary["total_reward"])
         await self.finish(run, status, end_reason=reason)

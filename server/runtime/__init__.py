@@ -14,7 +14,7 @@ API for the app (all methods are coroutines unless noted; none blocks the event 
     async for ev in w.events(): ...                  # async mode: events pushed by the clock
     await w.pause(); await w.resume(); await w.set_speed(2.0)
     await w.set_quality("high"); await w.set_camera(name)
-    summary = await w.end_episode(reason)            # finalizes the log; None if none open
+    summary = await w.end_episode(reason, episode_id)  # finalizes the log; None if none open
     await w.close(timeout=5.0)                       # close → join → terminate → kill
 
 ``StepEvent``: episode_id, step, reward, return_, terminated, truncated, end_reason

@@ -112,6 +112,7 @@ class Session:
         if spec.camera:
             adapter.set_camera(spec.camera)
         self.writer: EpisodeWriter | None = None
+        self.last_summary: dict[str, Any] | None = None  # of the last episode finalized
         self.episode_id: str | None = None
         self.ended = True
         self.step_index = -1
@@ -250,6 +251,7 @@ class Session:
         if self.writer is not None:
             self.writer.finalize(summary)
             self.writer = None
+        self.last_summary = summary
         return summary
 
     def _fail(self) -> None:
@@ -257,9 +259,17 @@ class Session:
         self._finalize(fmt.END_FAILED)
 
     def end_episode(self, payload: dict[str, Any]) -> dict[str, Any] | None:
-        """Finalize the log; safe when nothing runs (returns None then)."""
+        """Finalize the log and return its summary; safe when nothing runs (None then).
+
+        Naming ``episode_id`` an episode that already ended on its own (its last steps may
+        still be on their way to the app) returns that episode's summary, marked
+        ``ended_before``: the app's count must be the log's.
+        """
         self.running = False
         if self.writer is None:
+            last = self.last_summary
+            if last is not None and payload.get("episode_id") == last["episode_id"]:
+                return {**last, "ended_before": True}
             return None
         self.ended = True
         return self._finalize(str(payload.get("reason") or "ended"))

@@ -348,9 +348,15 @@ class EnvWorker:
         """Render from another camera (one of ``info['cameras']``)."""
         await self._request("set_camera", {"camera": camera})
 
-    async def end_episode(self, reason: str) -> dict[str, Any] | None:
-        """Finalize the episode's log; returns its summary, None if none was open."""
-        return await self._request("end_episode", {"reason": reason})
+    async def end_episode(
+        self, reason: str, episode_id: str | None = None
+    ) -> dict[str, Any] | None:
+        """Finalize the episode's log; returns its summary, None if none was open.
+
+        With ``episode_id``: if that episode already ended on its own (its last events may
+        not have been read yet), its summary, with ``ended_before: True``.
+        """
+        return await self._request("end_episode", {"reason": reason, "episode_id": episode_id})
 
     async def preview(
         self, seed: int | None = None, inputs: list[Any] | None = None

@@ -29,6 +29,12 @@ def test_reject_after_the_end(factory, designer, db):
         assert player.until("error")["code"] == "wrong_state"
         player.step(["KeyB"])
         player.until("episode_ended")
+        # a key pressed as the game ended crosses the end: ignored, not an error
+        seen = len(player.seen)
+        player.send(type="input", keys=["KeyA"], client_ms=2000.0)
+        player.send(type="ping", client_ms=2001.0)
+        assert player.until("pong")["client_ms"] == 2001.0
+        assert [m["type"] for m in player.seen[seen:]] == ["pong"]
         player.send(type="cancel")  # wrong state: ended, waiting for save
         assert player.until("error")["code"] == "wrong_state"
         player.send(type="save", keep=False)

@@ -155,15 +155,19 @@ def camera_less_physics() -> CameraLessPhysicsEnv:
 
 
 class BigFrameEnv(CounterEnv):
-    """``size``×``size`` frames and observations of fresh noise every step: the largest
-    messages the worker sends (noise is the JPEG encoder's worst case) and the largest
-    records it writes."""
+    """``size``×``size`` frames with fresh noise every step (in the top ``noise`` share of
+    the rows: all of them by default, the JPEG encoder's worst case): the largest messages
+    the worker sends. The observation is the frame's top-left ``obs_size``² corner (the
+    whole frame by default): the largest records it writes."""
 
-    cameras = ()
+    cameras = ("front",)  # frames from render(), not from the observation
 
-    def __init__(self, size: int = 1024, episode_len: int = 1_000_000) -> None:
+    def __init__(self, size: int = 1024, episode_len: int = 1_000_000, noise: float = 1.0,
+                 obs_size: int | None = None) -> None:  # fmt: skip
         super().__init__(episode_len=episode_len)
         self.size = size
+        self.noisy_rows = max(1, int(size * noise))
+        self.obs_size = obs_size or size
         self.rng = np.random.default_rng(0)
         self.image = np.zeros((size, size, 3), dtype=np.uint8)
 
@@ -171,14 +175,15 @@ class BigFrameEnv(CounterEnv):
         self.rng = np.random.default_rng(seed)
 
     def _obs(self) -> np.ndarray:
-        self.image = self.rng.integers(0, 256, (self.size, self.size, 3), dtype=np.uint8)
-        return self.image
+        rows = self.noisy_rows
+        self.image[:rows] = self.rng.integers(0, 256, (rows, self.size, 3), dtype=np.uint8)
+        return self.image[: self.obs_size, : self.obs_size].copy()
 
     def render(self, camera: str = "front") -> np.ndarray:
         return self.image
 
     def observation_spec(self) -> specs.Array:
-        return specs.Array((self.size, self.size, 3), np.uint8, name="observation")
+        return specs.Array((self.obs_size, self.obs_size, 3), np.uint8, name="observation")
 
 
 def big_frame(**kwargs: Any) -> BigFrameEnv:

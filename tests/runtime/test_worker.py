@@ -36,11 +36,16 @@ def test_sync_episode_records_every_step(data_root, no_leaks):
         assert [e.reward for e in events] == [0.0, 1.0, 2.0, 0.0]
         assert events[-1].return_ == 3.0
         summary = await w.end_episode("completed")  # already finalized: nothing open
+        # naming the episode that ended on its own: its log's summary (what the app counts
+        # when a cancel crossed the episode's last steps)
+        named = await w.end_episode("canceled", "ep1")
         await w.close()
-        return events, summary
+        return events, summary, named
 
-    events, summary = run(scenario())
+    events, summary, named = run(scenario())
     assert summary is None
+    assert named == {"episode_id": "ep1", "end_reason": "terminated", "num_steps": 4,
+                     "total_reward": 3.0, "ended_before": True}  # fmt: skip
     with open_reader(episode_dir(data_root, 7, "ep1")) as reader:
         steps = list(reader.steps)
         meta = reader.metadata()
