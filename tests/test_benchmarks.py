@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -52,14 +53,22 @@ def test_benchmark_smoke(script: Path) -> None:
     if script.name in NEEDS_POSTGRES and not os.environ.get("STUDIO_REQUIRE_POSTGRES"):
         if not postgres_answers():
             pytest.skip(f"{script.name} needs PostgreSQL at 127.0.0.1:5432")
-    proc = subprocess.run(
+    # its own process group: on a timeout, its servers and workers go with it
+    proc = subprocess.Popen(
         [sys.executable, str(script), "--smoke"],
         cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
         stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
-    assert proc.returncode == 0, f"exit {proc.returncode}:\n{proc.stderr[-4000:]}"
-    report = last_json_object(proc.stdout)
-    assert isinstance(report, dict) and report, proc.stdout[-2000:]
+    try:
+        stdout, stderr = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        pytest.fail(f"{script.name} --smoke ran over {TIMEOUT_S} s:\n{stderr[-4000:]}")
+    assert proc.returncode == 0, f"exit {proc.returncode}:\n{stderr[-4000:]}"
+    report = last_json_object(stdout)
+    assert isinstance(report, dict) and report, stdout[-2000:]
