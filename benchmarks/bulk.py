@@ -4,9 +4,10 @@ Makes a migrated database (SQLite in a temporary folder, or the PostgreSQL URL g
 ``--database-url``) with one study of N episode rows (no logs: set_outcome, exclude and
 add_tags touch rows only), then times set_outcome, exclude and add_tags over every episode
 as a bulk job does, 500 ids a chunk, and the resolution of a filter to ids. Prints one JSON
-object.
+object. ``--smoke`` uses 200 episodes: it checks that the benchmark still runs (``make test``),
+its figures mean nothing.
 
-    .venv/bin/python benchmarks/bulk.py [--episodes 100000] [--database-url URL]
+    .venv/bin/python benchmarks/bulk.py [--episodes 100000] [--database-url URL] [--smoke]
 """
 
 from __future__ import annotations
@@ -59,17 +60,22 @@ def populate(factory, episodes: int) -> int:  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=100_000)
     parser.add_argument("--database-url", default="")
+    parser.add_argument("--smoke", action="store_true", help="200 episodes: does it still run?")
     args = parser.parse_args()
+    if args.smoke:
+        args.episodes = 200
     with tempfile.TemporaryDirectory() as tmp:
         url = args.database_url or f"sqlite:///{tmp}/bench.db"
         upgrade_head(url)
         engine = make_engine(url)
         factory = make_sessionmaker(engine)
         study_id = populate(factory, args.episodes)
-        out: dict[str, object] = {"database": engine.dialect.name, "episodes": args.episodes}
+        out: dict[str, object] = {
+            "database": engine.dialect.name, "episodes": args.episodes, "smoke": args.smoke,
+        }  # fmt: skip
         with factory() as db:
             study = db.get(Study, study_id)
             assert study is not None

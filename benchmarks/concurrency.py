@@ -7,9 +7,11 @@ their input twice a second. Once every player has its first frames (worker start
 out), it measures for ``--seconds``: achieved fps, the share of late frames (gap to the
 previous frame over 1.5 frame periods at the client, and between the server timestamps of
 the two frames), and CPU per session in % of one core, split into the app process, its
-workers and the benchmark's own clients. Prints JSON.
+workers and the benchmark's own clients. Prints JSON. ``--smoke`` plays one round of one
+player for half a second: it checks that the benchmark still runs (``make test``), its figures
+mean nothing.
 
-    .venv/bin/python benchmarks/concurrency.py [--sessions 1,4,8,16,24] [--seconds 6]
+    .venv/bin/python benchmarks/concurrency.py [--sessions 1,4,8,16,24] [--seconds 6] [--smoke]
 """
 
 from __future__ import annotations
@@ -290,18 +292,21 @@ def main() -> None:
     parser.add_argument("--sessions", default="1,4,8,16,24")
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--serve", nargs=2, metavar=("DATA_ROOT", "PORT"), help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true", help="one short round: does it run?")
     args = parser.parse_args()
     if args.serve:
         _serve(args.serve[0], int(args.serve[1]))
         return
+    if args.smoke:
+        args.sessions, args.seconds = "1", 0.5
     counts = [int(x) for x in args.sessions.split(",")]
     started = time.monotonic()
     with studio_server(PONG) as server:
         rounds = [asyncio.run(run_round(server, n, args.seconds)) for n in counts]
     print(json.dumps({"benchmark": "player_concurrency", "env": "ALE/Pong-v5 async 60 fps",
                       "cores": os.cpu_count(), "seconds_per_round": args.seconds,
-                      "rounds": rounds, "total_s": round(time.monotonic() - started, 1)},
-                     indent=2))  # fmt: skip
+                      "rounds": rounds, "total_s": round(time.monotonic() - started, 1),
+                      "smoke": args.smoke}, indent=2))  # fmt: skip
 
 
 if __name__ == "__main__":

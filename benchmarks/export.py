@@ -6,10 +6,16 @@ worker's EpisodeWriter, exports them with ``server.export.export_dataset`` in ea
 episode videos alone) and times TFDS's own RLDS builder (``tensorflow_datasets.rlds.rlds_base``
 over the same envlogger logs, which needs TensorFlow) in .consumer-venv as a subprocess.
 Prints one JSON object per environment, with steps/s per format.
+
+``--smoke`` records one short episode per environment: it checks that the benchmark still runs
+(``make test``), its figures mean nothing.
+
+    .venv/bin/python benchmarks/export.py [--episodes 4] [--max-steps N] [--smoke]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import subprocess
@@ -37,16 +43,11 @@ from tests.export._recordings import record_episode  # noqa: E402
 
 CONSUMER_PYTHON = ROOT / ".consumer-venv" / "bin" / "python"
 CHECK_SCRIPT = ROOT / "tests" / "export" / "consumer_check.py"
-EPISODES = 4
 
 gym.register_envs(ale_py)
 
-ENVS = {
-    "ALE/Pong-v5": lambda: gym.make(
-        "ALE/Pong-v5", obs_type="rgb", render_mode="rgb_array", max_episode_steps=250
-    ),
-    "CartPole-v1": lambda: gym.make("CartPole-v1", render_mode="rgb_array", max_episode_steps=500),
-}
+MAX_STEPS = {"ALE/Pong-v5": 250, "CartPole-v1": 500}  # each episode's length at most
+MAKE_KWARGS: dict[str, dict[str, object]] = {"ALE/Pong-v5": {"obs_type": "rgb"}, "CartPole-v1": {}}
 
 
 FORMATS = {
@@ -71,12 +72,17 @@ def reference_seconds(data_dir: Path, logs: Path, work: Path) -> float | None:
     return float(json.loads(proc.stdout.strip().splitlines()[-1])["seconds"])
 
 
-def bench(env_id: str, root: Path) -> dict[str, object]:
+def bench(env_id: str, root: Path, episodes: int, max_steps: int) -> dict[str, object]:
     """Record, export and compare one environment's episodes."""
     logs = root / "logs"
+
+    def make() -> gym.Env:
+        return gym.make(env_id, render_mode="rgb_array", max_episode_steps=max_steps,
+                        **MAKE_KWARGS[env_id])  # fmt: skip
+
     recs = [
-        record_episode(ENVS[env_id], logs / f"ep-{i}", env_id=env_id, episode_id=f"ep-{i}", seed=i)
-        for i in range(EPISODES)
+        record_episode(make, logs / f"ep-{i}", env_id=env_id, episode_id=f"ep-{i}", seed=i)
+        for i in range(episodes)
     ]
     steps = sum(r.num_steps for r in recs)
     inputs = [EpisodeInput(r.log_dir, r.episode_id, "bench-agent") for r in recs]
@@ -111,10 +117,18 @@ def bench(env_id: str, root: Path) -> dict[str, object]:
 
 def main() -> None:
     """Run every environment's benchmark; one JSON line each."""
-    for env_id in ENVS:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=4)
+    parser.add_argument("--max-steps", type=int, help="each episode's length at most")
+    parser.add_argument("--smoke", action="store_true", help="one short episode: does it run?")
+    args = parser.parse_args()
+    if args.smoke:
+        args.episodes, args.max_steps = 1, 20
+    for env_id, max_steps in MAX_STEPS.items():
         root = Path(tempfile.mkdtemp(prefix="bench-export-"))
         try:
-            print(json.dumps(bench(env_id, root)), flush=True)
+            row = bench(env_id, root, args.episodes, args.max_steps or max_steps)
+            print(json.dumps({**row, "smoke": args.smoke}), flush=True)
         finally:
             shutil.rmtree(root, ignore_errors=True)
 

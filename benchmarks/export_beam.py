@@ -6,16 +6,20 @@ worker's EpisodeWriter, exports them once in one process and then as a Beam pipe
 running mode and worker count, checks every Beam output is byte-identical to the
 single-process one, and prints one JSON object per run and a summary line.
 
-    python benchmarks/export_beam.py [episodes] [steps_per_episode]
+    python benchmarks/export_beam.py [episodes] [steps_per_episode] [--smoke]
 
 ``fixed_seconds`` is a one-episode Beam export: the pipeline's own start-up and tear-down
 (worker processes, gRPC, shuffles), which a large export pays once. ``cpu_seconds`` counts
 this process and its finished children (worker processes). The machine may be shared:
 ``load_average_1m`` says how busy it was; compare rows of one run only.
+
+``--smoke`` exports 2 episodes of 10 steps, with 2 workers in each running mode: it checks that
+the benchmark still runs (``make test``), its figures mean nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import filecmp
 import json
 import os
@@ -48,6 +52,7 @@ RUNS = [
     ("multi_threading", 2),
     ("multi_threading", 4),
 ]
+SMOKE_RUNS = [("multi_processing", 2), ("multi_threading", 2)]
 
 
 def same_files(a: Path, b: Path) -> bool:
@@ -73,8 +78,13 @@ def timed(
 
 
 def main() -> None:
-    episodes = int(sys.argv[1]) if len(sys.argv) > 1 else 24
-    length = int(sys.argv[2]) if len(sys.argv) > 2 else 250
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("episodes", type=int, nargs="?", default=24)
+    parser.add_argument("steps_per_episode", type=int, nargs="?", default=250)
+    parser.add_argument("--smoke", action="store_true", help="2 short episodes: does it run?")
+    args = parser.parse_args()
+    episodes, length = (2, 10) if args.smoke else (args.episodes, args.steps_per_episode)
+    runs = SMOKE_RUNS if args.smoke else RUNS
     root = Path(tempfile.mkdtemp(prefix="bench-export-beam-"))
     try:
 
@@ -92,7 +102,8 @@ def main() -> None:
         inputs = [EpisodeInput(r.log_dir, r.episode_id, "bench-agent") for r in recs]
         steps = sum(r.num_steps for r in recs)
         options = ExportOptions(name="bench", max_episodes_per_shard=4)
-        base = {"env": ENV_ID, "episodes": episodes, "steps": steps, "cpus": os.cpu_count()}
+        base = {"env": ENV_ID, "episodes": episodes, "steps": steps, "cpus": os.cpu_count(),
+                "smoke": args.smoke}  # fmt: skip
         single_s, single_cpu, _ = timed(inputs, options, root / "single")
         rows: list[dict[str, object]] = [
             {
@@ -105,7 +116,7 @@ def main() -> None:
             }
         ]
         print(json.dumps(rows[0]), flush=True)
-        for mode, workers in RUNS:
+        for mode, workers in runs:
             beam = replace(options, beam=BeamConfig(workers=workers, running_mode=mode))
             out = root / f"{mode}-{workers}"
             fixed_s, _, _ = timed(inputs[:1], beam, root / f"fixed-{mode}-{workers}")
@@ -130,6 +141,7 @@ def main() -> None:
             json.dumps(
                 {
                     "summary": True,
+                    "smoke": args.smoke,
                     "single_steps_per_s": rows[0]["steps_per_s"],
                     "best_beam": {k: best[k] for k in ("running_mode", "workers", "steps_per_s")},
                     "all_identical": all(r.get("identical_to_single") for r in rows[1:]),

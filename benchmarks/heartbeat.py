@@ -3,10 +3,12 @@ the dashboard's per-study read, for N live sessions on this replica.
 
 The write (replicas.beat: stamp ``heartbeat_at``, replace the replica's ``live_sessions``
 rows, one transaction) runs in a thread off the event loop once per tick; the snapshot is
-the only part on the loop (attribute reads of each session). Prints JSON.
+the only part on the loop (attribute reads of each session). Prints JSON. ``--smoke`` runs
+3 ticks with 0 and 10 sessions: it checks that the benchmark still runs (``make test``), its
+figures mean nothing.
 
     .venv/bin/python benchmarks/heartbeat.py [--sessions 0,10,60,200] [--ticks 200]
-        [--pg postgresql+psycopg://postgres@127.0.0.1:5432/mydb]
+        [--pg postgresql+psycopg://postgres@127.0.0.1:5432/mydb] [--smoke]
 """
 
 from __future__ import annotations
@@ -112,9 +114,12 @@ def main() -> None:
     parser.add_argument("--sessions", default="0,10,60,200")
     parser.add_argument("--ticks", type=int, default=200)
     parser.add_argument("--pg", default="", help="a PostgreSQL URL (a new schema is used)")
+    parser.add_argument("--smoke", action="store_true", help="3 ticks: does it still run?")
     args = parser.parse_args()
+    if args.smoke:
+        args.sessions, args.ticks = "0,10", 3
     counts = [int(n) for n in args.sessions.split(",")]
-    result: dict[str, Any] = {"ticks": args.ticks}
+    result: dict[str, Any] = {"ticks": args.ticks, "smoke": args.smoke}
     with tempfile.TemporaryDirectory() as tmp:
         result["sqlite"] = measure(f"sqlite:///{tmp}/bench.db", counts, args.ticks)
     if args.pg:

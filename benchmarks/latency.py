@@ -8,9 +8,10 @@ every ~60 ms). Paced by timers on purpose: Playwright's ``wait_for_function`` po
 answers a key press until the next paint (docs/performance.md). Latency per input is
 measured from the episode's own envlogger log: ``frame_drawn - input_sent`` of the step that
 applied the input, both on the browser's clock (exactly what the recording holds). Prints
-JSON (milliseconds).
+JSON (milliseconds). ``--smoke`` plays 4 inputs in each mode: it checks that the benchmark
+still runs (``make test``), its figures mean nothing.
 
-    .venv/bin/python benchmarks/latency.py [--inputs 150]
+    .venv/bin/python benchmarks/latency.py [--inputs 150] [--smoke]
 """
 
 from __future__ import annotations
@@ -164,7 +165,10 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--inputs", type=int, default=150)
+    parser.add_argument("--smoke", action="store_true", help="4 inputs: does it still run?")
     args = parser.parse_args()
+    if args.smoke:
+        args.inputs = 4
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
@@ -172,7 +176,7 @@ def main() -> None:
         finally:
             browser.close()
     print(json.dumps({"benchmark": "player_latency", "env": "ALE/Pong-v5, headless Chromium",
-                      "results": results}, indent=2))  # fmt: skip
+                      "results": results, "smoke": args.smoke}, indent=2))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -8,8 +8,11 @@ growing numbers of players until late frames reach 1 %. Reports, per number of r
 most players with under 1 % late frames, per replica and per core (this machine is CPU bound:
 replicas share its cores, so per-core figures are what carries over to more machines).
 Needs PostgreSQL at 127.0.0.1:5432 (STUDIO_DEPLOY_PG_URL) and HAProxy. Prints JSON.
+``--smoke`` plays one round of one player for half a second behind two replicas: it checks
+that the benchmark still runs (``make test``), its figures mean nothing.
 
     .venv/bin/python benchmarks/replicas.py [--replicas 1,2] [--sessions 4,8,12] [--seconds 6]
+                                            [--smoke]
 """
 
 from __future__ import annotations
@@ -92,14 +95,17 @@ def main() -> None:
     parser.add_argument("--replicas", default="1,2")
     parser.add_argument("--sessions", default="4,8,12,16,20,24,28,32,40,48")
     parser.add_argument("--seconds", type=float, default=6.0)
+    parser.add_argument("--smoke", action="store_true", help="one short round: does it run?")
     args = parser.parse_args()
+    if args.smoke:
+        args.replicas, args.sessions, args.seconds = "2", "1", 0.5
     counts = [int(x) for x in args.sessions.split(",")]
     started = time.monotonic()
     results = [measure(int(r), counts, args.seconds) for r in args.replicas.split(",")]
     print(json.dumps({"benchmark": "replicas_behind_haproxy", "env": "ALE/Pong-v5 async 60 fps",
                       "cores": os.cpu_count(), "seconds_per_round": args.seconds,
-                      "results": results, "total_s": round(time.monotonic() - started, 1)},
-                     indent=2))  # fmt: skip
+                      "results": results, "total_s": round(time.monotonic() - started, 1),
+                      "smoke": args.smoke}, indent=2))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -8,10 +8,13 @@ JSON object: per case the median and p95 milliseconds of the whole listing and o
 the total it reports, and the plan of the page query (``--explain``).
 
     python benchmarks/review_list.py [--url postgresql+psycopg://...] [--reuse] [--explain]
+                                     [--episodes 100000] [--repeat 25] [--smoke]
 
 The database (``--url``, else ``STUDIO_BENCH_DATABASE_URL``, else ``h_quality_bench`` on the
 local server) is dropped and recreated unless ``--reuse``: its name must start with ``h_`` or
-``bench``.
+``bench``. ``--smoke`` builds 2,000 episodes in a new database ``bench_smoke_...`` on the
+server of ``--url``, pages 50 rows deep instead of 10,000, and drops the database: it checks
+that the benchmark still runs (``make test``), its figures mean nothing.
 
 Target: the median listing of a filtered, sorted page (page 1 and a deep page) <= 100 ms.
 """
@@ -44,6 +47,7 @@ from server.core.db import make_engine  # noqa: E402
 from server.core.migrate import upgrade_head  # noqa: E402
 from server.models import Study  # noqa: E402
 from server.services import labels, quality, review  # noqa: E402
+from tests.deploy.harness import fresh_database as new_database  # noqa: E402
 
 DEFAULT_URL = os.environ.get(
     "STUDIO_BENCH_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/h_quality_bench"
@@ -237,9 +241,11 @@ def measure(
     return case
 
 
-def run(url: str, n: int, repeat: int, rebuild: bool, show_plans: bool) -> dict[str, Any]:
+def run(
+    url: str, n: int, repeat: int, rebuild: bool, show_plans: bool, deep: int = 10_000
+) -> dict[str, Any]:
+    """Build (unless not ``rebuild``) and time every case; ``deep``: the deep pages' offset."""
     if rebuild:
-        fresh_database(url)
         upgrade_head(url)
     engine = make_engine(url)
     started = time.perf_counter()
@@ -258,12 +264,12 @@ def run(url: str, n: int, repeat: int, rebuild: bool, show_plans: bool) -> dict[
         # page 201 as the UI reaches it (Next, Next, ...: the cursor of page 200's last row)
         "return_tag_sort_p50_page_201_keyset": (
             filtered,
-            {"sort": "-latency_p50_ms", "offset": 10_000, "keyset": True},
+            {"sort": "-latency_p50_ms", "offset": deep, "keyset": True},
         ),
         # the same page by offset (a deep link's ?offset=10000): for comparison
         "return_tag_sort_p50_page_201_offset": (
             filtered,
-            {"sort": "-latency_p50_ms", "offset": 10_000},
+            {"sort": "-latency_p50_ms", "offset": deep},
         ),
         "return_tag_sort_p50_last_page_keyset": (
             filtered,
@@ -305,9 +311,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=25)
     parser.add_argument("--reuse", action="store_true", help="keep the database built before")
     parser.add_argument("--explain", action="store_true", help="print the page queries' plans")
+    parser.add_argument("--smoke", action="store_true", help="2,000 episodes: does it run?")
     args = parser.parse_args()
-    print(json.dumps(run(args.url, args.episodes, args.repeat, not args.reuse, args.explain),
-                     indent=1))  # fmt: skip
+    if args.smoke:
+        admin = make_url(args.url).set(database="postgres").render_as_string(hide_password=False)
+        with new_database(admin, prefix="bench_smoke_") as url:
+            out = run(url, 2000, 2, True, args.explain, deep=50)
+    else:
+        if not args.reuse:
+            fresh_database(args.url)
+        out = run(args.url, args.episodes, args.repeat, not args.reuse, args.explain)
+    print(json.dumps({**out, "smoke": args.smoke}, indent=1))
 
 
 if __name__ == "__main__":

@@ -99,9 +99,10 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes] | None, log: Path | No
 
 
 @contextlib.contextmanager
-def fresh_database(admin_url: str = PG_ADMIN_URL) -> Iterator[str]:
-    """A new PostgreSQL database on the server of ``admin_url``, dropped afterwards."""
-    name = f"deploy_{uuid.uuid4().hex[:12]}"
+def fresh_database(admin_url: str = PG_ADMIN_URL, prefix: str = "deploy_") -> Iterator[str]:
+    """A new PostgreSQL database (``prefix`` and a random suffix) on the server of
+    ``admin_url``, dropped afterwards."""
+    name = f"{prefix}{uuid.uuid4().hex[:12]}"
     admin = make_engine(admin_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
