@@ -121,30 +121,29 @@ class _Wire(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         buffer = self.buffer
-        buffer += data
-        start = 0
-        while True:
-            have = len(buffer) - start
-            if have < 4:
-                break
-            (size,) = _HEADER.unpack_from(buffer, start)
+        if buffer:  # the rest of a message that came in pieces
+            buffer += data
+            view: bytes | bytearray = buffer
+        else:  # usually whole messages: parse them where they are, no copy
+            view = data
+        start, end = 0, len(view)
+        while end - start >= 4:
+            (size,) = _HEADER.unpack_from(view, start)
             head = 4
             if size == -1:
-                if have < 12:
+                if end - start < 12:
                     break
-                (size,) = _LONG_HEADER.unpack_from(buffer, start + 4)
+                (size,) = _LONG_HEADER.unpack_from(view, start + 4)
                 head = 12
-            if have < head + size:
+            if end - start < head + size:
                 break
-            body = memoryview(buffer)[start + head : start + head + size]
-            try:
-                message = pickle.loads(body)
-            finally:
-                body.release()
+            message = pickle.loads(view[start + head : start + head + size])
             start += head + size
             self.worker._dispatch(message)
-        if start:
+        if view is buffer:
             del buffer[:start]
+        elif start < end:
+            self.buffer = bytearray(view[start:])
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.drained is not None:
