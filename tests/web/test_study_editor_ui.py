@@ -77,6 +77,10 @@ def test_a_study_made_with_forms_only(live_server: str, page: Page, factory: Fac
     cart_report = cartpole.get_by_role("article", name="Validation of CartPole")
     expect(cart_report.get_by_role("img", name="First frame of CartPole")).to_be_visible()
     expect(cart_report).to_contain_text("float32 [4]")
+    # the catalog's CartPole is slowed down on purpose, and the report says why
+    expect(cart_report).to_contain_text("0.40× real speed")
+    expect(cart_report).to_contain_text("before a person can react")
+    expect(cart_report.get_by_role("list", name="warnings")).to_have_count(0)
     pong_report = pong.get_by_role("article", name="Validation of Pong")
     expect(pong_report.get_by_role("list", name="problems")).to_contain_text(
         "environments.1.source: Invalid game mode requested"
