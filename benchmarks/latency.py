@@ -90,13 +90,14 @@ def stages_from_log(path: str) -> dict[str, float | None]:
     }
 
 
-def play(page: Any, url: str, token: str, mode: str, inputs: int) -> None:
-    """Join, pass the instructions and the ready gate, play ``inputs`` inputs with the
-    keyboard, cancel the episode (as a participant would, through the page)."""
+def play(page: Any, url: str, token: str, mode: str, inputs: int,
+         participant: str | None = None) -> None:  # fmt: skip
+    """Join as ``participant``, pass the instructions and the ready gate, play ``inputs``
+    inputs with the keyboard, cancel the episode (as a participant would, through the page)."""
     from playwright.sync_api import expect
 
     page.goto(f"{url}/player.html?token={token}")
-    page.get_by_label("Participant ID").fill(f"latency-{mode}")
+    page.get_by_label("Participant ID").fill(participant or f"latency-{mode}")
     page.get_by_role("button", name="Continue").click()
     expect(page.locator("#instructions-view")).to_be_visible()
     page.keyboard.press("Enter")
