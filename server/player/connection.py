@@ -93,8 +93,10 @@ class Connection:
                 await self.ws.close(item.code, item.reason)
                 return
             if isinstance(item, Frame):
-                await self.ws.send_bytes(item.data)
+                # stamped as it is handed to the socket: after the send returns, the client
+                # may already have drawn it (frame_sent_ms later than frame_drawn_ms)
                 self.live.frame_sent(item)
+                await self.ws.send_bytes(item.data)
             else:
                 await self.ws.send_text(item)
 

@@ -214,7 +214,7 @@ class LiveSession:
                 self.send({"type": "error", "code": "pause_timeout", "message": message})
 
     def frame_sent(self, frame: Frame) -> None:
-        """Called by the sender once a frame is on the wire."""
+        """Called by the sender as it hands a frame to the socket."""
         run = self.run
         if run is not None and run.index == frame.episode:
             run.frame_sent(frame.step, now_ms())

@@ -70,3 +70,51 @@ def test_sync_episode_to_the_end_and_saved(factory, designer, db, settings):
     assert timing[1]["acks"][0][0] == 0 and timing[1]["acks"][0][2] == 990.0
     assert timing[2]["acks"][0][0] == 1 and timing[2]["acks"][0][1] is not None
     assert json.loads(steps[1].custom_data["input"])["keys"] == ["KeyA"]
+
+
+def test_frame_sent_is_stamped_before_the_client_can_have_it(factory, designer, db, live_server):
+    """frame_sent_ms is taken as the frame is handed to the socket: never later than the
+    moment the client received it (stamped after the send, it once was, by up to 4 ms).
+    Over a real socket to uvicorn; the client's clock is the server's here."""
+    import time
+
+    from websockets.sync.client import connect
+
+    from server.player.protocol import SUBPROTOCOL, unpack_frame
+
+    study = factory.study(designer, spec(counter_env(episode_len=10_000)))
+    cookies = "; ".join(f"{k}={v}" for k, v in factory.client(designer).cookies.items())
+    url = f"{live_server.replace('http', 'ws', 1)}/ws/play?study={study.id}"
+    received: dict[int, float] = {}
+    with connect(url, subprotocols=[SUBPROTOCOL], origin=live_server,
+                 additional_headers={"Cookie": cookies}) as ws:  # fmt: skip
+
+        def next_message(kind: str | None = None):
+            while True:
+                message = ws.recv(timeout=30)
+                if isinstance(message, bytes):
+                    if kind is None:
+                        return unpack_frame(message), time.time() * 1000
+                elif json.loads(message)["type"] == kind:
+                    return json.loads(message)
+
+        next_message("hello")
+        ws.send(json.dumps({"type": "start", "env_id": "counter"}))
+        episode = next_message("episode_started")["episode"]
+        ws.send(json.dumps({"type": "go"}))
+        step = 0
+        for _ in range(300):
+            ws.send(json.dumps({"type": "input", "keys": ["KeyA"], "seen_step": step,
+                                "client_ms": time.time() * 1000}))  # fmt: skip
+            (index, step, *_), at = next_message()
+            received[step] = at
+            ws.send(json.dumps({"type": "ack", "episode": index, "step": step, "drawn_ms": at}))
+            time.sleep(0.01)  # within the server's 120 inputs per second
+        ws.send(json.dumps({"type": "cancel"}))
+        next_message("episode_saved")
+    with open_reader(db.get(Episode, episode["id"]).storage_path) as reader:
+        acks = [ack for s in reader.steps for ack in json.loads(s.custom_data["timing"]).get(
+            "acks", [])]  # fmt: skip
+    assert len(acks) >= 250
+    late = [(step, sent - received[step]) for step, sent, _ in acks if sent > received[step]]
+    assert late == []
