@@ -10,10 +10,12 @@ waits too, since TCP delivers in order). A direction holds at most ``window`` by
 flight, then stops reading, so the sender feels backpressure as through a real socket.
 
 The benchmark starts the app (as ``latency.py`` does), puts the proxy in front of it for
-each link, plays Atari Pong in async mode at 60 fps with the keyboard through the proxy,
-and reads input → frame drawn latency from the episode's own log (``frame_drawn -
-input_sent``, both on the browser's clock). Prints JSON: per link p50/p99 latency, the
-frames the server dropped for a slow client, the steps played and the stream's frame rate.
+each link, plays Atari Pong in async mode at 60 fps with the keyboard through the proxy
+with the adaptive stream on (``adaptive_quality``, from ``high``), and reads input → frame
+drawn latency from the episode's own log (``frame_drawn - input_sent``, both on the
+browser's clock). Prints JSON: per link p50/p99 latency, the frames the server dropped for a
+slow client, the steps played, the stream's frame rate and the share of steps streamed at
+each JPEG quality (the adaptive stream's choices).
 ``--smoke`` plays a few inputs over one link: it checks the benchmark still runs; its
 figures mean nothing.
 
@@ -230,6 +232,7 @@ def measure(browser: Any, server: dict[str, Any], link: Link, inputs: int) -> di
     engine.dispose()
     values = latencies_from_log(row.storage_path)
     p50, p99 = percentile(values, 50), percentile(values, 99)
+    qualities = _qualities(row.storage_path)
     return {
         "link": link.name,
         "rtt_ms": link.rtt_ms,
@@ -244,8 +247,18 @@ def measure(browser: Any, server: dict[str, Any], link: Link, inputs: int) -> di
         "frames_dropped": row.frames_dropped,
         "steps_per_s": round(row.steps / row.duration_s, 1) if row.duration_s else None,
         "loss_stalls": stalls,
+        "stream_quality_share": qualities,
         "seconds": round(elapsed, 1),
     }
+
+
+def _qualities(path: str) -> dict[str, float]:
+    """Share of steps streamed at each JPEG quality (the adaptive stream's choices)."""
+    from server.recording.writer import open_reader
+
+    with open_reader(path) as reader:
+        seen = [json.loads(s.custom_data["timing"]).get("jpeg_quality") for s in reader.steps]
+    return {str(q): round(seen.count(q) / len(seen), 3) for q in sorted(set(seen), key=str)}
 
 
 def main() -> None:
@@ -260,7 +273,8 @@ def main() -> None:
     links = LINKS
     if args.smoke:
         args.inputs, links = 4, (replace(LINKS[1], loss=0.05),)
-    env = {**PONG, "mode": "async"}
+    # the adaptive stream on, from high quality down: what each link ends up carrying
+    env = {**PONG, "mode": "async", "image_quality": "high", "adaptive_quality": True}
     with studio_server(env) as server, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:

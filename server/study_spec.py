@@ -195,6 +195,11 @@ class EnvironmentSpec(StrictModel):
         default=None, description="Overrides the catalog's default controls."
     )
     image_quality: Literal["low", "medium", "high"] = "medium"
+    adaptive_quality: bool = Field(
+        default=False,
+        description="Lower the streamed JPEG quality (down to low) while a player's link falls "
+        "behind, and raise it again up to image_quality; recorded observations never change.",
+    )
     camera: str | None = None
     seeds: list[Annotated[int, Field(ge=0, le=MAX_SEED)]] | None = Field(
         default=None, description="Seeds used in turn; a random seed per episode when empty."

@@ -4,7 +4,7 @@
 
 import { el } from "./api.js";
 import { mountControlsEditor } from "./editor-controls.js";
-import { fieldBox, inputField, markdownField, selectField, setIn, uid } from "./editor-fields.js";
+import { fieldBox, inputField, markdownField, selectField, setIn, switchField, uid } from "./editor-fields.js";
 import { mountSettings } from "./editor-settings.js";
 import { renderEnvReport } from "./editor-validation.js";
 
@@ -81,6 +81,8 @@ export function renderEnvCard(env, index, count, ctx) {
     inputField(env, ["max_steps"], "Max steps", { kind: "int", min: 1, max: 1000000, defaultValue: "none", onChange: changed }),
     inputField(env, ["max_duration_s"], "Max duration (s)", { kind: "number", min: 0, max: 86400, defaultValue: "none", onChange: changed }),
     selectField(env, ["image_quality"], "Image quality", [["low"], ["medium"], ["high"]], { defaultValue: "medium", onChange: changed }),
+    switchField(env, ["adaptive_quality"], "Adapt quality to the player's link", { onChange: changed,
+      hint: "Streams lower quality while a player's connection falls behind, up to the image quality; recordings keep every observation." }),
     cameraField(env, report, changed),
     seedsField(env, changed),
     inputField(env, ["episodes_per_participant"], "Episodes per participant", { kind: "int", min: 1, defaultValue: 1, onChange: changed }),

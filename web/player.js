@@ -259,7 +259,10 @@ const handlers = {
   },
   setting(m) {
     if (m.speed !== undefined) $("speed").value = String(m.speed);
-    if (m.quality !== undefined) $("quality").value = m.quality;
+    if (m.quality !== undefined) {
+      $("quality").value = m.quality;
+      $("quality").title = m.adaptive ? "Adjusted to your connection; choose another to change the most it may use" : "";
+    }
     if (m.camera !== undefined) $("camera").value = m.camera;
   },
   stats(m) { $("st-latency").textContent = m.latency_ms == null ? "–" : `${Math.round(m.latency_ms)} ms`; },

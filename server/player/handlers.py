@@ -13,6 +13,8 @@ from typing import Any
 
 from server.models import EpisodeStatus
 from server.player import protocol as p
+from server.player._run import EpisodeRun
+from server.player.adaptive import QualityController
 from server.player.outbox import Outbox
 from server.player.session import ACTIVE, LiveSession, Phase, PlayError, wrong_state
 from server.recording.format import now_ms
@@ -120,7 +122,10 @@ async def on_ack(s: LiveSession, msg: p.AckMsg) -> None:
     run = s.run
     if run is None or msg.episode != run.index or msg.step > run.step:
         return  # a late ack of an earlier episode, or nonsense: nothing to record
+    sent_ms = run.sent_ms.get(msg.step)
     run.frame_drawn(msg.step, msg.drawn_ms)
+    if sent_ms is not None:
+        await _adapt_quality(s, run, now_ms() - sent_ms)
     if run.stats_due():
         recent = quality.percentile(run.latencies_ms[-60:], 50)
         s.send({"type": "stats", "latency_ms": recent, "frames_dropped": run.frames_dropped})
@@ -128,6 +133,20 @@ async def on_ack(s: LiveSession, msg: p.AckMsg) -> None:
             and s.worker.info.get("mode") == "async" and len(run.acks) >= ACK_FLUSH):  # fmt: skip
         with contextlib.suppress(WorkerError):  # the pump reports a dead worker
             await s.worker.send_acks(run.take_acks())
+
+
+async def _adapt_quality(s: LiveSession, run: EpisodeRun, delay_ms: float) -> None:
+    """The adaptive stream (``adaptive_quality``): one more ack delay; a new level is sent
+    to the worker (the frames that follow, and their records, carry it) and to the page."""
+    env = s.spec.environment(run.env_id)
+    if not env.adaptive_quality or s.worker is None or s.phase != Phase.playing:
+        return
+    if s.adaptive is None or s.adaptive.env_id != run.env_id:
+        s.adaptive = QualityController(s.quality or env.image_quality, run.env_id)
+    level = s.adaptive.on_ack(delay_ms, now_ms(), run.frames_dropped)
+    if level is not None:
+        await s.worker_call(s.worker.set_quality(level))  # type: ignore[arg-type]
+        s.send({"type": "setting", "quality": level, "adaptive": True})
 
 
 async def on_pause(s: LiveSession, _msg: p.PauseMsg) -> None:
@@ -188,6 +207,8 @@ async def on_set_quality(s: LiveSession, msg: p.QualityMsg) -> None:
     if s.worker is not None:
         await s.worker_call(s.worker.set_quality(msg.quality))
     s.quality = msg.quality
+    if s.adaptive is not None:  # the player's choice is the adaptive stream's ceiling
+        s.adaptive.set_ceiling(msg.quality)
     s.send({"type": "setting", "quality": msg.quality})
 
 

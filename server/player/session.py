@@ -21,6 +21,7 @@ from server.errors import Conflict
 from server.models import EpisodeStatus, utcnow
 from server.player import protocol as p
 from server.player._run import EpisodeRun
+from server.player.adaptive import QualityController
 from server.player.outbox import Frame, Outbox
 from server.player.views import env_ready, study_view
 from server.principal import Principal
@@ -89,7 +90,8 @@ class LiveSession:
         self.run: EpisodeRun | None = None
         self.episodes_started = 0
         self.speed = 1.0
-        self.quality: str | None = None
+        self.quality: str | None = None  # what the player chose
+        self.adaptive: QualityController | None = None  # the adaptive stream's, if on
         self.camera: str | None = None
         self.lost_connection = False
         self._pause_timer: asyncio.Task[None] | None = None

@@ -59,7 +59,9 @@ END_FAILED = "failed"  # the environment raised
 END_REPLACED = "replaced"  # a new episode began before this one ended
 END_CLOSED = "closed"  # the worker was closed mid-episode
 # Extra ``timing`` keys written by the worker besides the ones above: ``worker_recv``
-# (ms since the epoch when the worker received the input).
+# (ms since the epoch when the worker received the input) and ``jpeg_quality`` (the JPEG
+# quality this timestep's frame was encoded and streamed at: 50, 75 or 90; it changes with
+# the player's choice and the adaptive stream, never the observation).
 
 EPISODES_DIR = "episodes"
 EXPORTS_DIR = "exports"

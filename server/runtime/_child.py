@@ -174,6 +174,7 @@ class Session:
         # apply the held input again get only ``applied``.
         timing, self.held_timing = self.held_timing, {}
         timing["applied"] = fmt.now_ms()
+        timing["jpeg_quality"] = self.quality  # the stream's, which may adapt (never the obs)
         if self.acks:
             timing["acks"], self.acks = self.acks, []
         return {

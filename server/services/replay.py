@@ -187,6 +187,8 @@ def steps_page(
                     "latency_ms": step.input_latency(sent, drawn.get(t + 1)),
                     # when the worker produced o_t (ms since the epoch): the replay's pace
                     "time_ms": step.finite(own.get("applied")),
+                    # the JPEG quality o_t's frame was streamed at (the adaptive stream's)
+                    "stream_quality": own.get("jpeg_quality"),
                     "has_frame": bool(data.get("frame")),
                 }
             )
