@@ -20,6 +20,7 @@ from server.models import (
     Episode,
     EpisodeStatus,
     Participant,
+    Platform,
     PlaySession,
     Study,
     StudyEnvironment,
@@ -27,7 +28,7 @@ from server.models import (
 )
 from server.principal import Principal, is_reserved_participant_id
 from server.recording.format import episode_dir
-from server.services import crowd, quality
+from server.services import crowd, participants, quality
 from server.study_spec import EnvironmentSpec, StudySpec
 
 FINAL = frozenset(EpisodeStatus) - {EpisodeStatus.recording}
@@ -56,15 +57,7 @@ def find_or_create_participant(db: Session, study: Study, external_id: str) -> P
     if is_reserved_participant_id(external_id):  # it would be read as a designer's test play
         message = "Participant ids starting with 'user:' are reserved for designers' test plays."
         raise Invalid(message, detail=[{"loc": ["body", "participant_id"], "msg": message}])
-    query = select(Participant).where(
-        Participant.study_id == study.id, Participant.external_id == external_id
-    )
-    participant = db.scalar(query)
-    if participant is None:
-        participant = Participant(study_id=study.id, external_id=external_id)
-        db.add(participant)
-        db.commit()
-    return participant
+    return participants.find_or_insert(db, study.id, external_id, Platform.direct)
 
 
 def start_session(db: Session, study_id: int, principal: Principal) -> str:

@@ -11,6 +11,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from server.errors import Conflict, Invalid
@@ -108,14 +110,35 @@ def find(db: Session, study_id: int, external_id: str) -> Participant | None:
     )
 
 
+def find_or_insert(db: Session, study_id: int, external_id: str, platform: str) -> Participant:
+    """The participant with this external id, inserted first if missing (committed).
+
+    Idempotent under concurrency: the insert is ``ON CONFLICT DO NOTHING`` on the unique
+    (study, external id), so simultaneous joins of one participant (a double click, two tabs,
+    a retry) make one row and none of them fails on the constraint (PostgreSQL waits for the
+    first insert's commit; SQLite serializes writers).
+    """
+    found = find(db, study_id, external_id)
+    if found is not None:
+        return found
+    dialect = db.get_bind().dialect.name
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    values = {"study_id": study_id, "external_id": external_id, "platform": platform,
+              "created_at": utcnow()}  # fmt: skip
+    db.execute(
+        insert(Participant)
+        .values(**values)
+        .on_conflict_do_nothing(index_elements=["study_id", "external_id"])
+    )
+    db.commit()
+    participant = find(db, study_id, external_id)
+    assert participant is not None  # inserted now or by the concurrent join that won
+    return participant
+
+
 def join(db: Session, study: Study, who: Arrival) -> Participant:
     """Create the participant, or note a returning one's latest platform ids."""
-    participant = find(db, study.id, who.external_id)
-    if participant is None:
-        participant = Participant(
-            study_id=study.id, external_id=who.external_id, platform=who.platform
-        )
-        db.add(participant)
+    participant = find_or_insert(db, study.id, who.external_id, who.platform)
     if participant.platform == who.platform:
         # a returning MTurk worker may hold a new assignment: its ids are the ones to submit
         for name in ("platform_study_id", "platform_session_id", "submit_to"):
