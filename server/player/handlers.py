@@ -62,27 +62,32 @@ def start_check(s: LiveSession, state: dict[str, Any], env_id: str | None) -> tu
     """The environment a participant may start now (and whether it is past their quota
     because a requirement is still unmet), or the PlayError saying why not."""
     if state["screened_out"]:
-        raise PlayError("screened_out", "you did not consent to this study")
+        raise refused(state, "screened_out", "you did not consent to this study")
     if state["consent_required"] and not state["consented"]:
-        raise PlayError("consent_required", "please accept the consent form first")
+        raise refused(state, "consent_required", "please accept the consent form first")
     assigned = state["assigned_env"]
     if s.spec.crowd.assignment == "balanced":
         if env_id is not None and env_id != assigned:
-            raise PlayError("assigned_elsewhere", "another environment is assigned to you")
+            raise refused(state, "assigned_elsewhere", "another environment is assigned to you")
         if assigned is None:
-            raise PlayError("quota_reached", "there is nothing left for you to play")
+            raise refused(state, "quota_reached", "there is nothing left for you to play")
         env_id = assigned
     if env_id is None or env_id not in state["progress"]:
         raise PlayError("unknown_env", f"the study has no environment {env_id!r}")
     info = state["progress"][env_id]
     name = s.spec.environment(env_id).name
     if info["status"] == "finished":
-        raise PlayError("quota_reached", f"you have played all episodes of {name}")
+        raise refused(state, "quota_reached", f"you have played all episodes of {name}")
     if info["status"] == "full":
-        raise PlayError("env_full", f"{name} has all the episodes it needs")
+        raise refused(state, "env_full", f"{name} has all the episodes it needs")
     if info["status"] == "failed":
-        raise PlayError("env_failed", FAILED_MESSAGE, {"next": state["next"]})
+        raise refused(state, "env_failed", FAILED_MESSAGE)
     return env_id, info["completed"] >= info["required"]
+
+
+def refused(state: dict[str, Any], code: str, message: str) -> PlayError:
+    """A participant's refused start, with their state and ``next`` (the way forward)."""
+    return PlayError(code, message, {"next": state["next"], "participant": state})
 
 
 async def on_go(s: LiveSession, _msg: p.GoMsg) -> None:

@@ -221,17 +221,15 @@ class LiveSession:
 
     # -- messages -----------------------------------------------------------------------
     async def begin(self, env_id: str, extra: bool = False) -> None:
-        """Start (or reuse) the worker for ``env_id``, create the episode row (a participant's
-        is a quota reservation), reset the env."""
+        """Reserve the episode (a participant's is a quota reservation, taken in the database
+        before any worker is built, so a refused start answers at once), then start or reuse
+        the worker for ``env_id`` and reset the env."""
         env = self.spec.environment(env_id)
-        if self.worker is None or self.env_id != env_id or not self.worker.alive:
+        fresh = self.worker is None or self.env_id != env_id or not self.worker.alive
+        if fresh:
             await self._close_worker()
             if not await self._slots_left():
                 raise PlayError("busy", "the server is at capacity; try again in a minute")
-            try:
-                await self._start_worker(env_id)
-            except WorkerError as exc:
-                await self._env_failed(env_id, exc)
         seed = await self.db(episodes.next_seed, self.study_id, env, self.principal)
         try:
             row = await self.db(
@@ -241,7 +239,12 @@ class LiveSession:
                 replica_id=self.settings.replica_id,
             )  # fmt: skip
         except crowd.QuotaError as exc:
-            raise PlayError(exc.code or "quota_reached", exc.message) from None
+            raise await self.refusal(exc.code or "quota_reached", exc.message, env_id) from None
+        if fresh:
+            try:
+                await self._start_worker(env_id)
+            except WorkerError as exc:
+                await self._env_failed(env_id, row.id, exc)
         self.episodes_started += 1
         run = EpisodeRun(id=row.id, index=self.episodes_started, env_id=env_id, seed=seed)
         self.run = run
@@ -277,20 +280,24 @@ class LiveSession:
         self.phase = Phase.playing
         self.send({"type": "started", "episode_id": run.id})
 
-    async def _env_failed(self, env_id: str, exc: WorkerError) -> NoReturn:
-        """The environment did not start: log and store the details (a ``failed`` episode
-        row the designer sees); a participant gets a plain message and the way forward."""
+    async def refusal(self, code: str, message: str, env_id: str | None = None) -> PlayError:
+        """A refused start: a participant's carries their state and ``next``, the way forward
+        (another environment, or the completion page when nothing is left)."""
+        state = await self.participant_state(last_env=env_id)
+        if state is None:  # a designer test-playing
+            return PlayError(code, message)
+        return PlayError(code, message, {"next": state["next"], "participant": state})
+
+    async def _env_failed(self, env_id: str, episode_id: str, exc: WorkerError) -> NoReturn:
+        """The environment did not start: log and store the details on its reserved episode
+        (``failed``, which frees the reservation; the designer sees it); a participant gets a
+        plain message and the way forward."""
         detail = f"{type(exc).__name__}: {exc}"
         log.warning("environment %s of study %s did not start: %s", env_id, self.study_id, detail)
+        await self.db(episodes.record_start_failure, episode_id, detail[:4000])
         if self.principal.participant_id is None:  # a designer test-playing: the details
             raise PlayError("env_failed", f"the environment did not start: {exc}")
-        await self.db(episodes.record_start_failure, study_id=self.study_id, env_key=env_id,
-                      session_id=self.id, principal=self.principal,
-                      data_root=self.settings.data_root, error=detail[:4000])  # fmt: skip
-        state = await self.participant_state(last_env=env_id)
-        assert state is not None
-        raise PlayError("env_failed", crowd.FAILED_MESSAGE,
-                        {"next": state["next"], "participant": state})  # fmt: skip
+        raise await self.refusal("env_failed", crowd.FAILED_MESSAGE, env_id)
 
     async def _start_worker(self, env_id: str) -> None:
         env = self.spec.environment(env_id)

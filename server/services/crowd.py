@@ -98,6 +98,17 @@ def availability(db: Session, study: Study, spec: StudySpec) -> str:
 
 
 # -- quotas, atomically ----------------------------------------------------------------------
+def lock_study(db: Session, study_id: int) -> None:
+    """Serialize with the study's other assignments until commit: a no-op UPDATE of its row
+    (a row lock on PostgreSQL, the write lock on SQLite; ``updated_at`` is kept as it is)."""
+    db.execute(
+        update(Study)
+        .where(Study.id == study_id)
+        .values(updated_at=Study.updated_at)
+        .execution_options(synchronize_session=False)
+    )
+
+
 def reserve(db: Session, study_id: int, env_key: str, participant_id: int | None,
             spec: StudySpec, extra: bool = False) -> StudyEnvironment:  # fmt: skip
     """Lock the environment and check its quotas; the caller inserts the episode and commits.
@@ -216,6 +227,14 @@ def assign(db: Session, study: Study, spec: StudySpec, participant: Participant,
     current = participant.assigned_env
     if current in prog.envs and prog.playable(current):
         return current
+    # Choosing reads every participant's assignment: serialize the choices of one study (a
+    # burst of joins would otherwise all read the same counts and pick the same environment).
+    lock_study(db, study.id)
+    db.refresh(participant)  # the same participant's other join may have chosen meanwhile
+    current = participant.assigned_env
+    if current in prog.envs and prog.playable(current):
+        db.commit()
+        return current
     candidates = [e for e in spec.environments if prog.playable(e.id)]
     choice: str | None = None
     if candidates:
@@ -238,9 +257,8 @@ def assign(db: Session, study: Study, spec: StudySpec, participant: Participant,
             return (-room, load(env.id), pos)
 
         choice = min(enumerate(candidates), key=key)[1].id
-    if choice != current:
-        participant.assigned_env = choice
-        db.commit()
+    participant.assigned_env = choice
+    db.commit()  # releases the lock
     return choice
 
 

@@ -176,18 +176,11 @@ def mark_started(db: Session, episode_id: str) -> None:
         db.commit()
 
 
-def record_start_failure(
-    db: Session, *, study_id: int, env_key: str, session_id: str, principal: Principal,
-    data_root: Path, error: str,
-) -> Episode:  # fmt: skip
-    """A ``failed`` episode (no steps, end reason ``env_failed``) for an environment that did
-    not start for this player: the designer sees the error; it takes no quota."""
-    episode = create_episode(
-        db, study_id=study_id, env_key=env_key, session_id=session_id, principal=principal,
-        seed=None, data_root=data_root,
-    )  # fmt: skip
+def record_start_failure(db: Session, episode_id: str, error: str) -> Episode:
+    """The reserved episode of an environment that did not start: ``failed`` with no steps
+    and end reason ``env_failed`` (the designer sees the error; it takes no quota)."""
     return finish_episode(
-        db, episode.id,
+        db, episode_id,
         EpisodeResult(status=EpisodeStatus.failed, steps=0, total_reward=0.0,
                       end_reason=crowd.ENV_FAILED, error=error),
     )  # fmt: skip
