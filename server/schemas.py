@@ -525,6 +525,8 @@ class ParticipantRow(BaseModel):
     episodes: dict[str, int] = Field(description="Episodes per status.")
     play_time_s: float = Field(description="Summed duration of completed episodes.")
     completed_at: datetime | None
+    full_at: datetime | None = Field(description="Done because the study filled up first.")
+    outcome: str | None = Field(description="completed, full, screened_out, or null (not yet).")
     completion_code_shown: bool
     assigned_env: str | None
     last_error: str | None = Field(description="The last environment failure they met.")

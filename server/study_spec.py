@@ -253,9 +253,18 @@ class CrowdSettings(StrictModel):
     screenout_url: str = Field(
         default="", max_length=2000, description="http(s); {code} is replaced by the code."
     )
+    full_code: str = Field(
+        default="", pattern=CODE,
+        description="The code of a participant for whom the study filled up before they "
+        "finished (Prolific: a screen-out or no-code return); empty: no code.",
+    )  # fmt: skip
+    full_url: str = Field(
+        default="", max_length=2000,
+        description="Where to send them (http(s); {code} is replaced by the code).",
+    )  # fmt: skip
     requirements: Requirements = Field(default_factory=Requirements)
 
-    @field_validator("completion_url", "screenout_url")
+    @field_validator("completion_url", "screenout_url", "full_url")
     @classmethod
     def _http_only(cls, value: str) -> str:
         return check_url(value)

@@ -116,6 +116,7 @@ async function route(ps) {
   state.participant = ps;
   if (ps.screened_out) { stopPlaying(); crowd.showCode("screenout", ps.screenout); return; }
   if (ps.completed && ps.completion) { stopPlaying(); crowd.showCode("completion", ps.completion); return; }
+  if (ps.full && ps.full_outcome) { stopPlaying(); crowd.showCode("full", ps.full_outcome); return; }
   if (ps.done) { await finishStudy(); return; }
   if (ps.consent_required && !ps.consented) { crowd.showConsent(state.study.consent_html, answerConsent); return; }
   if (!state.ws) connect();
@@ -131,7 +132,7 @@ async function answerConsent(accept) {
 /** Ask for the completion code; when something is still missing, say what and go on playing. */
 async function finishStudy() {
   const res = await crowd.call("POST", "/api/play/complete", {}, state.ticket);
-  if (res.ok && res.body.completion) { route(res.body); return; }
+  if (res.ok && (res.body.completion || res.body.full_outcome)) { route(res.body); return; }
   if ([401, 403, 404].includes(res.status)) { forgetTicket(); boot(); return; }
   // not done after all (the server says what is missing): back to the games
   if (res.ok) state.participant = res.body;
@@ -275,7 +276,7 @@ const handlers = {
     }
     if (m.for === "start" && state.phase === "starting") {
       setPhase("idle");
-      if (isParticipant()) { playMessage(m.message); showNext(m.next, ""); return; }
+      if (isParticipant()) { refusedStart(m); return; }
     }
     playMessage(`${m.message}`);
   },
@@ -290,6 +291,33 @@ onFrameDrawn((frame, drawn) => {
 });
 
 /* --- where to go next --------------------------------------------------------------- */
+/** A participant's start was refused (a game filled up meanwhile, the study was paused...):
+    the server sent their state and the way forward; follow it, never back into the same
+    refusal. */
+function refusedStart(m) {
+  if (m.participant) state.participant = m.participant;
+  const kind = m.next ? m.next.kind : null;
+  if (kind === "done") { finishStudy(); return; }
+  if (kind === "paused") { crowd.showNotOpen("paused", checkBack); return; }
+  if (kind === "closed") {
+    if (state.participant && state.participant.done) finishStudy();
+    else { stopPlaying(); crowd.showNotOpen("closed", checkBack); }
+    return;
+  }
+  playMessage(m.message);
+  showNext(m.next, "");
+}
+
+/** Back from a paused study: the state again, then on where it leads. */
+async function checkBack() {
+  const me = await crowd.call("GET", "/api/play/me", undefined, state.ticket);
+  if (!me.ok) { boot(); return; }
+  state.participant = me.body;
+  if (me.body.study_state === "paused") { crowd.showNotOpen("paused", checkBack); return; }
+  if (!state.ws) { route(me.body); return; }
+  goLobby();
+}
+
 /** First screen of a (new) socket with no episode running. */
 function afterHello() {
   if (!isParticipant()) { renderLobby(); show("lobby-view"); return; }
@@ -327,7 +355,7 @@ function showNext(next, text) {
   const kind = next ? next.kind : isParticipant() ? "lobby" : "again";
   const nextEnv = next && next.env_id && state.envs[next.env_id];
   const label = { again: "Next episode", next_env: nextEnv ? `Next game: ${nextEnv.name}` : "Choose the next game",
-    done: "Finish and get your code", lobby: balanced() ? "Continue" : "Choose a game" }[kind] || "Continue";
+    done: state.participant && state.participant.ends_full ? "Continue" : "Finish and get your code", lobby: balanced() ? "Continue" : "Choose a game" }[kind] || "Continue";
   $("next-label").textContent = label;
   $("next-btn").dataset.kind = kind;
   $("next-btn").dataset.env = nextEnv ? next.env_id : "";

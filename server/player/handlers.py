@@ -63,6 +63,14 @@ def start_check(s: LiveSession, state: dict[str, Any], env_id: str | None) -> tu
     because a requirement is still unmet), or the PlayError saying why not."""
     if state["screened_out"]:
         raise refused(state, "screened_out", "you did not consent to this study")
+    if state["outcome"] in ("completed", "full"):
+        raise refused(state, "study_done", "you have finished this study")
+    if state["study_state"] in ("paused", "closed"):  # changed since the socket opened
+        words = {"paused": "the study is paused for a moment; please try again later",
+                 "closed": "the study has ended and takes no more episodes"}  # fmt: skip
+        kind = state["study_state"]
+        raise PlayError(f"study_{kind}", words[kind],
+                        {"next": {"kind": kind, "env_id": None}, "participant": state})  # fmt: skip
     if state["consent_required"] and not state["consented"]:
         raise refused(state, "consent_required", "please accept the consent form first")
     assigned = state["assigned_env"]

@@ -25,6 +25,7 @@ from server.models import (
     StudyState,
     utcnow,
 )
+from server.services import participants
 from server.study_spec import CrowdSettings, StudySpec
 
 RESERVED = (EpisodeStatus.completed, EpisodeStatus.recording)
@@ -167,6 +168,9 @@ class Progress:
     episodes: int  # completed, all environments
     requirements_met: bool
     done: bool
+    # done because games filled up before the participant finished them (and the study's
+    # requirements, when it sets any, are not met): the "full" outcome, not completion
+    cut_short: bool = False
 
     def playable(self, env_id: str) -> bool:
         """May the participant start an episode of ``env_id`` now?"""
@@ -215,7 +219,10 @@ def progress(db: Session, study: Study, spec: StudySpec, participant: Participan
     # all can be played any more (full or failed), they are done anyway (no dead end).
     nothing_left = quotas_done and all(e["full"] or e["failed"] for e in envs.values())
     done = quotas_done and (met or nothing_left)
-    return Progress(envs, full, played, episodes, met, done)
+    required = req.min_episodes > 0 or req.min_play_time_s > 0
+    cut_short = (done and any(e["full"] and not e["finished"] for e in envs.values())
+                 and not (required and met))  # fmt: skip
+    return Progress(envs, full, played, episodes, met, done, cut_short)
 
 
 def assign(db: Session, study: Study, spec: StudySpec, participant: Participant,
@@ -282,32 +289,47 @@ def _fill(url: str, code: str) -> str:
     return url.replace("{code}", quote(code, safe=""))
 
 
+def _outcome(code: str, url: str, participant: Participant, submit: bool) -> dict[str, Any]:
+    """A code and its redirect. An MTurk worker's HIT is submitted (``submit``) whatever URL
+    the study names, since MTurk pays only a submitted assignment; then the study's URL; then
+    Prolific's completion page with the code; else none (the page shows the code)."""
+    redirect: dict[str, Any] | None = None
+    if submit and participant.platform == Platform.mturk and participant.submit_to:
+        target = participant.submit_to.rstrip("/") + "/mturk/externalSubmit"
+        fields = {"assignmentId": participant.platform_session_id or "", "completion_code": code}
+        redirect = {"method": "POST", "url": target, "fields": fields}
+    elif url:
+        redirect = {"method": "GET", "url": _fill(url, code), "fields": {}}
+    elif participant.platform == Platform.prolific and code:
+        target = f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}"
+        redirect = {"method": "GET", "url": target, "fields": {}}
+    return {"code": code, "redirect": redirect}
+
+
 def completion(crowd: CrowdSettings, participant: Participant) -> dict[str, Any]:
     """The completion code and where to send the participant with it."""
-    code = crowd.completion_code
-    redirect: dict[str, Any] | None = None
-    if crowd.completion_url:
-        redirect = {"method": "GET", "url": _fill(crowd.completion_url, code), "fields": {}}
-    elif participant.platform == Platform.prolific:
-        url = f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}"
-        redirect = {"method": "GET", "url": url, "fields": {}}
-    elif participant.platform == Platform.mturk and participant.submit_to:
-        url = participant.submit_to.rstrip("/") + "/mturk/externalSubmit"
-        fields = {"assignmentId": participant.platform_session_id or "", "completion_code": code}
-        redirect = {"method": "POST", "url": url, "fields": fields}
-    return {"code": code, "redirect": redirect}
+    return _outcome(crowd.completion_code, crowd.completion_url, participant, submit=True)
+
+
+def full_outcome(crowd: CrowdSettings, participant: Participant) -> dict[str, Any]:
+    """The study filled up before the participant finished: the designer's ``full_code`` and
+    ``full_url`` (Prolific: a screen-out or no-code return; MTurk: the HIT is submitted with
+    this code, for the requester to approve or not)."""
+    return _outcome(crowd.full_code, crowd.full_url, participant, submit=True)
 
 
 def screenout(crowd: CrowdSettings, participant: Participant) -> dict[str, Any]:
-    """The screen-out code and redirect (consent declined)."""
-    code = crowd.screenout_code
-    redirect: dict[str, Any] | None = None
-    if crowd.screenout_url:
-        redirect = {"method": "GET", "url": _fill(crowd.screenout_url, code), "fields": {}}
-    elif participant.platform == Platform.prolific and code:
-        url = f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}"
-        redirect = {"method": "GET", "url": url, "fields": {}}
-    return {"code": code, "redirect": redirect}
+    """The screen-out code and redirect (consent declined; an MTurk worker returns the HIT)."""
+    return _outcome(crowd.screenout_code, crowd.screenout_url, participant, submit=False)
+
+
+def study_state(study: Study, spec: StudySpec, prog: Progress) -> str:
+    """:func:`availability` from a participant's progress (no second count)."""
+    if study.state == StudyState.paused:
+        return "paused"
+    if study.state != StudyState.active:
+        return "closed"
+    return "full" if len(prog.full) == len(spec.environments) else "active"
 
 
 def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
@@ -317,6 +339,7 @@ def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
     prog = progress(db, study, spec, participant)
     assigned = assign(db, study, spec, participant, prog)
     completed = participant.completed_at is not None
+    full = participant.full_at is not None
     screened = participant.screened_out_at is not None
     envs = {
         key: {"completed": v["completed"], "required": v["required"], "full": v["full"],
@@ -330,9 +353,14 @@ def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
         "consented": participant.consented_at is not None,
         "screened_out": screened,
         "screenout": screenout(crowd, participant) if screened else None,
-        "done": prog.done or completed,
+        "done": prog.done or completed or full,
         "completed": completed,
         "completion": completion(crowd, participant) if completed else None,
+        "full": full,  # the study filled up before they finished: the full page, its code
+        "full_outcome": full_outcome(crowd, participant) if full else None,
+        "outcome": participants.outcome(participant),
+        "study_state": study_state(study, spec, prog),
+        "ends_full": prog.cut_short,  # finishing now gives the full outcome
         "progress": envs,
         "assigned_env": assigned,
         "next": next_step(spec, prog, assigned, last_env),
@@ -348,7 +376,7 @@ def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
 
 def complete(db: Session, study: Study, spec: StudySpec, participant: Participant) -> None:
     """Stamp completion (once) and that the code was shown; Conflict saying what is missing."""
-    if participant.completed_at is None:
+    if participant.completed_at is None and participant.full_at is None:
         if participant.screened_out_at is not None:
             raise Conflict("You did not consent, so the study cannot be completed.")
         if spec.crowd.consent and participant.consented_at is None:
@@ -360,7 +388,10 @@ def complete(db: Session, study: Study, spec: StudySpec, participant: Participan
             raise Conflict(
                 "The study is not finished yet. Still to play: " + "; ".join(missing) + "."
             )
-        participant.completed_at = utcnow()
+        if prog.cut_short:
+            participant.full_at = utcnow()
+        else:
+            participant.completed_at = utcnow()
     participant.completion_shown_at = participant.completion_shown_at or utcnow()
     db.commit()
 

@@ -150,6 +150,16 @@ def join(db: Session, study: Study, who: Arrival) -> Participant:
     return participant
 
 
+def outcome(participant: Participant) -> str | None:
+    """How the participant's study ended: ``completed``, ``full`` (it filled up before they
+    finished), ``screened_out`` or None (not yet)."""
+    if participant.completed_at is not None:
+        return "completed"
+    if participant.full_at is not None:
+        return "full"
+    return "screened_out" if participant.screened_out_at is not None else None
+
+
 def seen(db: Session, participant: Participant) -> None:
     """Stamp ``last_seen_at``."""
     participant.last_seen_at = utcnow()
@@ -190,7 +200,8 @@ def listing(db: Session, study_id: int) -> list[dict[str, Any]]:
          "consented_at": p.consented_at, "screened_out_at": p.screened_out_at,
          "started_at": p.created_at, "last_seen_at": p.last_seen_at,
          "episodes": counts.get(p.id, {}), "play_time_s": round(float(played.get(p.id) or 0), 3),
-         "completed_at": p.completed_at, "completion_code_shown": p.completion_shown_at is not None,
+         "completed_at": p.completed_at, "full_at": p.full_at, "outcome": outcome(p),
+         "completion_code_shown": p.completion_shown_at is not None,
          "assigned_env": p.assigned_env, "last_error": errors.get(p.id)}
         for p in people
     ]  # fmt: skip
@@ -198,8 +209,8 @@ def listing(db: Session, study_id: int) -> list[dict[str, Any]]:
 
 CSV_COLUMNS = ["external_id", "platform", "platform_study_id", "platform_session_id",
                "consented_at", "screened_out_at", "started_at", "last_seen_at",
-               "episodes_completed", "episodes_total", "play_time_s", "completed_at",
-               "completion_code_shown"]  # fmt: skip
+               "episodes_completed", "episodes_total", "play_time_s", "outcome", "completed_at",
+               "full_at", "completion_code_shown"]  # fmt: skip
 
 
 def _cell(value: Any) -> str:

@@ -114,6 +114,9 @@ def _participant(base: str, token: str, i: int) -> dict[str, Any]:
             out["next"] = got.get("next")
             out["participant"] = got.get("participant")
             if not got.get("next") or got["next"]["kind"] == "done":
+                done = httpx.post(f"{base}/api/play/complete", headers={"X-Play-Ticket": ticket},
+                                  timeout=60)  # fmt: skip
+                out["outcome"] = done.json().get("outcome") if done.status_code == 200 else done
                 return out
     return out
 
@@ -144,4 +147,5 @@ def test_fifty_start_at_once_on_a_balanced_study(live_server, factory, db):
     for r in refused:  # each one knows where it stands and what comes next
         assert set(r["refusals"]) <= {"env_full", "quota_reached"}, r
         assert r["next"] == {"kind": "done", "env_id": None}, r
-        assert r["participant"]["done"] is True, r
+        assert r["participant"]["done"] is True and r["participant"]["ends_full"] is True, r
+        assert r["outcome"] == "full", r  # the full page, not the completion code

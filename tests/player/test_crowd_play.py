@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from server.core.db import make_sessionmaker
-from server.models import Episode, Participant
+from server.models import Episode, Participant, StudyState
 from server.player.session import LiveSession, PlayError
 from server.principal import Principal
 from server.services import episodes, studies
@@ -134,3 +134,20 @@ def test_a_refused_start_builds_no_worker(factory, designer, db, settings, engin
     assert refused.extra["next"] == {"kind": "next_env", "env_id": "counter"}
     assert refused.extra["participant"]["assigned_env"] == "counter"
     assert db.query(Episode).filter_by(participant_id=second.id).count() == 0
+
+
+def test_a_start_after_the_study_was_paused_says_so_and_how_to_go_on(factory, designer, db):
+    study = activate(db, factory.study(designer, spec(counter_env())))
+    anon = factory.client()
+    ticket = anon.post("/api/play/join", json={"token": study.permalink_token,
+                                               "params": PROLIFIC}).json()["ticket"]  # fmt: skip
+    with ticket_socket(anon, ticket) as ws:
+        player = Player(ws)
+        player.until("hello")
+        studies.change_state(db, study, StudyState.paused)  # while the socket is open
+        player.send(type="start", env_id="counter")
+        refused = player.until("error")
+    assert refused["code"] == "study_paused"
+    assert refused["next"] == {"kind": "paused", "env_id": None}
+    assert refused["participant"]["study_state"] == "paused"
+    assert db.query(Episode).count() == 0

@@ -100,9 +100,12 @@ def test_prolific_worker_from_link_to_completion_redirect(live_server, page, fac
 
 
 def test_mturk_preview_then_accepted_hit_submits_the_form(live_server, page, factory, designer, db):
-    study = crowd_study(db, factory, designer, completion_code="MT-77")
+    # the completion URL is for the study's Prolific participants: MTurk's still submit the HIT
+    study = crowd_study(db, factory, designer, completion_code="MT-77",
+                        completion_url=f"{PLATFORM}/done?cc={{code}}")  # fmt: skip
     submit = "https://workersandbox.mturk.com"
     platform = fake_platform(page, submit)
+    elsewhere = fake_platform(page)
     page.goto(link(live_server, study, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE", hitId="H1"))
     expect(page.locator("#status-text")).to_have_text("This is a preview. Accept the HIT to start.")
     expect(page.locator("#status-instructions h1")).to_have_text("Hi")
@@ -124,6 +127,7 @@ def test_mturk_preview_then_accepted_hit_submits_the_form(live_server, page, fac
     assert platform[-1]["method"] == "POST"
     assert "assignmentId=A7" in platform[-1]["body"]
     assert "MT-77" in platform[-1]["body"]
+    assert elsewhere == []  # never sent to the completion URL
     worker = db.query(Participant).filter_by(study_id=study.id).one()
     assert (worker.external_id, worker.platform, worker.platform_session_id) == (
         "W42", "mturk", "A7",

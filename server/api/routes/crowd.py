@@ -71,7 +71,7 @@ def join(body: JoinIn, db: SessionDep, settings: SettingsDep) -> PlayerStudyOut:
     spec = studies.spec_of(study)
     who = participants.arrival(body.params, body.participant_id, spec.crowd)
     existing = participants.find(db, study.id, who.external_id)
-    if existing is None or existing.completed_at is None:
+    if existing is None or participants.outcome(existing) not in ("completed", "full"):
         state = crowd.availability(db, study, spec)
         if state in ("paused", "closed") or (state == "full" and existing is None):
             raise Conflict(CLOSED[state], code=state)
@@ -115,7 +115,7 @@ def consent(
 ) -> dict[str, Any]:  # fmt: skip
     """Accepting lets the participant play; declining screens them out (for good)."""
     study, participant = ticket_holder(db, settings, x_play_ticket)
-    if participant.completed_at is None and participant.screened_out_at is None:
+    if participants.outcome(participant) is None:
         if body.accept:
             participant.consented_at = participant.consented_at or utcnow()
         else:
