@@ -145,8 +145,9 @@ class LiveSession:
         return env_ready(env.id, self.worker.info, self.speed, self.quality or env.image_quality)
 
     # -- connection -----------------------------------------------------------------------
-    async def attach(self, outbox: Outbox, resumed: bool) -> None:
-        """A connection takes over the session: hello, env, episode and its last frame."""
+    async def attach(self, outbox: Outbox, resumed: bool, session_not_found: bool = False) -> None:
+        """A connection takes over the session: hello, env, episode and its last frame
+        (``session_not_found``: the ``session=`` asked for is not here; this one is new)."""
         async with self.lock:
             if self.outbox is not None and self.outbox is not outbox:
                 self.outbox.close(p.CLOSE_REPLACED, "the session was opened elsewhere")
@@ -159,7 +160,8 @@ class LiveSession:
                 self._grace_timer = None
             counts = await self.db(episodes.completed_counts, self.study_id, self.principal)
             outbox.send({"type": "hello", "protocol": p.PROTOCOL_VERSION, "session_id": self.id,
-                         "resumed": resumed, "phase": self.phase,
+                         "resumed": resumed, "session_not_found": session_not_found,
+                         "phase": self.phase,
                          "study": study_view(self.study_id, self.spec, counts),
                          "episode": self._episode_view(),
                          "participant": await self.participant_state()})  # fmt: skip
