@@ -211,6 +211,19 @@ class EnvironmentSpec(StrictModel):
         default=None,
         description="Ask the player at save time whether they succeeded (default: the study's).",
     )
+    speed: float = Field(
+        default=1.0, ge=0.05, le=10, description="Async: the clock speed episodes play at."
+    )
+    speed_choices: list[Annotated[float, Field(ge=0.05, le=10)]] = Field(
+        default_factory=list, max_length=10,
+        description="Async: the speeds players may choose from; empty (the default): fixed.",
+    )  # fmt: skip
+
+    @model_validator(mode="after")
+    def _speed_offered(self) -> EnvironmentSpec:
+        if self.speed_choices and self.speed not in self.speed_choices:
+            raise ValueError(f"speed {self.speed} is not one of speed_choices")
+        return self
 
 
 CODE = r"^[A-Za-z0-9_-]{0,64}$"

@@ -30,11 +30,29 @@ export function platformParams(params) {
   return found;
 }
 
+/* The browser key: the participant's codes are shown only to the browser that holds it (the
+   one that finished), never to someone who only knows the id. Kept per study link and id. */
+let browserKey = null;
+let browserKeyName = null;
+/** Use the key this browser keeps for participant ``who`` of this study link (if any). */
+export function useBrowserKeyOf(token, who) {
+  browserKeyName = who ? `rlds-key:${token}:${who}` : null;
+  browserKey = browserKeyName ? localStorage.getItem(browserKeyName) : null;
+  return browserKey;
+}
+/** Keep a key the server handed out with this answer (``body.browser_key``). */
+export function keepBrowserKey(body) {
+  if (!body || !body.browser_key || !browserKeyName) return;
+  browserKey = body.browser_key;
+  localStorage.setItem(browserKeyName, browserKey);
+}
+
 /** A JSON call to the player API: ``{ok, status, body}``; status 0 when unreachable. */
 export async function call(method, path, json, ticket) {
   const headers = {};
   if (json !== undefined) headers["Content-Type"] = "application/json";
   if (ticket) headers["X-Play-Ticket"] = ticket;
+  if (ticket && browserKey) headers["X-Browser-Key"] = browserKey;
   let res;
   try {
     res = await fetch(path, { method, headers, body: json === undefined ? undefined : JSON.stringify(json) });

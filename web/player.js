@@ -64,6 +64,7 @@ async function boot() {
     return;
   }
   const saved = recall();
+  crowd.useBrowserKeyOf(token, saved.who);
   state.ticket = saved.ticket || null;
   state.sessionId = saved.session || null;
   const look = await crowd.call("POST", "/api/play/preview", { token });
@@ -88,7 +89,9 @@ async function boot() {
 function anonKey() { return `rlds-anon:${token}`; }
 
 async function join(body, typed) {
-  const res = await crowd.call("POST", "/api/play/join", { token, ...body });
+  const who = (body.params && (body.params.PROLIFIC_PID || body.params.workerId)) || body.participant_id;
+  const key = crowd.useBrowserKeyOf(token, who);
+  const res = await crowd.call("POST", "/api/play/join", { token, ...body, ...(key ? { browser_key: key } : {}) });
   if (!res.ok) {
     if (res.status === 404) crowd.showInvalidLink();
     else if (res.status === 409 && res.body.code === "preview") crowd.showPreview(state.study);
@@ -98,7 +101,9 @@ async function join(body, typed) {
     return;
   }
   state.ticket = res.body.ticket;
-  remember();
+  crowd.useBrowserKeyOf(token, res.body.participant_id);
+  crowd.keepBrowserKey(res.body);
+  remember({ who: res.body.participant_id });
   if (res.body.participant.platform === "anonymous") localStorage.setItem(anonKey(), res.body.participant.external_id);
   useStudy(res.body.study);
   route(res.body.participant);
@@ -117,6 +122,12 @@ async function route(ps) {
   if (ps.screened_out) { stopPlaying(); crowd.showCode("screenout", ps.screenout); return; }
   if (ps.completed && ps.completion) { stopPlaying(); crowd.showCode("completion", ps.completion); return; }
   if (ps.full && ps.full_outcome) { stopPlaying(); crowd.showCode("full", ps.full_outcome); return; }
+  if (ps.code_elsewhere) {
+    stopPlaying();
+    crowd.showStatus({ title: "You have already taken part",
+      text: "Your code was shown in the browser where you took part. Open the study link there to see it again." });
+    return;
+  }
   if (ps.done) { await finishStudy(); return; }
   if (ps.consent_required && !ps.consented) { crowd.showConsent(state.study.consent_html, answerConsent); return; }
   if (!state.ws) connect();
@@ -124,6 +135,7 @@ async function route(ps) {
 
 async function answerConsent(accept) {
   const res = await crowd.call("POST", "/api/play/consent", { accept }, state.ticket);
+  crowd.keepBrowserKey(res.body);
   if (res.ok) { route(res.body); return; }
   if ([401, 403, 404].includes(res.status)) { forgetTicket(); boot(); return; }
   crowd.pageError(crowd.errorText(res));
@@ -132,7 +144,8 @@ async function answerConsent(accept) {
 /** Ask for the completion code; when something is still missing, say what and go on playing. */
 async function finishStudy() {
   const res = await crowd.call("POST", "/api/play/complete", {}, state.ticket);
-  if (res.ok && (res.body.completion || res.body.full_outcome)) { route(res.body); return; }
+  crowd.keepBrowserKey(res.body);
+  if (res.ok && (res.body.completion || res.body.full_outcome || res.body.code_elsewhere)) { route(res.body); return; }
   if ([401, 403, 404].includes(res.status)) { forgetTicket(); boot(); return; }
   // not done after all (the server says what is missing): back to the games
   if (res.ok) state.participant = res.body;
@@ -389,7 +402,14 @@ function enterPlay(envId) {
   state.env = envId;
   $("env-name").textContent = env.name;
   $("env-instructions").innerHTML = env.instructions_html || "<p class=\"muted\">No extra instructions.</p>";
-  $("speed-field").hidden = env.mode !== "async";
+  // the designer's speed choices (none: the speed is fixed and no control is shown)
+  const choices = env.mode === "async" ? env.speed_choices || [] : [];
+  $("speed").replaceChildren(...choices.map((v) => {
+    const option = document.createElement("option");
+    option.value = String(v); option.textContent = `${v}×`; option.selected = v === env.speed;
+    return option;
+  }));
+  $("speed-field").hidden = !choices.length;
   if ($("play-view").hidden) { show("play-view"); requestAnimationFrame(fit); }
 }
 

@@ -185,10 +185,13 @@ async def on_save(s: LiveSession, msg: p.SaveMsg) -> None:
 
 
 async def on_set_speed(s: LiveSession, msg: p.SpeedMsg) -> None:
-    """Async clock speed."""
-    mode = s.spec.environment(s.env_id).mode if s.env_id else None
-    if mode != "async" or s.worker is None:
+    """Async clock speed: one of the environment's ``speed_choices`` (none: fixed)."""
+    env = s.spec.environment(s.env_id) if s.env_id else None
+    if env is None or env.mode != "async" or s.worker is None:
         raise PlayError("not_async", "speed applies to real-time (async) environments only")
+    if msg.speed not in env.speed_choices:
+        allowed = ", ".join(f"{v:g}" for v in env.speed_choices) or f"{env.speed:g} (fixed)"
+        raise PlayError("speed_locked", f"this game's speed is {allowed}")
     await s.worker_call(s.worker.set_speed(msg.speed))
     s.speed = msg.speed
     s.send({"type": "setting", "speed": msg.speed})

@@ -312,6 +312,7 @@ class LiveSession:
             reply_timeout=self.settings.worker_timeout_s,
         )  # fmt: skip
         self.worker, self.env_id = worker, env_id
+        self.speed = env.speed  # each environment starts at its own (the designer's) speed
         if env.mode == "async":
             if self.speed != 1.0:
                 await worker.set_speed(self.speed)

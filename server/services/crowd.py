@@ -333,8 +333,9 @@ def study_state(study: Study, spec: StudySpec, prog: Progress) -> str:
 
 
 def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
-          last_env: str | None = None) -> dict[str, Any]:  # fmt: skip
-    """ParticipantState (docs/protocol.md): what the player page shows next."""
+          last_env: str | None = None, reveal: bool = False) -> dict[str, Any]:  # fmt: skip
+    """ParticipantState (docs/protocol.md): what the player page shows next. Codes only with
+    ``reveal`` (the caller holds the participant's browser key, or earned them just now)."""
     crowd = spec.crowd
     prog = progress(db, study, spec, participant)
     assigned = assign(db, study, spec, participant, prog)
@@ -352,12 +353,14 @@ def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
         "consent_required": bool(crowd.consent),
         "consented": participant.consented_at is not None,
         "screened_out": screened,
-        "screenout": screenout(crowd, participant) if screened else None,
+        "screenout": screenout(crowd, participant) if screened and reveal else None,
         "done": prog.done or completed or full,
         "completed": completed,
-        "completion": completion(crowd, participant) if completed else None,
+        "completion": completion(crowd, participant) if completed and reveal else None,
         "full": full,  # the study filled up before they finished: the full page, its code
-        "full_outcome": full_outcome(crowd, participant) if full else None,
+        "full_outcome": full_outcome(crowd, participant) if full and reveal else None,
+        # their code was shown in another browser (the one holding the key)
+        "code_elsewhere": (completed or full or screened) and not reveal,
         "outcome": participants.outcome(participant),
         "study_state": study_state(study, spec, prog),
         "ends_full": prog.cut_short,  # finishing now gives the full outcome
@@ -374,8 +377,10 @@ def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
     }
 
 
-def complete(db: Session, study: Study, spec: StudySpec, participant: Participant) -> None:
-    """Stamp completion (once) and that the code was shown; Conflict saying what is missing."""
+def complete(db: Session, study: Study, spec: StudySpec, participant: Participant) -> bool:
+    """Stamp completion (once) and that the code was shown; Conflict saying what is missing.
+    True when this call finished the study (the caller earned the code)."""
+    earned = False
     if participant.completed_at is None and participant.full_at is None:
         if participant.screened_out_at is not None:
             raise Conflict("You did not consent, so the study cannot be completed.")
@@ -392,8 +397,10 @@ def complete(db: Session, study: Study, spec: StudySpec, participant: Participan
             participant.full_at = utcnow()
         else:
             participant.completed_at = utcnow()
+        earned = True
     participant.completion_shown_at = participant.completion_shown_at or utcnow()
     db.commit()
+    return earned
 
 
 def state_for(db: Session, study_id: int, spec: StudySpec, participant_id: int,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import hashlib
+import hmac
 import io
 import secrets
 import unicodedata
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -148,6 +150,34 @@ def join(db: Session, study: Study, who: Arrival) -> Participant:
     participant.last_seen_at = utcnow()
     db.commit()
     return participant
+
+
+# -- the browser key: a participant's codes go only to the browser holding it ----------------
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def holds_key(participant: Participant, key: str | None) -> bool:
+    """True when ``key`` is the participant's browser key (knowing the id is not enough)."""
+    stored = participant.browser_key_hash
+    if not key or stored is None or len(key) > 200:
+        return False
+    return hmac.compare_digest(_digest(key), stored)
+
+
+def new_key(db: Session, participant: Participant, replace: bool = False) -> str | None:
+    """A browser key for this browser, committed; with ``replace=False`` only when the
+    participant has none yet (of simultaneous first joins one gets it, the others None)."""
+    key = secrets.token_urlsafe(24)
+    query = update(Participant).where(Participant.id == participant.id)
+    if not replace:
+        query = query.where(Participant.browser_key_hash.is_(None))
+    won = db.execute(
+        query.values(browser_key_hash=_digest(key)).execution_options(synchronize_session=False)
+    )
+    db.commit()
+    db.refresh(participant)
+    return key if getattr(won, "rowcount", 0) == 1 else None
 
 
 def outcome(participant: Participant) -> str | None:

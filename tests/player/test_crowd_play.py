@@ -74,10 +74,20 @@ def test_participant_is_led_past_a_broken_env_to_the_completion_code(factory, de
     db.refresh(row)
     assert row.completed_at is not None and row.completion_shown_at is not None
     # coming back: the code again, not a new session (even once the study is full or paused)
-    again = anon.post("/api/play/join", json={"token": study.permalink_token,
-                                              "params": PROLIFIC}).json()  # fmt: skip
+    key = done.json()["browser_key"]  # the browser that finished keeps it
+    back = {"token": study.permalink_token, "params": PROLIFIC, "browser_key": key}
+    again = anon.post("/api/play/join", json=back).json()
     assert again["participant"]["completed"] is True
     assert again["participant"]["completion"]["code"] == "DONE-42"
+    # anyone else who types (or guesses) the id: finished, but no code
+    other = anon.post("/api/play/join", json={"token": study.permalink_token,
+                                              "params": PROLIFIC}).json()  # fmt: skip
+    assert other["participant"]["completed"] is True and other["browser_key"] is None
+    assert other["participant"]["completion"] is None
+    assert other["participant"]["code_elsewhere"] is True
+    forged = anon.post("/api/play/complete", headers={"X-Play-Ticket": other["ticket"],
+                                                      "X-Browser-Key": "guess"}).json()  # fmt: skip
+    assert forged["completion"] is None and "browser_key" not in forged
     # the designer sees the failure's details
     rows = factory.client(designer).get(f"/api/studies/{study.id}/participants").json()
     assert rows[0]["last_error"] and "cannot build" in rows[0]["last_error"]

@@ -1,5 +1,5 @@
 """A participant who loses the race for the last place reaches the "full" page and its code
-in real Chromium (no lobby loop)."""
+in real Chromium (no lobby loop); the code stays with the browser that earned it."""
 
 from __future__ import annotations
 
@@ -51,3 +51,12 @@ def test_the_loser_of_the_race_reaches_the_full_page(live_server, page, factory,
     db.expire_all()
     late = db.query(Participant).filter_by(external_id="late-one").one()
     assert late.full_at is not None and late.completed_at is None
+    # another browser with the same id (typed, or guessed): told they took part, no code
+    other = page.context.browser.new_context()
+    try:
+        elsewhere = other.new_page()
+        elsewhere.goto(link(live_server, study, PROLIFIC_PID="late-one"))
+        expect(elsewhere.locator("#status-title")).to_have_text("You have already taken part")
+        assert "ROOMLESS" not in elsewhere.content()
+    finally:
+        other.close()
