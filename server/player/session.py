@@ -226,22 +226,12 @@ class LiveSession:
         """Reserve the episode (a participant's is a quota reservation, taken in the database
         before any worker is built, so a refused start answers at once), then start or reuse
         the worker for ``env_id`` and reset the env."""
-        env = self.spec.environment(env_id)
         fresh = self.worker is None or self.env_id != env_id or not self.worker.alive
         if fresh:
             await self._close_worker()
             if not await self._slots_left():
                 raise PlayError("busy", "the server is at capacity; try again in a minute")
-        seed = await self.db(episodes.next_seed, self.study_id, env, self.principal)
-        try:
-            row = await self.db(
-                episodes.create_episode, study_id=self.study_id, env_key=env_id,
-                session_id=self.id, principal=self.principal, seed=seed,
-                data_root=self.settings.data_root, spec=self.spec, extra=extra,
-                replica_id=self.settings.replica_id,
-            )  # fmt: skip
-        except crowd.QuotaError as exc:
-            raise await self.refusal(exc.code or "quota_reached", exc.message, env_id) from None
+        row, seed = await self.db(self._reserve, env_id, extra)
         if fresh:
             try:
                 await self._start_worker(env_id)
@@ -282,13 +272,32 @@ class LiveSession:
         self.phase = Phase.playing
         self.send({"type": "started", "episode_id": run.id})
 
-    async def refusal(self, code: str, message: str, env_id: str | None = None) -> PlayError:
-        """A refused start: a participant's carries their state and ``next``, the way forward
-        (another environment, or the completion page when nothing is left)."""
-        state = await self.participant_state(last_env=env_id)
+    def _reserve(self, db: Session, env_id: str, extra: bool) -> tuple[Any, int]:
+        """The seed and the episode row, in one database session (a burst of starts waits on
+        the thread pool: one hop each); a refusal comes with the participant's state."""
+        seed = episodes.next_seed(db, self.study_id, self.spec.environment(env_id), self.principal)
+        try:
+            row = episodes.create_episode(
+                db, study_id=self.study_id, env_key=env_id, session_id=self.id,
+                principal=self.principal, seed=seed, data_root=self.settings.data_root,
+                spec=self.spec, extra=extra, replica_id=self.settings.replica_id,
+            )  # fmt: skip
+        except crowd.QuotaError as exc:
+            pid = self.principal.participant_id
+            state = crowd.state_for(db, self.study_id, self.spec, pid, env_id) if pid else None
+            raise self._refused(exc.code or "quota_reached", exc.message, state) from None
+        return row, seed
+
+    @staticmethod
+    def _refused(code: str, message: str, state: dict[str, Any] | None) -> PlayError:
         if state is None:  # a designer test-playing
             return PlayError(code, message)
         return PlayError(code, message, {"next": state["next"], "participant": state})
+
+    async def refusal(self, code: str, message: str, env_id: str | None = None) -> PlayError:
+        """A refused start: a participant's carries their state and ``next``, the way forward
+        (another environment, or the completion page when nothing is left)."""
+        return self._refused(code, message, await self.participant_state(last_env=env_id))
 
     async def _env_failed(self, env_id: str, episode_id: str, exc: WorkerError) -> NoReturn:
         """The environment did not start: log and store the details on its reserved episode

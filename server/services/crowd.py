@@ -234,6 +234,11 @@ def assign(db: Session, study: Study, spec: StudySpec, participant: Participant,
     current = participant.assigned_env
     if current in prog.envs and prog.playable(current):
         return current
+    if not any(prog.playable(e.id) for e in spec.environments):
+        if current is not None:  # nothing left to choose from: no lock to wait for
+            participant.assigned_env = None
+            db.commit()
+        return None
     # Choosing reads every participant's assignment: serialize the choices of one study (a
     # burst of joins would otherwise all read the same counts and pick the same environment).
     lock_study(db, study.id)
