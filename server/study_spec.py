@@ -13,7 +13,14 @@ import unicodedata
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 SLUG = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 # Seeds are stored in an INTEGER column (32-bit on PostgreSQL) and NumPy wants them >= 0.
@@ -299,6 +306,22 @@ class StudySpec(StrictModel):
         description="Ask players at save time whether they succeeded (an environment may "
         "override it); the answer is the episode's player outcome.",
     )
+
+    @field_validator("crowd")
+    @classmethod
+    def _requirement_reachable(cls, crowd: CrowdSettings, info: ValidationInfo) -> CrowdSettings:
+        """Required episodes the quotas cannot give a participant are a mistake, not a reason
+        to push participants past each environment's quota."""
+        envs: list[EnvironmentSpec] = info.data.get("environments") or []
+        most = sum(min(e.episodes_per_participant, e.episodes_total or e.episodes_per_participant)
+                   for e in envs)  # fmt: skip
+        wanted = crowd.requirements.min_episodes
+        if envs and wanted > most:
+            raise ValueError(
+                f"requirements.min_episodes is {wanted}, but the environments' quotas "
+                f"(episodes_per_participant, episodes_total) give a participant at most {most}"
+            )
+        return crowd
 
     @model_validator(mode="after")
     def _unique_env_ids(self) -> StudySpec:
