@@ -106,6 +106,17 @@ export function showNotOpen(studyState, retry, detail = "") {
   showStatus({ title, text, button: studyState === "paused" ? { label: "Try again", onClick: retry } : null });
 }
 
+/** A touch-only device (a phone, a tablet without keyboard): the games need a keyboard or a
+    gamepad. Said before anything else (no consent, no participant made); the way out is to
+    return the study or come back on a computer, or to go on anyway (a keyboard attached). */
+export const touchOnly = () => matchMedia("(hover: none) and (pointer: coarse)").matches;
+
+export function showNeedsKeyboard(onContinue) {
+  showStatus({ title: "This study needs a keyboard",
+    text: "The games in this study are played with a keyboard or a gamepad, which this device does not seem to have. Please open the study link on a computer, or return the study on the platform. If a keyboard or gamepad is connected, you can continue.",
+    button: { label: "Continue anyway", onClick: onContinue } });
+}
+
 export function showInvalidLink() {
   showStatus({ title: "This link no longer works",
     text: "This study link is no longer valid (it may have been replaced). Please ask the researchers for the current link." });

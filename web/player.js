@@ -73,6 +73,10 @@ async function boot() {
   useStudy(look.body.study);
   const ids = crowd.platformParams(params);
   if (ids.assignmentId === crowd.MTURK_PREVIEW) { crowd.showPreview(state.study); return; }
+  if (!state.ticket && crowd.touchOnly() && !recall().touchOk) {
+    crowd.showNeedsKeyboard(() => { remember({ touchOk: true }); boot(); });
+    return;
+  }
   if (state.ticket) {
     const me = await crowd.call("GET", "/api/play/me", undefined, state.ticket);
     if (me.ok) { route(me.body); return; }
