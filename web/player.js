@@ -378,12 +378,27 @@ function showNext(next, text) {
   $("next-btn").dataset.env = nextEnv ? next.env_id : "";
   $("after-save-text").textContent = text;
   $("after-save-text").hidden = !text;
+  const progress = isParticipant() ? progressText(state.participant) : "";
+  $("progress-text").textContent = progress;
+  $("progress-text").hidden = !progress;
   $("other-env-btn").hidden = kind === "done" || kind === "lobby" || (isParticipant() && balanced());
   $("end-btn").hidden = isParticipant();
   $("after-save").hidden = false;
   renderLobby();
   setPhase("idle", `${label} — press Enter`);
   $("next-btn").focus({ preventScroll: true });
+}
+
+/** Where a participant stands toward completion: "1 of 2 episodes · 3 of 10 minutes". */
+function progressText(ps) {
+  if (!ps || !ps.progress) return "";
+  const envs = Object.values(ps.progress);
+  const done = envs.reduce((n, e) => n + e.completed, 0);
+  const asked = Math.max(envs.reduce((n, e) => n + e.required, 0), (ps.requirements || {}).min_episodes || 0);
+  const parts = [`${Math.min(done, asked)} of ${asked} episodes`];
+  const minS = (ps.requirements || {}).min_play_time_s || 0;
+  if (minS > 0) parts.push(`${Math.floor((ps.play_time_s || 0) / 60)} of ${Math.ceil(minS / 60)} minutes`);
+  return `Your progress: ${parts.join(" · ")}`;
 }
 
 function goNext() {

@@ -74,6 +74,7 @@ def test_prolific_worker_from_link_to_completion_redirect(live_server, page, fac
     page.keyboard.press("Enter")
     expect(page.locator("#after-save")).to_be_visible()  # the server's answer came
     expect(page.locator("#next-btn")).to_contain_text("Next episode")
+    expect(page.locator("#progress-text")).to_have_text("Your progress: 1 of 2 episodes")
     shot(page, "07-after-save")
     page.keyboard.press("Enter")
     pass_gate(page)
