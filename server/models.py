@@ -215,6 +215,10 @@ class Participant(Base):
     assigned_env: Mapped[str | None] = mapped_column(String(64))  # balanced assignment
     consented_at: Mapped[datetime | None] = mapped_column(_TS)
     screened_out_at: Mapped[datetime | None] = mapped_column(_TS)
+    # done because the study filled up before they finished (crowd.full_code, not completion)
+    full_at: Mapped[datetime | None] = mapped_column(_TS)
+    # sha256 of the secret the browser that earned their code keeps (codes go only to it)
+    browser_key_hash: Mapped[str | None] = mapped_column(String(64))
     last_seen_at: Mapped[datetime | None] = mapped_column(_TS)
     completion_shown_at: Mapped[datetime | None] = mapped_column(_TS)
 

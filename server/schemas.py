@@ -431,6 +431,10 @@ class JoinIn(StrictModel):
         description="A typed id: 1-200 characters, no spaces or control characters, not "
                     "starting with 'user:' (designers' test plays).",
     )  # fmt: skip
+    browser_key: str | None = Field(
+        default=None, max_length=200,
+        description="The browser key this browser was given (codes are shown only to it).",
+    )  # fmt: skip
     params: dict[str, Annotated[str, Field(max_length=1000)]] = Field(
         default_factory=dict, max_length=32,
         description="The permalink's URL query: " + ", ".join(JOIN_PARAMS) + " (others ignored).",
@@ -450,6 +454,10 @@ class PlayerStudyOut(BaseModel):
     participant: dict[str, Any] | None = Field(
         default=None, description="ParticipantState (docs/protocol.md)."
     )
+    browser_key: str | None = Field(
+        default=None, description="A new browser key: keep it and send it back (codes are "
+        "shown only to the browser that holds it).",
+    )  # fmt: skip
     protocol: int = PROTOCOL_VERSION
 
 
@@ -530,6 +538,8 @@ class ParticipantRow(BaseModel):
     episodes: dict[str, int] = Field(description="Episodes per status.")
     play_time_s: float = Field(description="Summed duration of completed episodes.")
     completed_at: datetime | None
+    full_at: datetime | None = Field(description="Done because the study filled up first.")
+    outcome: str | None = Field(description="completed, full, screened_out, or null (not yet).")
     completion_code_shown: bool
     assigned_env: str | None
     last_error: str | None = Field(description="The last environment failure they met.")

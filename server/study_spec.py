@@ -13,7 +13,14 @@ import unicodedata
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 SLUG = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 # Seeds are stored in an INTEGER column (32-bit on PostgreSQL) and NumPy wants them >= 0.
@@ -216,6 +223,19 @@ class EnvironmentSpec(StrictModel):
         default=None,
         description="Ask the player at save time whether they succeeded (default: the study's).",
     )
+    speed: float = Field(
+        default=1.0, ge=0.05, le=10, description="Async: the clock speed episodes play at."
+    )
+    speed_choices: list[Annotated[float, Field(ge=0.05, le=10)]] = Field(
+        default_factory=list, max_length=10,
+        description="Async: the speeds players may choose from; empty (the default): fixed.",
+    )  # fmt: skip
+
+    @model_validator(mode="after")
+    def _speed_offered(self) -> EnvironmentSpec:
+        if self.speed_choices and self.speed not in self.speed_choices:
+            raise ValueError(f"speed {self.speed} is not one of speed_choices")
+        return self
 
 
 CODE = r"^[A-Za-z0-9_-]{0,64}$"
@@ -258,9 +278,18 @@ class CrowdSettings(StrictModel):
     screenout_url: str = Field(
         default="", max_length=2000, description="http(s); {code} is replaced by the code."
     )
+    full_code: str = Field(
+        default="", pattern=CODE,
+        description="The code of a participant for whom the study filled up before they "
+        "finished (Prolific: a screen-out or no-code return); empty: no code.",
+    )  # fmt: skip
+    full_url: str = Field(
+        default="", max_length=2000,
+        description="Where to send them (http(s); {code} is replaced by the code).",
+    )  # fmt: skip
     requirements: Requirements = Field(default_factory=Requirements)
 
-    @field_validator("completion_url", "screenout_url")
+    @field_validator("completion_url", "screenout_url", "full_url")
     @classmethod
     def _http_only(cls, value: str) -> str:
         return check_url(value)
@@ -282,6 +311,22 @@ class StudySpec(StrictModel):
         description="Ask players at save time whether they succeeded (an environment may "
         "override it); the answer is the episode's player outcome.",
     )
+
+    @field_validator("crowd")
+    @classmethod
+    def _requirement_reachable(cls, crowd: CrowdSettings, info: ValidationInfo) -> CrowdSettings:
+        """Required episodes the quotas cannot give a participant are a mistake, not a reason
+        to push participants past each environment's quota."""
+        envs: list[EnvironmentSpec] = info.data.get("environments") or []
+        most = sum(min(e.episodes_per_participant, e.episodes_total or e.episodes_per_participant)
+                   for e in envs)  # fmt: skip
+        wanted = crowd.requirements.min_episodes
+        if envs and wanted > most:
+            raise ValueError(
+                f"requirements.min_episodes is {wanted}, but the environments' quotas "
+                f"(episodes_per_participant, episodes_total) give a participant at most {most}"
+            )
+        return crowd
 
     @model_validator(mode="after")
     def _unique_env_ids(self) -> StudySpec:

@@ -13,18 +13,18 @@ export function sourceRef(env) {
   return env.source?.kind === "dm_env" ? env.source.factory : env.source?.id;
 }
 
-/** Seeds typed as "1, 2, 3" (a word that is no number is kept for the server to name). */
-function seedsField(env, onChange) {
+/** Numbers typed as "1, 2, 3" (a word that is no number is kept for the server to name). */
+function numbersField(env, key, label, placeholder, hint, onChange) {
   const id = uid("f");
-  const input = el("input", { id, type: "text", autocomplete: "off", placeholder: "random per episode (default)" });
-  input.value = Array.isArray(env.seeds) ? env.seeds.join(", ") : "";
+  const input = el("input", { id, type: "text", autocomplete: "off", placeholder });
+  input.value = Array.isArray(env[key]) ? env[key].join(", ") : "";
   input.addEventListener("input", () => {
     const words = input.value.split(/[\s,]+/).filter(Boolean);
-    const value = words.length ? words.map((w) => (/^\d+$/.test(w) ? Number(w) : w)) : undefined;
-    setIn(env, ["seeds"], value);
+    const value = words.length ? words.map((w) => (/^\d+(\.\d+)?$/.test(w) ? Number(w) : w)) : undefined;
+    setIn(env, [key], value);
     onChange();
   });
-  return fieldBox(id, "Seeds", input, "Used in turn, one per episode; comma-separated.");
+  return fieldBox(id, label, input, hint);
 }
 
 /** A select of the cameras the environment reported when validated (kept when unknown). */
@@ -78,13 +78,16 @@ export function renderEnvCard(env, index, count, ctx) {
     selectField(env, ["mode"], "Play mode", [["sync", "sync (turn-based)"], ["async", "async (real time)"]], { defaultValue: "sync", onChange: changed }),
     inputField(env, ["fps"], "Steps per second (async)", { kind: "int", min: 1, max: 120, defaultValue: 30, onChange: changed }),
     inputField(env, ["countdown_s"], "Countdown (s, async)", { kind: "int", min: 0, max: 10, defaultValue: 0, onChange: changed }),
+    inputField(env, ["speed"], "Speed (async)", { kind: "number", min: 0.05, max: 10, defaultValue: 1, onChange: changed }),
+    numbersField(env, "speed_choices", "Speeds players may choose (async)", "none: the speed is fixed (default)",
+      "Comma-separated, e.g. 0.5, 1, 2; must include the speed above.", changed),
     inputField(env, ["max_steps"], "Max steps", { kind: "int", min: 1, max: 1000000, defaultValue: "none", onChange: changed }),
     inputField(env, ["max_duration_s"], "Max duration (s)", { kind: "number", min: 0, max: 86400, defaultValue: "none", onChange: changed }),
     selectField(env, ["image_quality"], "Image quality", [["low"], ["medium"], ["high"]], { defaultValue: "medium", onChange: changed }),
     switchField(env, ["adaptive_quality"], "Adapt quality to the player's link", { onChange: changed,
       hint: "Streams lower quality while a player's connection falls behind, up to the image quality; recordings keep every observation." }),
     cameraField(env, report, changed),
-    seedsField(env, changed),
+    numbersField(env, "seeds", "Seeds", "random per episode (default)", "Used in turn, one per episode; comma-separated.", changed),
     inputField(env, ["episodes_per_participant"], "Episodes per participant", { kind: "int", min: 1, defaultValue: 1, onChange: changed }),
     inputField(env, ["episodes_total"], "Episodes in total", { kind: "int", min: 1, defaultValue: "no limit", onChange: changed }));
 

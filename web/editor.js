@@ -124,6 +124,9 @@ function crowdSection() {
       inputField(d, path("screenout_code"), "Screen-out code", { onChange: changed }),
       inputField(d, path("completion_url"), "Completion URL", { onChange: changed, hint: "{code} is replaced by the code." }),
       inputField(d, path("screenout_url"), "Screen-out URL", { onChange: changed }),
+      inputField(d, path("full_code"), "Study-full code", { onChange: changed,
+        hint: "For people the study filled up on before they finished (Prolific: a screen-out or no-code return). Empty: no code." }),
+      inputField(d, path("full_url"), "Study-full URL", { onChange: changed, hint: "MTurk workers always submit the HIT." }),
       inputField(d, ["crowd", "requirements", "min_episodes"], "Required episodes", { kind: "int", min: 0, defaultValue: 0, onChange: changed }),
       inputField(d, ["crowd", "requirements", "min_play_time_s"], "Required play time (s)", { kind: "number", min: 0, defaultValue: 0, onChange: changed })));
 }

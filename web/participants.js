@@ -40,8 +40,11 @@ function consent(p) {
 }
 
 function completion(p) {
-  if (!p.completed_at) return el("span", { class: "muted" }, "not yet");
-  return el("span", {}, el("span", { class: "badge pt-completed" }, "completed"), " ", when(p.completed_at),
+  // "full": the study filled up before they finished; they got the full code, not completion
+  const at = p.completed_at || p.full_at;
+  if (!at) return el("span", { class: "muted" }, "not yet");
+  const label = p.completed_at ? "completed" : "full";
+  return el("span", {}, el("span", { class: `badge pt-${label}` }, label), " ", when(at),
     el("span", { class: "pt-sub" }, p.completion_code_shown ? "code shown" : "code not shown"));
 }
 

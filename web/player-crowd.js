@@ -30,11 +30,29 @@ export function platformParams(params) {
   return found;
 }
 
+/* The browser key: the participant's codes are shown only to the browser that holds it (the
+   one that finished), never to someone who only knows the id. Kept per study link and id. */
+let browserKey = null;
+let browserKeyName = null;
+/** Use the key this browser keeps for participant ``who`` of this study link (if any). */
+export function useBrowserKeyOf(token, who) {
+  browserKeyName = who ? `rlds-key:${token}:${who}` : null;
+  browserKey = browserKeyName ? localStorage.getItem(browserKeyName) : null;
+  return browserKey;
+}
+/** Keep a key the server handed out with this answer (``body.browser_key``). */
+export function keepBrowserKey(body) {
+  if (!body || !body.browser_key || !browserKeyName) return;
+  browserKey = body.browser_key;
+  localStorage.setItem(browserKeyName, browserKey);
+}
+
 /** A JSON call to the player API: ``{ok, status, body}``; status 0 when unreachable. */
 export async function call(method, path, json, ticket) {
   const headers = {};
   if (json !== undefined) headers["Content-Type"] = "application/json";
   if (ticket) headers["X-Play-Ticket"] = ticket;
+  if (ticket && browserKey) headers["X-Browser-Key"] = browserKey;
   let res;
   try {
     res = await fetch(path, { method, headers, body: json === undefined ? undefined : JSON.stringify(json) });
@@ -86,6 +104,17 @@ const NOT_OPEN = {
 export function showNotOpen(studyState, retry, detail = "") {
   const [title, text] = NOT_OPEN[studyState] || ["This study is not open", detail || "This study is not accepting participants right now."];
   showStatus({ title, text, button: studyState === "paused" ? { label: "Try again", onClick: retry } : null });
+}
+
+/** A touch-only device (a phone, a tablet without keyboard): the games need a keyboard or a
+    gamepad. Said before anything else (no consent, no participant made); the way out is to
+    return the study or come back on a computer, or to go on anyway (a keyboard attached). */
+export const touchOnly = () => matchMedia("(hover: none) and (pointer: coarse)").matches;
+
+export function showNeedsKeyboard(onContinue) {
+  showStatus({ title: "This study needs a keyboard",
+    text: "The games in this study are played with a keyboard or a gamepad, which this device does not seem to have. Please open the study link on a computer, or return the study on the platform. If a keyboard or gamepad is connected, you can continue.",
+    button: { label: "Continue anyway", onClick: onContinue } });
 }
 
 export function showInvalidLink() {
@@ -155,6 +184,9 @@ const CODE_WORDS = {
   completion: { title: "Thank you — you have finished!",
     withCode: "Your completion code is below. Copy it, or use the button to return to the platform.",
     withoutCode: "You have finished this study. You can close this page." },
+  full: { title: "This study is now full",
+    withCode: "The study filled up before you could finish it. Thank you for your time! Please give this code to the platform.",
+    withoutCode: "The study filled up before you could finish it. Thank you for your time. You can close this page." },
   screenout: { title: "Thank you for your time",
     withCode: "You chose not to take part, so the study ends here. Please return this code to the platform.",
     withoutCode: "You chose not to take part, so the study ends here. You can close this page." },

@@ -64,6 +64,7 @@ async function boot() {
     return;
   }
   const saved = recall();
+  crowd.useBrowserKeyOf(token, saved.who);
   state.ticket = saved.ticket || null;
   state.sessionId = saved.session || null;
   const look = await crowd.call("POST", "/api/play/preview", { token });
@@ -72,6 +73,10 @@ async function boot() {
   useStudy(look.body.study);
   const ids = crowd.platformParams(params);
   if (ids.assignmentId === crowd.MTURK_PREVIEW) { crowd.showPreview(state.study); return; }
+  if (!state.ticket && crowd.touchOnly() && !recall().touchOk) {
+    crowd.showNeedsKeyboard(() => { remember({ touchOk: true }); boot(); });
+    return;
+  }
   if (state.ticket) {
     const me = await crowd.call("GET", "/api/play/me", undefined, state.ticket);
     if (me.ok) { route(me.body); return; }
@@ -88,7 +93,9 @@ async function boot() {
 function anonKey() { return `rlds-anon:${token}`; }
 
 async function join(body, typed) {
-  const res = await crowd.call("POST", "/api/play/join", { token, ...body });
+  const who = (body.params && (body.params.PROLIFIC_PID || body.params.workerId)) || body.participant_id;
+  const key = crowd.useBrowserKeyOf(token, who);
+  const res = await crowd.call("POST", "/api/play/join", { token, ...body, ...(key ? { browser_key: key } : {}) });
   if (!res.ok) {
     if (res.status === 404) crowd.showInvalidLink();
     else if (res.status === 409 && res.body.code === "preview") crowd.showPreview(state.study);
@@ -98,7 +105,9 @@ async function join(body, typed) {
     return;
   }
   state.ticket = res.body.ticket;
-  remember();
+  crowd.useBrowserKeyOf(token, res.body.participant_id);
+  crowd.keepBrowserKey(res.body);
+  remember({ who: res.body.participant_id });
   if (res.body.participant.platform === "anonymous") localStorage.setItem(anonKey(), res.body.participant.external_id);
   useStudy(res.body.study);
   route(res.body.participant);
@@ -116,6 +125,13 @@ async function route(ps) {
   state.participant = ps;
   if (ps.screened_out) { stopPlaying(); crowd.showCode("screenout", ps.screenout); return; }
   if (ps.completed && ps.completion) { stopPlaying(); crowd.showCode("completion", ps.completion); return; }
+  if (ps.full && ps.full_outcome) { stopPlaying(); crowd.showCode("full", ps.full_outcome); return; }
+  if (ps.code_elsewhere) {
+    stopPlaying();
+    crowd.showStatus({ title: "You have already taken part",
+      text: "Your code was shown in the browser where you took part. Open the study link there to see it again." });
+    return;
+  }
   if (ps.done) { await finishStudy(); return; }
   if (ps.consent_required && !ps.consented) { crowd.showConsent(state.study.consent_html, answerConsent); return; }
   if (!state.ws) connect();
@@ -123,6 +139,7 @@ async function route(ps) {
 
 async function answerConsent(accept) {
   const res = await crowd.call("POST", "/api/play/consent", { accept }, state.ticket);
+  crowd.keepBrowserKey(res.body);
   if (res.ok) { route(res.body); return; }
   if ([401, 403, 404].includes(res.status)) { forgetTicket(); boot(); return; }
   crowd.pageError(crowd.errorText(res));
@@ -131,7 +148,8 @@ async function answerConsent(accept) {
 /** Ask for the completion code; when something is still missing, say what and go on playing. */
 async function finishStudy() {
   const res = await crowd.call("POST", "/api/play/complete", {}, state.ticket);
-  if (res.ok && res.body.completion) { route(res.body); return; }
+  crowd.keepBrowserKey(res.body);
+  if (res.ok && (res.body.completion || res.body.full_outcome || res.body.code_elsewhere)) { route(res.body); return; }
   if ([401, 403, 404].includes(res.status)) { forgetTicket(); boot(); return; }
   // not done after all (the server says what is missing): back to the games
   if (res.ok) state.participant = res.body;
@@ -278,7 +296,7 @@ const handlers = {
     }
     if (m.for === "start" && state.phase === "starting") {
       setPhase("idle");
-      if (isParticipant()) { playMessage(m.message); showNext(m.next, ""); return; }
+      if (isParticipant()) { refusedStart(m); return; }
     }
     playMessage(`${m.message}`);
   },
@@ -293,6 +311,33 @@ onFrameDrawn((frame, drawn) => {
 });
 
 /* --- where to go next --------------------------------------------------------------- */
+/** A participant's start was refused (a game filled up meanwhile, the study was paused...):
+    the server sent their state and the way forward; follow it, never back into the same
+    refusal. */
+function refusedStart(m) {
+  if (m.participant) state.participant = m.participant;
+  const kind = m.next ? m.next.kind : null;
+  if (kind === "done") { finishStudy(); return; }
+  if (kind === "paused") { crowd.showNotOpen("paused", checkBack); return; }
+  if (kind === "closed") {
+    if (state.participant && state.participant.done) finishStudy();
+    else { stopPlaying(); crowd.showNotOpen("closed", checkBack); }
+    return;
+  }
+  playMessage(m.message);
+  showNext(m.next, "");
+}
+
+/** Back from a paused study: the state again, then on where it leads. */
+async function checkBack() {
+  const me = await crowd.call("GET", "/api/play/me", undefined, state.ticket);
+  if (!me.ok) { boot(); return; }
+  state.participant = me.body;
+  if (me.body.study_state === "paused") { crowd.showNotOpen("paused", checkBack); return; }
+  if (!state.ws) { route(me.body); return; }
+  goLobby();
+}
+
 /** First screen of a (new) socket with no episode running. */
 function afterHello() {
   if (!isParticipant()) { renderLobby(); show("lobby-view"); return; }
@@ -330,18 +375,33 @@ function showNext(next, text) {
   const kind = next ? next.kind : isParticipant() ? "lobby" : "again";
   const nextEnv = next && next.env_id && state.envs[next.env_id];
   const label = { again: "Next episode", next_env: nextEnv ? `Next game: ${nextEnv.name}` : "Choose the next game",
-    done: "Finish and get your code", lobby: balanced() ? "Continue" : "Choose a game" }[kind] || "Continue";
+    done: state.participant && state.participant.ends_full ? "Continue" : "Finish and get your code", lobby: balanced() ? "Continue" : "Choose a game" }[kind] || "Continue";
   $("next-label").textContent = label;
   $("next-btn").dataset.kind = kind;
   $("next-btn").dataset.env = nextEnv ? next.env_id : "";
   $("after-save-text").textContent = text;
   $("after-save-text").hidden = !text;
+  const progress = isParticipant() ? progressText(state.participant) : "";
+  $("progress-text").textContent = progress;
+  $("progress-text").hidden = !progress;
   $("other-env-btn").hidden = kind === "done" || kind === "lobby" || (isParticipant() && balanced());
   $("end-btn").hidden = isParticipant();
   $("after-save").hidden = false;
   renderLobby();
   setPhase("idle", `${label} — press Enter`);
   $("next-btn").focus({ preventScroll: true });
+}
+
+/** Where a participant stands toward completion: "1 of 2 episodes · 3 of 10 minutes". */
+function progressText(ps) {
+  if (!ps || !ps.progress) return "";
+  const envs = Object.values(ps.progress);
+  const done = envs.reduce((n, e) => n + e.completed, 0);
+  const asked = Math.max(envs.reduce((n, e) => n + e.required, 0), (ps.requirements || {}).min_episodes || 0);
+  const parts = [`${Math.min(done, asked)} of ${asked} episodes`];
+  const minS = (ps.requirements || {}).min_play_time_s || 0;
+  if (minS > 0) parts.push(`${Math.floor((ps.play_time_s || 0) / 60)} of ${Math.ceil(minS / 60)} minutes`);
+  return `Your progress: ${parts.join(" · ")}`;
 }
 
 function goNext() {
@@ -364,7 +424,14 @@ function enterPlay(envId) {
   state.env = envId;
   $("env-name").textContent = env.name;
   $("env-instructions").innerHTML = env.instructions_html || "<p class=\"muted\">No extra instructions.</p>";
-  $("speed-field").hidden = env.mode !== "async";
+  // the designer's speed choices (none: the speed is fixed and no control is shown)
+  const choices = env.mode === "async" ? env.speed_choices || [] : [];
+  $("speed").replaceChildren(...choices.map((v) => {
+    const option = document.createElement("option");
+    option.value = String(v); option.textContent = `${v}×`; option.selected = v === env.speed;
+    return option;
+  }));
+  $("speed-field").hidden = !choices.length;
   if ($("play-view").hidden) { show("play-view"); requestAnimationFrame(fit); }
 }
 

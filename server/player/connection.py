@@ -54,9 +54,9 @@ class Connection:
         self.dropped_inputs = 0
         self.bad_messages = 0
 
-    async def serve(self, resumed: bool) -> None:
+    async def serve(self, resumed: bool, session_not_found: bool = False) -> None:
         """Attach to the session, run both tasks, detach when one ends."""
-        await self.live.attach(self.outbox, resumed)
+        await self.live.attach(self.outbox, resumed, session_not_found)
         sender = asyncio.create_task(self._send_loop(), name="player-sender")
         receiver = asyncio.create_task(self._receive_loop(), name="player-receiver")
         try:

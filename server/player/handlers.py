@@ -64,27 +64,40 @@ def start_check(s: LiveSession, state: dict[str, Any], env_id: str | None) -> tu
     """The environment a participant may start now (and whether it is past their quota
     because a requirement is still unmet), or the PlayError saying why not."""
     if state["screened_out"]:
-        raise PlayError("screened_out", "you did not consent to this study")
+        raise refused(state, "screened_out", "you did not consent to this study")
+    if state["outcome"] in ("completed", "full"):
+        raise refused(state, "study_done", "you have finished this study")
+    if state["study_state"] in ("paused", "closed"):  # changed since the socket opened
+        words = {"paused": "the study is paused for a moment; please try again later",
+                 "closed": "the study has ended and takes no more episodes"}  # fmt: skip
+        kind = state["study_state"]
+        raise PlayError(f"study_{kind}", words[kind],
+                        {"next": {"kind": kind, "env_id": None}, "participant": state})  # fmt: skip
     if state["consent_required"] and not state["consented"]:
-        raise PlayError("consent_required", "please accept the consent form first")
+        raise refused(state, "consent_required", "please accept the consent form first")
     assigned = state["assigned_env"]
     if s.spec.crowd.assignment == "balanced":
         if env_id is not None and env_id != assigned:
-            raise PlayError("assigned_elsewhere", "another environment is assigned to you")
+            raise refused(state, "assigned_elsewhere", "another environment is assigned to you")
         if assigned is None:
-            raise PlayError("quota_reached", "there is nothing left for you to play")
+            raise refused(state, "quota_reached", "there is nothing left for you to play")
         env_id = assigned
     if env_id is None or env_id not in state["progress"]:
         raise PlayError("unknown_env", f"the study has no environment {env_id!r}")
     info = state["progress"][env_id]
     name = s.spec.environment(env_id).name
     if info["status"] == "finished":
-        raise PlayError("quota_reached", f"you have played all episodes of {name}")
+        raise refused(state, "quota_reached", f"you have played all episodes of {name}")
     if info["status"] == "full":
-        raise PlayError("env_full", f"{name} has all the episodes it needs")
+        raise refused(state, "env_full", f"{name} has all the episodes it needs")
     if info["status"] == "failed":
-        raise PlayError("env_failed", FAILED_MESSAGE, {"next": state["next"]})
+        raise refused(state, "env_failed", FAILED_MESSAGE)
     return env_id, info["completed"] >= info["required"]
+
+
+def refused(state: dict[str, Any], code: str, message: str) -> PlayError:
+    """A participant's refused start, with their state and ``next`` (the way forward)."""
+    return PlayError(code, message, {"next": state["next"], "participant": state})
 
 
 async def on_go(s: LiveSession, _msg: p.GoMsg) -> None:
@@ -193,10 +206,13 @@ async def on_save(s: LiveSession, msg: p.SaveMsg) -> None:
 
 
 async def on_set_speed(s: LiveSession, msg: p.SpeedMsg) -> None:
-    """Async clock speed."""
-    mode = s.spec.environment(s.env_id).mode if s.env_id else None
-    if mode != "async" or s.worker is None:
+    """Async clock speed: one of the environment's ``speed_choices`` (none: fixed)."""
+    env = s.spec.environment(s.env_id) if s.env_id else None
+    if env is None or env.mode != "async" or s.worker is None:
         raise PlayError("not_async", "speed applies to real-time (async) environments only")
+    if msg.speed not in env.speed_choices:
+        allowed = ", ".join(f"{v:g}" for v in env.speed_choices) or f"{env.speed:g} (fixed)"
+        raise PlayError("speed_locked", f"this game's speed is {allowed}")
     await s.worker_call(s.worker.set_speed(msg.speed))
     s.speed = msg.speed
     s.send({"type": "setting", "speed": msg.speed})

@@ -147,8 +147,9 @@ class LiveSession:
         return env_ready(env.id, self.worker.info, self.speed, self.quality or env.image_quality)
 
     # -- connection -----------------------------------------------------------------------
-    async def attach(self, outbox: Outbox, resumed: bool) -> None:
-        """A connection takes over the session: hello, env, episode and its last frame."""
+    async def attach(self, outbox: Outbox, resumed: bool, session_not_found: bool = False) -> None:
+        """A connection takes over the session: hello, env, episode and its last frame
+        (``session_not_found``: the ``session=`` asked for is not here; this one is new)."""
         async with self.lock:
             if self.outbox is not None and self.outbox is not outbox:
                 self.outbox.close(p.CLOSE_REPLACED, "the session was opened elsewhere")
@@ -161,7 +162,8 @@ class LiveSession:
                 self._grace_timer = None
             counts = await self.db(episodes.completed_counts, self.study_id, self.principal)
             outbox.send({"type": "hello", "protocol": p.PROTOCOL_VERSION, "session_id": self.id,
-                         "resumed": resumed, "phase": self.phase,
+                         "resumed": resumed, "session_not_found": session_not_found,
+                         "phase": self.phase,
                          "study": study_view(self.study_id, self.spec, counts),
                          "episode": self._episode_view(),
                          "participant": await self.participant_state()})  # fmt: skip
@@ -223,27 +225,20 @@ class LiveSession:
 
     # -- messages -----------------------------------------------------------------------
     async def begin(self, env_id: str, extra: bool = False) -> None:
-        """Start (or reuse) the worker for ``env_id``, create the episode row (a participant's
-        is a quota reservation), reset the env."""
-        env = self.spec.environment(env_id)
-        if self.worker is None or self.env_id != env_id or not self.worker.alive:
+        """Reserve the episode (a participant's is a quota reservation, taken in the database
+        before any worker is built, so a refused start answers at once), then start or reuse
+        the worker for ``env_id`` and reset the env."""
+        fresh = self.worker is None or self.env_id != env_id or not self.worker.alive
+        if fresh:
             await self._close_worker()
             if not await self._slots_left():
                 raise PlayError("busy", "the server is at capacity; try again in a minute")
+        row, seed = await self.db(self._reserve, env_id, extra)
+        if fresh:
             try:
                 await self._start_worker(env_id)
             except WorkerError as exc:
-                await self._env_failed(env_id, exc)
-        seed = await self.db(episodes.next_seed, self.study_id, env, self.principal)
-        try:
-            row = await self.db(
-                episodes.create_episode, study_id=self.study_id, env_key=env_id,
-                session_id=self.id, principal=self.principal, seed=seed,
-                data_root=self.settings.data_root, spec=self.spec, extra=extra,
-                replica_id=self.settings.replica_id,
-            )  # fmt: skip
-        except crowd.QuotaError as exc:
-            raise PlayError(exc.code or "quota_reached", exc.message) from None
+                await self._env_failed(env_id, row.id, exc)
         self.episodes_started += 1
         run = EpisodeRun(id=row.id, index=self.episodes_started, env_id=env_id, seed=seed)
         self.run = run
@@ -279,20 +274,43 @@ class LiveSession:
         self.phase = Phase.playing
         self.send({"type": "started", "episode_id": run.id})
 
-    async def _env_failed(self, env_id: str, exc: WorkerError) -> NoReturn:
-        """The environment did not start: log and store the details (a ``failed`` episode
-        row the designer sees); a participant gets a plain message and the way forward."""
+    def _reserve(self, db: Session, env_id: str, extra: bool) -> tuple[Any, int]:
+        """The seed and the episode row, in one database session (a burst of starts waits on
+        the thread pool: one hop each); a refusal comes with the participant's state."""
+        seed = episodes.next_seed(db, self.study_id, self.spec.environment(env_id), self.principal)
+        try:
+            row = episodes.create_episode(
+                db, study_id=self.study_id, env_key=env_id, session_id=self.id,
+                principal=self.principal, seed=seed, data_root=self.settings.data_root,
+                spec=self.spec, extra=extra, replica_id=self.settings.replica_id,
+            )  # fmt: skip
+        except crowd.QuotaError as exc:
+            pid = self.principal.participant_id
+            state = crowd.state_for(db, self.study_id, self.spec, pid, env_id) if pid else None
+            raise self._refused(exc.code or "quota_reached", exc.message, state) from None
+        return row, seed
+
+    @staticmethod
+    def _refused(code: str, message: str, state: dict[str, Any] | None) -> PlayError:
+        if state is None:  # a designer test-playing
+            return PlayError(code, message)
+        return PlayError(code, message, {"next": state["next"], "participant": state})
+
+    async def refusal(self, code: str, message: str, env_id: str | None = None) -> PlayError:
+        """A refused start: a participant's carries their state and ``next``, the way forward
+        (another environment, or the completion page when nothing is left)."""
+        return self._refused(code, message, await self.participant_state(last_env=env_id))
+
+    async def _env_failed(self, env_id: str, episode_id: str, exc: WorkerError) -> NoReturn:
+        """The environment did not start: log and store the details on its reserved episode
+        (``failed``, which frees the reservation; the designer sees it); a participant gets a
+        plain message and the way forward."""
         detail = f"{type(exc).__name__}: {exc}"
         log.warning("environment %s of study %s did not start: %s", env_id, self.study_id, detail)
+        await self.db(episodes.record_start_failure, episode_id, detail[:4000])
         if self.principal.participant_id is None:  # a designer test-playing: the details
             raise PlayError("env_failed", f"the environment did not start: {exc}")
-        await self.db(episodes.record_start_failure, study_id=self.study_id, env_key=env_id,
-                      session_id=self.id, principal=self.principal,
-                      data_root=self.settings.data_root, error=detail[:4000])  # fmt: skip
-        state = await self.participant_state(last_env=env_id)
-        assert state is not None
-        raise PlayError("env_failed", crowd.FAILED_MESSAGE,
-                        {"next": state["next"], "participant": state})  # fmt: skip
+        raise await self.refusal("env_failed", crowd.FAILED_MESSAGE, env_id)
 
     async def _start_worker(self, env_id: str) -> None:
         env = self.spec.environment(env_id)
@@ -305,6 +323,7 @@ class LiveSession:
             reply_timeout=self.settings.worker_timeout_s,
         )  # fmt: skip
         self.worker, self.env_id = worker, env_id
+        self.speed = env.speed  # each environment starts at its own (the designer's) speed
         if env.mode == "async":
             if self.speed != 1.0:
                 await worker.set_speed(self.speed)

@@ -28,6 +28,9 @@ def environment_view(env: EnvironmentSpec, completed: int = 0) -> dict[str, Any]
         "episodes_per_participant": env.episodes_per_participant,
         "completed": completed,
         "countdown_s": env.countdown_s if env.mode == "async" else 0,
+        # async: the speed in force and what the player may pick (empty: fixed)
+        "speed": env.speed,
+        "speed_choices": env.speed_choices if env.mode == "async" else [],
     }
 
 

@@ -25,6 +25,7 @@ from server.models import (
     StudyState,
     utcnow,
 )
+from server.services import participants
 from server.study_spec import CrowdSettings, StudySpec
 
 RESERVED = (EpisodeStatus.completed, EpisodeStatus.recording)
@@ -98,6 +99,17 @@ def availability(db: Session, study: Study, spec: StudySpec) -> str:
 
 
 # -- quotas, atomically ----------------------------------------------------------------------
+def lock_study(db: Session, study_id: int) -> None:
+    """Serialize with the study's other assignments until commit: a no-op UPDATE of its row
+    (a row lock on PostgreSQL, the write lock on SQLite; ``updated_at`` is kept as it is)."""
+    db.execute(
+        update(Study)
+        .where(Study.id == study_id)
+        .values(updated_at=Study.updated_at)
+        .execution_options(synchronize_session=False)
+    )
+
+
 def reserve(db: Session, study_id: int, env_key: str, participant_id: int | None,
             spec: StudySpec, extra: bool = False) -> StudyEnvironment:  # fmt: skip
     """Lock the environment and check its quotas; the caller inserts the episode and commits.
@@ -156,6 +168,9 @@ class Progress:
     episodes: int  # completed, all environments
     requirements_met: bool
     done: bool
+    # done because games filled up before the participant finished them (and the study's
+    # requirements, when it sets any, are not met): the "full" outcome, not completion
+    cut_short: bool = False
 
     def playable(self, env_id: str) -> bool:
         """May the participant start an episode of ``env_id`` now?"""
@@ -204,7 +219,10 @@ def progress(db: Session, study: Study, spec: StudySpec, participant: Participan
     # all can be played any more (full or failed), they are done anyway (no dead end).
     nothing_left = quotas_done and all(e["full"] or e["failed"] for e in envs.values())
     done = quotas_done and (met or nothing_left)
-    return Progress(envs, full, played, episodes, met, done)
+    required = req.min_episodes > 0 or req.min_play_time_s > 0
+    cut_short = (done and any(e["full"] and not e["finished"] for e in envs.values())
+                 and not (required and met))  # fmt: skip
+    return Progress(envs, full, played, episodes, met, done, cut_short)
 
 
 def assign(db: Session, study: Study, spec: StudySpec, participant: Participant,
@@ -215,6 +233,19 @@ def assign(db: Session, study: Study, spec: StudySpec, participant: Participant,
         return None
     current = participant.assigned_env
     if current in prog.envs and prog.playable(current):
+        return current
+    if not any(prog.playable(e.id) for e in spec.environments):
+        if current is not None:  # nothing left to choose from: no lock to wait for
+            participant.assigned_env = None
+            db.commit()
+        return None
+    # Choosing reads every participant's assignment: serialize the choices of one study (a
+    # burst of joins would otherwise all read the same counts and pick the same environment).
+    lock_study(db, study.id)
+    db.refresh(participant)  # the same participant's other join may have chosen meanwhile
+    current = participant.assigned_env
+    if current in prog.envs and prog.playable(current):
+        db.commit()
         return current
     candidates = [e for e in spec.environments if prog.playable(e.id)]
     choice: str | None = None
@@ -238,9 +269,8 @@ def assign(db: Session, study: Study, spec: StudySpec, participant: Participant,
             return (-room, load(env.id), pos)
 
         choice = min(enumerate(candidates), key=key)[1].id
-    if choice != current:
-        participant.assigned_env = choice
-        db.commit()
+    participant.assigned_env = choice
+    db.commit()  # releases the lock
     return choice
 
 
@@ -264,41 +294,58 @@ def _fill(url: str, code: str) -> str:
     return url.replace("{code}", quote(code, safe=""))
 
 
+def _outcome(code: str, url: str, participant: Participant, submit: bool) -> dict[str, Any]:
+    """A code and its redirect. An MTurk worker's HIT is submitted (``submit``) whatever URL
+    the study names, since MTurk pays only a submitted assignment; then the study's URL; then
+    Prolific's completion page with the code; else none (the page shows the code)."""
+    redirect: dict[str, Any] | None = None
+    if submit and participant.platform == Platform.mturk and participant.submit_to:
+        target = participant.submit_to.rstrip("/") + "/mturk/externalSubmit"
+        fields = {"assignmentId": participant.platform_session_id or "", "completion_code": code}
+        redirect = {"method": "POST", "url": target, "fields": fields}
+    elif url:
+        redirect = {"method": "GET", "url": _fill(url, code), "fields": {}}
+    elif participant.platform == Platform.prolific and code:
+        target = f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}"
+        redirect = {"method": "GET", "url": target, "fields": {}}
+    return {"code": code, "redirect": redirect}
+
+
 def completion(crowd: CrowdSettings, participant: Participant) -> dict[str, Any]:
     """The completion code and where to send the participant with it."""
-    code = crowd.completion_code
-    redirect: dict[str, Any] | None = None
-    if crowd.completion_url:
-        redirect = {"method": "GET", "url": _fill(crowd.completion_url, code), "fields": {}}
-    elif participant.platform == Platform.prolific:
-        url = f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}"
-        redirect = {"method": "GET", "url": url, "fields": {}}
-    elif participant.platform == Platform.mturk and participant.submit_to:
-        url = participant.submit_to.rstrip("/") + "/mturk/externalSubmit"
-        fields = {"assignmentId": participant.platform_session_id or "", "completion_code": code}
-        redirect = {"method": "POST", "url": url, "fields": fields}
-    return {"code": code, "redirect": redirect}
+    return _outcome(crowd.completion_code, crowd.completion_url, participant, submit=True)
+
+
+def full_outcome(crowd: CrowdSettings, participant: Participant) -> dict[str, Any]:
+    """The study filled up before the participant finished: the designer's ``full_code`` and
+    ``full_url`` (Prolific: a screen-out or no-code return; MTurk: the HIT is submitted with
+    this code, for the requester to approve or not)."""
+    return _outcome(crowd.full_code, crowd.full_url, participant, submit=True)
 
 
 def screenout(crowd: CrowdSettings, participant: Participant) -> dict[str, Any]:
-    """The screen-out code and redirect (consent declined)."""
-    code = crowd.screenout_code
-    redirect: dict[str, Any] | None = None
-    if crowd.screenout_url:
-        redirect = {"method": "GET", "url": _fill(crowd.screenout_url, code), "fields": {}}
-    elif participant.platform == Platform.prolific and code:
-        url = f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}"
-        redirect = {"method": "GET", "url": url, "fields": {}}
-    return {"code": code, "redirect": redirect}
+    """The screen-out code and redirect (consent declined; an MTurk worker returns the HIT)."""
+    return _outcome(crowd.screenout_code, crowd.screenout_url, participant, submit=False)
+
+
+def study_state(study: Study, spec: StudySpec, prog: Progress) -> str:
+    """:func:`availability` from a participant's progress (no second count)."""
+    if study.state == StudyState.paused:
+        return "paused"
+    if study.state != StudyState.active:
+        return "closed"
+    return "full" if len(prog.full) == len(spec.environments) else "active"
 
 
 def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
-          last_env: str | None = None) -> dict[str, Any]:  # fmt: skip
-    """ParticipantState (docs/protocol.md): what the player page shows next."""
+          last_env: str | None = None, reveal: bool = False) -> dict[str, Any]:  # fmt: skip
+    """ParticipantState (docs/protocol.md): what the player page shows next. Codes only with
+    ``reveal`` (the caller holds the participant's browser key, or earned them just now)."""
     crowd = spec.crowd
     prog = progress(db, study, spec, participant)
     assigned = assign(db, study, spec, participant, prog)
     completed = participant.completed_at is not None
+    full = participant.full_at is not None
     screened = participant.screened_out_at is not None
     envs = {
         key: {"completed": v["completed"], "required": v["required"], "full": v["full"],
@@ -311,10 +358,17 @@ def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
         "consent_required": bool(crowd.consent),
         "consented": participant.consented_at is not None,
         "screened_out": screened,
-        "screenout": screenout(crowd, participant) if screened else None,
-        "done": prog.done or completed,
+        "screenout": screenout(crowd, participant) if screened and reveal else None,
+        "done": prog.done or completed or full,
         "completed": completed,
-        "completion": completion(crowd, participant) if completed else None,
+        "completion": completion(crowd, participant) if completed and reveal else None,
+        "full": full,  # the study filled up before they finished: the full page, its code
+        "full_outcome": full_outcome(crowd, participant) if full and reveal else None,
+        # their code was shown in another browser (the one holding the key)
+        "code_elsewhere": (completed or full or screened) and not reveal,
+        "outcome": participants.outcome(participant),
+        "study_state": study_state(study, spec, prog),
+        "ends_full": prog.cut_short,  # finishing now gives the full outcome
         "progress": envs,
         "assigned_env": assigned,
         "next": next_step(spec, prog, assigned, last_env),
@@ -328,9 +382,11 @@ def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
     }
 
 
-def complete(db: Session, study: Study, spec: StudySpec, participant: Participant) -> None:
-    """Stamp completion (once) and that the code was shown; Conflict saying what is missing."""
-    if participant.completed_at is None:
+def complete(db: Session, study: Study, spec: StudySpec, participant: Participant) -> bool:
+    """Stamp completion (once) and that the code was shown; Conflict saying what is missing.
+    True when this call finished the study (the caller earned the code)."""
+    earned = False
+    if participant.completed_at is None and participant.full_at is None:
         if participant.screened_out_at is not None:
             raise Conflict("You did not consent, so the study cannot be completed.")
         if spec.crowd.consent and participant.consented_at is None:
@@ -342,9 +398,14 @@ def complete(db: Session, study: Study, spec: StudySpec, participant: Participan
             raise Conflict(
                 "The study is not finished yet. Still to play: " + "; ".join(missing) + "."
             )
-        participant.completed_at = utcnow()
+        if prog.cut_short:
+            participant.full_at = utcnow()
+        else:
+            participant.completed_at = utcnow()
+        earned = True
     participant.completion_shown_at = participant.completion_shown_at or utcnow()
     db.commit()
+    return earned
 
 
 def state_for(db: Session, study_id: int, spec: StudySpec, participant_id: int,

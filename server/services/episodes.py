@@ -20,6 +20,7 @@ from server.models import (
     Episode,
     EpisodeStatus,
     Participant,
+    Platform,
     PlaySession,
     Study,
     StudyEnvironment,
@@ -27,7 +28,7 @@ from server.models import (
 )
 from server.principal import Principal, is_reserved_participant_id
 from server.recording.format import episode_dir
-from server.services import crowd, quality
+from server.services import crowd, participants, quality
 from server.study_spec import EnvironmentSpec, StudySpec
 
 FINAL = frozenset(EpisodeStatus) - {EpisodeStatus.recording}
@@ -56,15 +57,7 @@ def find_or_create_participant(db: Session, study: Study, external_id: str) -> P
     if is_reserved_participant_id(external_id):  # it would be read as a designer's test play
         message = "Participant ids starting with 'user:' are reserved for designers' test plays."
         raise Invalid(message, detail=[{"loc": ["body", "participant_id"], "msg": message}])
-    query = select(Participant).where(
-        Participant.study_id == study.id, Participant.external_id == external_id
-    )
-    participant = db.scalar(query)
-    if participant is None:
-        participant = Participant(study_id=study.id, external_id=external_id)
-        db.add(participant)
-        db.commit()
-    return participant
+    return participants.find_or_insert(db, study.id, external_id, Platform.direct)
 
 
 def start_session(db: Session, study_id: int, principal: Principal) -> str:
@@ -183,18 +176,11 @@ def mark_started(db: Session, episode_id: str) -> None:
         db.commit()
 
 
-def record_start_failure(
-    db: Session, *, study_id: int, env_key: str, session_id: str, principal: Principal,
-    data_root: Path, error: str,
-) -> Episode:  # fmt: skip
-    """A ``failed`` episode (no steps, end reason ``env_failed``) for an environment that did
-    not start for this player: the designer sees the error; it takes no quota."""
-    episode = create_episode(
-        db, study_id=study_id, env_key=env_key, session_id=session_id, principal=principal,
-        seed=None, data_root=data_root,
-    )  # fmt: skip
+def record_start_failure(db: Session, episode_id: str, error: str) -> Episode:
+    """The reserved episode of an environment that did not start: ``failed`` with no steps
+    and end reason ``env_failed`` (the designer sees the error; it takes no quota)."""
     return finish_episode(
-        db, episode.id,
+        db, episode_id,
         EpisodeResult(status=EpisodeStatus.failed, steps=0, total_reward=0.0,
                       end_reason=crowd.ENV_FAILED, error=error),
     )  # fmt: skip

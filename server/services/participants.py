@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import hashlib
+import hmac
 import io
 import secrets
 import unicodedata
@@ -10,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from server.errors import Conflict, Invalid
@@ -108,14 +112,35 @@ def find(db: Session, study_id: int, external_id: str) -> Participant | None:
     )
 
 
+def find_or_insert(db: Session, study_id: int, external_id: str, platform: str) -> Participant:
+    """The participant with this external id, inserted first if missing (committed).
+
+    Idempotent under concurrency: the insert is ``ON CONFLICT DO NOTHING`` on the unique
+    (study, external id), so simultaneous joins of one participant (a double click, two tabs,
+    a retry) make one row and none of them fails on the constraint (PostgreSQL waits for the
+    first insert's commit; SQLite serializes writers).
+    """
+    found = find(db, study_id, external_id)
+    if found is not None:
+        return found
+    dialect = db.get_bind().dialect.name
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    values = {"study_id": study_id, "external_id": external_id, "platform": platform,
+              "created_at": utcnow()}  # fmt: skip
+    db.execute(
+        insert(Participant)
+        .values(**values)
+        .on_conflict_do_nothing(index_elements=["study_id", "external_id"])
+    )
+    db.commit()
+    participant = find(db, study_id, external_id)
+    assert participant is not None  # inserted now or by the concurrent join that won
+    return participant
+
+
 def join(db: Session, study: Study, who: Arrival) -> Participant:
     """Create the participant, or note a returning one's latest platform ids."""
-    participant = find(db, study.id, who.external_id)
-    if participant is None:
-        participant = Participant(
-            study_id=study.id, external_id=who.external_id, platform=who.platform
-        )
-        db.add(participant)
+    participant = find_or_insert(db, study.id, who.external_id, who.platform)
     if participant.platform == who.platform:
         # a returning MTurk worker may hold a new assignment: its ids are the ones to submit
         for name in ("platform_study_id", "platform_session_id", "submit_to"):
@@ -125,6 +150,44 @@ def join(db: Session, study: Study, who: Arrival) -> Participant:
     participant.last_seen_at = utcnow()
     db.commit()
     return participant
+
+
+# -- the browser key: a participant's codes go only to the browser holding it ----------------
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def holds_key(participant: Participant, key: str | None) -> bool:
+    """True when ``key`` is the participant's browser key (knowing the id is not enough)."""
+    stored = participant.browser_key_hash
+    if not key or stored is None or len(key) > 200:
+        return False
+    return hmac.compare_digest(_digest(key), stored)
+
+
+def new_key(db: Session, participant: Participant, replace: bool = False) -> str | None:
+    """A browser key for this browser, committed; with ``replace=False`` only when the
+    participant has none yet (of simultaneous first joins one gets it, the others None)."""
+    key = secrets.token_urlsafe(24)
+    query = update(Participant).where(Participant.id == participant.id)
+    if not replace:
+        query = query.where(Participant.browser_key_hash.is_(None))
+    won = db.execute(
+        query.values(browser_key_hash=_digest(key)).execution_options(synchronize_session=False)
+    )
+    db.commit()
+    db.refresh(participant)
+    return key if getattr(won, "rowcount", 0) == 1 else None
+
+
+def outcome(participant: Participant) -> str | None:
+    """How the participant's study ended: ``completed``, ``full`` (it filled up before they
+    finished), ``screened_out`` or None (not yet)."""
+    if participant.completed_at is not None:
+        return "completed"
+    if participant.full_at is not None:
+        return "full"
+    return "screened_out" if participant.screened_out_at is not None else None
 
 
 def seen(db: Session, participant: Participant) -> None:
@@ -167,7 +230,8 @@ def listing(db: Session, study_id: int) -> list[dict[str, Any]]:
          "consented_at": p.consented_at, "screened_out_at": p.screened_out_at,
          "started_at": p.created_at, "last_seen_at": p.last_seen_at,
          "episodes": counts.get(p.id, {}), "play_time_s": round(float(played.get(p.id) or 0), 3),
-         "completed_at": p.completed_at, "completion_code_shown": p.completion_shown_at is not None,
+         "completed_at": p.completed_at, "full_at": p.full_at, "outcome": outcome(p),
+         "completion_code_shown": p.completion_shown_at is not None,
          "assigned_env": p.assigned_env, "last_error": errors.get(p.id)}
         for p in people
     ]  # fmt: skip
@@ -175,8 +239,8 @@ def listing(db: Session, study_id: int) -> list[dict[str, Any]]:
 
 CSV_COLUMNS = ["external_id", "platform", "platform_study_id", "platform_session_id",
                "consented_at", "screened_out_at", "started_at", "last_seen_at",
-               "episodes_completed", "episodes_total", "play_time_s", "completed_at",
-               "completion_code_shown"]  # fmt: skip
+               "episodes_completed", "episodes_total", "play_time_s", "outcome", "completed_at",
+               "full_at", "completion_code_shown"]  # fmt: skip
 
 
 def _cell(value: Any) -> str:

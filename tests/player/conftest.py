@@ -20,7 +20,7 @@ FAKE = "tests.runtime.fake_envs"
 def counter_env(env_id: str = "counter", **kwargs: Any) -> dict[str, Any]:
     """A study environment on the runtime's fake counter env (sync, keys A/B)."""
     extra = {k: kwargs.pop(k) for k in list(kwargs) if k in {"mode", "fps", "seeds",
-             "episodes_per_participant", "max_steps"}}  # fmt: skip
+             "episodes_per_participant", "episodes_total", "max_steps"}}  # fmt: skip
     return {
         "id": env_id,
         "name": env_id.title(),

@@ -33,10 +33,11 @@ def _drain_until_ended(player):
 
 
 def test_async_cartpole_plays_by_the_clock(factory, designer, db):
-    study = factory.study(designer, spec(CARTPOLE))
+    study = factory.study(designer, spec({**CARTPOLE, "speed_choices": [1, 2]}))
     with factory.client(designer).websocket_connect(f"/ws/play?study={study.id}") as ws:
         player = Player(ws)
-        player.until("hello")
+        hello = player.until("hello")
+        assert hello["study"]["environments"][0]["speed_choices"] == [1, 2]
         player.send(type="start", env_id="cartpole")
         env = player.until("env_ready")
         assert env["mode"] == "async" and env["fps"] == 60
@@ -44,6 +45,8 @@ def test_async_cartpole_plays_by_the_clock(factory, designer, db):
         assert env["controls"]["keys"] == ["ArrowLeft", "ArrowRight"]
         episode = player.until("episode_started")["episode"]
         player.send(type="input", keys=["ArrowRight"], client_ms=1.9e12, seen_step=0)
+        player.send(type="set_speed", speed=0.5)  # not one of the designer's choices
+        assert player.until("error")["code"] == "speed_locked"
         player.send(type="set_speed", speed=2.0)
         assert player.until("setting")["speed"] == 2.0
         player.send(type="set_quality", quality="low")
@@ -164,3 +167,17 @@ def test_async_acks_are_recorded_without_a_made_up_input(factory, designer, db):
     assert len(recorded) >= 30 and recorded == acked[: len(recorded)]
     assert [t for t in timings if "input_recv" in t and "input_sent" not in t] == []
     assert sum("input_sent" in t for t in timings) == 1  # the one input the player sent
+
+
+def test_the_speed_is_fixed_unless_the_designer_offers_choices(factory, designer):
+    study = factory.study(designer, spec({**CARTPOLE, "speed": 0.5}))
+    with factory.client(designer).websocket_connect(f"/ws/play?study={study.id}") as ws:
+        player = Player(ws)
+        env = player.until("hello")["study"]["environments"][0]
+        assert (env["speed"], env["speed_choices"]) == (0.5, [])
+        player.send(type="start", env_id="cartpole")
+        assert player.until("env_ready")["speed"] == 0.5  # the designer's speed is in force
+        player.until("episode_started")
+        player.send(type="set_speed", speed=1.0)
+        refused = player.until("error")
+        assert refused["code"] == "speed_locked" and "0.5 (fixed)" in refused["message"]

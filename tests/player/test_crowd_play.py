@@ -3,7 +3,15 @@ environment that leads on (no Python error shown), quotas, completion code, desi
 
 from __future__ import annotations
 
-from server.models import Participant
+import asyncio
+
+import pytest
+
+from server.core.db import make_sessionmaker
+from server.models import Episode, Participant, StudyState
+from server.player.session import LiveSession, PlayError
+from server.principal import Principal
+from server.services import episodes, studies
 from server.services.crowd import FAILED_MESSAGE
 from tests.player.conftest import FAKE, Player, activate, counter_env, spec, ticket_socket
 
@@ -66,10 +74,20 @@ def test_participant_is_led_past_a_broken_env_to_the_completion_code(factory, de
     db.refresh(row)
     assert row.completed_at is not None and row.completion_shown_at is not None
     # coming back: the code again, not a new session (even once the study is full or paused)
-    again = anon.post("/api/play/join", json={"token": study.permalink_token,
-                                              "params": PROLIFIC}).json()  # fmt: skip
+    key = done.json()["browser_key"]  # the browser that finished keeps it
+    back = {"token": study.permalink_token, "params": PROLIFIC, "browser_key": key}
+    again = anon.post("/api/play/join", json=back).json()
     assert again["participant"]["completed"] is True
     assert again["participant"]["completion"]["code"] == "DONE-42"
+    # anyone else who types (or guesses) the id: finished, but no code
+    other = anon.post("/api/play/join", json={"token": study.permalink_token,
+                                              "params": PROLIFIC}).json()  # fmt: skip
+    assert other["participant"]["completed"] is True and other["browser_key"] is None
+    assert other["participant"]["completion"] is None
+    assert other["participant"]["code_elsewhere"] is True
+    forged = anon.post("/api/play/complete", headers={"X-Play-Ticket": other["ticket"],
+                                                      "X-Browser-Key": "guess"}).json()  # fmt: skip
+    assert forged["completion"] is None and "browser_key" not in forged
     # the designer sees the failure's details
     rows = factory.client(designer).get(f"/api/studies/{study.id}/participants").json()
     assert rows[0]["last_error"] and "cannot build" in rows[0]["last_error"]
@@ -93,3 +111,53 @@ def test_consent_comes_before_playing(factory, designer, db):
         player.until("hello")
         player.send(type="start", env_id="counter")
         assert player.until("episode_started")["ready_gate"] is True
+
+
+def test_a_refused_start_builds_no_worker(factory, designer, db, settings, engine):
+    """The reservation comes before the worker: a full environment whose worker could not
+    even be built answers ``env_full`` (with the way forward), not ``env_failed``."""
+    broken = {**BROKEN, "episodes_total": 1}
+    study = activate(db, factory.study(designer, spec(
+        broken, counter_env(episode_len=1), crowd={"assignment": "balanced"})))  # fmt: skip
+    first, second = (Participant(study_id=study.id, external_id=f"W{i}") for i in (1, 2))
+    db.add_all([first, second])
+    db.commit()
+    spec_ = studies.spec_of(study)
+    # the only place is taken (an episode recording)
+    episodes.create_episode(
+        db, study_id=study.id, env_key="broken", session_id=None, seed=1, spec=spec_,
+        principal=Principal.for_participant(study.id, first.id), data_root=settings.data_root,
+    )  # fmt: skip
+    live = LiveSession(
+        session_id="s-2", study_id=study.id, spec=spec_, settings=settings,
+        principal=Principal.for_participant(study.id, second.id), db=make_sessionmaker(engine),
+        on_closed=lambda _s: None, workers_in_use=lambda _study: 0,
+    )  # fmt: skip
+
+    async def start() -> PlayError:
+        with pytest.raises(PlayError) as refused:
+            await live.begin("broken")
+        return refused.value
+
+    refused = asyncio.run(start())
+    assert refused.code == "env_full" and live.worker is None
+    assert refused.extra["next"] == {"kind": "next_env", "env_id": "counter"}
+    assert refused.extra["participant"]["assigned_env"] == "counter"
+    assert db.query(Episode).filter_by(participant_id=second.id).count() == 0
+
+
+def test_a_start_after_the_study_was_paused_says_so_and_how_to_go_on(factory, designer, db):
+    study = activate(db, factory.study(designer, spec(counter_env())))
+    anon = factory.client()
+    ticket = anon.post("/api/play/join", json={"token": study.permalink_token,
+                                               "params": PROLIFIC}).json()["ticket"]  # fmt: skip
+    with ticket_socket(anon, ticket) as ws:
+        player = Player(ws)
+        player.until("hello")
+        studies.change_state(db, study, StudyState.paused)  # while the socket is open
+        player.send(type="start", env_id="counter")
+        refused = player.until("error")
+    assert refused["code"] == "study_paused"
+    assert refused["next"] == {"kind": "paused", "env_id": None}
+    assert refused["participant"]["study_state"] == "paused"
+    assert db.query(Episode).count() == 0

@@ -71,3 +71,23 @@ def test_a_tab_left_behind_is_resumed_without_asking(factory, designer, db):
     with _socket(anon, ticket) as ws:
         hello = Player(ws).until("hello")
     assert hello["session_id"] == session_id and hello["resumed"] is True
+
+
+def test_an_unknown_session_starts_a_fresh_one_and_says_so(factory, designer, db):
+    study = activate(db, factory.study(designer, spec(counter_env())))
+    anon = factory.client()
+    join = {"token": study.permalink_token, "participant_id": "W-3"}
+    ticket = anon.post("/api/play/join", json=join).json()["ticket"]
+    registry = factory.app.state.player_registry
+    with _socket(anon, ticket) as ws:
+        leftover = Player(ws).until("hello")["session_id"]
+    deadline = time.monotonic() + 10
+    while registry.get(leftover).outbox is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with anon.websocket_connect(
+        "/ws/play?session=0123456789abcdef", subprotocols=[SUBPROTOCOL, f"ticket.{ticket}"]
+    ) as ws:
+        hello = Player(ws).until("hello")
+    assert hello["resumed"] is False and hello["session_not_found"] is True
+    assert hello["session_id"] != leftover
+    assert registry.get(leftover) is None  # one session per participant: the leftover ended

@@ -16,6 +16,7 @@ environments:
     source: {kind: gymnasium, id: CartPole-v1}
     mode: async
     countdown_s: 3
+    episodes_per_participant: 2
 crowd:
   consent: |
     I agree to **take part**.
@@ -67,3 +68,12 @@ def test_bad_values_are_refused_with_their_path(where, value):
     with pytest.raises(Invalid) as err:
         study_files.parse_spec(data, prefix=())
     assert tuple(err.value.detail[0]["loc"][: len(where)]) == where
+
+
+def test_a_requirement_the_quotas_cannot_give_is_a_problem():
+    text = BASE.replace("episodes_per_participant: 2", "episodes_per_participant: 1")
+    with pytest.raises(Invalid) as err:
+        study_files.load_yaml(text)
+    (problem,) = err.value.detail
+    assert problem["loc"] == ["crowd"]
+    assert "requirements.min_episodes is 2" in problem["msg"] and "at most 1" in problem["msg"]

@@ -74,6 +74,7 @@ def test_prolific_worker_from_link_to_completion_redirect(live_server, page, fac
     page.keyboard.press("Enter")
     expect(page.locator("#after-save")).to_be_visible()  # the server's answer came
     expect(page.locator("#next-btn")).to_contain_text("Next episode")
+    expect(page.locator("#progress-text")).to_have_text("Your progress: 1 of 2 episodes")
     shot(page, "07-after-save")
     page.keyboard.press("Enter")
     pass_gate(page)
@@ -100,9 +101,12 @@ def test_prolific_worker_from_link_to_completion_redirect(live_server, page, fac
 
 
 def test_mturk_preview_then_accepted_hit_submits_the_form(live_server, page, factory, designer, db):
-    study = crowd_study(db, factory, designer, completion_code="MT-77")
+    # the completion URL is for the study's Prolific participants: MTurk's still submit the HIT
+    study = crowd_study(db, factory, designer, completion_code="MT-77",
+                        completion_url=f"{PLATFORM}/done?cc={{code}}")  # fmt: skip
     submit = "https://workersandbox.mturk.com"
     platform = fake_platform(page, submit)
+    elsewhere = fake_platform(page)
     page.goto(link(live_server, study, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE", hitId="H1"))
     expect(page.locator("#status-text")).to_have_text("This is a preview. Accept the HIT to start.")
     expect(page.locator("#status-instructions h1")).to_have_text("Hi")
@@ -124,6 +128,7 @@ def test_mturk_preview_then_accepted_hit_submits_the_form(live_server, page, fac
     assert platform[-1]["method"] == "POST"
     assert "assignmentId=A7" in platform[-1]["body"]
     assert "MT-77" in platform[-1]["body"]
+    assert elsewhere == []  # never sent to the completion URL
     worker = db.query(Participant).filter_by(study_id=study.id).one()
     assert (worker.external_id, worker.platform, worker.platform_session_id) == (
         "W42", "mturk", "A7",

@@ -2,7 +2,10 @@
 consent, completion; and the designer's participants list (``docs/protocol.md``).
 
 Participant endpoints after ``join`` take the play ticket in the ``X-Play-Ticket`` header
-(never in the URL, like the WebSocket's).
+(never in the URL, like the WebSocket's). Codes go only to the browser that holds the
+participant's browser key (``browser_key`` in ``join``'s body, else ``X-Browser-Key``): it is
+handed out at the first join and to the browser that finishes the study; the id alone is not
+enough.
 """
 
 from __future__ import annotations
@@ -40,8 +43,12 @@ def _study_for(db: Session, token: str) -> Study:
     return study
 
 
-def _out(db: Session, settings: Settings, study: Study, participant: Participant) -> PlayerStudyOut:
+def _out(db: Session, settings: Settings, study: Study, participant: Participant,
+         key: str | None) -> PlayerStudyOut:  # fmt: skip
     spec = studies.spec_of(study)
+    held = participants.holds_key(participant, key)
+    issued = None if held else participants.new_key(db, participant)  # the first join's browser
+    reveal = held or issued is not None
     principal = Principal.for_participant(study.id, participant.id)
     counts = episodes.completed_counts(db, study.id, principal)
     return PlayerStudyOut(
@@ -49,7 +56,8 @@ def _out(db: Session, settings: Settings, study: Study, participant: Participant
         ticket=tickets.issue(settings.secret_key, study.id, participant.id,
                              study.permalink_token or "", settings.ticket_ttl_s),
         participant_id=participant.external_id,
-        participant=crowd.state(db, study, spec, participant),
+        participant=crowd.state(db, study, spec, participant, reveal=reveal),
+        browser_key=issued,
     )  # fmt: skip
 
 
@@ -71,11 +79,11 @@ def join(body: JoinIn, db: SessionDep, settings: SettingsDep) -> PlayerStudyOut:
     spec = studies.spec_of(study)
     who = participants.arrival(body.params, body.participant_id, spec.crowd)
     existing = participants.find(db, study.id, who.external_id)
-    if existing is None or existing.completed_at is None:
+    if existing is None or participants.outcome(existing) not in ("completed", "full"):
         state = crowd.availability(db, study, spec)
         if state in ("paused", "closed") or (state == "full" and existing is None):
             raise Conflict(CLOSED[state], code=state)
-    return _out(db, settings, study, participants.join(db, study, who))
+    return _out(db, settings, study, participants.join(db, study, who), body.browser_key)
 
 
 def ticket_holder(
@@ -93,44 +101,58 @@ def ticket_holder(
     return study, participant
 
 
-def _state(db: Session, study: Study, participant: Participant) -> dict[str, Any]:
+def _state(db: Session, study: Study, participant: Participant, key: str | None,
+           earned: bool = False) -> dict[str, Any]:  # fmt: skip
+    """ParticipantState; its codes only for the key's holder, or for the browser that earned
+    them just now (which gets a new key: the codes follow the browser that finished)."""
     participant.last_seen_at = utcnow()
     db.commit()
-    return crowd.state(db, study, studies.spec_of(study), participant)
+    issued = participants.new_key(db, participant, replace=True) if earned else None
+    reveal = earned or participants.holds_key(participant, key)
+    out = crowd.state(db, study, studies.spec_of(study), participant, reveal=reveal)
+    if issued is not None:
+        out["browser_key"] = issued
+    return out
 
 
 @router.get("/api/play/me", summary="Where the participant stands")
 def me(
-    db: SessionDep, settings: SettingsDep, x_play_ticket: Annotated[str | None, Header()] = None
-) -> dict[str, Any]:
+    db: SessionDep, settings: SettingsDep, x_play_ticket: Annotated[str | None, Header()] = None,
+    x_browser_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> dict[str, Any]:  # fmt: skip
     """ParticipantState: consent, progress per environment, assignment, completion."""
     study, participant = ticket_holder(db, settings, x_play_ticket)
-    return _state(db, study, participant)
+    return _state(db, study, participant, x_browser_key)
 
 
 @router.post("/api/play/consent", summary="Accept or decline the consent form")
 def consent(
     body: ConsentIn, db: SessionDep, settings: SettingsDep,
     x_play_ticket: Annotated[str | None, Header()] = None,
+    x_browser_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Accepting lets the participant play; declining screens them out (for good)."""
     study, participant = ticket_holder(db, settings, x_play_ticket)
-    if participant.completed_at is None and participant.screened_out_at is None:
+    declined = False
+    if participants.outcome(participant) is None:
         if body.accept:
             participant.consented_at = participant.consented_at or utcnow()
         else:
             participant.screened_out_at = utcnow()
-    return _state(db, study, participant)
+            declined = True
+    return _state(db, study, participant, x_browser_key, earned=declined)
 
 
 @router.post("/api/play/complete", summary="Finish the study and get the completion code")
 def complete(
-    db: SessionDep, settings: SettingsDep, x_play_ticket: Annotated[str | None, Header()] = None
-) -> dict[str, Any]:
-    """ParticipantState with ``completion`` (code and redirect); 409 saying what is missing."""
+    db: SessionDep, settings: SettingsDep, x_play_ticket: Annotated[str | None, Header()] = None,
+    x_browser_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> dict[str, Any]:  # fmt: skip
+    """ParticipantState with ``completion`` (or ``full_outcome``: code and redirect) for the
+    browser that finishes or holds the key; 409 saying what is missing."""
     study, participant = ticket_holder(db, settings, x_play_ticket)
-    crowd.complete(db, study, studies.spec_of(study), participant)
-    return _state(db, study, participant)
+    earned = crowd.complete(db, study, studies.spec_of(study), participant)
+    return _state(db, study, participant, x_browser_key, earned=earned)
 
 
 # -- the designer's side ---------------------------------------------------------------------

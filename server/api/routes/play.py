@@ -111,6 +111,7 @@ async def play_socket(websocket: WebSocket) -> None:
     registry: Registry = app.state.player_registry
     wanted = websocket.query_params.get("session")
     live = registry.get(wanted)
+    unknown = bool(wanted) and live is None  # ended, expired, or never ours: a fresh one
     if live is not None and (live.study_id != study.id or not live.owned_by(principal)):
         await close_quietly(websocket, p.CLOSE_POLICY, "this play session is not yours")
         return
@@ -122,6 +123,11 @@ async def play_socket(websocket: WebSocket) -> None:
         if live is not None and live.outbox is not None and not takeover:
             await _refuse_open_elsewhere(websocket, offered)
             return
+        if live is not None and unknown and not takeover:
+            # a page asking for a session we do not have is not resuming this leftover (its
+            # episode is kept as abandoned): it gets a fresh session, and is told so
+            await live.close("replaced by a new session")
+            live = None
     resumed = live is not None
     if live is None:
 
@@ -144,7 +150,7 @@ async def play_socket(websocket: WebSocket) -> None:
         registry.add(live)
     # A browser that offered subprotocols fails the socket unless the server picks one.
     await websocket.accept(subprotocol=p.SUBPROTOCOL if p.SUBPROTOCOL in offered else None)
-    await Connection(websocket, live).serve(resumed)
+    await Connection(websocket, live).serve(resumed, session_not_found=unknown)
 
 
 async def _refuse_open_elsewhere(websocket: WebSocket, offered: Any) -> None:

@@ -24,8 +24,18 @@ def test_redirects_per_platform():
         "fields": {"assignmentId": "ASG 1", "completion_code": "C-1"},
     }  # fmt: skip
     custom = CrowdSettings(completion_code="a-b", completion_url="https://e.org/?c={code}&x=1")
-    assert crowd.completion(custom, mturk)["redirect"] == {
+    assert crowd.completion(custom, _who("prolific"))["redirect"] == {
         "method": "GET", "url": "https://e.org/?c=a-b&x=1", "fields": {}}  # fmt: skip
+    # an MTurk worker submits the HIT whatever URL the study set for its other participants
+    assert crowd.completion(custom, mturk)["redirect"]["url"] == (
+        "https://www.mturk.com/mturk/externalSubmit"
+    )
+    full = CrowdSettings(completion_code="C-1", full_code="ROOMLESS")
+    assert crowd.full_outcome(full, _who("prolific"))["redirect"]["url"] == (
+        "https://app.prolific.com/submissions/complete?cc=ROOMLESS"
+    )
+    assert crowd.full_outcome(full, mturk)["redirect"]["fields"]["completion_code"] == "ROOMLESS"
+    assert crowd.full_outcome(CrowdSettings(), _who("prolific")) == {"code": "", "redirect": None}
     out = CrowdSettings(screenout_code="NO")
     assert crowd.screenout(out, _who("prolific"))["redirect"]["url"] == (
         "https://app.prolific.com/submissions/complete?cc=NO"
@@ -89,3 +99,45 @@ def test_designer_participants_list_and_csv(factory, db, settings):
         assert anon.get(f"/api/studies/{study.id}/{path}").status_code == 401
     admin = factory.client(factory.user(role="admin"))
     assert admin.get(f"/api/studies/{study.id}/participants").status_code == 200
+
+
+def test_full_is_not_finished(factory, db, settings):
+    """A participant for whom the study filled up gets the full outcome and its code, not the
+    completion code; the designer sees it in the list and the CSV."""
+    owner = factory.user()
+    study = activate(db, factory.study(owner, spec(
+        counter_env(episodes_total=1),
+        crowd={"completion_code": "PAID", "full_code": "ROOMLESS"})))  # fmt: skip
+    players = {}
+    for pid in ("early", "late"):
+        res = factory.client().post(
+            "/api/play/join", json={"token": study.permalink_token, "params": {"PROLIFIC_PID": pid}}
+        )
+        players[pid] = res.json()["ticket"]
+    early, late = db.query(Participant).order_by(Participant.id).all()
+    _finished(db, study, early, settings, 10.0)
+    anon = factory.client()
+
+    def complete(pid):  # type: ignore[no-untyped-def]
+        return anon.post("/api/play/complete", headers={"X-Play-Ticket": players[pid]}).json()
+
+    state = anon.get("/api/play/me", headers={"X-Play-Ticket": players["late"]}).json()
+    assert state["done"] is True and state["ends_full"] is True
+    assert state["study_state"] == "full"
+    finished, cut_short = complete("early"), complete("late")
+    assert finished["outcome"] == "completed" and finished["completion"]["code"] == "PAID"
+    assert cut_short["outcome"] == "full" and cut_short["completion"] is None
+    assert cut_short["full_outcome"] == {"code": "ROOMLESS", "redirect": {
+        "method": "GET", "url": "https://app.prolific.com/submissions/complete?cc=ROOMLESS",
+        "fields": {}}}  # fmt: skip
+    # coming back (the study is full now): the same page again
+    again = anon.post("/api/play/join", json={"token": study.permalink_token,
+                                              "params": {"PROLIFIC_PID": "late"}})  # fmt: skip
+    assert again.status_code == 200 and again.json()["participant"]["outcome"] == "full"
+    rows = factory.client(owner).get(f"/api/studies/{study.id}/participants").json()
+    assert [(r["external_id"], r["outcome"]) for r in rows] == [("early", "completed"),
+                                                                ("late", "full")]  # fmt: skip
+    table = list(csv.DictReader(io.StringIO(
+        factory.client(owner).get(f"/api/studies/{study.id}/participants.csv").text)))  # fmt: skip
+    assert [(r["external_id"], r["outcome"], bool(r["full_at"])) for r in table] == [
+        ("early", "completed", False), ("late", "full", True)]  # fmt: skip
