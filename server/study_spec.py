@@ -10,6 +10,7 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -28,8 +29,30 @@ MAX_KWARGS_BYTES = 16 * 1024
 ActionValue = int | float | list[int] | list[float] | str
 
 
-def nul_path(value: Any, path: str = "") -> str | None:
-    """Where ``value`` (nested dicts, lists and their keys) holds a NUL character, or None.
+# Characters no study file can hold: what YAML refuses in a file (C0 controls but tab and
+# line breaks, DEL, C1 controls but NEL, U+FFFE/U+FFFF) and lone surrogates (not UTF-8).
+_NOT_TEXT = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _nul(text: str) -> str | None:
+    return "\x00" if "\x00" in text else None
+
+
+def _not_text(text: str) -> str | None:
+    found = _NOT_TEXT.search(text)
+    return found.group() if found else None
+
+
+def char_name(char: str) -> str:
+    """How an error message names a refused character (``NUL``, ``U+0007``)."""
+    return "NUL" if char == "\x00" else f"U+{ord(char):04X}"
+
+
+def bad_char_path(
+    value: Any, path: str = "", find: Callable[[str], str | None] = _nul
+) -> tuple[str, str] | None:
+    """Where ``value`` (nested dicts, lists and their keys) holds a character ``find`` spots
+    (by default NUL), and that character; None when nowhere.
 
     Walks with its own stack: a deeply nested input cannot exhaust Python's recursion.
     """
@@ -37,18 +60,34 @@ def nul_path(value: Any, path: str = "") -> str | None:
     while stack:
         item, where = stack.pop()
         if isinstance(item, str):
-            if "\x00" in item:
-                return where or "value"
+            if (char := find(item)) is not None:
+                return where or "value", char
         elif isinstance(item, dict):
             for key, sub in reversed(item.items()):
                 at = f"{where}.{key}" if where else str(key)
-                if isinstance(key, str) and "\x00" in key:
-                    return at
+                if isinstance(key, str) and (char := find(key)) is not None:
+                    return at, char
                 stack.append((sub, at))
         elif isinstance(item, list | tuple):
             for i in reversed(range(len(item))):
                 stack.append((item[i], f"{where}.{i}" if where else str(i)))
     return None
+
+
+def nul_path(value: Any, path: str = "") -> str | None:
+    """Where ``value`` holds a NUL character, or None."""
+    found = bad_char_path(value, path)
+    return found[0] if found else None
+
+
+def control_char_problem(value: Any) -> str | None:
+    """Why ``value``'s text cannot be in a study file (a control character, a lone
+    surrogate: see :data:`_NOT_TEXT`), naming the character and where; None when it can."""
+    found = bad_char_path(value, find=_not_text)
+    if found is None:
+        return None
+    where, char = found
+    return f"text cannot contain the control character {char_name(char)} (at {where!r})"
 
 
 def json_data_problem(value: Any, max_depth: int, max_bytes: int) -> str | None:
@@ -261,8 +300,18 @@ class CrowdSettings(StrictModel):
         return check_url(value)
 
 
+def reject_control_chars(data: Any) -> Any:
+    """A ``mode="before"`` model validator: no text a study file could not hold."""
+    problem = control_char_problem(data)
+    if problem is not None:
+        raise ValueError(problem)
+    return data
+
+
 class StudySpec(StrictModel):
     """A whole study: what a designer configures and ``studies/*.yaml`` holds."""
+
+    _no_control = model_validator(mode="before")(reject_control_chars)
 
     name: str = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=5_000)
