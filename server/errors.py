@@ -53,3 +53,13 @@ class TooLarge(DomainError):
     """413: a body or file over a documented size limit."""
 
     status = 413
+
+
+class Busy(DomainError):
+    """503: past an operator-set limit; the client may retry after ``retry_after`` seconds."""
+
+    status = 503
+
+    def __init__(self, message: str, *, retry_after: int, code: str = "busy") -> None:
+        super().__init__(message, code=code)
+        self.retry_after = retry_after

@@ -35,12 +35,13 @@ from server.api.routes import (
     study_editor,
     users,
 )
+from server.core.budget import ProcessBudget
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.core.headers import SECURITY_HEADERS, SecurityHeadersMiddleware
 from server.core.login_limit import LoginLimiter
 from server.core.replica import ReplicaInfo
-from server.errors import DomainError, validation_detail
+from server.errors import Busy, DomainError, validation_detail
 from server.export.jobs import JobManager, JobPayload
 from server.models import ExportJob
 from server.player.heartbeat import Heartbeat
@@ -153,7 +154,8 @@ def _install_error_handlers(app: FastAPI) -> None:
             body["message"] = exc.message
         if exc.code is not None:
             body["code"] = exc.code
-        return JSONResponse(body, status_code=exc.status)
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else None
+        return JSONResponse(body, status_code=exc.status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -273,6 +275,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.replay_cache = ReaderCache()
     app.state.player_registry = Registry()
+    app.state.budget = ProcessBudget(
+        max_workers=settings.max_workers,
+        max_background=settings.max_background_workers,
+        queue=settings.background_queue,
+        wait_s=settings.background_wait_s,
+        players=app.state.player_registry.workers_in_use,
+    )
     app.state.replica = ReplicaInfo.current(settings.replica_id, f"{settings.host}:{settings.port}")
     app.state.heartbeat = Heartbeat(
         app.state.player_registry, settings, app.state.sessionmaker, app.state.replica

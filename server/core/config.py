@@ -91,6 +91,19 @@ class Settings(BaseSettings):
     admin_password: str | None = None
 
     max_workers: int = Field(default=32, ge=1, description="Environment worker processes at once.")
+    max_background_workers: int = Field(
+        default=2, ge=1,
+        description="Validation builds and video encodes at once (server/core/budget.py).",
+    )  # fmt: skip
+    background_queue: int = Field(
+        default=8, ge=0, description="Requests that may wait for background room (then 503)."
+    )
+    background_wait_s: float = Field(
+        default=30.0, ge=0, description="The longest wait for background room (then 503)."
+    )
+    validation_cache_max: int = Field(
+        default=1000, ge=1, description="Validation reports kept on disk (oldest dropped)."
+    )
     worker_timeout_s: float = Field(default=10.0, gt=0, description="Wait for any worker reply.")
     worker_start_timeout_s: float = Field(default=60.0, gt=0)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
