@@ -288,7 +288,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.live_feed = LiveFeed(app.state.sessionmaker, settings)
     app.state.login_limiter = LoginLimiter(
-        max_per_account=settings.login_max_failures,
+        max_per_pair=settings.login_max_failures,
         max_per_address=settings.login_max_failures_per_address,
         window_s=settings.login_window_s,
     )
