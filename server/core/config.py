@@ -101,6 +101,9 @@ class Settings(BaseSettings):
     background_wait_s: float = Field(
         default=30.0, ge=0, description="The longest wait for background room (then 503)."
     )
+    video_max_steps: int = Field(
+        default=100_000, ge=1, description="Episodes longer than this get no video (422)."
+    )
     validation_cache_max: int = Field(
         default=1000, ge=1, description="Validation reports kept on disk (oldest dropped)."
     )
