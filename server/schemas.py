@@ -72,6 +72,9 @@ class UserPublic(_Public):
 class LoginOut(BaseModel):
     user: UserPublic
     csrf_token: str = Field(description="Send back as the X-CSRF-Token header on writes.")
+    secure_cookies: bool = Field(
+        description="The cookies are Secure: a browser keeps them over HTTPS (and localhost) only."
+    )
 
 
 # --- studies ------------------------------------------------------------------------------

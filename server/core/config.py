@@ -81,6 +81,9 @@ class Settings(BaseSettings):
 
     environment: Literal["development", "test", "production"] = "development"
     database_url: str = ""
+    # The database owner's URL, for migrations at start only; empty: STUDIO_DATABASE_URL.
+    # Lets the app itself connect as a role that can read and write rows, not change tables.
+    migration_database_url: str = ""
     data_root: Path = Path("data")
     # Empty: outside production, read (or create on first start) <data_root>/secret_key.
     secret_key: str = ""
@@ -111,6 +114,10 @@ class Settings(BaseSettings):
     worker_start_timeout_s: float = Field(default=60.0, gt=0)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     session_max_age_s: int = 7 * 24 * 3600
+    insecure_cookies: bool = Field(
+        default=False,
+        description="Production without HTTPS (a LAN trial): login cookies not Secure.",
+    )
     login_max_failures: int = Field(
         default=5, ge=1, description="Failed logins per account in a window before 429."
     )
@@ -236,6 +243,11 @@ class Settings(BaseSettings):
         elif not self.secret_key:
             self.secret_key = _load_or_create_secret(self.data_root)
         return self
+
+    @property
+    def secure_cookies(self) -> bool:
+        """Login cookies are ``Secure`` in production unless the operator chose otherwise."""
+        return self.environment == "production" and not self.insecure_cookies
 
     @property
     def is_sqlite(self) -> bool:

@@ -57,7 +57,7 @@ def login(
     limiter.succeeded(db, body.email, address)
     token = users.start_login(db, user, settings.session_max_age_s)
     csrf = security.new_token(16)
-    secure = settings.environment == "production"
+    secure = settings.secure_cookies
     response.set_cookie(
         security.SESSION_COOKIE,
         token,
@@ -74,7 +74,7 @@ def login(
         samesite="strict",
         secure=secure,
     )
-    return LoginOut(user=UserPublic.model_validate(user), csrf_token=csrf)
+    return LoginOut(user=UserPublic.model_validate(user), csrf_token=csrf, secure_cookies=secure)
 
 
 @router.post("/logout", status_code=204, summary="Log out")
