@@ -255,6 +255,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.sessionmaker = make_sessionmaker(engine)
+    app.state.player_registry = Registry()
+    app.state.budget = ProcessBudget(
+        max_workers=settings.max_workers,
+        max_background=settings.max_background_workers,
+        queue=settings.background_queue,
+        wait_s=settings.background_wait_s,
+        players=app.state.player_registry.workers_in_use,
+    )
     app.state.export_jobs = JobManager(
         settings.data_root,
         app.state.sessionmaker,
@@ -264,6 +272,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         heartbeat_s=settings.job_heartbeat_s,
         stale_s=settings.job_stale_s,
         replica=settings.replica_id,
+        budget=app.state.budget,
     )
     app.state.bulk_jobs = BulkRunner(
         settings.data_root,
@@ -274,14 +283,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         replica=settings.replica_id,
     )
     app.state.replay_cache = ReaderCache()
-    app.state.player_registry = Registry()
-    app.state.budget = ProcessBudget(
-        max_workers=settings.max_workers,
-        max_background=settings.max_background_workers,
-        queue=settings.background_queue,
-        wait_s=settings.background_wait_s,
-        players=app.state.player_registry.workers_in_use,
-    )
     app.state.replica = ReplicaInfo.current(settings.replica_id, f"{settings.host}:{settings.port}")
     app.state.heartbeat = Heartbeat(
         app.state.player_registry, settings, app.state.sessionmaker, app.state.replica

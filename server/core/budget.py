@@ -1,4 +1,5 @@
-"""One budget for the work that is not a player's: validation builds and video encodes.
+"""One budget for the work that is not a player's: validation builds, video encodes and
+export jobs.
 
 Players come first: a player's worker never waits for this budget, and background work
 starts only while the players leave room under ``STUDIO_MAX_WORKERS`` (so together they
@@ -8,7 +9,9 @@ their workers). Background work also stays within ``STUDIO_MAX_BACKGROUND_WORKER
 A request past the limits waits in a bounded queue (``STUDIO_BACKGROUND_QUEUE`` waiters, at
 most ``STUDIO_BACKGROUND_WAIT_S`` seconds each); when the queue is full or the wait runs
 out it gets 503 with ``Retry-After`` and a message the page shows. Callers block a thread:
-use it from sync routes (the threadpool), never on the event loop.
+use it from sync routes (the threadpool), never on the event loop. Export jobs wait in
+their own queue (the ``export_jobs`` table): a replica claims one only when it can take a
+slot at once (:meth:`ProcessBudget.try_take`), so another replica with room may run it.
 """
 
 from __future__ import annotations
@@ -60,6 +63,21 @@ class ProcessBudget:
             retry_after=self.retry_after(),
         )
 
+    def try_take(self) -> bool:
+        """Take one slot now if there is room (a job runner's claim); never waits."""
+        with self._cond:
+            if self._free() < 1:
+                return False
+            self.in_use += 1
+            self.peak = max(self.peak, self.in_use)
+            return True
+
+    def give_back(self, n: int = 1) -> None:
+        """Return slots taken with :meth:`try_take`."""
+        with self._cond:
+            self.in_use -= n
+            self._cond.notify_all()
+
     @contextmanager
     def slots(self, n: int = 1, what: str = "validation") -> Iterator[int]:
         """Hold up to ``n`` slots, at least one; the number held is yielded."""
@@ -84,6 +102,4 @@ class ProcessBudget:
         try:
             yield held
         finally:
-            with self._cond:
-                self.in_use -= held
-                self._cond.notify_all()
+            self.give_back(held)

@@ -57,6 +57,19 @@ def test_players_keep_priority() -> None:
         pass
 
 
+def test_a_job_runner_takes_a_slot_without_waiting() -> None:
+    players = [0]
+    budget = ProcessBudget(
+        max_workers=3, max_background=2, queue=4, wait_s=30, players=lambda: players[0]
+    )
+    assert budget.try_take() and budget.try_take()
+    assert not budget.try_take()  # the background limit
+    budget.give_back(2)
+    players[0] = 3
+    assert not budget.try_take()  # players first
+    assert budget.in_use == 0
+
+
 def test_a_waiter_times_out_with_503() -> None:
     budget = ProcessBudget(max_workers=1, max_background=1, queue=4, wait_s=0.2)
     with budget.slots(1), pytest.raises(Busy), budget.slots(1):

@@ -144,6 +144,28 @@ def test_an_envlogger_export_of_mixed_spaces_writes_one_folder_per_environment(w
     assert res.status_code == 422 and res.json()["code"] == "incompatible_environments"
 
 
+def test_export_jobs_wait_while_players_fill_the_budget(world, app) -> None:  # type: ignore[no-untyped-def]
+    """An export job is a process of the one budget: while players' workers fill
+    STUDIO_MAX_WORKERS it stays queued (another replica with room may take it), then runs
+    holding a slot, and gives it back."""
+    c, sid = world["client"], world["study"].id
+    budget = app.state.budget
+    busy = {"players": budget.max_workers}
+    budget._players = lambda: busy["players"]
+    job = start(c, sid, format="envlogger", archive="folder")
+    app.state.export_jobs.submit()
+    time.sleep(1.5)  # a poll or two: it must not have been claimed
+    assert c.get(f"/api/exports/{job['id']}").json()["state"] == "queued"
+    busy["players"] = 0
+    app.state.export_jobs.submit()
+    assert wait_done(c, job["id"])["state"] == "succeeded"
+    assert budget.peak >= 1
+    deadline = time.monotonic() + 10
+    while budget.in_use and time.monotonic() < deadline:
+        time.sleep(0.05)  # the job's thread gives its slot back as it ends
+    assert budget.in_use == 0
+
+
 def test_minari_format_job(world) -> None:  # type: ignore[no-untyped-def]
     c, sid = world["client"], world["study"].id
     job = start(c, sid, format="minari", archive="zip", name="mini")
