@@ -173,11 +173,14 @@ def render_form(data: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     A valid study is written as :func:`dump_yaml` writes it; one the designer has not
     finished (a name still empty) is written as given, so the YAML view can always show it.
     """
-    problem = json_data_problem(data, MAX_DEPTH, MAX_FILE_BYTES) or control_char_problem(data)
+    where: tuple[str | int, ...] = ()
+    problem = json_data_problem(data, MAX_DEPTH, MAX_FILE_BYTES)
+    if problem is None and (found := control_char_problem(data)) is not None:
+        where, problem = found
     if problem is not None:
         raise Invalid(
             "The study is not plain JSON data.",
-            detail=[{"loc": ["body", "spec"], "msg": problem, "type": "value_error"}],
+            detail=[{"loc": ["body", "spec", *where], "msg": problem, "type": "value_error"}],
         )
     try:
         spec = StudySpec.model_validate(data)

@@ -161,12 +161,15 @@ def test_every_control_character_on_every_file_route_is_422(factory):
                 assert named in says or "old_name" in says, (code, form, url, says)
                 if form == "raw":
                     assert "line 1, column" in says, says
+                else:  # the field, in loc as well as in the message
+                    assert res.json()["detail"][0]["loc"] == ["name"], res.text
         body_json = {"spec": {**spec, "name": f"Cart{char}Pole"}}
         for method, url in json_routes:
             # json.dumps writes a lone surrogate as its \u escape, as a hostile client would.
             res = client.request(method, url, content=json.dumps(body_json), headers=JSON)
             assert res.status_code == 422, (code, url, res.text)
             assert named in _messages(res) and "name'" in _messages(res), res.text
+            assert res.json()["detail"][0]["loc"][-1] == "name", res.text
 
 
 def test_a_lone_surrogate_is_not_utf8(factory):
