@@ -184,7 +184,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             bar.update(steps - bar.n)
 
         try:
-            env_keys = tuple(e.env_key for e in episodes) if args.split_by_env else None
+            env_keys = tuple(e.env_key for e in episodes) if opts.split_by_env else None
             path = write_output(
                 inputs, options, args.archive, out, progress=progress, env_keys=env_keys
             )

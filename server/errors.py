@@ -9,9 +9,18 @@ from typing import Any
 def validation_detail(
     errors: Iterable[Mapping[str, Any]], prefix: tuple[str | int, ...] = ()
 ) -> list[dict[str, Any]]:
-    """Pydantic errors as ``[{"loc": [...], "msg": ..., "type": ...}]`` (no input echoed)."""
+    """Pydantic errors as ``[{"loc": [...], "msg": ..., "type": ...}]`` (no input echoed).
+
+    An error raised for a whole object about one of its fields carries that field's path in
+    its context (``ctx["path"]``, as ``server.study_spec.reject_control_chars`` does): it is
+    added to ``loc``, so the answer names the field."""
     return [
-        {"loc": [*prefix, *err["loc"]], "msg": err["msg"], "type": err["type"]} for err in errors
+        {
+            "loc": [*prefix, *err["loc"], *((err.get("ctx") or {}).get("path") or ())],
+            "msg": err["msg"],
+            "type": err["type"],
+        }
+        for err in errors
     ]
 
 
@@ -53,3 +62,13 @@ class TooLarge(DomainError):
     """413: a body or file over a documented size limit."""
 
     status = 413
+
+
+class Busy(DomainError):
+    """503: past an operator-set limit; the client may retry after ``retry_after`` seconds."""
+
+    status = 503
+
+    def __init__(self, message: str, *, retry_after: int, code: str = "busy") -> None:
+        super().__init__(message, code=code)
+        self.retry_after = retry_after

@@ -35,12 +35,13 @@ from server.api.routes import (
     study_editor,
     users,
 )
+from server.core.budget import ProcessBudget
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.core.headers import SECURITY_HEADERS, SecurityHeadersMiddleware
 from server.core.login_limit import LoginLimiter
 from server.core.replica import ReplicaInfo
-from server.errors import DomainError, validation_detail
+from server.errors import Busy, DomainError, validation_detail
 from server.export.jobs import JobManager, JobPayload
 from server.models import ExportJob
 from server.player.heartbeat import Heartbeat
@@ -153,7 +154,8 @@ def _install_error_handlers(app: FastAPI) -> None:
             body["message"] = exc.message
         if exc.code is not None:
             body["code"] = exc.code
-        return JSONResponse(body, status_code=exc.status)
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else None
+        return JSONResponse(body, status_code=exc.status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -253,6 +255,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.sessionmaker = make_sessionmaker(engine)
+    app.state.player_registry = Registry()
+    app.state.budget = ProcessBudget(
+        max_workers=settings.max_workers,
+        max_background=settings.max_background_workers,
+        queue=settings.background_queue,
+        wait_s=settings.background_wait_s,
+        players=app.state.player_registry.workers_in_use,
+    )
     app.state.export_jobs = JobManager(
         settings.data_root,
         app.state.sessionmaker,
@@ -262,6 +272,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         heartbeat_s=settings.job_heartbeat_s,
         stale_s=settings.job_stale_s,
         replica=settings.replica_id,
+        budget=app.state.budget,
     )
     app.state.bulk_jobs = BulkRunner(
         settings.data_root,
@@ -272,14 +283,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         replica=settings.replica_id,
     )
     app.state.replay_cache = ReaderCache()
-    app.state.player_registry = Registry()
     app.state.replica = ReplicaInfo.current(settings.replica_id, f"{settings.host}:{settings.port}")
     app.state.heartbeat = Heartbeat(
         app.state.player_registry, settings, app.state.sessionmaker, app.state.replica
     )
     app.state.live_feed = LiveFeed(app.state.sessionmaker, settings)
     app.state.login_limiter = LoginLimiter(
-        max_per_account=settings.login_max_failures,
+        max_per_pair=settings.login_max_failures,
         max_per_address=settings.login_max_failures_per_address,
         window_s=settings.login_window_s,
     )

@@ -28,6 +28,20 @@ class LoginIn(StrictModel):
     password: str = Field(min_length=1, max_length=1024)
 
 
+class LoginLimitPublic(BaseModel):
+    """Failed logins of one key in the login limits' window (admins)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    key: str = Field(description="Pass it to DELETE /api/users/login-limits to clear it.")
+    kind: Literal["account_address", "address"]
+    account: str | None = Field(description="None when the key is stored as a digest.")
+    address: str | None
+    failures: int
+    last_failure_at: datetime
+    retry_after_s: int = Field(description="0 when a login from there is allowed now.")
+
+
 class UserCreate(StrictModel):
     email: str = Field(min_length=3, max_length=320, pattern=r"^[^@\s]+@[^@\s]+$")
     name: str = Field(default="", max_length=200)
@@ -58,6 +72,9 @@ class UserPublic(_Public):
 class LoginOut(BaseModel):
     user: UserPublic
     csrf_token: str = Field(description="Send back as the X-CSRF-Token header on writes.")
+    secure_cookies: bool = Field(
+        description="The cookies are Secure: a browser keeps them over HTTPS (and localhost) only."
+    )
 
 
 # --- studies ------------------------------------------------------------------------------

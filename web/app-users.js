@@ -1,4 +1,5 @@
-// RLDS Studio, the designer's page: the users section (admins add, deactivate, reactivate).
+// RLDS Studio, the designer's page: the users section (admins add, deactivate, reactivate,
+// and see and clear login limits).
 
 import { el, showError, toast } from "./api.js";
 
@@ -12,6 +13,7 @@ export function initUsers({ api, confirmAction, currentUser }) {
 }
 
 export async function loadUsers() {
+  loadLoginLimits();
   let users;
   try {
     users = await ctx.api("GET", "/api/users");
@@ -83,4 +85,43 @@ async function createUser(event) {
   } catch (error) {
     showError($("#user-form-error"), error);
   }
+}
+
+async function loadLoginLimits() {
+  let limits;
+  try {
+    limits = await ctx.api("GET", "/api/users/login-limits");
+    showError($("#login-limits-error"), null);
+  } catch (error) {
+    showError($("#login-limits-error"), error);
+    return;
+  }
+  const rows = limits.map((limit) => el(
+    "tr",
+    {},
+    el("td", {}, limit.kind === "address" ? "any" : (limit.account ?? "(digest)")),
+    el("td", {}, limit.address ?? "(digest)"),
+    el("td", {}, String(limit.failures)),
+    el("td", {}, limit.retry_after_s ? `${limit.retry_after_s} s` : "none"),
+    el("td", { class: "right" }, el("button", {
+      type: "button",
+      class: "btn btn-small",
+      "aria-label": `Clear the login limit of ${limit.account ?? "any account"} from ${limit.address ?? "an address"}`,
+      onclick: () => clearLoginLimit(limit.key),
+    }, "Clear")),
+  ));
+  if (!rows.length) {
+    rows.push(el("tr", {}, el("td", { colspan: "5", class: "muted small" }, "No failed logins in the window.")));
+  }
+  $("#login-limits-body").replaceChildren(...rows);
+}
+
+async function clearLoginLimit(key) {
+  try {
+    await ctx.api("DELETE", `/api/users/login-limits?key=${encodeURIComponent(key)}`);
+    toast("Login limit cleared.", "success");
+  } catch (error) {
+    showError($("#login-limits-error"), error);
+  }
+  await loadLoginLimits();
 }

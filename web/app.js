@@ -72,6 +72,10 @@ async function login(event) {
   button.disabled = true;
   try {
     const out = await api("POST", "/api/auth/login", { json: { email, password } });
+    if (!document.cookie.split("; ").some((c) => c.startsWith("studio_csrf="))) {
+      // The browser dropped the cookies: say why instead of failing silently later.
+      throw new Error(cookieRefused(out.secure_cookies));
+    }
     showError($("#login-error"), null);
     form.reset();
     await enterApp(out.user);
@@ -81,6 +85,17 @@ async function login(event) {
   } finally {
     button.disabled = false;
   }
+}
+
+/** Why the browser kept no login cookie, and what the operator can do about it. */
+function cookieRefused(secure) {
+  if (secure && window.location.protocol === "http:") {
+    return "Your browser refused the login cookie: this server sends Secure cookies "
+      + "(production), which browsers keep over HTTPS only, and this page is plain HTTP. "
+      + "Open it over HTTPS, or for a trial on a private network set "
+      + "STUDIO_INSECURE_COOKIES=true (docs/deploy.md).";
+  }
+  return "Your browser refused the login cookie. Allow cookies for this site and try again.";
 }
 
 async function logout() {

@@ -9,6 +9,7 @@ from fastapi import Depends, Path, Request
 from sqlalchemy.orm import Session
 
 from server.core import security
+from server.core.budget import ProcessBudget
 from server.core.config import Settings
 from server.core.db import session_scope
 from server.errors import Forbidden, Unauthorized
@@ -31,7 +32,14 @@ def get_db(request: Request) -> Iterator[Session]:
     yield from session_scope(request.app.state.sessionmaker)
 
 
+def get_budget(request: Request) -> ProcessBudget:
+    """The app's budget for background work (validation builds, video encodes)."""
+    budget: ProcessBudget = request.app.state.budget
+    return budget
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+BudgetDep = Annotated[ProcessBudget, Depends(get_budget)]
 SessionDep = Annotated[Session, Depends(get_db)]
 
 

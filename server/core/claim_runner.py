@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.core import job_queue
+from server.core.budget import ProcessBudget
 from server.models import JobState, utcnow
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ class Handle:
         self.lost = False  # another replica declared this one dead and took the job back
         self.finished = threading.Event()
         self.thread: threading.Thread | None = None
+        self.slot = False  # holds a slot of the runner's budget (given back when it ends)
 
 
 class ClaimRunner:
@@ -73,8 +75,10 @@ class ClaimRunner:
         heartbeat_s: float = 2.0,
         stale_s: float = 30.0,
         replica: str,
+        budget: ProcessBudget | None = None,
     ) -> None:
         self.data_root = Path(data_root)
+        self.budget = budget  # each running job holds one of its slots (export processes)
         self.factory = factory
         self.workers = workers
         self.poll_s = poll_s
@@ -147,7 +151,10 @@ class ClaimRunner:
             try:
                 self.reap()
                 while self._free_slot() and not self._stopping.is_set():
-                    if not self.claim_next():
+                    slot = self.budget is not None
+                    if self.budget is not None and not self.budget.try_take():
+                        break  # players or other background work fill the budget: later
+                    if not self.claim_next(holding_slot=slot):
                         break
             except Exception:
                 log.exception("%s jobs: polling the queue failed", self.kind)
@@ -189,27 +196,37 @@ class ClaimRunner:
             self.cleanup(job_id)
         return ids
 
-    def claim_next(self) -> int | None:
-        """Claim the oldest queued job and start it here; its id, or None if none is queued."""
-        with self.factory() as db:
-            job_id = job_queue.claim_next(db, self.model, self.replica, **self.progress_reset)
-            if job_id is None:
-                return None
-            job = db.get(self.model, job_id)
-            assert job is not None
-            try:
-                payload = self.prepare(db, job)
-            except JobRefused as exc:
-                self._finish(Handle(job_id, None), ("failed", exc.message))
-                return job_id
-        handle = Handle(job_id, payload)
-        handle.thread = threading.Thread(
-            target=self._run, args=(handle,), name=f"{self.kind}-{job_id}", daemon=True
-        )
-        with self._lock:
-            self._handles[job_id] = handle
-        handle.thread.start()
-        return job_id
+    def claim_next(self, holding_slot: bool = False) -> int | None:
+        """Claim the oldest queued job and start it here; its id, or None if none is queued.
+
+        ``holding_slot``: the caller took a slot of the budget for it; the job gives it back
+        when it ends (at once when nothing is queued or the job is refused)."""
+        started = False
+        try:
+            with self.factory() as db:
+                job_id = job_queue.claim_next(db, self.model, self.replica, **self.progress_reset)
+                if job_id is None:
+                    return None
+                job = db.get(self.model, job_id)
+                assert job is not None
+                try:
+                    payload = self.prepare(db, job)
+                except JobRefused as exc:
+                    self._finish(Handle(job_id, None), ("failed", exc.message))
+                    return job_id
+            handle = Handle(job_id, payload)
+            handle.slot = holding_slot
+            handle.thread = threading.Thread(
+                target=self._run, args=(handle,), name=f"{self.kind}-{job_id}", daemon=True
+            )
+            with self._lock:
+                self._handles[job_id] = handle
+            handle.thread.start()
+            started = True
+            return job_id
+        finally:
+            if holding_slot and not started and self.budget is not None:
+                self.budget.give_back()
 
     def cancel(self, job_id: int, wait: float = 0.0) -> None:
         """Cancel a queued job, or ask the replica running it to stop; wait up to ``wait``
@@ -252,6 +269,8 @@ class ClaimRunner:
         finally:
             with self._lock:
                 self._handles.pop(job_id, None)
+            if handle.slot and self.budget is not None:
+                self.budget.give_back()
             handle.finished.set()
             self._wake.set()  # a slot is free
 

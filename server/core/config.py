@@ -81,6 +81,9 @@ class Settings(BaseSettings):
 
     environment: Literal["development", "test", "production"] = "development"
     database_url: str = ""
+    # The database owner's URL, for migrations at start only; empty: STUDIO_DATABASE_URL.
+    # Lets the app itself connect as a role that can read and write rows, not change tables.
+    migration_database_url: str = ""
     data_root: Path = Path("data")
     # Empty: outside production, read (or create on first start) <data_root>/secret_key.
     secret_key: str = ""
@@ -91,10 +94,30 @@ class Settings(BaseSettings):
     admin_password: str | None = None
 
     max_workers: int = Field(default=32, ge=1, description="Environment worker processes at once.")
+    max_background_workers: int = Field(
+        default=2, ge=1,
+        description="Validation builds and video encodes at once (server/core/budget.py).",
+    )  # fmt: skip
+    background_queue: int = Field(
+        default=8, ge=0, description="Requests that may wait for background room (then 503)."
+    )
+    background_wait_s: float = Field(
+        default=30.0, ge=0, description="The longest wait for background room (then 503)."
+    )
+    video_max_steps: int = Field(
+        default=100_000, ge=1, description="Episodes longer than this get no video (422)."
+    )
+    validation_cache_max: int = Field(
+        default=1000, ge=1, description="Validation reports kept on disk (oldest dropped)."
+    )
     worker_timeout_s: float = Field(default=10.0, gt=0, description="Wait for any worker reply.")
     worker_start_timeout_s: float = Field(default=60.0, gt=0)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     session_max_age_s: int = 7 * 24 * 3600
+    insecure_cookies: bool = Field(
+        default=False,
+        description="Production without HTTPS (a LAN trial): login cookies not Secure.",
+    )
     login_max_failures: int = Field(
         default=5, ge=1, description="Failed logins per account in a window before 429."
     )
@@ -220,6 +243,11 @@ class Settings(BaseSettings):
         elif not self.secret_key:
             self.secret_key = _load_or_create_secret(self.data_root)
         return self
+
+    @property
+    def secure_cookies(self) -> bool:
+        """Login cookies are ``Secure`` in production unless the operator chose otherwise."""
+        return self.environment == "production" and not self.insecure_cookies
 
     @property
     def is_sqlite(self) -> bool:

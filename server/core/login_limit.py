@@ -1,4 +1,10 @@
-"""Login brute-force limit: failed logins counted per account and per client address.
+"""Login brute-force limit: failed logins counted per (account, address) and per address.
+
+Nothing counts per account alone: such a count is one anyone can fill with wrong passwords
+from anywhere, keeping the owner out (docs/security.md). An account's failures from one
+address limit that address for that account; an address's failures over every account limit
+that address. Before a key's hard limit, its delays grow: a key with more than half its limit
+of failures in the window waits 1 s, then 2 s, 4 s... after its newest failure.
 
 The counts live in the database (table ``login_failures``, one row per failure and key), so
 every replica sharing the database sees every failure: with N replicas an attacker still gets
@@ -22,9 +28,10 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -42,17 +49,34 @@ PRUNE_EVERY = 1000
 KEY_MAX = 255
 
 
+PAIR, ADDRESS = "pair:", "address:"
+_SEP = "|"  # between the account and the address of a pair key (addresses hold no "|")
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One key's failures in the window, as an admin sees it."""
+
+    key: str
+    kind: str  # "account_address" or "address"
+    account: str | None  # None when the key is a digest
+    address: str | None
+    failures: int
+    last_failure_at: datetime
+    retry_after_s: int
+
+
 class LoginLimiter:
     """Sliding-window counts of failed logins, kept in the database and shared by replicas."""
 
     def __init__(
         self,
-        max_per_account: int,
+        max_per_pair: int,
         max_per_address: int,
         window_s: float,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.max_per_account = max_per_account
+        self.max_per_pair = max_per_pair
         self.max_per_address = max_per_address
         self.window_s = window_s
         self._clock = clock  # seconds since the epoch
@@ -60,7 +84,11 @@ class LoginLimiter:
 
     @staticmethod
     def _keys(account: str, address: str) -> tuple[str, str]:
-        return _key("account:", account.strip().lower()), _key("address:", address)
+        pair = f"{account.strip().lower()}{_SEP}{address}"
+        return _key(PAIR, pair), _key(ADDRESS, address)
+
+    def _limit_of(self, key: str) -> int:
+        return self.max_per_pair if key.startswith(PAIR) else self.max_per_address
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self._clock(), UTC)
@@ -68,15 +96,13 @@ class LoginLimiter:
     def retry_after(self, db: Session, account: str, address: str) -> int:
         """Seconds until a login for ``account`` from ``address`` is allowed; 0 when it is."""
         now = self._now()
-        account_key, address_key = self._keys(account, address)
         wait = max(
-            self._wait(db, account_key, self.max_per_account, now),
-            self._wait(db, address_key, self.max_per_address, now),
+            self._wait(db, key, self._limit_of(key), now) for key in self._keys(account, address)
         )
         return math.ceil(wait) if wait > 0 else 0
 
     def failed(self, db: Session, account: str, address: str) -> None:
-        """Count one failed login against the account and the address; commits ``db``."""
+        """Count one failed login against the (account, address) and the address; commits."""
         now = self._now()
         keys = self._keys(account, address)
         db.execute(
@@ -89,9 +115,46 @@ class LoginLimiter:
         if next(self._failures) % PRUNE_EVERY == 0:
             self._prune(db, now)
 
-    def succeeded(self, db: Session, account: str) -> None:
-        """A successful login clears the account's failures (not the address's); commits."""
-        db.execute(delete(LoginFailure).where(LoginFailure.key == self._keys(account, "")[0]))
+    def succeeded(self, db: Session, account: str, address: str) -> None:
+        """A successful login clears the account's failures from that address (not the
+        address's own count); commits."""
+        db.execute(delete(LoginFailure).where(LoginFailure.key == self._keys(account, address)[0]))
+        db.commit()
+
+    def limits(self, db: Session) -> list[Limit]:
+        """Every key with failures in the window, the most recently failed first."""
+        now = self._now()
+        rows = db.execute(
+            select(LoginFailure.key, func.count(), func.max(LoginFailure.at))
+            .where(LoginFailure.at > now - self._window)
+            .group_by(LoginFailure.key)
+            .order_by(func.max(LoginFailure.at).desc())
+        ).all()
+        out = []
+        for key, failures, last in rows:
+            pair = key.startswith(PAIR)
+            value = key.partition(":")[2]
+            account: str | None = None
+            address: str | None = None
+            if not value.startswith("sha256:"):  # a digest names neither
+                if pair:
+                    account, _, address = value.rpartition(_SEP)
+                else:
+                    address = value
+            wait = self._wait(db, key, self._limit_of(key), now)
+            out.append(Limit(
+                key=key, kind="account_address" if pair else "address",
+                account=account, address=address, failures=int(failures),
+                last_failure_at=_aware(last), retry_after_s=math.ceil(wait) if wait > 0 else 0,
+            ))  # fmt: skip
+        return out
+
+    def clear(self, db: Session, key: str | None = None) -> None:
+        """Forget ``key``'s failures (every key's when None); commits."""
+        query = delete(LoginFailure)
+        if key is not None:
+            query = query.where(LoginFailure.key == key)
+        db.execute(query)
         db.commit()
 
     @property
@@ -99,18 +162,24 @@ class LoginLimiter:
         return timedelta(seconds=self.window_s)
 
     def _wait(self, db: Session, key: str, limit: int, now: datetime) -> float:
-        # Allowed again when enough of the failures in the window have aged out of it: the
-        # limit-th newest one.
-        at = db.scalar(
-            select(LoginFailure.at)
-            .where(LoginFailure.key == key, LoginFailure.at > now - self._window)
-            .order_by(LoginFailure.at.desc())
-            .offset(limit - 1)
-            .limit(1)
+        newest = [
+            _aware(at)
+            for at in db.scalars(
+                select(LoginFailure.at)
+                .where(LoginFailure.key == key, LoginFailure.at > now - self._window)
+                .order_by(LoginFailure.at.desc())
+                .limit(limit)
+            )
+        ]
+        if len(newest) >= limit:
+            # allowed again when enough failures have aged out of the window: the limit-th
+            # newest one
+            return (newest[limit - 1] + self._window - now).total_seconds()
+        return (
+            (newest[0] + progressive_delay(len(newest), limit) - now).total_seconds()
+            if newest
+            else 0.0
         )
-        if at is None:
-            return 0.0
-        return (at + self._window - now).total_seconds()
 
     def _prune(self, db: Session, now: datetime) -> None:
         """Delete every key's expired rows and the oldest beyond ``MAX_ROWS``.
@@ -129,6 +198,20 @@ class LoginLimiter:
         except DBAPIError:
             db.rollback()
             log.warning("pruning login_failures failed; the next prune retries", exc_info=True)
+
+
+def progressive_delay(failures: int, limit: int) -> timedelta:
+    """The wait after a key's newest failure: none for the first half of its limit, then
+    1 s, 2 s, 4 s... (before the limit itself, which waits for the window)."""
+    free = limit // 2
+    if failures <= free:
+        return timedelta(0)
+    return timedelta(seconds=2.0 ** min(failures - free - 1, 30))
+
+
+def _aware(at: datetime) -> datetime:
+    # SQLite gives back naive datetimes (stored as UTC)
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def _key(prefix: str, value: str) -> str:

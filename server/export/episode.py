@@ -133,7 +133,8 @@ def _zero_fill_last(episode: RldsEpisode) -> None:
         timing[key] = UNKNOWN
 
 
-def _timing(step: Any) -> dict[str, Any]:
+def step_timing(step: Any) -> dict[str, Any]:
+    """A step's ``timing`` record (what the worker stamped), {} when it has none."""
     data = step.custom_data or {}
     text = data.get("timing")
     if not text:
@@ -152,7 +153,7 @@ def _int_or_unknown(value: Any) -> int | float:
     return int(value)
 
 
-def _time_or_unknown(value: Any) -> float:
+def time_or_unknown(value: Any) -> float:
     """A recorded time in ms (-1.0 when absent or not a finite number)."""
     if isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value):
         return float(value)
@@ -236,9 +237,9 @@ def realign(steps: list[Any], specs: EnvSpecs, log_metadata: dict[str, Any]) -> 
             episode.rewards.append(np.asarray(nxt.timestep.reward, dtype=specs.reward.dtype))
             episode.discounts.append(np.asarray(nxt.timestep.discount, dtype=specs.discount.dtype))
             episode.inputs.append(str((nxt.custom_data or {}).get("input", NO_INPUT)))
-    raw = [_timing(s) for s in steps]
+    raw = [step_timing(s) for s in steps]
     episode.timings = realign_timings(raw)
-    episode.observed_ms = [_time_or_unknown(r.get("applied")) for r in raw]
+    episode.observed_ms = [time_or_unknown(r.get("applied")) for r in raw]
     _zero_fill_last(episode)
     return episode
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from server.export.episode import RldsEpisode, read_episode
+from server.export.episode import RldsEpisode, step_timing, time_or_unknown
 from server.export.errors import ExportCanceledError, ExportError, InvalidEpisodeError
 from server.export.export_job import CancelFn, EpisodeInput, ExportOptions, _prepare, naming
-from server.export.lerobot_job import step_times_ms
-from server.export.video import PLAYABLE, Profile, decode_jpeg, write_video
+from server.export.lerobot_job import interval_ms, step_times_ms
+from server.export.video import PLAYABLE, Profile, decode_jpeg, monotonic_ms, write_video
+from server.recording._envlogger import envlogger
 
 VIDEOS_DIR = "episode_videos"
 
@@ -47,6 +48,42 @@ def write_episode_videos(
     return paths
 
 
-def video_of_log(log_dir: Path, path: Path) -> Path:
-    """The MP4 of one recorded episode log (the API's episode video)."""
-    return episode_video(read_episode(log_dir), path)
+def video_of_log(log_dir: Path, path: Path, max_steps: int | None = None) -> Path:
+    """The MP4 of one recorded episode log (the API's episode video), in constant memory.
+
+    Two passes over the log, one step at a time: the first reads each step's time (the
+    times of unknown steps need the median interval of them all), the second decodes each
+    frame and hands it to the encoder. Neither keeps observations or frames: memory does not
+    grow with the episode. A log longer than ``max_steps`` is refused (an operator's limit).
+    """
+    try:
+        with envlogger.Reader(str(log_dir)) as reader:
+            observed: list[float] = []
+            framed = bytearray()  # 1 where a step has a frame
+            for step in reader.steps:
+                observed.append(time_or_unknown(step_timing(step).get("applied")))
+                framed.append(1 if (step.custom_data or {}).get("frame") else 0)
+                if max_steps is not None and len(observed) > max_steps:
+                    raise ExportError(
+                        f"the episode is longer than the video limit of {max_steps} steps "
+                        "(STUDIO_VIDEO_MAX_STEPS)"
+                    )
+            if not observed:
+                raise InvalidEpisodeError("the episode's log holds no step")
+            times = monotonic_ms(observed, interval_ms(observed))
+            shown = [t for t, has in zip(times, framed, strict=True) if has]
+            if not shown:
+                raise InvalidEpisodeError("the episode has no recorded frame")
+            frames = (
+                decode_jpeg(bytes(step.custom_data["frame"]))
+                for step, has in zip(reader.steps, framed, strict=False)
+                if has
+            )
+            try:
+                return write_video(path, frames, [t - shown[0] for t in shown], PLAYABLE)
+            except ValueError as exc:
+                raise ExportError(f"cannot encode the video: {exc}") from exc
+    except ExportError:
+        raise
+    except Exception as exc:  # the Riegeli reader raises plain RuntimeErrors/ValueErrors
+        raise InvalidEpisodeError(f"cannot read the episode log at {log_dir}: {exc}") from exc

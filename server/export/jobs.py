@@ -31,6 +31,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from server.core.budget import ProcessBudget
 from server.core.claim_runner import ClaimRunner, Handle, JobRefused, Outcome
 from server.errors import DomainError
 from server.export.errors import ExportCanceledError, ExportError
@@ -194,10 +195,11 @@ class JobManager(ClaimRunner):
         heartbeat_s: float = 2.0,
         stale_s: float = 30.0,
         replica: str,
+        budget: ProcessBudget | None = None,
     ) -> None:
         super().__init__(
             data_root, factory, workers, poll_s=poll_s, heartbeat_s=heartbeat_s,
-            stale_s=stale_s, replica=replica,
+            stale_s=stale_s, replica=replica, budget=budget,
         )  # fmt: skip
         self.payload_of = payload_of
 

@@ -77,6 +77,11 @@ def episode_video_path(log_dir: Path, log_stamp: str) -> Path:
     return log_dir.parent / f"{log_dir.name}.{log_stamp}.mp4"
 
 
+def episode_video_lock(log_dir: Path) -> Path:
+    """The lock file beside an episode's log folder that one maker of its video holds."""
+    return log_dir.parent / f"{log_dir.name}.video.lock"
+
+
 def episode_videos(log_dir: Path) -> list[Path]:
     """Videos kept beside an episode's log folder (:func:`episode_video_path`)."""
     return sorted(log_dir.parent.glob(f"{log_dir.name}.*.mp4"))

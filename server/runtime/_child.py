@@ -405,7 +405,7 @@ def worker_main(conn: Connection, spec_json: str, allowed: AllowedEnvironments, 
             conn.send(("failed", error_tuple(exc)))
             return
         session.run()
-    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+    except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
         pass  # the app went away: fall through to close the episode and the env
     finally:
         try:

@@ -97,11 +97,12 @@ def inspect_all(
     *,
     data_root: Path,
     timeout: float,
+    parallel: int = PARALLEL,
 ) -> list[Inspection]:
-    """:func:`inspect` for each spec, a few at a time. Blocks: call it off the event loop."""
+    """:func:`inspect` for each spec, ``parallel`` at a time. Blocks: call it off the loop."""
 
     async def run() -> list[Inspection]:
-        gate = asyncio.Semaphore(PARALLEL)
+        gate = asyncio.Semaphore(parallel)
 
         async def one(spec: EnvironmentSpec) -> Inspection:
             async with gate:

@@ -46,8 +46,9 @@ def bootstrap(settings: Settings, db: Session) -> str | None:
 def prepare(settings: Settings) -> None:
     """Create the data root and migrate the database to head (under the start-up lock)."""
     settings.data_root.mkdir(parents=True, exist_ok=True)
-    with startup_lock(settings.database_url):
-        upgrade_head(settings.database_url)
+    owner = settings.migration_database_url or settings.database_url
+    with startup_lock(owner):
+        upgrade_head(owner)
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,14 @@ def start_replica(settings: Settings) -> StartReport:
     together (:mod:`server.core.startup`)."""
     settings.data_root.mkdir(parents=True, exist_ok=True)
     url = settings.database_url
-    wait_for_database(url, settings.db_wait_s)
-    with startup_lock(url):
-        before = current_revision(url)
-        upgrade_head(url)
-        after = current_revision(url)
+    owner = settings.migration_database_url or url  # migrations may need the owner's rights
+    wait_for_database(owner, settings.db_wait_s)
+    if owner != url:
+        wait_for_database(url, settings.db_wait_s)
+    with startup_lock(owner):
+        before = current_revision(owner)
+        upgrade_head(owner)
+        after = current_revision(owner)
         engine = make_engine(url)
         try:
             with make_sessionmaker(engine)() as db:

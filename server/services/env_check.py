@@ -14,6 +14,7 @@ from server.errors import Invalid
 from server.study_spec import StudySpec
 
 if TYPE_CHECKING:
+    from server.core.budget import ProcessBudget
     from server.runtime.allowlist import AllowedEnvironments, Problem
 
 Loc = tuple[str | int, ...]
@@ -49,6 +50,7 @@ def validate_study_environments(
     settings: Settings,
     allowed: AllowedEnvironments | None = None,
     prefix: Loc = ("spec",),
+    budget: ProcessBudget | None = None,
 ) -> list[dict]:
     """Every problem that stops the study from running; empty when each environment runs.
 
@@ -62,7 +64,7 @@ def validate_study_environments(
     allowed = allowed or allowed_environments(settings)
     problems = [
         {**problem, "type": "env"}
-        for report in validate_study(spec, settings, allowed, prefix)
+        for report in validate_study(spec, settings, allowed, prefix, budget)
         for problem in report["problems"]
     ]
     # per environment, the source's problems first

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from server.runtime.catalog import find_entry
 from server.study_spec import EnvironmentSpec, StudySpec
 
 if TYPE_CHECKING:
+    from server.core.budget import ProcessBudget
     from server.runtime.allowlist import AllowedEnvironments, Problem
     from server.runtime.probe import Inspection
 
@@ -68,9 +70,33 @@ def _write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
 
 
-def _cached(data_root: Path, key: str) -> dict[str, Any] | None:
+def prune_cache(data_root: Path, keep: int) -> int:
+    """Drop the least recently used reports (and their frames) past ``keep``; how many."""
     try:
-        report: dict[str, Any] = json.loads((cache_dir(data_root) / f"{key}.json").read_text())
+        reports = list(cache_dir(data_root).glob("*.json"))
+    except OSError:
+        return 0
+    if len(reports) <= keep:
+        return 0
+
+    def used(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    stale = sorted(reports, key=used)[: len(reports) - keep]
+    for path in stale:
+        path.unlink(missing_ok=True)
+        path.with_suffix(".jpg").unlink(missing_ok=True)
+    return len(stale)
+
+
+def _cached(data_root: Path, key: str) -> dict[str, Any] | None:
+    path = cache_dir(data_root) / f"{key}.json"
+    try:
+        report: dict[str, Any] = json.loads(path.read_text())
+        os.utime(path)  # recently used: the last to be pruned
     except (OSError, ValueError):
         return None
     return report
@@ -168,12 +194,16 @@ def _empty(problems: list[Problem]) -> dict[str, Any]:
 
 
 def validate_environments(
-    envs: list[EnvironmentSpec], settings: Settings, allowed: AllowedEnvironments
+    envs: list[EnvironmentSpec],
+    settings: Settings,
+    allowed: AllowedEnvironments,
+    budget: ProcessBudget | None = None,
 ) -> list[dict[str, Any]]:
     """A report per environment (locs relative to the environment), ``cached`` when served
-    from the cache. Blocks while workers build: call it off the event loop."""
+    from the cache. Builds draw their workers from ``budget`` (503 past it; no limit without
+    one: the CLI). Blocks while workers build: call it off the event loop."""
     from server.runtime.catalog import validate_environment
-    from server.runtime.probe import inspect_all
+    from server.runtime.probe import PARALLEL, inspect_all
 
     reports: list[dict[str, Any] | None] = [None] * len(envs)
     to_build: list[tuple[int, str, list[Problem]]] = []
@@ -191,10 +221,13 @@ def validate_environments(
         else:
             to_build.append((index, key, found))
     if to_build:
-        inspections = inspect_all(
-            [envs[index] for index, _, _ in to_build], allowed,
-            data_root=settings.data_root, timeout=settings.worker_start_timeout_s,
-        )  # fmt: skip
+        wanted = min(PARALLEL, len(to_build))
+        with budget.slots(wanted) if budget else nullcontext(wanted) as parallel:
+            inspections = inspect_all(
+                [envs[index] for index, _, _ in to_build], allowed,
+                data_root=settings.data_root, timeout=settings.worker_start_timeout_s,
+                parallel=parallel,
+            )  # fmt: skip
         for (index, key, found), inspection in zip(to_build, inspections, strict=True):
             inspection.problems[:0] = found
             report = _report(envs[index], inspection, key)
@@ -202,17 +235,22 @@ def validate_environments(
                 if inspection.frame:
                     _write(cache_dir(settings.data_root) / f"{key}.jpg", inspection.frame)
                 _write(cache_dir(settings.data_root) / f"{key}.json", json.dumps(report).encode())
+                prune_cache(settings.data_root, settings.validation_cache_max)
             reports[index] = {**report, "cached": False}
     return [r for r in reports if r is not None]
 
 
 def validate_study(
-    spec: StudySpec, settings: Settings, allowed: AllowedEnvironments, prefix: Loc = ()
+    spec: StudySpec,
+    settings: Settings,
+    allowed: AllowedEnvironments,
+    prefix: Loc = (),
+    budget: ProcessBudget | None = None,
 ) -> list[dict[str, Any]]:
     """:func:`validate_environments` for a study, field paths from ``prefix`` + the root."""
     from server.runtime.catalog import default_controls
 
-    reports = validate_environments(spec.environments, settings, allowed)
+    reports = validate_environments(spec.environments, settings, allowed, budget)
     out = []
     for index, (env, report) in enumerate(zip(spec.environments, reports, strict=True)):
         base = [*prefix, "environments", index]

@@ -14,7 +14,7 @@ from server.core.security import new_token
 from server.errors import Conflict, Invalid, NotFound
 from server.models import Episode, ExportJob, Study, StudyEnvironment, StudyState, utcnow
 from server.principal import Principal
-from server.recording.format import episode_dir, episode_videos, export_dir
+from server.recording.format import episode_dir, episode_video_lock, episode_videos, export_dir
 from server.services import study_files
 from server.study_spec import StudySpec
 
@@ -144,6 +144,7 @@ def remove_episode_logs(data_root: Path, study_id: int, episode_ids: Iterable[st
         shutil.rmtree(folder, ignore_errors=True)
         for video in episode_videos(folder):
             video.unlink(missing_ok=True)
+        episode_video_lock(folder).unlink(missing_ok=True)
 
 
 def delete_study(db: Session, study: Study, data_root: Path) -> None:

@@ -10,7 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from server.errors import Invalid, TooLarge, validation_detail
-from server.study_spec import StudySpec, json_data_problem, nul_path
+from server.study_spec import StudySpec, char_name, control_char_problem, json_data_problem
 
 
 def parse_spec(data: Any, prefix: tuple[str | int, ...] = ("spec",)) -> StudySpec:
@@ -89,23 +89,35 @@ def load_bytes(raw: bytes) -> StudySpec:
     return load_yaml(text)
 
 
+def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
+    """What is wrong and at which line and column."""
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML refuses: no mark
+        before = text[: exc.position]
+        line, column = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+        char = exc.character if isinstance(exc.character, str) else chr(exc.character)
+        return f"control character {char_name(char)} is not allowed at line {line}, column {column}"
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    return f"{getattr(exc, 'problem', None) or 'malformed YAML'}{where}"
+
+
 def load_yaml(text: str) -> StudySpec:
     """Parse a study file's text, within the size, alias and depth limits."""
     if len(text) > MAX_FILE_BYTES or len(text.encode("utf-8")) > MAX_FILE_BYTES:
         raise too_large()
-    loader = _StudyLoader(text)
+    loader: _StudyLoader | None = None
     try:
+        # The reader checks every character as it is built: build it inside the ``try``.
+        loader = _StudyLoader(text)
         data = loader.get_single_data()
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "malformed YAML"
         raise Invalid(
             "The study file is not valid YAML.",
-            detail=[{"loc": ["body"], "msg": f"{problem}{where}", "type": "yaml"}],
+            detail=[{"loc": ["body"], "msg": _yaml_problem(exc, text), "type": "yaml"}],
         ) from exc
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if not isinstance(data, dict):
         raise Invalid(
             "The study file must be a mapping.",
@@ -161,13 +173,14 @@ def render_form(data: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     A valid study is written as :func:`dump_yaml` writes it; one the designer has not
     finished (a name still empty) is written as given, so the YAML view can always show it.
     """
+    where: tuple[str | int, ...] = ()
     problem = json_data_problem(data, MAX_DEPTH, MAX_FILE_BYTES)
-    where = nul_path(data)
-    if problem is not None or where is not None:
-        msg = problem or f"text cannot contain NUL characters (at {where!r})"
+    if problem is None and (found := control_char_problem(data)) is not None:
+        where, problem = found
+    if problem is not None:
         raise Invalid(
             "The study is not plain JSON data.",
-            detail=[{"loc": ["body", "spec"], "msg": msg, "type": "value_error"}],
+            detail=[{"loc": ["body", "spec", *where], "msg": problem, "type": "value_error"}],
         )
     try:
         spec = StudySpec.model_validate(data)

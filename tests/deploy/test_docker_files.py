@@ -17,6 +17,8 @@ from tests.deploy.harness import HAPROXY_CONFIG, SERVERS, START_SCRIPT
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
 KNOWN_ELSEWHERE = {"STUDIO_REPLICA_ID"}  # read by server/core/replica.py
+# read by docker/initdb/10-app-role.sh (the db service's environment)
+INITDB_SETTINGS = {"STUDIO_DB_APP_USER", "STUDIO_DB_APP_PASSWORD"}
 SETTINGS = {f"STUDIO_{name.upper()}" for name in Settings.model_fields} | KNOWN_ELSEWHERE
 
 
@@ -96,3 +98,46 @@ def test_every_setting_is_documented_for_deployments() -> None:
     doc = (ROOT / "docs" / "deploy.md").read_text()
     missing = sorted(name for name in SETTINGS if f"`{name}`" not in doc)
     assert not missing, f"docs/deploy.md does not describe {missing}"
+
+
+def test_compose_starts_as_documented() -> None:
+    """The issue's deployment findings: admin password passed through, a cookie choice,
+    a grace period over the reconnect grace, init, a load balancer that starts with any
+    healthy replica and has a health check, an app role that is not the owner."""
+    compose = _compose()
+    services = compose["services"]
+    grace = Settings.model_fields["reconnect_grace_s"].default
+    for name in SERVERS:
+        app = services[name]
+        env = app["environment"]
+        assert env["STUDIO_ADMIN_PASSWORD"] == "${STUDIO_ADMIN_PASSWORD:-}"
+        assert env["STUDIO_INSECURE_COOKIES"] == "${STUDIO_INSECURE_COOKIES:-false}"
+        assert app["init"] is True
+        assert int(app["stop_grace_period"].removesuffix("s")) > float(
+            env.get("STUDIO_RECONNECT_GRACE_S", grace)
+        )
+        app_url, owner_url = env["STUDIO_DATABASE_URL"], env["STUDIO_MIGRATION_DATABASE_URL"]
+        app_user = app_url.split("://", 1)[1].split(":", 1)[0]
+        owner_user = owner_url.split("://", 1)[1].split(":", 1)[0]
+        assert owner_user == services["db"]["environment"]["POSTGRES_USER"] != app_user
+        assert app_user == services["db"]["environment"]["STUDIO_DB_APP_USER"]
+    db = services["db"]
+    assert "./initdb:/docker-entrypoint-initdb.d:ro" in db["volumes"]
+    assert set(db["environment"]) - {"POSTGRES_USER", "POSTGRES_DB", "POSTGRES_PASSWORD"} <= (
+        INITDB_SETTINGS
+    )
+    script = (DOCKER / "initdb" / "10-app-role.sh").read_text()
+    assert "NOSUPERUSER" in script and "ALTER DEFAULT PRIVILEGES" in script
+    assert subprocess.run(["sh", "-n", str(DOCKER / "initdb" / "10-app-role.sh")]).returncode == 0
+    lb = services["lb"]
+    assert {dep["condition"] for dep in lb["depends_on"].values()} == {"service_started"}
+    assert "/lb-health" in " ".join(lb["healthcheck"]["test"])
+    config = HAPROXY_CONFIG.read_text()
+    assert "monitor-uri /lb-health" in config and "init-addr last,libc,none" in config
+
+
+def test_every_setting_the_deploy_doc_names_is_read_by_the_code() -> None:
+    doc = (ROOT / "docs" / "deploy.md").read_text()
+    named = set(re.findall(r"`(STUDIO_[A-Z0-9_]*[A-Z0-9])`", doc))
+    unknown = sorted(named - SETTINGS - INITDB_SETTINGS)
+    assert not unknown, f"docs/deploy.md names settings nothing reads: {unknown}"

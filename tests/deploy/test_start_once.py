@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from server.core.db import make_engine, make_sessionmaker
 from server.core.migrate import current_revision
 from server.models import Study, User
+from tests.conftest import PG_URL, pg_schema_url
 from tests.core.test_migrations import _empty_database
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,3 +61,62 @@ def test_replicas_starting_together_migrate_and_load_once(tmp_path):
         engine.dispose()
     finally:
         cleanup()
+
+
+def test_the_app_connects_as_a_role_that_is_not_the_owner(tmp_path):
+    """Compose's split (docs/deploy.md): migrations as the owner, the app as a role that
+    reads and writes rows only, set up as docker/initdb/10-app-role.sh does."""
+    import uuid
+
+    import pytest
+    from sqlalchemy import text
+    from sqlalchemy.engine import make_url
+
+    from server.core.config import Settings
+    from server.services.bootstrap import start_replica
+
+    if not PG_URL:
+        pytest.skip("roles are a PostgreSQL matter (STUDIO_TEST_DATABASE_URL)")
+    owner_url, cleanup = _empty_database(tmp_path)
+    schema = make_url(owner_url).query["options"].split("search_path=")[1].split()[0]
+    role = f"app_{uuid.uuid4().hex[:10]}"
+    admin = make_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(text(f"CREATE ROLE {role} LOGIN PASSWORD 'pw' NOSUPERUSER NOCREATEDB"))
+        conn.execute(text(f'GRANT USAGE ON SCHEMA "{schema}" TO {role}'))
+        conn.execute(text(f'ALTER DEFAULT PRIVILEGES IN SCHEMA "{schema}" '
+                          f"GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {role}"))  # fmt: skip
+        conn.execute(text(f'ALTER DEFAULT PRIVILEGES IN SCHEMA "{schema}" '
+                          f"GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO {role}"))  # fmt: skip
+    app_url = pg_schema_url(
+        make_url(PG_URL).set(username=role, password="pw").render_as_string(hide_password=False),
+        schema,
+    )
+    try:
+        settings = Settings(
+            environment="test", database_url=app_url, migration_database_url=owner_url,
+            data_root=tmp_path / "data", secret_key="test-secret-key-0123456789",
+            admin_password="admin-password-123", studies_dir=ROOT / "studies",
+            _env_file=None,
+        )  # fmt: skip
+        report = start_replica(settings)
+        assert report.migrated_from == "empty" and report.samples_loaded > 0
+        engine = make_engine(app_url)
+        try:
+            with make_sessionmaker(engine)() as db:
+                assert db.scalar(select(func.count(User.id))) == 1
+                assert (
+                    db.scalar(text("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"))
+                    is False
+                )
+            with engine.connect() as conn:
+                with pytest.raises(Exception, match="permission denied"):
+                    conn.execute(text("CREATE TABLE not_allowed (x int)"))
+        finally:
+            engine.dispose()
+    finally:
+        cleanup()
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP OWNED BY {role}"))
+            conn.execute(text(f"DROP ROLE {role}"))
+        admin.dispose()

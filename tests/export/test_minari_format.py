@@ -76,3 +76,8 @@ def test_layout_and_metadata(recordings: dict[str, list[Recording]], tmp_path: P
         assert (data / str(i) / "part-0.arrow").is_file()
     card = (result.path / "README.md").read_text()
     assert 'minari.load_dataset("ds-v1")' in card
+    assert not list(result.path.rglob("*.hdf5"))
+    # docs/export.md says what is written: Arrow files, never an HDF5 file to install for
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "export.md").read_text()
+    assert "main_data.hdf5" not in doc and "minari[hdf5]" not in doc
+    assert doc.count('pip install "minari[arrow]"') >= 1

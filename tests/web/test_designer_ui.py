@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Locator, Page, expect
 from sqlalchemy import select
@@ -353,6 +354,23 @@ def test_admin_creates_and_deactivates_a_user(
     db.expire_all()
     deactivated = db.get(User, created.id)
     assert deactivated is not None and deactivated.is_active is False
+
+
+def test_admin_sees_and_clears_a_login_limit(live_server: str, page: Page, factory: Factory):
+    admin, user = factory.user(role=Role.admin), factory.user()
+    for _ in range(2):
+        res = httpx.post(
+            f"{live_server}/api/auth/login", json={"email": user.email, "password": "wrong"}
+        )
+        assert res.status_code == 401
+    log_in(page, live_server, admin)
+    limits = page.locator("#login-limits-body")
+    row = limits.locator("tr", has_text=user.email)
+    expect(row).to_contain_text("127.0.0.1")
+    expect(row).to_contain_text("2")
+    row.get_by_role("button", name=f"Clear the login limit of {user.email} from 127.0.0.1").click()
+    expect(row).to_have_count(0)
+    expect(limits.locator("tr", has_text="any")).to_contain_text("2")  # the address's own
 
 
 def test_a_lost_session_returns_to_the_login_form(

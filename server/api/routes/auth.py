@@ -21,7 +21,8 @@ router = APIRouter(prefix="/api/auth", tags=["auth"])
     responses={
         401: {"description": "Wrong email or password (one message for both)."},
         429: {
-            "description": "Too many failed logins for this account or from this address; "
+            "description": "Too many failed logins for this account from this address, or "
+            "from this address; "
             "the Retry-After header gives the seconds to wait."
         },
     },
@@ -31,9 +32,11 @@ def login(
 ) -> LoginOut:
     """Set the session cookie (HTTP-only) and the CSRF cookie; return the user.
 
-    Failed logins are limited per account and per client address (429 with Retry-After),
-    counted in the database so that every replica sees them; while limited, even the right
-    password is refused.
+    Failed logins are limited per (account, client address) and per client address, with
+    delays that grow before the limit (429 with Retry-After), counted in the database so that
+    every replica sees them; while limited, even the right password is refused from that
+    address. Nothing limits an account from every address: strangers cannot lock its owner
+    out (docs/security.md).
     """
     limiter: LoginLimiter = request.app.state.login_limiter
     # The peer address; behind STUDIO_TRUSTED_PROXIES the app has already put the client's
@@ -51,10 +54,10 @@ def login(
     except Unauthorized:
         limiter.failed(db, body.email, address)  # commits: the 401 rolls the session back
         raise
-    limiter.succeeded(db, body.email)
+    limiter.succeeded(db, body.email, address)
     token = users.start_login(db, user, settings.session_max_age_s)
     csrf = security.new_token(16)
-    secure = settings.environment == "production"
+    secure = settings.secure_cookies
     response.set_cookie(
         security.SESSION_COOKIE,
         token,
@@ -71,7 +74,7 @@ def login(
         samesite="strict",
         secure=secure,
     )
-    return LoginOut(user=UserPublic.model_validate(user), csrf_token=csrf)
+    return LoginOut(user=UserPublic.model_validate(user), csrf_token=csrf, secure_cookies=secure)
 
 
 @router.post("/logout", status_code=204, summary="Log out")

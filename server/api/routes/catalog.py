@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Path
 from fastapi.responses import FileResponse
 
-from server.api.deps import CurrentUser, SettingsDep
+from server.api.deps import BudgetDep, CurrentUser, SettingsDep
 from server.errors import NotFound
 from server.schemas import CatalogEntryPublic
 from server.services import env_validation
@@ -61,7 +61,7 @@ def read_gymnasium_ids(_user: CurrentUser, settings: SettingsDep) -> list[str]:
     responses={**JPEG, 404: {"description": "No such entry, or its suite is not installed."}},
 )
 def catalog_thumbnail(
-    _user: CurrentUser, settings: SettingsDep, key: str = CatalogKey
+    _user: CurrentUser, settings: SettingsDep, budget: BudgetDep, key: str = CatalogKey
 ) -> FileResponse:
     """Built once in a worker with the entry's defaults, then served from the cache."""
     from server.runtime.catalog import CATALOG
@@ -73,7 +73,7 @@ def catalog_thumbnail(
         id="thumbnail", name=entry.key, source=entry.source(), mode=entry.mode, fps=entry.fps
     )
     allowed = allowed_environments(settings)
-    (report,) = env_validation.validate_environments([spec], settings, allowed)
+    (report,) = env_validation.validate_environments([spec], settings, allowed, budget)
     path = env_validation.frame_path(settings.data_root, env_validation.cache_key(spec, allowed))
     if path is None:
         problems = "; ".join(p["msg"] for p in report["problems"]) or "no frame"

@@ -11,7 +11,7 @@ from fastapi import Path as Path_
 from fastapi.responses import FileResponse
 from sqlalchemy.orm import Session
 
-from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
+from server.api.deps import BudgetDep, CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.errors import Invalid
 from server.models import MAX_DB_INT, Episode, EpisodeStatus
 from server.schemas import (
@@ -461,7 +461,8 @@ def read_rewards(
         **NOT_FOUND,
         200: {"content": {"video/mp4": {}}},
         409: {"description": "The episode is still being recorded."},
-        422: {"description": "The episode has no recorded frame."},
+        422: {"description": "No recorded frame, or longer than STUDIO_VIDEO_MAX_STEPS."},
+        503: {"description": "Too many videos and validations at once; see Retry-After."},
     },
 )
 def read_video(
@@ -469,12 +470,16 @@ def read_video(
     db: SessionDep,
     principal: CurrentPrincipal,
     settings: SettingsDep,
+    budget: BudgetDep,
 ) -> FileResponse:
     """H.264 (yuv420p, plays in browsers), each recorded frame shown from the time the worker
     produced its observation (variable frame rate); see docs/export.md, "Videos". Made on the
-    first request and kept beside the episode's log until the episode is deleted."""
+    first request (once, however many ask at once, step by step in constant memory) and kept
+    beside the episode's log until the episode is deleted. Past ``STUDIO_VIDEO_MAX_STEPS``
+    steps: 422; when the background budget is full: 503 with Retry-After."""
     episode, log, _ = _log(episode_id, db, principal, settings)
-    path = episode_videos.episode_video(episode, log)  # made once, then kept
+    db.close()  # an encode can take a while: do not hold a connection meanwhile
+    path = episode_videos.episode_video(episode, log, budget, settings.video_max_steps)
     return FileResponse(
         path,
         media_type="video/mp4",

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
+from server.api.deps import BudgetDep, CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.models import Study, StudyState
 from server.runtime.allowlist import AllowedEnvironments
 from server.schemas import (
@@ -225,6 +225,7 @@ def change_state(
     principal: CurrentPrincipal,
     settings: SettingsDep,
     allowed: AllowedDep,
+    budget: BudgetDep,
 ) -> Study:
     """draft → active → paused ↔ active → closed; other moves are refused with 409.
 
@@ -233,7 +234,7 @@ def change_state(
     first time. (A sync route: the check builds each environment in a worker, off the loop.)
     """
     study = studies.get_study(db, principal, study_id)
-    check = partial(validate_study_environments, settings=settings, allowed=allowed)
+    check = partial(validate_study_environments, settings=settings, allowed=allowed, budget=budget)
     return studies.change_state(db, study, body.state, check)
 
 
@@ -249,6 +250,7 @@ def validate_study(
     principal: CurrentPrincipal,
     settings: SettingsDep,
     allowed: AllowedDep,
+    budget: BudgetDep,
 ) -> dict[str, Any]:
     """Builds each environment in a worker (under the start timeout) with its settings.
 
@@ -261,7 +263,7 @@ def validate_study(
     study = studies.get_study(db, principal, study_id)
     spec = studies.spec_of(study)
     db.close()  # building can take a while: do not hold a connection meanwhile
-    reports = env_validation.validate_study(spec, settings, allowed)
+    reports = env_validation.validate_study(spec, settings, allowed, budget=budget)
     return {"ok": all(r["ok"] for r in reports), "environments": reports}
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from server.api.deps import CurrentUser, SettingsDep
+from server.api.deps import BudgetDep, CurrentUser, SettingsDep
 from server.api.routes.studies import TOO_LARGE, YAML_BODY, AllowedDep, StudyFileBody
 from server.player.views import render_markdown
 from server.schemas import StudyCreate, StudyValidationPublic
@@ -75,11 +75,12 @@ def render_study_file(_user: CurrentUser, body: FormData) -> dict[str, Any]:
     summary="Build each environment of a study not saved yet",
 )
 def validate_unsaved(
-    _user: CurrentUser, body: StudyCreate, settings: SettingsDep, allowed: AllowedDep
-) -> dict[str, Any]:
+    _user: CurrentUser, body: StudyCreate, settings: SettingsDep, allowed: AllowedDep,
+    budget: BudgetDep,
+) -> dict[str, Any]:  # fmt: skip
     """As ``POST /api/studies/{id}/validate``, for the editor's current study (unsaved)."""
     require_allowed(body.spec, allowed)
-    reports = env_validation.validate_study(body.spec, settings, allowed)
+    reports = env_validation.validate_study(body.spec, settings, allowed, budget=budget)
     return {"ok": all(r["ok"] for r in reports), "environments": reports}
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query, Request
 from sqlalchemy import select
 
 from server.api.deps import AdminUser, RowId, SessionDep
+from server.core.login_limit import Limit, LoginLimiter
 from server.models import User
-from server.schemas import UserCreate, UserPublic, UserUpdate
+from server.schemas import LoginLimitPublic, UserCreate, UserPublic, UserUpdate
 from server.services import users
 
 router = APIRouter(prefix="/api/users", tags=["users"])
@@ -23,6 +24,25 @@ def list_users(db: SessionDep, _: AdminUser) -> list[User]:
 def create_user(body: UserCreate, db: SessionDep, _: AdminUser) -> User:
     """A designer or admin account."""
     return users.create_user(db, body)
+
+
+@router.get("/login-limits", response_model=list[LoginLimitPublic], summary="List login limits")
+def list_login_limits(request: Request, db: SessionDep, _: AdminUser) -> list[Limit]:
+    """Failed logins in the window per (account, address) and per address, newest first."""
+    limiter: LoginLimiter = request.app.state.login_limiter
+    return limiter.limits(db)
+
+
+@router.delete("/login-limits", status_code=204, summary="Clear login limits")
+def clear_login_limits(
+    request: Request,
+    db: SessionDep,
+    _: AdminUser,
+    key: str | None = Query(default=None, max_length=300, description="One key; all if none."),
+) -> None:
+    """Forget failed logins: one key's (from the list), or all."""
+    limiter: LoginLimiter = request.app.state.login_limiter
+    limiter.clear(db, key)
 
 
 @router.patch("/{user_id}", response_model=UserPublic, summary="Change a user")

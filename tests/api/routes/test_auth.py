@@ -127,3 +127,25 @@ def test_nul_in_login_is_422_not_a_database_error(client) -> None:  # type: igno
     res = client.post("/api/auth/login", json={"email": "a\x00@b.c", "password": "x"})
     assert res.status_code == 422, res.text
     assert "NUL" in res.json()["detail"][0]["msg"]
+
+
+@pytest.mark.parametrize(("insecure", "secure"), [(False, True), (True, False)])
+def test_production_cookies_are_secure_unless_the_operator_chooses_otherwise(
+    settings, db, insecure, secure
+):
+    """STUDIO_INSECURE_COOKIES is the documented choice for plain http:// on a LAN; the
+    answer says which it is, so the login page can explain a refused cookie."""
+    from server.main import create_app
+    from tests.factories import Factory
+
+    production = settings.model_copy(
+        update={"environment": "production", "insecure_cookies": insecure}
+    )
+    made = Factory(db, create_app(production))
+    user = made.user()
+    res = made.client().post("/api/auth/login", json={"email": user.email, "password": PASSWORD})
+    assert res.status_code == 200, res.text
+    assert res.json()["secure_cookies"] is secure
+    for cookie in res.headers.get_list("set-cookie"):
+        assert ("; Secure" in cookie or "; secure" in cookie) is secure, cookie
+    made.close()

@@ -240,3 +240,63 @@ def test_episode_video_is_made_once_and_goes_with_the_episode(world_short) -> No
     res = c.post(f"/api/studies/{ep.study_id}/episodes/bulk", json=body)
     assert res.status_code == 200, res.text
     assert not log.exists() and episode_videos(log) == []
+
+
+def test_four_first_requests_make_one_video(world_short, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Single flight: simultaneous first requests wait for one encode, then share it."""
+    import threading
+
+    from server.services import episode_videos as videos
+
+    c, ep = world_short
+    made: list[Path] = []
+    real = videos.video_of_log
+
+    def counted(log_dir: Path, path: Path, max_steps: int | None = None) -> Path:
+        made.append(path)
+        return real(log_dir, path, max_steps)
+
+    monkeypatch.setattr(videos, "video_of_log", counted)
+    answers: list[bytes] = []
+    start = threading.Barrier(4)
+
+    def ask() -> None:
+        start.wait()
+        res = c.get(f"/api/episodes/{ep.id}/video.mp4")
+        assert res.status_code == 200, res.text
+        answers.append(res.content)
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert len(made) == 1 and len(answers) == 4 and len(set(answers)) == 1
+
+
+def test_a_video_past_the_operators_length_limit_is_422(settings, db, recorded) -> None:  # type: ignore[no-untyped-def]
+    from server.main import create_app
+    from tests.factories import Factory
+
+    rec = recorded["cartpole"][0]
+    short = Factory(db, create_app(settings.model_copy(update={"video_max_steps": 3})))
+    owner = short.user()
+    ep = Inserter(db, settings.data_root).add(short.study(owner, two_env_spec()), rec)
+    res = short.client(owner).get(f"/api/episodes/{ep.id}/video.mp4")
+    assert res.status_code == 422, res.text
+    assert "video limit of 3 steps" in res.json()["detail"][0]["msg"]
+    assert episode_videos(Path(ep.storage_path)) == []
+    short.close()
+
+
+def test_a_video_is_made_from_the_log_step_by_step(recorded, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The streamed encode writes what the in-memory one (the exports' videos) writes."""
+    from server.export.episode import read_episode
+    from server.export.episode_video import episode_video, video_of_log
+    from server.export.video import read_video
+
+    log = recorded["cartpole"][0].log_dir
+    streamed, _ = read_video(video_of_log(log, tmp_path / "streamed.mp4"))
+    whole, _ = read_video(episode_video(read_episode(log), tmp_path / "whole.mp4"))
+    assert len(streamed) == len(whole)
+    assert all(np.array_equal(a, b) for a, b in zip(streamed, whole, strict=True))

@@ -126,6 +126,46 @@ def test_tar_gz_with_explicit_ids_and_envlogger_format(world) -> None:  # type: 
         assert f"raw/episodes/{episode_id}/tags.json" in names
 
 
+def test_an_envlogger_export_of_mixed_spaces_writes_one_folder_per_environment(world) -> None:  # type: ignore[no-untyped-def]
+    """It only copies logs: environments with different spaces are not refused (as the
+    dataset formats must) but split, each folder a single-environment envlogger export."""
+    c, sid = world["client"], world["study"].id
+    job = start(c, sid, {"statuses": ["completed"]}, format="envlogger", archive="zip", name="mix")
+    assert job["options"]["split_by_env"] is True
+    done = wait_done(c, job["id"])
+    assert done["state"] == "succeeded", done
+    with zipfile.ZipFile(io.BytesIO(c.get(done["download_url"]).content)) as zf:
+        names = set(zf.namelist())
+    for env in ("cartpole", "mountaincar"):
+        assert f"mix/mix_{env}/README.md" in names
+        assert any(n.startswith(f"mix/mix_{env}/episodes/") for n in names), names
+    # the dataset formats still refuse (and offer the split)
+    res = c.post(f"/api/studies/{sid}/exports", json={"selection": {}, "options": {}})
+    assert res.status_code == 422 and res.json()["code"] == "incompatible_environments"
+
+
+def test_export_jobs_wait_while_players_fill_the_budget(world, app) -> None:  # type: ignore[no-untyped-def]
+    """An export job is a process of the one budget: while players' workers fill
+    STUDIO_MAX_WORKERS it stays queued (another replica with room may take it), then runs
+    holding a slot, and gives it back."""
+    c, sid = world["client"], world["study"].id
+    budget = app.state.budget
+    busy = {"players": budget.max_workers}
+    budget._players = lambda: busy["players"]
+    job = start(c, sid, format="envlogger", archive="folder")
+    app.state.export_jobs.submit()
+    time.sleep(1.5)  # a poll or two: it must not have been claimed
+    assert c.get(f"/api/exports/{job['id']}").json()["state"] == "queued"
+    busy["players"] = 0
+    app.state.export_jobs.submit()
+    assert wait_done(c, job["id"])["state"] == "succeeded"
+    assert budget.peak >= 1
+    deadline = time.monotonic() + 10
+    while budget.in_use and time.monotonic() < deadline:
+        time.sleep(0.05)  # the job's thread gives its slot back as it ends
+    assert budget.in_use == 0
+
+
 def test_minari_format_job(world) -> None:  # type: ignore[no-untyped-def]
     c, sid = world["client"], world["study"].id
     job = start(c, sid, format="minari", archive="zip", name="mini")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 from fastapi.testclient import TestClient
 
 from server.core import security
@@ -16,6 +19,7 @@ from tests.factories import PASSWORD, Factory
 from tests.services.test_study_files import billion_laughs, nested
 
 YAML = {"Content-Type": "application/yaml"}
+JSON = {"Content-Type": "application/json"}
 
 
 def _messages(res: httpx.Response) -> str:
@@ -113,3 +117,64 @@ def test_the_event_loop_keeps_answering_while_a_bomb_is_parsed(live_server, fact
     assert all(answers[f"health{i}"].status_code == 200 for i in range(5))
     assert answers["bomb"].status_code == 422
     assert "alias" in answers["bomb"].text
+
+
+# Every character a study file cannot hold: C0 controls (tab and line breaks are text), DEL,
+# C1 controls (NEL is a line break), the non-characters U+FFFE/U+FFFF and lone surrogates.
+REFUSED = [*(c for c in range(32) if chr(c) not in "\t\n\r"), 0x7F, 0x80, 0x9F, 0xFFFE, 0xFFFF]
+SURROGATES = [0xD800, 0xDFFF]
+CARTPOLE = (Path(__file__).resolve().parents[3] / "studies" / "cartpole.yaml").read_text()
+
+
+def test_every_control_character_on_every_file_route_is_422(factory):
+    """Found by an attack: ``name: Cart\\0Pole`` in an import was a 500 (the reader refused it
+    before the ``try``). Raw in the file, escaped in a quoted string, or in the JSON spec of
+    the editor's routes: always 422, naming the line or the field."""
+    owner = factory.user()
+    client = factory.client(owner)
+    study = factory.study(owner)
+    spec = yaml.safe_load(CARTPOLE)
+    file_routes = [
+        ("POST", "/api/studies/import"),
+        ("PUT", f"/api/studies/{study.id}/file"),
+        ("POST", f"/api/studies/{study.id}/versions/file"),
+        ("POST", "/api/studies/yaml/parse"),
+    ]
+    json_routes = [
+        ("POST", "/api/studies"),
+        ("PUT", f"/api/studies/{study.id}"),
+        ("POST", f"/api/studies/{study.id}/versions"),
+        ("POST", "/api/studies/yaml/render"),
+        ("POST", "/api/studies/validate"),
+    ]
+    for code in REFUSED + SURROGATES:
+        char, named = chr(code), "NUL" if code == 0 else f"U+{code:04X}"
+        escaped = CARTPOLE.replace("name: ", f'name: "Cart\\u{code:04x}Pole"\nold_name: ', 1)
+        files = {"escaped": escaped.encode()}
+        if code not in SURROGATES:  # a lone surrogate is not UTF-8: that 422 is tested apart
+            files["raw"] = CARTPOLE.replace("name: ", f"name: Cart{char}", 1).encode()
+        for form, body in files.items():
+            for method, url in file_routes:
+                res = client.request(method, url, content=body, headers=YAML)
+                assert res.status_code == 422, (code, form, url, res.text)
+                says = _messages(res)
+                assert named in says or "old_name" in says, (code, form, url, says)
+                if form == "raw":
+                    assert "line 1, column" in says, says
+                else:  # the field, in loc as well as in the message
+                    assert res.json()["detail"][0]["loc"] == ["name"], res.text
+        body_json = {"spec": {**spec, "name": f"Cart{char}Pole"}}
+        for method, url in json_routes:
+            # json.dumps writes a lone surrogate as its \u escape, as a hostile client would.
+            res = client.request(method, url, content=json.dumps(body_json), headers=JSON)
+            assert res.status_code == 422, (code, url, res.text)
+            assert named in _messages(res) and "name'" in _messages(res), res.text
+            assert res.json()["detail"][0]["loc"][-1] == "name", res.text
+
+
+def test_a_lone_surrogate_is_not_utf8(factory):
+    client = factory.client(factory.user())
+    body = CARTPOLE.replace("name: ", "name: Cart\ud800", 1).encode("utf-8", "surrogatepass")
+    res = client.post("/api/studies/import", content=body, headers=YAML)
+    assert res.status_code == 422
+    assert _messages(res) == "not UTF-8"
