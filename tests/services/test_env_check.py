@@ -35,7 +35,7 @@ def test_each_environment_is_checked_and_named_by_its_path(settings):
     problems = validate_study_environments(spec, settings, prefix=())
     assert [p["loc"] for p in problems] == [
         ["environments", 1, "source", "factory"],
-        ["environments", 2, "source", "kwargs"],
+        ["environments", 2, "source", "kwargs", "bogus"],
         ["environments", 3, "source", "id"],
         ["environments", 3, "controls"],
         ["environments", 4, "controls", "keys", "ArrowLeft"],
@@ -54,6 +54,34 @@ def test_require_allowed_needs_no_worker_and_names_the_field(settings):
     with pytest.raises(Invalid) as err:
         require_allowed(spec, allowed_environments(settings))
     assert [d["loc"] for d in err.value.detail] == [["spec", "environments", 1, "source", "id"]]
+
+
+def test_require_allowed_refuses_settings_outside_the_schema_with_what_is_allowed(settings):
+    spec = StudySpec.model_validate({"name": "S", "environments": [
+        _env("cart", {"kind": "gymnasium", "id": "CartPole-v1"}),
+        _env("brk", {"kind": "gymnasium", "id": "ALE/Breakout-v5",
+                     "kwargs": {"frameskip": 20, "mode": 3, "difficulty": 1}}),
+    ]})  # fmt: skip
+    with pytest.raises(Invalid) as err:
+        require_allowed(spec, allowed_environments(settings))
+    detail = {tuple(d["loc"]): d["msg"] for d in err.value.detail}
+    assert detail == {
+        ("spec", "environments", 1, "source", "kwargs", "frameskip"):
+            "setting 'frameskip' must be from 1 to 16 (not 20)",
+        ("spec", "environments", 1, "source", "kwargs", "mode"):
+            "setting 'mode' must be one of 0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44 (not 3)",
+    }  # fmt: skip
+
+
+def test_a_build_error_is_put_on_the_setting_that_caused_it(settings):
+    spec = StudySpec.model_validate({"name": "S", "environments": [
+        _env("lake", {"kind": "gymnasium", "id": "FrozenLake-v1",
+                      "kwargs": {"map_name": "9x9", "is_slippery": False}},
+             controls={"keys": {"ArrowLeft": 0}}),
+    ]})  # fmt: skip
+    (problem,) = validate_study_environments(spec, settings, prefix=())
+    assert problem["loc"] == ["environments", 0, "source", "kwargs", "map_name"]
+    assert problem["msg"].endswith('accepted values: "4x4", "8x8"')
 
 
 def test_an_empty_package_list_leaves_the_catalog_only(settings):

@@ -79,8 +79,10 @@ def test_a_study_made_with_forms_only(live_server: str, page: Page, factory: Fac
     expect(cart_report).to_contain_text("float32 [4]")
     pong_report = pong.get_by_role("article", name="Validation of Pong")
     expect(pong_report.get_by_role("list", name="problems")).to_contain_text(
-        "environments.1.source: Invalid game mode requested"
+        "environments.1.source.kwargs.mode: setting 'mode' must be one of 0, 1 (not 99)"
     )
+    mode_field = settings.locator("[data-schemapath$='.mode']")
+    expect(mode_field.locator(".setting-problem")).to_contain_text("must be one of 0, 1")
     shot(page, "02-validation-problem")
 
     # Fix the rejected setting: untick it (the game's own default applies).

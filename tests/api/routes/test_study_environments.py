@@ -148,14 +148,22 @@ def test_unknown_settings_are_refused_at_activation(client):
     assert res.status_code == 201, res.text  # an allowed id; kwargs are data
     res = _activate(client, res.json()["id"])
     assert res.status_code == 422, res.text
-    assert _locs(res) == [["spec", "environments", 0, "source", "kwargs"]]
+    assert _locs(res) == [["spec", "environments", 0, "source", "kwargs", "bogus_option"]]
     assert "bogus_option" in res.json()["detail"][0]["msg"]
 
+
+def test_a_catalog_setting_outside_its_schema_is_refused_at_save(client):
+    """The catalog knows CartPole's and Breakout's settings: save refuses, naming the range."""
     cartpole = {"kind": "gymnasium", "id": "CartPole-v1", "kwargs": {"bogus_option": 1}}
     res = client.post("/api/studies", json={"spec": spec_dict(source=cartpole)})
-    res = _activate(client, res.json()["id"])
     assert res.status_code == 422, res.text
     assert _locs(res) == [["spec", "environments", 0, "source", "kwargs", "bogus_option"]]
+
+    breakout = {"kind": "gymnasium", "id": "ALE/Breakout-v5", "kwargs": {"frameskip": 20}}
+    res = client.post("/api/studies", json={"spec": spec_dict(source=breakout)})
+    assert res.status_code == 422, res.text
+    assert _locs(res) == [["spec", "environments", 0, "source", "kwargs", "frameskip"]]
+    assert "from 1 to 16" in res.json()["detail"][0]["msg"]
 
 
 def _nested(depth: int) -> str:
