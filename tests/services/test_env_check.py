@@ -40,6 +40,7 @@ def test_each_environment_is_checked_and_named_by_its_path(settings):
         ["environments", 3, "controls"],
         ["environments", 4, "controls", "keys", "ArrowLeft"],
         ["environments", 4, "controls", "axes", 0, "negative"],
+        ["environments", 4, "controls"],  # neither action is reached
     ]
     assert "bogus" in problems[1]["msg"]
     assert "NoSuchEnv-v9" in problems[2]["msg"]
