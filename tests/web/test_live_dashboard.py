@@ -73,7 +73,8 @@ def test_dashboard_follows_a_live_session(live_server, page, browser, factory: F
         expect(page.locator("#quotas [data-env=counter]")).to_contain_text("0 / 4 · 1 recording")
         shot(page, "40-live-dashboard")
 
-        player.keyboard.press("Delete")  # the participant cancels: back to waiting
+        player.keyboard.press("Delete")  # the participant cancels (Enter confirms): waiting
+        player.keyboard.press("Enter")
         expect(player.locator("#after-save-text")).to_contain_text("Episode canceled.")
         expect(row).to_contain_text("waiting")
         expect(page.locator("#today [data-count=canceled]")).to_have_text("1")
