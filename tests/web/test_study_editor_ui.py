@@ -77,6 +77,13 @@ def test_a_study_made_with_forms_only(live_server: str, page: Page, factory: Fac
     cart_report = cartpole.get_by_role("article", name="Validation of CartPole")
     expect(cart_report.get_by_role("img", name="First frame of CartPole")).to_be_visible()
     expect(cart_report).to_contain_text("float32 [4]")
+    expect(cart_report).to_contain_text("int64 scalar, 2 values (0 to 1)")
+    # each dimension's bounds, −∞ and ∞ told apart
+    dims = cart_report.get_by_role("table", name="Bounds per dimension").locator("tbody tr")
+    expect(dims).to_have_count(4)
+    expect(dims.nth(0)).to_have_text("0−4.84.8")
+    expect(dims.nth(1)).to_have_text("1−∞∞")
+    cart_report.screenshot(path=str(SHOTS / "validation-spaces.png"))
     pong_report = pong.get_by_role("article", name="Validation of Pong")
     expect(pong_report.get_by_role("list", name="problems")).to_contain_text(
         "environments.1.source.kwargs.mode: setting 'mode' must be one of 0, 1 (not 99)"
