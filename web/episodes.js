@@ -174,6 +174,7 @@ async function loadPage() {
     $("tag-names").replaceChildren(...page.tag_names.map((n) => el("option", { value: n })));
   }
   renderTable();
+  guard(previewExport)();
 }
 
 /** The returns plot: the first 500 episodes the filters select, oldest first. */
@@ -193,6 +194,7 @@ function renderTable() {
       box.checked ? state.checked.add(e.id) : state.checked.delete(e.id);
       $("ex-checked-count").textContent = `(${state.checked.size})`;
       renderBulk();
+      if (document.querySelector("input[name=ex-sel]:checked").value === "checked") guard(previewExport)();
     });
     const open = el("button", { class: "btn btn-small", type: "button",
                                 onclick: guard(() => openEpisode(e.id)) }, "Replay");
@@ -511,6 +513,31 @@ async function review(change) {
 }
 
 // --- export ----------------------------------------------------------------------------
+/** What the export form selects: the checked rows, or the list's filter. */
+function exportSelection() {
+  const useChecked = document.querySelector("input[name=ex-sel]:checked").value === "checked";
+  return useChecked
+    ? { episode_ids: [...state.checked], include_excluded: $("ex-include-excluded").checked }
+    : filterSelection();
+}
+
+let previewAsked = 0;
+/** Before it starts: how many of the listed episodes the export writes, and which it leaves
+ *  out and why (the server's one definition of each: server/services/counts.py). */
+async function previewExport() {
+  const mine = ++previewAsked;
+  const selection = exportSelection();
+  if (selection.episode_ids && !selection.episode_ids.length) { $("ex-preview").textContent = "Check some episodes first."; return; }
+  const out = await api("POST", `/api/studies/${study}/exports/preview`, { json: { listed: pageFilter(), selection } });
+  if (mine !== previewAsked) return;
+  const what = selection.episode_ids ? "checked" : "listed";
+  const head = `Exports ${plural(out.exported)} of the ${out.listed} ${what}.`;
+  $("ex-preview").replaceChildren(el("strong", {}, head), ...out.left_out.map((r) => el("span", { class: "ex-left-out" },
+    ` Leaves out ${plural(r.count)}, ${r.reason}: `,
+    el("span", { class: "code small" }, r.episode_ids.map((id) => id.slice(0, 8)).join(", ") + (r.count > r.episode_ids.length ? " …" : "")),
+    ".")));
+}
+
 async function startExport(event, { split = false } = {}) {
   event?.preventDefault();
   $("split-offer").hidden = true;
@@ -527,9 +554,7 @@ async function startExport(event, { split = false } = {}) {
   if (profile) options.profile = profile;
   if ($("ex-name").value.trim()) options.name = $("ex-name").value.trim();
   if (split) options.split_by_env = true;
-  const selection = useChecked
-    ? { episode_ids: [...state.checked], include_excluded: $("ex-include-excluded").checked }
-    : filterSelection();
+  const selection = exportSelection();
   let job;
   try {
     job = await api("POST", `/api/studies/${study}/exports`, { json: { selection, options } });
@@ -628,6 +653,7 @@ async function init() {
     $("note-body").value = ""; await refreshEpisode();
   }));
   $("export-form").addEventListener("submit", guard(startExport));
+  $("export-form").addEventListener("change", guard(previewExport));
   $("split-go").addEventListener("click", guard(() => startExport(null, { split: true })));
   $("split-dismiss").addEventListener("click", () => { $("split-offer").hidden = true; });
   $("job-cancel").addEventListener("click", guard(async () => {

@@ -40,6 +40,8 @@ function consent(p) {
 }
 
 function completion(p) {
+  // declined consent: screened out with the platform's code, never "not yet"
+  if (!p.completed_at && p.screened_out_at) return el("span", { class: "badge pt-screened" }, "screened out");
   if (!p.completed_at) return el("span", { class: "muted" }, "not yet");
   return el("span", {}, el("span", { class: "badge pt-completed" }, "completed"), " ", when(p.completed_at),
     el("span", { class: "pt-sub" }, p.completion_code_shown ? "code shown" : "code not shown"));
