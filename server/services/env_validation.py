@@ -20,7 +20,10 @@ from server.core.config import Settings
 from server.study_spec import EnvironmentSpec, StudySpec
 
 if TYPE_CHECKING:
+    from threading import Event
+
     from server.runtime.allowlist import AllowedEnvironments, Problem
+    from server.runtime.catalog import CatalogEntry
     from server.runtime.probe import Inspection
 
 Loc = tuple[str | int, ...]
@@ -231,3 +234,28 @@ def validate_study(
             "warnings": [{**w, "loc": [*base, *w["loc"]]} for w in report["warnings"]],
         })  # fmt: skip
     return out
+
+
+def catalog_spec(entry: CatalogEntry) -> EnvironmentSpec:
+    """The environment spec a catalog entry's thumbnail (its first frame) is built from."""
+    return EnvironmentSpec(
+        id="thumbnail", name=entry.key, source=entry.source(), mode=entry.mode, fps=entry.fps
+    )
+
+
+def warm_catalog(settings: Settings, allowed: AllowedEnvironments, stop: Event) -> int:
+    """Build the first frame of each installed catalog entry not cached yet, one at a time
+    until ``stop`` is set; how many were built. Blocks: run it in a thread."""
+    from server.runtime.catalog import CATALOG
+
+    built = 0
+    for entry in CATALOG.values():
+        if stop.is_set():
+            break
+        if not entry.installed():
+            continue
+        spec = catalog_spec(entry)
+        if frame_path(settings.data_root, cache_key(spec, allowed)) is None:
+            validate_environments([spec], settings, allowed)
+            built += 1
+    return built

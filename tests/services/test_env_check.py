@@ -94,3 +94,22 @@ def test_an_empty_package_list_leaves_the_catalog_only(settings):
     problems = validate_study_environments(spec, strict)
     assert [p["loc"] for p in problems] == [["spec", "environments", 1, "source", "id"]]
     assert "not in the catalog" in problems[0]["msg"]
+
+
+def test_catalog_thumbnails_are_built_once_at_start(settings, monkeypatch):
+    """The start-up warm-up builds each installed entry's first frame once; the catalog's
+    thumbnail is then served from the cache."""
+    from threading import Event
+
+    from server.runtime import catalog
+    from server.services import env_validation
+
+    monkeypatch.setattr(catalog, "CATALOG", {"CartPole": catalog.CATALOG["CartPole"]})
+    allowed = allowed_environments(settings)
+    assert env_validation.warm_catalog(settings, allowed, Event()) == 1
+    spec = env_validation.catalog_spec(catalog.CATALOG["CartPole"])
+    assert env_validation.frame_path(settings.data_root, env_validation.cache_key(spec, allowed))
+    assert env_validation.warm_catalog(settings, allowed, Event()) == 0  # cached: no worker
+    stopped = Event()
+    stopped.set()
+    assert env_validation.warm_catalog(settings, allowed, stopped) == 0
