@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -218,6 +219,28 @@ def _job_payload(settings: Settings, db: Session, job: ExportJob) -> JobPayload:
     )
 
 
+def _start_thumbnails(settings: Settings) -> tuple[threading.Event, threading.Thread] | None:
+    """The catalog's first frames, built in a background thread (each in a worker process)
+    so the catalog opens with pictures; None when the settings turn it off."""
+    if not settings.catalog_thumbnails_at_start:
+        return None
+    from server.services.env_check import allowed_environments
+    from server.services.env_validation import warm_catalog
+
+    stop = threading.Event()
+
+    def run() -> None:
+        try:
+            built = warm_catalog(settings, allowed_environments(settings), stop)
+            log.info("catalog thumbnails: %d built", built)
+        except Exception:  # a missing suite or a failed build must not stop the server
+            log.exception("catalog thumbnails failed")
+
+    thread = threading.Thread(target=run, name="catalog-thumbnails", daemon=True)
+    thread.start()
+    return stop, thread
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app for ``settings`` (the process settings by default).
 
@@ -233,7 +256,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.export_jobs.start()
         await app.state.heartbeat.start()  # registers this replica before anything is served
         app.state.bulk_jobs.start()
+        thumbnails = _start_thumbnails(settings)
         yield
+        if thumbnails is not None:
+            thumbnails[0].set()  # the entry being built finishes; no other starts
+            await asyncio.to_thread(thumbnails[1].join, settings.worker_start_timeout_s)
         await app.state.live_feed.close()
         await app.state.player_registry.close_all()  # episodes abandoned, workers stopped
         await app.state.heartbeat.stop()  # this replica's rows removed

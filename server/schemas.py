@@ -406,6 +406,28 @@ class ExportCreate(StrictModel):
     options: ExportOptionsIn = Field(default_factory=ExportOptionsIn)
 
 
+class ExportPreviewIn(StrictModel):
+    """What the episodes page lists (its filter) and what the export would select."""
+
+    listed: EpisodeFilterIn = Field(
+        default_factory=EpisodeFilterIn,
+        description="The list's filter (ignored when the selection names episode ids).",
+    )
+    selection: ExportSelection = Field(default_factory=ExportSelection)
+
+
+class LeftOut(BaseModel):
+    reason: str
+    count: int
+    episode_ids: list[str] = Field(description="The first few, sorted.")
+
+
+class ExportPreviewPublic(BaseModel):
+    listed: int
+    exported: int
+    left_out: list[LeftOut]
+
+
 class ExportJobPublic(BaseModel):
     id: int
     study_id: int

@@ -254,6 +254,12 @@ class Controls(StrictModel):
     labels: dict[str, str] = Field(
         default_factory=dict, description="Legend text per key or button, shown to the player."
     )
+    not_for_players: list[str | int] = Field(
+        default_factory=list,
+        max_length=1024,
+        description="Actions (by name or index; a vector's dimensions by index) players are not "
+        "meant to reach: they may stay unbound. Any other unbound action blocks activation.",
+    )
 
 
 class EnvironmentSpec(StrictModel):

@@ -100,6 +100,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         admin_password="admin-password",
         max_body_bytes=256 * 1024,
         dm_env_factories=FACTORIES,
+        catalog_thumbnails_at_start=False,  # tests build what they need (two cores)
     )
 
 

@@ -39,6 +39,7 @@ def _serve(settings, port: int, **extra: str) -> subprocess.Popen[bytes]:
         "STUDIO_DATA_ROOT": str(settings.data_root),
         "STUDIO_ADMIN_PASSWORD": PASSWORD,
         "STUDIO_LOAD_SAMPLE_STUDIES": "false",
+        "STUDIO_CATALOG_THUMBNAILS_AT_START": "false",
         "STUDIO_DM_ENV_FACTORIES": ",".join(settings.dm_env_factories),  # the fake envs
         **{f"STUDIO_{name.upper()}": value for name, value in extra.items()},
     }

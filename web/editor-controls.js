@@ -8,7 +8,9 @@
 // the action names of environments that name them (Atari: NOOP, FIRE, UP...). ``controls``
 // is the study spec's ``controls`` mapping (null: the defaults are used), ``defaults`` the
 // catalog's controls. ``onChange(newControls)`` fires on every change with a fresh object in
-// the study format (docs/study-format.md, "Controls"). Returns ``{ controls, destroy }``.
+// the study format (docs/study-format.md, "Controls"). An action no control reaches can be
+// marked "not for players" (``not_for_players``); a key another action holds moves only
+// once the designer says so. Returns ``{ controls, destroy }``.
 
 import { el } from "./api.js";
 
@@ -101,6 +103,7 @@ export function mountControlsEditor(container, { actions = null, meanings = null
   let current = normalize(controls ?? defaults);
   let stopCapture = () => {};
   let status = "";
+  let pending = null; // a key another action holds, waiting for the designer's answer
 
   const root = el("div", { class: "controls-editor" });
   container.replaceChildren(root);
@@ -203,9 +206,15 @@ export function mountControlsEditor(container, { actions = null, meanings = null
       if (!held.length) return;
       const combo = held.join("+");
       stop();
-      current.keys[combo] = row.value; // a key bound elsewhere moves here
-      status = `${combo} → ${row.title}`;
-      changed();
+      const before = current.keys[combo];
+      if (before !== undefined && !row.matches(before) && !same(before, row.value)) {
+        // the key sends another action: ask before taking it from that action
+        pending = { combo, row, before };
+        render();
+        root.querySelector(".rebind-ask .btn-primary")?.focus();
+        return;
+      }
+      bindKey(combo, row);
     };
     const stop = () => {
       window.removeEventListener("keydown", down, true);
@@ -215,6 +224,51 @@ export function mountControlsEditor(container, { actions = null, meanings = null
     window.addEventListener("keydown", down, true);
     window.addEventListener("keyup", up, true);
     stopCapture = () => { stop(); };
+  }
+
+  function bindKey(combo, row) {
+    pending = null;
+    current.keys[combo] = row.value;
+    status = `${combo} → ${row.title}`;
+    changed();
+  }
+
+  /** "KeyJ already sends 1: move it here?", answered with the buttons, Enter or Esc. */
+  function rebindQuestion() {
+    if (!pending) return null;
+    const { combo, row, before } = pending;
+    const keep = () => {
+      pending = null;
+      status = `${combo} kept on ${valueText(before)}.`;
+      render();
+    };
+    const box = el("div", { class: "alert alert-warning rebind-ask", role: "alertdialog", "aria-label": `${combo} is already bound`,
+      onkeydown: (event) => {
+        if (event.key === "Escape") {
+          event.preventDefault();
+          event.stopPropagation();
+          keep();
+        }
+      } },
+    el("p", {}, `${combo} already sends ${valueText(before)}. Move it to ${row.title}? That action loses it.`),
+    el("button", { type: "button", class: "btn btn-small btn-primary", onclick: () => bindKey(combo, row) }, `Move ${combo} to ${row.title}`),
+    " ",
+    el("button", { type: "button", class: "btn btn-small", onclick: keep }, `Keep it on ${valueText(before)}`));
+    return box;
+  }
+
+  /** What marks ``row`` "not for players": its name or index (a vector: its dimension). */
+  const markOf = (model, row) => (model.discrete ? row.value : row.dim);
+  const marked = (model, row) => (current.not_for_players || []).some((m) => String(m) === String(markOf(model, row)));
+
+  function setMarked(model, row, on) {
+    const mark = markOf(model, row);
+    const rest = (current.not_for_players || []).filter((m) => String(m) !== String(mark));
+    if (on) rest.push(mark);
+    if (rest.length) current.not_for_players = rest;
+    else delete current.not_for_players;
+    status = on ? `${row.title} is not for players.` : `${row.title} is for players again.`;
+    changed();
   }
 
   function captureGamepad(model, row, button) {
@@ -285,7 +339,8 @@ export function mountControlsEditor(container, { actions = null, meanings = null
     const rows = model.rows.map((row) => {
       const bindings = bindingsOf(model, row);
       const isNoop = noop !== null && (row.matches(noop) || same(noop, row.value));
-      const unbound = bindings.length === 0 && !isNoop;
+      const notForPlayers = marked(model, row);
+      const unbound = bindings.length === 0 && !isNoop && !notForPlayers;
       const keyButton = el("button", { type: "button", class: "btn btn-small" }, "Press a key…");
       keyButton.addEventListener("click", () => captureKey(row, keyButton));
       keyButton.setAttribute("aria-label", `Bind a key to ${row.title}`);
@@ -295,7 +350,15 @@ export function mountControlsEditor(container, { actions = null, meanings = null
       return el("tr", { class: unbound ? "unbound" : "", dataset: { action: row.title } },
         el("td", { class: "action-name" }, el("strong", {}, row.title),
           isNoop ? el("span", { class: "muted small" }, " (when nothing is pressed)") : null,
-          unbound ? el("span", { class: "badge badge-problem flag-unbound" }, "unbound") : null),
+          unbound ? el("span", { class: "badge badge-problem flag-unbound" }, "unbound") : null,
+          notForPlayers ? el("span", { class: "badge flag-not-for-players" }, "not for players") : null,
+          (bindings.length === 0 && !isNoop) || notForPlayers
+            ? el("label", { class: "small not-for-players" },
+              el("input", { type: "checkbox", checked: notForPlayers ? "" : undefined,
+                "aria-label": `${row.title} is not for players`,
+                onchange: (event) => setMarked(model, row, event.target.checked) }),
+              " not for players")
+            : null),
         el("td", {}, bindings.length ? bindings.map(chip) : el("span", { class: "muted small" }, "—")),
         el("td", { class: "right nowrap" }, keyButton, " ", padButton));
     });
@@ -332,6 +395,7 @@ export function mountControlsEditor(container, { actions = null, meanings = null
       el("table", { class: "table controls-table", "aria-label": "Controls" },
         el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Action"), el("th", { scope: "col" }, "Bound to"), el("th", { scope: "col" }, ""))),
         el("tbody", {}, rows)),
+      rebindQuestion(),
       strayRows.length ? el("div", { class: "stray-bindings" }, el("p", { class: "small" }, "Bindings that reach no action:"), el("ul", {}, strayRows)) : null,
       el("div", { class: "controls-footer" },
         el("label", { for: `deadzone-${uid}` }, "Stick dead zone "), deadzone,

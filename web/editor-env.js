@@ -92,9 +92,18 @@ export function renderEnvCard(env, index, count, ctx) {
     inputField(env, ["episodes_total"], "Episodes in total", { kind: "int", min: 1, defaultValue: "no limit", onChange: changed }));
 
   const settings = el("div", { class: "env-settings", "aria-label": `Settings of ${name}`, role: "group" });
-  const kwargsNow = () => JSON.stringify(env.source?.kwargs || {});
-  mountSettings(settings, entry?.settings_schema, env.source?.kwargs, (kwargs) => {
-    if (JSON.stringify(kwargs) === kwargsNow()) return;
+  const sorted = (kwargs) => JSON.stringify(Object.entries(kwargs || {}).sort(([a], [b]) => (a < b ? -1 : 1)));
+  const kwargsNow = () => sorted(env.source?.kwargs);
+  // each refused or failed setting's message goes beside that setting
+  const settingProblems = new Map();
+  const found = [...(ctx.refused || []), ...(report?.problems || [])];
+  for (const { loc, msg } of found) {
+    const at = loc.indexOf("kwargs");
+    if (at < 1 || loc[at - 1] !== "source" || loc.length !== at + 2) continue;
+    settingProblems.set(loc[at + 1], [...(settingProblems.get(loc[at + 1]) || []), msg]);
+  }
+  mountSettings(settings, entry?.settings_schema, env.source?.kwargs, settingProblems, (kwargs) => {
+    if (sorted(kwargs) === kwargsNow()) return;
     setIn(env, ["source", "kwargs"], Object.keys(kwargs).length ? kwargs : undefined);
     onChange();
   });
@@ -117,7 +126,7 @@ export function renderEnvCard(env, index, count, ctx) {
     ctx.refused?.length
       ? el("div", { class: "alert alert-error", role: "alert" },
         el("p", { class: "alert-message" }, "Not saved: fix these first."),
-        el("ul", { class: "problems", "aria-label": "save problems" }, ctx.refused.map((line) => el("li", {}, line))))
+        el("ul", { class: "problems", "aria-label": "save problems" }, ctx.refused.map(({ loc, msg }) => el("li", {}, `${loc.join(".")}: ${msg}`))))
       : null,
     report ? renderEnvReport(report) : null,
     grid,

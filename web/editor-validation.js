@@ -3,7 +3,14 @@
 
 import { el, problems } from "./api.js";
 
-/** A space as text: "int64 scalar, 6 values" or "uint8 [210, 160, 3] in [0, 255]". */
+const num = (v) => (Number.isInteger(v) ? String(v) : String(+v.toPrecision(6)).replace("-", "−"));
+// JSON has no infinity: an unbounded low is null (−∞), an unbounded high null (∞)
+const low = (v) => (v === null ? "−∞" : num(v));
+const high = (v) => (v === null ? "∞" : num(v));
+const MAX_DIMS = 32; // dimensions listed one by one; more are summed up
+
+/** A space as text: "int64 scalar, 3 values (0 to 2)", "uint8 [210, 160, 3] in [0, 255]",
+ *  "float32 [4]" (its per-dimension bounds: :func:`spaceDetail`). */
 export function describeSpace(space) {
   if (space === null || space === undefined) return "unknown";
   if (Array.isArray(space)) return `(${space.map(describeSpace).join(", ")})`;
@@ -12,16 +19,28 @@ export function describeSpace(space) {
   }
   const shape = space.shape.length ? `[${space.shape.join(", ")}]` : "scalar";
   let text = `${space.dtype} ${shape}`;
-  if (space.num_values !== undefined) text += `, ${space.num_values} values`;
-  else if (space.minimum !== undefined) text += ` in [${bound(space.minimum)}, ${bound(space.maximum)}]`;
+  if (space.num_values !== undefined) {
+    const first = Number(space.minimum ?? 0);
+    text += `, ${space.num_values} values (${first} to ${first + space.num_values - 1})`;
+  } else if (space.minimum !== undefined) {
+    const lows = [space.minimum].flat(), highs = [space.maximum].flat();
+    const same = (a) => a.every((v) => v === a[0]);
+    if (same(lows) && same(highs)) text += ` in [${low(lows[0])}, ${high(highs[0])}]`;
+  }
   return text;
 }
 
-function bound(value) {
-  const show = (v) => (v === null ? "∞" : String(v));
-  if (!Array.isArray(value)) return show(value);
-  const distinct = [...new Set(value.map(show))];
-  return distinct.length === 1 ? distinct[0] : `${distinct.slice(0, 4).join(", ")}${distinct.length > 4 ? ", …" : ""}`;
+/** The low and high of each dimension of a box whose bounds differ per dimension, or null. */
+export function spaceDetail(space) {
+  if (!space || !("dtype" in space) || !Array.isArray(space.minimum)) return null;
+  const lows = space.minimum, highs = space.maximum;
+  if (lows.every((v) => v === lows[0]) && highs.every((v) => v === highs[0])) return null;
+  const rows = lows.slice(0, MAX_DIMS).map((v, i) => el("tr", {},
+    el("th", { scope: "row" }, String(i)), el("td", {}, low(v)), el("td", {}, high(highs[i]))));
+  const more = lows.length > MAX_DIMS ? el("caption", { class: "muted small" }, `first ${MAX_DIMS} of ${lows.length} dimensions`) : null;
+  return el("table", { class: "space-dims", "aria-label": "Bounds per dimension" }, more,
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "dim"), el("th", { scope: "col" }, "low"), el("th", { scope: "col" }, "high"))),
+    el("tbody", {}, rows));
 }
 
 function describeSpeed(speed) {
@@ -47,11 +66,13 @@ export function renderEnvReport(env) {
     ? el("span", { class: "badge badge-active" }, env.warnings.length ? "builds, with warnings" : "builds")
     : el("span", { class: "badge badge-problem" }, "problems");
   const facts = el("dl", { class: "facts" });
-  const fact = (term, value) => facts.append(el("dt", {}, term), el("dd", {}, value));
-  if (env.observation_space) fact("Observation", describeSpace(env.observation_space));
+  const fact = (term, ...value) => facts.append(el("dt", {}, term), el("dd", {}, ...value));
+  if (env.observation_space) {
+    fact("Observation", el("span", {}, describeSpace(env.observation_space)), spaceDetail(env.observation_space));
+  }
   if (env.action_space) {
-    const meanings = env.action_meanings ? ` (${env.action_meanings.join(", ")})` : "";
-    fact("Actions", describeSpace(env.action_space) + meanings);
+    const meanings = env.action_meanings ? `: ${env.action_meanings.map((m, i) => `${i} ${m}`).join(", ")}` : "";
+    fact("Actions", el("span", {}, describeSpace(env.action_space) + meanings), spaceDetail(env.action_space));
   }
   if (env.speed) fact("Speed", describeSpeed(env.speed));
   if (env.controls) {

@@ -8,6 +8,7 @@
 import { ApiError, el, showError, toast } from "./api.js";
 import { entryFor, environmentFrom, freeId, loadCatalog, pickEnvironment } from "./editor-catalog.js";
 import { renderEnvCard } from "./editor-env.js";
+import { flushSettings } from "./editor-settings.js";
 import { fieldBox, getIn, inputField, markdownField, selectField, setIn, switchField, uid } from "./editor-fields.js";
 
 const $ = (selector) => document.querySelector(selector);
@@ -24,7 +25,7 @@ const ed = {
   view: "form",
   yamlSynced: "", // the YAML text that matches ``data``
   reports: new Map(), // environment id → its last validation report
-  refused: new Map(), // environment index → problems the server found when saving
+  refused: new Map(), // environment index → problems ({loc, msg}) the server found when saving
   entries: [],
 };
 
@@ -264,14 +265,15 @@ function showRefusal(error) {
     const loc = [...(item.loc || [])];
     while (loc.length && loc[0] !== "environments") loc.shift();
     if (loc.length < 2 || typeof loc[1] !== "number") continue;
-    const lines = ed.refused.get(loc[1]) || [];
-    lines.push(`${loc.join(".")}: ${item.msg}`);
-    ed.refused.set(loc[1], lines);
+    const items = ed.refused.get(loc[1]) || [];
+    items.push({ loc, msg: item.msg });
+    ed.refused.set(loc[1], items);
   }
   if (ed.view === "form") renderForm();
 }
 
 async function saveNow(errorBox) {
+  flushSettings();
   ed.refused = new Map();
   let study;
   const yamlView = ed.view === "yaml";
@@ -315,6 +317,7 @@ export async function validate({ toForm = true } = {}) {
       return;
     }
   }
+  flushSettings();
   status.textContent = "Building the environments…";
   ed.refused = new Map();
   try {

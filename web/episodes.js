@@ -45,6 +45,11 @@ const replay = createReplay({
   api, guard, toast,
   onChange: () => writeUrl(),
   onEdited: () => refreshEpisode(),
+  onEpisode: (delta) => openNeighbour(delta),
+  onOutcome: async (outcome) => {
+    await review({ outcome });
+    toast(`Outcome: ${outcome ?? "unset"}.`);
+  },
 });
 
 // --- filters and list ------------------------------------------------------------------
@@ -169,6 +174,7 @@ async function loadPage() {
     $("tag-names").replaceChildren(...page.tag_names.map((n) => el("option", { value: n })));
   }
   renderTable();
+  guard(previewExport)();
 }
 
 /** The returns plot: the first 500 episodes the filters select, oldest first. */
@@ -188,6 +194,7 @@ function renderTable() {
       box.checked ? state.checked.add(e.id) : state.checked.delete(e.id);
       $("ex-checked-count").textContent = `(${state.checked.size})`;
       renderBulk();
+      if (document.querySelector("input[name=ex-sel]:checked").value === "checked") guard(previewExport)();
     });
     const open = el("button", { class: "btn btn-small", type: "button",
                                 onclick: guard(() => openEpisode(e.id)) }, "Replay");
@@ -271,39 +278,56 @@ async function sortBy(key) {
   await loadPage();
 }
 
+/** Return per episode, oldest first: one series (line and dots) per environment, with axes. */
 function renderPlot(items) {
   const box = $("returns-plot");
   $("returns-card").hidden = items.length === 0;
   if (!items.length) { box.replaceChildren(); return; }
-  const W = 720, H = 180, P = 36;
+  const W = 720, H = 220, L = 56, R = 16, T = 12, B = 40;
   const ys = items.map((e) => e.total_reward);
   let lo = Math.min(0, ...ys), hi = Math.max(...ys);
   if (hi === lo) hi = lo + 1;
-  const x = (i) => P + (items.length === 1 ? (W - 2 * P) / 2 : (i * (W - 2 * P)) / (items.length - 1));
-  const y = (v) => H - P / 2 - ((v - lo) * (H - P)) / (hi - lo);
+  const n = items.length;
+  const x = (i) => L + (n === 1 ? (W - L - R) / 2 : (i * (W - L - R)) / (n - 1));
+  const y = (v) => H - B - ((v - lo) * (H - B - T)) / (hi - lo);
   const ns = "http://www.w3.org/2000/svg";
   const svg = document.createElementNS(ns, "svg");
   svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
-  const add = (tag, attrs, text) => {
-    const n = document.createElementNS(ns, tag);
-    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
-    if (text !== undefined) n.textContent = text;
-    svg.append(n); return n;
+  const add = (tag, attrs, text, parent = svg) => {
+    const node = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+    if (text !== undefined) node.textContent = text;
+    parent.append(node); return node;
   };
-  add("line", { x1: P, x2: W - P, y1: y(0), y2: y(0), class: "ep-axis" });
-  add("text", { x: 2, y: y(hi) + 4, class: "ep-axis-label" }, hi.toFixed(1));
-  add("text", { x: 2, y: y(lo) + 4, class: "ep-axis-label" }, lo.toFixed(1));
-  add("polyline", { points: items.map((e, i) => `${x(i)},${y(e.total_reward)}`).join(" "),
-                    class: "ep-line" });
-  items.forEach((e, i) => {
-    const dot = add("circle", { cx: x(i), cy: y(e.total_reward), r: 5, class: `ep-dot ep-dot-${e.status}`,
-                                tabindex: 0, "data-id": e.id });
-    const tip = document.createElementNS(ns, "title");
-    tip.textContent = `${e.env_key} · ${e.status} · return ${e.total_reward.toFixed(2)} · ${e.steps} steps`;
-    dot.append(tip);
-    dot.addEventListener("click", guard(() => openEpisode(e.id)));
+  // axes: return (left) with its bounds and zero, episode number (bottom)
+  add("line", { x1: L, x2: L, y1: T, y2: H - B, class: "ep-axis" });
+  add("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "ep-axis" });
+  if (lo < 0) add("line", { x1: L, x2: W - R, y1: y(0), y2: y(0), class: "ep-axis ep-zero" });
+  const fmt = (v) => (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(1));
+  for (const v of new Set([lo, 0, hi])) add("text", { x: L - 6, y: y(v) + 4, class: "ep-axis-label", "text-anchor": "end" }, fmt(v));
+  for (const i of new Set([0, Math.floor((n - 1) / 2), n - 1])) {
+    add("text", { x: x(i), y: H - B + 16, class: "ep-axis-label", "text-anchor": "middle" }, String(i + 1));
+  }
+  add("text", { x: (L + W - R) / 2, y: H - 6, class: "ep-axis-title", "text-anchor": "middle" }, "episode (oldest first)");
+  add("text", { x: 12, y: (T + H - B) / 2, class: "ep-axis-title", "text-anchor": "middle",
+                transform: `rotate(-90 12 ${(T + H - B) / 2})` }, "return");
+  const envs = [...new Set(items.map((e) => e.env_key))];
+  envs.forEach((env, k) => {
+    const series = add("g", { class: `ep-series ep-series-${k % 6}`, "data-env": env });
+    const points = items.map((e, i) => [e, i]).filter(([e]) => e.env_key === env);
+    if (points.length > 1) {
+      add("polyline", { points: points.map(([e, i]) => `${x(i)},${y(e.total_reward)}`).join(" "), class: "ep-line" }, undefined, series);
+    }
+    for (const [e, i] of points) {
+      const dot = add("circle", { cx: x(i), cy: y(e.total_reward), r: 5, class: `ep-dot ep-dot-${e.status}`,
+                                  tabindex: 0, "data-id": e.id }, undefined, series);
+      add("title", {}, `${e.env_key} · ${e.status} · return ${e.total_reward.toFixed(2)} · ${e.steps} steps`, dot);
+      dot.addEventListener("click", guard(() => openEpisode(e.id)));
+    }
   });
-  box.replaceChildren(svg);
+  const legend = el("ul", { class: "ep-legend", "aria-label": "Environments in the plot" },
+    envs.map((env, k) => el("li", { class: `ep-series-${k % 6}` }, el("span", { class: "ep-swatch", "aria-hidden": "true" }), env)));
+  box.replaceChildren(svg, envs.length > 1 ? legend : "");
 }
 
 // --- bulk actions ----------------------------------------------------------------------
@@ -366,14 +390,17 @@ async function bulk(action) {
   const res = await api("POST", `/api/studies/${study}/episodes/bulk`, { json: body });
   // a filter or many episodes: a background job (202) whose progress shows under the bar
   const result = res.state ? await followBulkJob(res) : res;
-  clearSelection();
-  if (!result) { await loadEpisodes(); return; }
+  // the selection stays for the next action until cleared; deleted episodes leave it
+  const kept = state.allMatching;
+  if (!result) { await loadEpisodes(); state.allMatching = kept; renderTable(); return; }
   toast(DONE_WORDS[action](result, body));
   if (action === "delete") {
     if (replay.episode && (all || state.checked.has(replay.episode.id))) { replay.close(); writeUrl(); }
+    clearSelection();
     state.offset = 0;
   } else if (replay.episode) await refreshEpisode();
   await loadEpisodes();
+  if (action !== "delete") { state.allMatching = kept; renderTable(); }
 }
 
 /** Every episode the list's filters match (the list itself counts up to 10,000). */
@@ -411,12 +438,36 @@ async function followBulkJob(job) {
 }
 
 // --- replay viewer (web/episodes_replay.js) --------------------------------------------
-async function openEpisode(id, step = 0) {
+async function openEpisode(id, step = 0, { scroll = true } = {}) {
   const ep = await api("GET", `/api/episodes/${id}`);
   renderSide(ep); renderTable();
   await replay.open(ep, step);
-  renderTable();
-  $("viewer").scrollIntoView({ block: "start" });
+  renderTable(); renderPosition();
+  if (scroll) $("viewer").scrollIntoView({ block: "start" });
+}
+
+/** Where the open episode is in the list (its filters, sort and page). */
+function renderPosition() {
+  const i = replay.episode ? state.items.findIndex((e) => e.id === replay.episode.id) : -1;
+  $("episode-position").textContent = i < 0 ? "not in the list" : `${state.offset + i + 1} of ${totalText()}`;
+  $("prev-episode").disabled = i < 0 ? false : state.offset + i === 0;
+  $("next-episode").disabled = i >= 0 && i === state.items.length - 1 && !state.next
+    && state.offset + state.items.length >= state.total;
+}
+
+/** Open the episode ``delta`` rows away in the list, across pages; the list keeps its filters and sort. */
+async function openNeighbour(delta) {
+  if (!replay.episode) return;
+  let i = state.items.findIndex((e) => e.id === replay.episode.id);
+  if (i < 0) i = delta > 0 ? -1 : state.items.length;  // not listed: from the start or end of the page
+  let target = state.items[i + delta];
+  if (!target && delta > 0 && state.offset + state.items.length < state.total) {
+    await nextPage(); target = state.items[0];
+  } else if (!target && delta < 0 && state.offset > 0) {
+    await prevPage(); target = state.items[state.items.length - 1];
+  }
+  if (!target) { toast(delta > 0 ? "This is the last episode of the list." : "This is the first episode of the list."); return; }
+  await openEpisode(target.id, 0, { scroll: false });
 }
 
 /**
@@ -462,6 +513,31 @@ async function review(change) {
 }
 
 // --- export ----------------------------------------------------------------------------
+/** What the export form selects: the checked rows, or the list's filter. */
+function exportSelection() {
+  const useChecked = document.querySelector("input[name=ex-sel]:checked").value === "checked";
+  return useChecked
+    ? { episode_ids: [...state.checked], include_excluded: $("ex-include-excluded").checked }
+    : filterSelection();
+}
+
+let previewAsked = 0;
+/** Before it starts: how many of the listed episodes the export writes, and which it leaves
+ *  out and why (the server's one definition of each: server/services/counts.py). */
+async function previewExport() {
+  const mine = ++previewAsked;
+  const selection = exportSelection();
+  if (selection.episode_ids && !selection.episode_ids.length) { $("ex-preview").textContent = "Check some episodes first."; return; }
+  const out = await api("POST", `/api/studies/${study}/exports/preview`, { json: { listed: pageFilter(), selection } });
+  if (mine !== previewAsked) return;
+  const what = selection.episode_ids ? "checked" : "listed";
+  const head = `Exports ${plural(out.exported)} of the ${out.listed} ${what}.`;
+  $("ex-preview").replaceChildren(el("strong", {}, head), ...out.left_out.map((r) => el("span", { class: "ex-left-out" },
+    ` Leaves out ${plural(r.count)}, ${r.reason}: `,
+    el("span", { class: "code small" }, r.episode_ids.map((id) => id.slice(0, 8)).join(", ") + (r.count > r.episode_ids.length ? " …" : "")),
+    ".")));
+}
+
 async function startExport(event, { split = false } = {}) {
   event?.preventDefault();
   $("split-offer").hidden = true;
@@ -478,9 +554,7 @@ async function startExport(event, { split = false } = {}) {
   if (profile) options.profile = profile;
   if ($("ex-name").value.trim()) options.name = $("ex-name").value.trim();
   if (split) options.split_by_env = true;
-  const selection = useChecked
-    ? { episode_ids: [...state.checked], include_excluded: $("ex-include-excluded").checked }
-    : filterSelection();
+  const selection = exportSelection();
   let job;
   try {
     job = await api("POST", `/api/studies/${study}/exports`, { json: { selection, options } });
@@ -579,6 +653,7 @@ async function init() {
     $("note-body").value = ""; await refreshEpisode();
   }));
   $("export-form").addEventListener("submit", guard(startExport));
+  $("export-form").addEventListener("change", guard(previewExport));
   $("split-go").addEventListener("click", guard(() => startExport(null, { split: true })));
   $("split-dismiss").addEventListener("click", () => { $("split-offer").hidden = true; });
   $("job-cancel").addEventListener("click", guard(async () => {

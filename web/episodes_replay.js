@@ -13,9 +13,11 @@ const MAX_VALUES = 64;     // observation values listed before "show all"
 
 /**
  * ``api``/``guard``/``toast`` as the page has them; ``onChange(episode, step)`` after the
- * step or episode changes (the page writes it into the URL); ``onEdited()`` after a tag.
+ * step or episode changes (the page writes it into the URL); ``onEdited()`` after a tag;
+ * ``onEpisode(delta)`` opens the next (1) or previous (-1) episode of the list;
+ * ``onOutcome(outcome)`` sets the reviewer's outcome of the open episode.
  */
-export function createReplay({ api, guard, toast, onChange, onEdited }) {
+export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode, onOutcome }) {
   const state = { episode: null, step: 0, pages: new Map(), playing: false, timer: null,
                   mark: null, markEnd: null, chart: null, want: 0 };
 
@@ -57,16 +59,25 @@ export function createReplay({ api, guard, toast, onChange, onEdited }) {
     $("step-slider").value = want;
     $("frame").src = `/api/episodes/${ep.id}/frames/${want}`;
     $("step-label").textContent = `${want} / ${ep.steps - 1}`;
-    const r = range();
-    $("mark-info").textContent = r ? `Marked steps ${r[0]}..${r[1]} — press t to tag them` :
-      `No range marked — t tags step ${want}`;
-    if (!r) { $("st-start").value = want; $("st-end").value = want; }
+    showTagHint();
+    if (!range()) { $("st-start").value = want; $("st-end").value = want; }
     if (state.chart) state.chart.redraw();
     onChange(ep, want);
     stepItem(want).then((item) => { if (state.want === want && item) renderStep(item); })
       .catch((err) => toast(err.message, "error"));
     const next = Math.floor(want / PAGE) + 1;  // read ahead while playing or stepping
     if (want % PAGE > PAGE - 20 && next * PAGE < ep.steps) page(next).catch(() => {});
+  }
+
+  /** What ``t`` will do now: which steps, with which name (the name field, shown). */
+  function showTagHint() {
+    if (!state.episode) return;
+    const r = range();
+    const name = $("st-name").value.trim();
+    const what = r ? `steps ${r[0]}..${r[1]} (marked)` : `step ${state.step}`;
+    $("mark-info").textContent = name
+      ? `t tags ${what} “${name}” — Shift+T changes the name`
+      : `t tags ${what} — type its name first (Shift+T)`;
   }
 
   const row = (name, ...value) => el("tr", {}, el("th", { scope: "row" }, name), el("td", {}, ...value));
@@ -180,11 +191,17 @@ export function createReplay({ api, guard, toast, onChange, onEdited }) {
 
   async function tag(start, end) {
     const name = $("st-name").value.trim();
-    if (!name) { $("st-name").focus(); toast("Type a step tag name first.", "error"); return; }
+    if (!name) { focusTagName(); toast("Type a step tag name first, then Enter.", "error"); return; }
     await api("POST", `/api/episodes/${state.episode.id}/step-tags`, { json: { name, start, end } });
     toast(start === end ? `Tagged step ${start} “${name}”.` : `Tagged steps ${start}..${end} “${name}”.`);
     state.mark = null; state.markEnd = null;
     await onEdited();
+  }
+
+  /** The tag name field, selected, for the next ``t``; Enter or Esc hands the keys back. */
+  function focusTagName() {
+    $("st-name").focus();
+    $("st-name").select();
   }
 
   function onKey(event) {
@@ -200,6 +217,12 @@ export function createReplay({ api, guard, toast, onChange, onEdited }) {
       "[": () => mark("start"),
       "]": () => mark("end"),
       t: guard(tagKey),
+      T: focusTagName,
+      n: guard(() => onEpisode(1)),
+      p: guard(() => onEpisode(-1)),
+      s: guard(() => onOutcome("success")),
+      f: guard(() => onOutcome("failure")),
+      u: guard(() => onOutcome(null)),
     };
     const action = actions[event.key];
     if (action) { event.preventDefault(); action(); }
@@ -242,6 +265,18 @@ export function createReplay({ api, guard, toast, onChange, onEdited }) {
   function update(ep) { state.episode = ep; show(state.step); }
 
   $("step-slider").addEventListener("input", (e) => { pause(); show(Number(e.target.value)); });
+  $("st-name").addEventListener("input", showTagHint);
+  $("st-name").addEventListener("keydown", (event) => {
+    // the name is set: back to the replay's keys (the form's own submit needs its button)
+    if (event.key === "Enter" || event.key === "Escape") {
+      event.preventDefault();
+      event.stopPropagation();
+      $("st-name").blur();
+      showTagHint();
+    }
+  });
+  $("prev-episode").addEventListener("click", guard(() => onEpisode(-1)));
+  $("next-episode").addEventListener("click", guard(() => onEpisode(1)));
   $("play-btn").addEventListener("click", () => (state.playing ? pause() : play()));
   document.addEventListener("keydown", onKey);
 

@@ -54,9 +54,12 @@ function render(data) {
   $("sessions-table").hidden = sessions.length === 0;
   $("no-sessions").hidden = sessions.length > 0;
   $("quotas").replaceChildren(...data.quotas.map(quota));
-  $("today").replaceChildren(...counts(STATUSES.map((s) => [s, data.episodes_today[s] || 0])));
+  // participants' episodes; the designers' test plays apart (server/services/counts.py)
+  $("today").replaceChildren(...counts([...STATUSES.map((s) => [s, data.episodes_today[s] || 0]),
+    ["test plays (not counted)", data.test_plays_today ?? 0]]));
   const p = data.participants;
-  $("participants").replaceChildren(...counts([["joined", p.joined], ["started", p.started], ["completed", p.completed]]));
+  $("participants").replaceChildren(...counts([["joined", p.joined], ["started", p.started], ["completed", p.completed],
+    ["screened out", p.screened_out ?? 0]]));
   $("updated").textContent = `updated ${new Date(data.at).toLocaleTimeString()} · ${data.replicas} replica${data.replicas === 1 ? "" : "s"}`;
 }
 

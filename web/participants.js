@@ -40,6 +40,8 @@ function consent(p) {
 }
 
 function completion(p) {
+  // declined consent: screened out with the platform's code, never "not yet"
+  if (!p.completed_at && !p.full_at && p.screened_out_at) return el("span", { class: "badge pt-screened" }, "screened out");
   // "full": the study filled up before they finished; they got the full code, not completion
   const at = p.completed_at || p.full_at;
   if (!at) return el("span", { class: "muted" }, "not yet");

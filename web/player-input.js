@@ -7,7 +7,8 @@ const GAMEPAD_POLL_MS = 4; // while a gamepad is connected
 const GAMEPAD_SEARCH_MS = 250; // looking for one
 const $ = (id) => document.getElementById(id);
 
-/** Input for the page's ``state``; ``act`` = {primary, go, togglePause, cancel, blocked}. */
+/** Input for the page's ``state``; ``act`` = {primary, go, togglePause, cancel, blocked,
+ *  answer(e): true when a question on screen took the key}. */
 export function createInput(state, send, act) {
   function mode() { return state.env && state.envs[state.env] ? state.envs[state.env].mode : "sync"; }
   function sendInput() {
@@ -23,6 +24,7 @@ export function createInput(state, send, act) {
 
   function onKeyDown(e) {
     if (act.blocked()) return;
+    if (act.answer(e)) { e.preventDefault(); return; } // a question on screen takes the keys
     if (e.code === PLAYER_KEYS.start && (state.phase === "idle" || state.phase === "ready")) { e.preventDefault(); act.primary(); return; }
     if (e.code === PLAYER_KEYS.pause) { e.preventDefault(); act.togglePause(); return; }
     if (e.code === PLAYER_KEYS.cancel) { e.preventDefault(); act.cancel(); return; }

@@ -443,6 +443,7 @@ function setPhase(phase, overlay = OVERLAYS[phase]) {
   state.phase = phase;
   $("st-phase").textContent = phase;
   const active = phase === "playing" || phase === "paused";
+  if (!active && state.askingCancel) closeCancelAsk(); // the episode ended meanwhile
   $("pause-btn").disabled = !active;
   $("cancel-btn").disabled = !active;
   $("start-btn").disabled = !(phase === "idle" || phase === "ready");
@@ -501,7 +502,35 @@ function togglePause() {
   if (state.phase === "playing") { releaseAll(true); send({ type: "pause" }); }
   else if (state.phase === "paused") send({ type: "resume" });
 }
-function cancelEpisode() { if (state.phase === "playing" || state.phase === "paused") send({ type: "cancel" }); }
+/** Delete (or the button) asks first, pausing the game meanwhile; Delete again or Enter
+ *  cancels, Esc goes back (resuming what was playing). */
+function cancelEpisode() {
+  if (state.phase !== "playing" && state.phase !== "paused") return;
+  if (state.askingCancel) { confirmCancel(); return; }
+  state.askingCancel = { resume: state.phase === "playing" };
+  if (state.phase === "playing") { releaseAll(true); send({ type: "pause" }); }
+  $("cancel-ask").hidden = false;
+  $("screen").focus(); // its keys: Delete / Enter / Esc
+}
+function closeCancelAsk() { state.askingCancel = null; $("cancel-ask").hidden = true; }
+function confirmCancel() {
+  closeCancelAsk();
+  if (state.phase === "playing" || state.phase === "paused") send({ type: "cancel" });
+  $("screen").focus();
+}
+function keepPlaying() {
+  const { resume } = state.askingCancel || {};
+  closeCancelAsk();
+  if (resume) send({ type: "resume" });
+  $("screen").focus();
+}
+/** The keys while the cancel question is on screen: all of them go to it. */
+function answerCancel(e) {
+  if (!state.askingCancel) return false;
+  if (e.code === "Delete" || e.code === "Enter" || e.code === "NumpadEnter") confirmCancel();
+  else if (e.code === "Escape") keepPlaying();
+  return true;
+}
 function primaryAction() {
   if (state.phase === "ready") go();
   else if (state.phase === "idle" && !$("after-save").hidden) goNext();
@@ -509,7 +538,7 @@ function primaryAction() {
 }
 
 const input = createInput(state, send, { primary: primaryAction, go, togglePause, cancel: cancelEpisode,
-  blocked: () => $("save-dialog").open || $("instructions-dialog").open });
+  blocked: () => $("save-dialog").open || $("instructions-dialog").open, answer: answerCancel });
 const { mode, sendInput, releaseAll, onKeyDown, onKeyUp } = input;
 
 /* --- wiring ------------------------------------------------------------------------- */
@@ -532,6 +561,8 @@ function wire() {
   $("next-btn").addEventListener("click", goNext);
   $("pause-btn").addEventListener("click", togglePause);
   $("cancel-btn").addEventListener("click", cancelEpisode);
+  $("cancel-yes").addEventListener("click", confirmCancel);
+  $("cancel-no").addEventListener("click", keepPlaying);
   $("other-env-btn").addEventListener("click", () => { $("after-save").hidden = true; renderLobby(); show("lobby-view"); });
   const endSession = () => { state.closing = true; send({ type: "end_session" }); finish("Your session has ended. You can close this page."); };
   $("end-btn").addEventListener("click", endSession);

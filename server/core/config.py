@@ -112,6 +112,11 @@ class Settings(BaseSettings):
     )
     worker_timeout_s: float = Field(default=10.0, gt=0, description="Wait for any worker reply.")
     worker_start_timeout_s: float = Field(default=60.0, gt=0)
+    catalog_thumbnails_at_start: bool = Field(
+        default=True,
+        description="Build the first frame of each installed catalog entry (those not cached "
+        "yet) in the background at start, so the catalog opens with pictures.",
+    )
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     session_max_age_s: int = 7 * 24 * 3600
     insecure_cookies: bool = Field(

@@ -9,11 +9,13 @@ with their field paths, never raises, and imports nothing (a suite's presence is
 from __future__ import annotations
 
 import importlib.util
+import json
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from server.runtime._catalog_data import ATARI_CONTROLS, ATARI_SCHEMA, ENTRIES, SUITES
+from server.runtime._settings_docs import described
 from server.study_spec import Controls, DmEnvSource, EnvironmentSpec, GymnasiumSource
 
 if TYPE_CHECKING:
@@ -77,7 +79,11 @@ class CatalogEntry:
         }
 
 
-CATALOG: dict[str, CatalogEntry] = {e["key"]: CatalogEntry(**e) for e in ENTRIES}
+CATALOG: dict[str, CatalogEntry] = {
+    e["key"]: CatalogEntry(**{**e, "schema": described(e["key"], e["suite"], e["schema"])})
+    for e in ENTRIES
+}
+_ATARI_SCHEMA = described("", "atari", ATARI_SCHEMA)
 
 
 @cache
@@ -106,7 +112,7 @@ def find_entry(source: GymnasiumSource | DmEnvSource) -> CatalogEntry | None:
     if best is None and isinstance(source, GymnasiumSource) and source.id.startswith("ALE/"):
         best = CatalogEntry(
             key=source.id, suite="atari", id=source.id, mode="async", fps=15,
-            controls=ATARI_CONTROLS, schema=ATARI_SCHEMA,
+            controls=ATARI_CONTROLS, schema=_ATARI_SCHEMA,
         )  # fmt: skip
     return best
 
@@ -196,11 +202,20 @@ def settings_problems(
         if not isinstance(value, kinds) or wrong_bool:
             problems.append((name, f"setting {name!r} must be of type {prop['type']}"))
             continue
-        if "minimum" in prop and value < prop["minimum"]:
-            problems.append((name, f"setting {name!r} must be >= {prop['minimum']}"))
-        if "maximum" in prop and value > prop["maximum"]:
-            problems.append((name, f"setting {name!r} must be <= {prop['maximum']}"))
+        if "enum" in prop and value not in prop["enum"]:
+            allowed = ", ".join(json.dumps(v) for v in prop["enum"])
+            problems.append((name, f"setting {name!r} must be one of {allowed} (not {value!r})"))
+            continue
+        low, high = prop.get("minimum"), prop.get("maximum")
+        if (low is not None and value < low) or (high is not None and value > high):
+            problems.append((name, f"setting {name!r} must be {_range(low, high)} (not {value!r})"))
     return problems
+
+
+def _range(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"from {low:g} to {high:g}"
+    return f"at least {low:g}" if low is not None else f"at most {high:g}"
 
 
 def catalog_public() -> list[dict[str, Any]]:

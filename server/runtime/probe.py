@@ -9,6 +9,8 @@ of the real action spec), resets it once for a first frame (not recorded) and cl
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +18,7 @@ from typing import Any
 
 from server.runtime.allowlist import AllowedEnvironments, Problem
 from server.runtime.worker import EnvWorker, RemoteError, WorkerError, WorkerTimeout
-from server.study_spec import EnvironmentSpec
+from server.study_spec import EnvironmentSpec, GymnasiumSource
 
 PARALLEL = 2  # workers built at once by one validation (the machine serves players too)
 
@@ -25,6 +27,39 @@ _ERROR_LOC: dict[str, tuple[str, ...]] = {
     "UnknownEnvironment": ("source", "id"),
     "BadSettings": ("source", "kwargs"),
 }
+
+
+def build_problem(env_spec: EnvironmentSpec, kind: str, message: str) -> Problem:
+    """A worker's build error, at the setting that caused it when the message shows which.
+
+    A setting is named by the message (``Invalid game mode requested`` → ``mode``) or its
+    value is quoted there (FrozenLake's ``KeyError: '9x9'`` → ``map_name``); the values the
+    catalog or :mod:`._settings_docs` know for it are added.
+    """
+    from server.runtime._settings_docs import known_values
+    from server.runtime.catalog import find_entry
+
+    loc = _ERROR_LOC.get(kind, ("source",))
+    kwargs = env_spec.source.kwargs
+    if loc[-1:] == ("id",) or not kwargs:
+        return loc, message
+    words = set(re.findall(r"[a-z0-9]+", message.lower()))
+    named = [k for k in kwargs if set(k.lower().split("_")) <= words]
+    quoted = [k for k, v in kwargs.items() if isinstance(v, str | int) and not isinstance(v, bool)
+              and re.search(rf"(^|['\"\s]){re.escape(str(v))}(['\"\s]|$)", message)]  # fmt: skip
+    culprits = named if len(named) == 1 else quoted if len(quoted) == 1 else []
+    if not culprits:
+        return loc, message
+    name = culprits[0]
+    entry = find_entry(env_spec.source)
+    prop = entry.schema.get("properties", {}).get(name, {}) if entry else {}
+    values = prop.get("enum")
+    if values is None and isinstance(env_spec.source, GymnasiumSource):
+        values = known_values(env_spec.source.id, name)
+    text = f"setting {name!r} = {kwargs[name]!r} was refused by the environment: {message}"
+    if values:
+        text += f"; accepted values: {', '.join(json.dumps(v) for v in values)}"
+    return ("source", "kwargs", name), text
 
 
 class _Counter:
@@ -56,7 +91,7 @@ async def inspect(
             env_spec, allowed=allowed, study_id="probe", data_root=data_root, timeout=timeout
         )
     except RemoteError as exc:
-        return Inspection([(_ERROR_LOC.get(exc.kind, ("source",)), exc.message)])
+        return Inspection([build_problem(env_spec, exc.kind, exc.message)])
     except WorkerTimeout:
         return Inspection([(("source",), f"the environment did not start within {timeout:g} s")],
                           transient=True)  # fmt: skip

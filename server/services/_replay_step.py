@@ -169,7 +169,11 @@ def action_meaning(controls: Controls, raw: Any, action: Any) -> str | None:
                 label = _label(controls, name, value)
                 if label:
                     return label
-    return "no input" if raw is not None and not held else None
+    if raw is not None and not held:
+        # the noop was sent: named by the game when it names its actions (Atari's NOOP)
+        noop = controls.noop
+        return f"{noop} (no input)" if isinstance(noop, str) else "no input (noop)"
+    return None
 
 
 def frame_drawn_times(timings: list[dict[str, Any]]) -> dict[int, float]:

@@ -23,6 +23,7 @@ from server.models import (
     User,
     utcnow,
 )
+from server.services import counts
 from server.services.replicas import alive_filter
 from server.study_spec import StudySpec
 
@@ -49,46 +50,65 @@ def _sessions(db: Session, study_id: int, dead_after_s: float) -> list[dict[str,
 
 def _quotas(db: Session, study_id: int, spec: StudySpec) -> list[dict[str, Any]]:
     """Participants' completed and recording episodes per environment, against its total."""
-    counts: dict[tuple[str, str], int] = {
+    found: dict[tuple[str, str], int] = {
         (key, status): int(n)
         for key, status, n in db.execute(
             select(Episode.env_key, Episode.status, func.count())
-            .where(Episode.study_id == study_id, Episode.participant_id.is_not(None),
+            .where(Episode.study_id == study_id, counts.PARTICIPANT_PLAY,
                    Episode.status.in_((EpisodeStatus.completed, EpisodeStatus.recording)))
             .group_by(Episode.env_key, Episode.status)
         ).all()
     }  # fmt: skip
     return [
         {"env_key": env.id, "name": env.name, "total": env.episodes_total,
-         "completed": counts.get((env.id, EpisodeStatus.completed), 0),
-         "recording": counts.get((env.id, EpisodeStatus.recording), 0)}
+         "completed": found.get((env.id, EpisodeStatus.completed), 0),
+         "recording": found.get((env.id, EpisodeStatus.recording), 0)}
         for env in spec.environments
     ]  # fmt: skip
 
 
 def _today(db: Session, study_id: int, since: datetime) -> dict[str, int]:
+    """Participants' episodes started today by status (test plays are not counted here)."""
     rows = db.execute(
         select(Episode.status, func.count())
-        .where(Episode.study_id == study_id, Episode.started_at >= since)
+        .where(Episode.study_id == study_id, Episode.started_at >= since, counts.PARTICIPANT_PLAY)
         .group_by(Episode.status)
     ).all()
-    counts = {str(status): 0 for status in EpisodeStatus}
-    counts.update({str(status): int(n) for status, n in rows})
-    return counts
+    out = {str(status): 0 for status in EpisodeStatus}
+    out.update({str(status): int(n) for status, n in rows})
+    return out
+
+
+def _test_plays_today(db: Session, study_id: int, since: datetime) -> int:
+    return int(
+        db.scalar(
+            select(func.count()).where(
+                Episode.study_id == study_id, Episode.started_at >= since, counts.TEST_PLAY
+            )
+        )
+        or 0
+    )
 
 
 def _participants(db: Session, study_id: int) -> dict[str, int]:
-    joined, completed = db.execute(
-        select(func.count(), func.count(Participant.completed_at)).where(
-            Participant.study_id == study_id
-        )
+    joined, completed, screened_out = db.execute(
+        select(
+            func.count(),
+            func.count(Participant.completed_at),
+            func.count().filter(counts.SCREENED_OUT),
+        ).where(Participant.study_id == study_id)
     ).one()
     started = db.scalar(
         select(func.count(distinct(Episode.participant_id))).where(
-            Episode.study_id == study_id, Episode.participant_id.is_not(None)
+            Episode.study_id == study_id, counts.PARTICIPANT_PLAY
         )
     )
-    return {"joined": int(joined), "started": int(started or 0), "completed": int(completed)}
+    return {
+        "joined": int(joined),
+        "started": int(started or 0),
+        "completed": int(completed),
+        "screened_out": int(screened_out),
+    }
 
 
 def snapshot(db: Session, study_id: int, dead_after_s: float) -> dict[str, Any] | None:
@@ -107,6 +127,7 @@ def snapshot(db: Session, study_id: int, dead_after_s: float) -> dict[str, Any] 
         "sessions": _sessions(db, study.id, dead_after_s),
         "quotas": _quotas(db, study.id, spec),
         "episodes_today": _today(db, study.id, since),
+        "test_plays_today": _test_plays_today(db, study.id, since),
         "participants": _participants(db, study.id),
         "replicas": int(db.scalar(select(func.count()).where(alive_filter(dead_after_s))) or 0),
     }

@@ -34,15 +34,36 @@ def _detail(index: int, problems: list[Problem], prefix: Loc) -> list[dict]:
     ]
 
 
-def require_allowed(spec: StudySpec, allowed: AllowedEnvironments, prefix: Loc = ("spec",)) -> None:
-    """Raise :class:`Invalid` (422) if an environment's source is not allowed (no imports)."""
-    detail = [
-        item
-        for index, env in enumerate(spec.environments)
-        for item in _detail(index, allowed.source_problems(env.source), prefix)
-    ]
+def require_allowed(
+    spec: StudySpec,
+    allowed: AllowedEnvironments,
+    prefix: Loc = ("spec",),
+    *,
+    with_settings: bool = True,
+) -> None:
+    """Raise :class:`Invalid` (422) if an environment's source is not allowed, or (with
+    ``with_settings``) a setting is outside the catalog's schema for it
+    (``…source.kwargs.<name>``, with the values or range it accepts). Imports nothing."""
+    from server.runtime.catalog import find_entry, settings_problems
+
+    detail = []
+    for index, env in enumerate(spec.environments):
+        problems = allowed.source_problems(env.source)
+        entry = None if problems else find_entry(env.source)
+        if entry is not None and with_settings:
+            problems = [
+                (("source", "kwargs", name), message)
+                for name, message in settings_problems(
+                    env.source.kwargs, entry.schema, fixed=entry.kwargs
+                )
+            ]
+        detail += _detail(index, problems, prefix)
     if detail:
-        raise Invalid("The study uses environments this server does not allow.", detail=detail)
+        raise Invalid(
+            "The study uses environments this server does not allow, or settings they do "
+            "not accept.",
+            detail=detail,
+        )
 
 
 def validate_study_environments(

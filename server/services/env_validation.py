@@ -22,12 +22,15 @@ from server.runtime.catalog import find_entry
 from server.study_spec import EnvironmentSpec, StudySpec
 
 if TYPE_CHECKING:
+    from threading import Event
+
     from server.core.budget import ProcessBudget
     from server.runtime.allowlist import AllowedEnvironments, Problem
+    from server.runtime.catalog import CatalogEntry
     from server.runtime.probe import Inspection
 
 Loc = tuple[str | int, ...]
-CACHE_VERSION = 2  # bump when a report's shape or meaning changes
+CACHE_VERSION = 3  # bump when a report's shape or meaning changes
 SPEED_TOLERANCE = 0.05  # effective speeds within 5 % of 1× count as real speed
 FRAME_KEY = re.compile(r"^[0-9a-f]{64}$")
 _LISTED = 8  # names listed in one warning
@@ -147,20 +150,33 @@ def _listing(names: list[str]) -> str:
     return ", ".join(names[:_LISTED]) + (" …" if len(names) > _LISTED else "")
 
 
+def _unbound(env: EnvironmentSpec, info: dict[str, Any]) -> list[Any]:
+    """Actions no control reaches, less those the designer marked "not for players"."""
+    controls = info.get("controls") or {}
+    marked = {str(a) for a in env.controls.not_for_players} if env.controls else set()
+    return [a for a in controls.get("unbound") or [] if str(a) not in marked]
+
+
+def unbound_problem(env: EnvironmentSpec, info: dict[str, Any]) -> Problem | None:
+    """Actions a player could never send block activation, unless marked not for players."""
+    unbound = _unbound(env, info)
+    if not unbound:
+        return None
+    names = _listing([str(a) for a in unbound])
+    action = info.get("action_spec")
+    discrete = isinstance(action, dict) and action.get("shape") == []
+    what = "actions" if discrete else "action dimensions"
+    return (("controls",), f"no control reaches these {what}: {names}; bind a key to each, "
+                           "or mark it \"not for players\"")  # fmt: skip
+
+
 def warnings(env: EnvironmentSpec, info: dict[str, Any], sp: dict[str, Any]) -> list[Problem]:
-    """Speed off 1×, actions no control reaches, default controls that do nothing here."""
+    """Speed off 1×, default controls that do nothing here."""
     found: list[Problem] = []
     speed_warning = _speed_warning(sp)
     if speed_warning:
         found.append(speed_warning)
     controls = info.get("controls") or {}
-    unbound = controls.get("unbound") or []
-    if unbound:
-        names = _listing([str(a) for a in unbound])
-        action = info.get("action_spec")
-        discrete = isinstance(action, dict) and action.get("shape") == []
-        what = "actions" if discrete else "action dimensions"
-        found.append((("controls",), f"no control reaches these {what}: {names}"))
     unused = controls.get("unused") or {}
     if unused:
         pairs = _listing([f"{name} → {value}" for name, value in unused.items()])
@@ -172,8 +188,9 @@ def warnings(env: EnvironmentSpec, info: dict[str, Any], sp: dict[str, Any]) -> 
 def _report(env: EnvironmentSpec, inspection: Inspection, key: str) -> dict[str, Any]:
     info = inspection.info or {}
     sp = speed(env, info) if info else None
+    unbound = unbound_problem(env, info) if info else None
     return {
-        "problems": _items(inspection.problems),
+        "problems": _items([*inspection.problems, *([unbound] if unbound else [])]),
         "warnings": _items(warnings(env, info, sp)) if sp else [],
         "observation_space": info.get("observation_spec"),
         "action_space": info.get("action_spec"),
@@ -262,3 +279,28 @@ def validate_study(
             "warnings": [{**w, "loc": [*base, *w["loc"]]} for w in report["warnings"]],
         })  # fmt: skip
     return out
+
+
+def catalog_spec(entry: CatalogEntry) -> EnvironmentSpec:
+    """The environment spec a catalog entry's thumbnail (its first frame) is built from."""
+    return EnvironmentSpec(
+        id="thumbnail", name=entry.key, source=entry.source(), mode=entry.mode, fps=entry.fps
+    )
+
+
+def warm_catalog(settings: Settings, allowed: AllowedEnvironments, stop: Event) -> int:
+    """Build the first frame of each installed catalog entry not cached yet, one at a time
+    until ``stop`` is set; how many were built. Blocks: run it in a thread."""
+    from server.runtime.catalog import CATALOG
+
+    built = 0
+    for entry in CATALOG.values():
+        if stop.is_set():
+            break
+        if not entry.installed():
+            continue
+        spec = catalog_spec(entry)
+        if frame_path(settings.data_root, cache_key(spec, allowed)) is None:
+            validate_environments([spec], settings, allowed)
+            built += 1
+    return built

@@ -32,7 +32,7 @@ from server.models import (
     is_row_id,
 )
 from server.principal import USER_PREFIX, Principal
-from server.services import studies
+from server.services import counts, studies
 
 # Sort keys the list accepts ("-" prefix: descending).
 SORTS: dict[str, Any] = {
@@ -126,7 +126,7 @@ def filtered(study_id: int, flt: EpisodeFilter) -> Select[Any]:
     """The select of a study's episodes matching ``flt``."""
     query = select(Episode).where(Episode.study_id == study_id)
     if not flt.tests_included:
-        query = query.where(Episode.is_test.is_(False))
+        query = query.where(counts.PARTICIPANT_PLAY)
     if flt.statuses:
         query = query.where(Episode.status.in_(list(flt.statuses)))
     if flt.env_keys:

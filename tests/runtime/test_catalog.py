@@ -69,7 +69,9 @@ def test_generic_atari_and_settings_checks():
                                            ("source", "kwargs", "x")]  # fmt: skip
     schema = CATALOG["LunarLander"].schema
     assert check_settings({"gravity": -5.0, "enable_wind": True}, schema) == []
-    assert check_settings({"gravity": 3}, schema) == ["setting 'gravity' must be <= -0.01"]
+    assert check_settings({"gravity": 3}, schema) == [
+        "setting 'gravity' must be from -11.99 to -0.01 (not 3)"
+    ]
     assert check_settings({"enable_wind": 1}, schema) == [
         "setting 'enable_wind' must be of type boolean"
     ]

@@ -168,7 +168,9 @@ def test_replay_keyboard_detail_chart_tags_and_deep_link(
     page.locator("#frame").click()
     page.keyboard.press("Shift+ArrowRight")
     page.keyboard.press("ArrowRight")
-    expect(page.locator("#mark-info")).to_have_text("No range marked — t tags step 11")
+    expect(page.locator("#mark-info")).to_have_text(
+        "t tags step 11 “look” — Shift+T changes the name"
+    )
     page.keyboard.press("t")
     expect(page.locator("#step-tags")).to_contain_text("look: step 11")
 
@@ -186,7 +188,7 @@ def test_replay_keyboard_detail_chart_tags_and_deep_link(
     page.mouse.down()
     page.mouse.move(x_of(9000), y, steps=5)
     page.mouse.up()
-    expect(page.locator("#mark-info")).to_contain_text("Marked steps")
+    expect(page.locator("#mark-info")).to_contain_text("(marked)")
     page.locator("#st-name").fill("calm")
     page.locator("#frame").click()
     page.keyboard.press("t")

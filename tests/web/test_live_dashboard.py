@@ -73,7 +73,8 @@ def test_dashboard_follows_a_live_session(live_server, page, browser, factory: F
         expect(page.locator("#quotas [data-env=counter]")).to_contain_text("0 / 4 · 1 recording")
         shot(page, "40-live-dashboard")
 
-        player.keyboard.press("Delete")  # the participant cancels: back to waiting
+        player.keyboard.press("Delete")  # the participant cancels (Enter confirms): waiting
+        player.keyboard.press("Enter")
         expect(player.locator("#after-save-text")).to_contain_text("Episode canceled.")
         expect(row).to_contain_text("waiting")
         expect(page.locator("#today [data-count=canceled]")).to_have_text("1")
@@ -124,7 +125,9 @@ def test_dashboard_reconnects_across_a_server_restart(page, settings, db):  # ty
         proc = serve(settings, port, heartbeat_interval_s="0.5")  # the same address again
         expect(page.locator("#conn")).to_have_text("live", timeout=30_000)
         expect(page.get_by_text("Nobody is playing right now.")).to_be_visible()
-        expect(page.locator("#today [data-count=abandoned]")).to_have_text("1")
+        # the admin's episode is a test play: counted apart from participants' episodes
+        expect(page.locator("#today [data-count='test plays (not counted)']")).to_have_text("1")
+        expect(page.locator("#today [data-count=abandoned]")).to_have_text("0")
         expect(page.locator("#today [data-count=recording]")).to_have_text("0")
     finally:
         if proc.poll() is None:

@@ -101,13 +101,26 @@ def test_reject_at_the_end(live_server, page, factory, designer, db):
     assert _episode(db, study).status == EpisodeStatus.rejected
 
 
-def test_cancel_with_the_delete_key(live_server, page, factory, designer, db):
+def test_cancel_with_the_delete_key_asks_first(live_server, page, factory, designer, db):
     study = _participant(page, live_server, factory, designer, db, counter_env(episode_len=50))
     _play(page)
     page.keyboard.press("KeyA")
     expect(page.locator("#st-step")).to_have_text("1")
+    # Delete asks first (the game waits); Esc goes back to the game
+    page.keyboard.press("Delete")
+    ask = page.get_by_role("alertdialog", name="Cancel this episode?")
+    expect(ask).to_be_visible()
+    expect(page.locator("#st-phase")).to_have_text("paused")
+    page.screenshot(path="/tmp/shots/player-cancel-ask.png")
+    page.keyboard.press("Escape")
+    expect(ask).to_be_hidden()
+    expect(page.locator("#st-phase")).to_have_text("playing")
+    # Delete twice cancels
+    page.keyboard.press("Delete")
+    expect(ask).to_be_visible()
     page.keyboard.press("Delete")
     expect(page.locator("#after-save-text")).to_contain_text("Episode canceled.")
+    expect(ask).to_be_hidden()
     row = _episode(db, study)
     assert row.status == EpisodeStatus.canceled and row.steps == 2
 

@@ -81,10 +81,19 @@ def test_a_study_made_with_forms_only(live_server: str, page: Page, factory: Fac
     expect(cart_report).to_contain_text("0.40× real speed")
     expect(cart_report).to_contain_text("before a person can react")
     expect(cart_report.get_by_role("list", name="warnings")).to_have_count(0)
+    expect(cart_report).to_contain_text("int64 scalar, 2 values (0 to 1)")
+    # each dimension's bounds, −∞ and ∞ told apart
+    dims = cart_report.get_by_role("table", name="Bounds per dimension").locator("tbody tr")
+    expect(dims).to_have_count(4)
+    expect(dims.nth(0)).to_have_text("0−4.84.8")
+    expect(dims.nth(1)).to_have_text("1−∞∞")
+    cart_report.screenshot(path=str(SHOTS / "validation-spaces.png"))
     pong_report = pong.get_by_role("article", name="Validation of Pong")
     expect(pong_report.get_by_role("list", name="problems")).to_contain_text(
-        "environments.1.source: Invalid game mode requested"
+        "environments.1.source.kwargs.mode: setting 'mode' must be one of 0, 1 (not 99)"
     )
+    mode_field = settings.locator("[data-schemapath$='.mode']")
+    expect(mode_field.locator(".setting-problem")).to_contain_text("must be one of 0, 1")
     shot(page, "02-validation-problem")
 
     # Fix the rejected setting: untick it (the game's own default applies).

@@ -36,8 +36,7 @@ def test_a_meaning_change_is_saved_as_a_new_version(
     card = page.get_by_role("article", name="Environment 1: CartPole")
     # change a setting of the played environment in the form
     settings = card.get_by_role("group", name="Settings of CartPole")
-    settings.get_by_label("Set sutton_barto_reward").check()
-    settings.get_by_label("sutton_barto_reward", exact=True).check()
+    settings.get_by_label("sutton_barto_reward", exact=True).select_option("true")  # one select
     page.get_by_role("button", name="Save changes").click()
     error = page.locator("#detail-error")
     expect(error).to_contain_text("Save it as a new version")

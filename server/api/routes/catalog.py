@@ -12,7 +12,6 @@ from server.errors import NotFound
 from server.schemas import CatalogEntryPublic
 from server.services import env_validation
 from server.services.env_check import allowed_environments
-from server.study_spec import EnvironmentSpec
 
 router = APIRouter(prefix="/api", tags=["catalog"])
 
@@ -63,15 +62,14 @@ def read_gymnasium_ids(_user: CurrentUser, settings: SettingsDep) -> list[str]:
 def catalog_thumbnail(
     _user: CurrentUser, settings: SettingsDep, budget: BudgetDep, key: str = CatalogKey
 ) -> FileResponse:
-    """Built once in a worker with the entry's defaults, then served from the cache."""
+    """Built once in a worker with the entry's defaults (at server start, or on the first
+    request), then served from the cache."""
     from server.runtime.catalog import CATALOG
 
     entry = CATALOG.get(key)
     if entry is None or not entry.installed():
         raise NotFound(f"No installed catalog entry {key!r}.")
-    spec = EnvironmentSpec(
-        id="thumbnail", name=entry.key, source=entry.source(), mode=entry.mode, fps=entry.fps
-    )
+    spec = env_validation.catalog_spec(entry)
     allowed = allowed_environments(settings)
     (report,) = env_validation.validate_environments([spec], settings, allowed, budget)
     path = env_validation.frame_path(settings.data_root, env_validation.cache_key(spec, allowed))

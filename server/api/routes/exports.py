@@ -17,8 +17,8 @@ from server.export.jobs import JobManager
 from server.export.packaging import archive_members
 from server.models import ExportJob, JobState
 from server.recording.format import export_dir
-from server.schemas import ExportCreate, ExportJobPublic
-from server.services import exports, studies
+from server.schemas import ExportCreate, ExportJobPublic, ExportPreviewIn, ExportPreviewPublic
+from server.services import counts, exports, studies
 
 router = APIRouter(tags=["exports"])
 
@@ -91,6 +91,23 @@ def create_export(
     )
     _manager(request).submit()
     return public(job)
+
+
+@router.post(
+    "/api/studies/{study_id}/exports/preview",
+    response_model=ExportPreviewPublic,
+    summary="What an export would leave out of the list, and why",
+    responses={404: {"description": "No such study, or not yours."}},
+)
+def preview_export(
+    study_id: RowId, body: ExportPreviewIn, db: SessionDep, principal: CurrentPrincipal
+) -> dict[str, Any]:
+    """Of the episodes the page lists, how many the selection exports and, per reason
+    (status, excluded, still recording), the ones it leaves out. Starts nothing."""
+    study = studies.get_study(db, principal, study_id)
+    sel = body.selection
+    listed = sel.episode_ids if sel.episode_ids is not None else body.listed
+    return counts.export_preview(db, study, listed, sel)
 
 
 @router.get(

@@ -79,7 +79,7 @@ def validate_unsaved(
     budget: BudgetDep,
 ) -> dict[str, Any]:  # fmt: skip
     """As ``POST /api/studies/{id}/validate``, for the editor's current study (unsaved)."""
-    require_allowed(body.spec, allowed)
+    require_allowed(body.spec, allowed, with_settings=False)  # bad settings are in the report
     reports = env_validation.validate_study(body.spec, settings, allowed, budget=budget)
     return {"ok": all(r["ok"] for r in reports), "environments": reports}
 

@@ -106,14 +106,21 @@ def test_validate_lists_problems_with_field_paths(factory, owner, client):
     (env,) = result["environments"]
     assert env["frame_url"] is None and env["cached"] is False
     problem = env["problems"][0]
-    assert problem["loc"] == ["environments", 0, "source", "kwargs"]
+    assert problem["loc"] == ["environments", 0, "source", "kwargs", "bogus"]
     assert "bogus" in problem["msg"]
     assert ["environments", 0, "controls"] in [p["loc"] for p in env["problems"]]
     assert env["default_controls"]["keys"] == {}  # Taxi is not in the catalog
     # activation runs the same check
     res = client.post(f"/api/studies/{study.id}/state", json={"state": "active"})
     assert res.status_code == 422
-    assert res.json()["detail"][0]["loc"] == ["spec", "environments", 0, "source", "kwargs"]
+    assert res.json()["detail"][0]["loc"] == [
+        "spec",
+        "environments",
+        0,
+        "source",
+        "kwargs",
+        "bogus",
+    ]
 
 
 def test_activation_reuses_the_validation_cache(factory, owner, client):

@@ -35,7 +35,7 @@ def test_only_designers_managing_the_study_see_it(factory, designer):
     assert body["study"]["name"] == "Live one" and body["sessions"] == []
     assert body["quotas"] == [{"env_key": "counter", "name": "Counter", "total": None,
                                "completed": 0, "recording": 0}]  # fmt: skip
-    assert body["participants"] == {"joined": 0, "started": 0, "completed": 0}
+    assert body["participants"] == {"joined": 0, "started": 0, "completed": 0, "screened_out": 0}
     assert body["episodes_today"]["recording"] == 0 and body["replicas"] == 1
     admin = factory.client(factory.user(role=Role.admin))
     assert admin.get(f"/api/studies/{study.id}/live").status_code == 200
@@ -95,7 +95,8 @@ def test_a_live_session_is_pushed_and_viewers_share_one_read(factory, designer, 
             assert session["participant"].startswith("designer ")
             assert session["env_key"] == "counter"
             assert session["replica_id"] == app.state.settings.replica_id
-            assert data["episodes_today"]["recording"] == 1
+            # a designer's test play: counted apart from participants' episodes
+            assert data["episodes_today"]["recording"] == 0 and data["test_plays_today"] == 1
             channels = app.state.live_feed.channels
             assert list(channels) == [study.id] and len(channels[study.id].viewers) == 2
             # both viewers get the very same reads (one per tick), not one read each

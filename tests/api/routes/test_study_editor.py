@@ -136,3 +136,39 @@ def test_allowed_gymnasium_ids_are_listed(factory, settings):  # type: ignore[no
     assert {"CartPole-v1", "ALE/Pong-v5", "MiniGrid-Empty-8x8-v0"} <= set(ids)
     assert all(":" not in i for i in ids)
     assert factory.client().get("/api/catalog/gymnasium-ids").status_code == 401
+
+
+def test_the_server_builds_catalog_thumbnails_at_start(settings, monkeypatch):  # type: ignore[no-untyped-def]
+    """With ``catalog_thumbnails_at_start``, the first frames are cached in the background
+    while the server serves; shutdown waits only for the entry being built."""
+    import threading
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from server.main import create_app
+    from server.runtime import catalog
+    from server.services import env_validation
+    from server.services.env_check import allowed_environments
+
+    two = {k: catalog.CATALOG[k] for k in ("CartPole", "MountainCar")}
+    monkeypatch.setattr(catalog, "CATALOG", two)
+    app = create_app(settings.model_copy(update={"catalog_thumbnails_at_start": True}))
+    allowed = allowed_environments(settings)
+    with TestClient(app) as client:
+        assert client.get("/api/health").status_code == 200  # served meanwhile
+        deadline = time.monotonic() + 60
+        paths = []
+        while time.monotonic() < deadline:
+            paths = [
+                env_validation.frame_path(
+                    settings.data_root,
+                    env_validation.cache_key(env_validation.catalog_spec(e), allowed),
+                )
+                for e in two.values()
+            ]
+            if all(paths):
+                break
+            time.sleep(0.2)
+        assert all(paths), paths
+    assert not any(t.name == "catalog-thumbnails" for t in threading.enumerate())

@@ -113,7 +113,7 @@ def test_designer_named_modules_are_never_imported(client, owner, factory, db, s
 
 def test_settings_listed_factory_is_allowed_and_others_not(client, factory, settings, tmp_path):
     source = {"kind": "dm_env", "factory": "tests.runtime.fake_envs:counter"}
-    body = {"spec": spec_dict(source=source, controls={"keys": {"KeyA": 1}, "noop": 0})}
+    body = {"spec": spec_dict(source=source, controls={"keys": {"KeyA": 1, "KeyB": 2}, "noop": 0})}
     res = client.post("/api/studies", json=body)
     assert res.status_code == 201, res.text
     assert _activate(client, res.json()["id"]).status_code == 200
@@ -132,7 +132,7 @@ def test_settings_listed_factory_is_allowed_and_others_not(client, factory, sett
 
 def test_entry_point_factory_is_allowed(client, tmp_path: Path, monkeypatch):
     source = {"kind": "dm_env", "factory": "tests.runtime.fake_envs:plugged"}
-    body = {"spec": spec_dict(source=source, controls={"keys": {"KeyA": 1}})}
+    body = {"spec": spec_dict(source=source, controls={"keys": {"KeyA": 1, "KeyB": 2, "KeyC": 0}})}
     assert client.post("/api/studies", json=body).status_code == 422  # not installed yet
     install_plugin(tmp_path / "site", monkeypatch, lab_counter=source["factory"])
     res = client.post("/api/studies", json=body)
@@ -148,14 +148,22 @@ def test_unknown_settings_are_refused_at_activation(client):
     assert res.status_code == 201, res.text  # an allowed id; kwargs are data
     res = _activate(client, res.json()["id"])
     assert res.status_code == 422, res.text
-    assert _locs(res) == [["spec", "environments", 0, "source", "kwargs"]]
+    assert _locs(res) == [["spec", "environments", 0, "source", "kwargs", "bogus_option"]]
     assert "bogus_option" in res.json()["detail"][0]["msg"]
 
+
+def test_a_catalog_setting_outside_its_schema_is_refused_at_save(client):
+    """The catalog knows CartPole's and Breakout's settings: save refuses, naming the range."""
     cartpole = {"kind": "gymnasium", "id": "CartPole-v1", "kwargs": {"bogus_option": 1}}
     res = client.post("/api/studies", json={"spec": spec_dict(source=cartpole)})
-    res = _activate(client, res.json()["id"])
     assert res.status_code == 422, res.text
     assert _locs(res) == [["spec", "environments", 0, "source", "kwargs", "bogus_option"]]
+
+    breakout = {"kind": "gymnasium", "id": "ALE/Breakout-v5", "kwargs": {"frameskip": 20}}
+    res = client.post("/api/studies", json={"spec": spec_dict(source=breakout)})
+    assert res.status_code == 422, res.text
+    assert _locs(res) == [["spec", "environments", 0, "source", "kwargs", "frameskip"]]
+    assert "from 1 to 16" in res.json()["detail"][0]["msg"]
 
 
 def _nested(depth: int) -> str:
@@ -215,7 +223,10 @@ def test_atari_action_names_the_game_lacks_are_refused(client):
     res = client.post("/api/studies", json={"spec": spec_dict(source=breakout, controls=controls)})
     res = _activate(client, res.json()["id"])
     assert res.status_code == 422, res.text
-    assert _locs(res) == [["spec", "environments", 0, "controls", "keys", "ArrowUp"]]
+    assert _locs(res) == [
+        ["spec", "environments", 0, "controls", "keys", "ArrowUp"],
+        ["spec", "environments", 0, "controls"],  # RIGHT is reached by nothing
+    ]
     assert "'UP' is not an action" in res.json()["detail"][0]["msg"]
 
 
@@ -225,3 +236,22 @@ def test_sample_studies_still_activate(client, factory, owner):
         res = _activate(client, study.id)
         assert res.status_code == 200, (file, res.text)
         assert res.json()["state"] == StudyState.active
+
+
+def test_an_unbound_action_blocks_activation_until_marked_not_for_players(client):
+    cartpole = {"kind": "gymnasium", "id": "CartPole-v1"}
+    only_left = {"keys": {"ArrowLeft": 0}}
+    res = client.post("/api/studies", json={"spec": spec_dict(source=cartpole, controls=only_left)})
+    assert res.status_code == 201, res.text
+    study_id = res.json()["id"]
+    res = _activate(client, study_id)
+    assert res.status_code == 422, res.text
+    assert _locs(res) == [["spec", "environments", 0, "controls"]]
+    assert "no control reaches these actions: 1" in res.json()["detail"][0]["msg"]
+
+    marked = {**only_left, "not_for_players": [1]}
+    spec = spec_dict(source=cartpole, controls=marked)
+    assert client.put(f"/api/studies/{study_id}", json={"spec": spec}).status_code == 200
+    assert _activate(client, study_id).status_code == 200
+    stored = client.get(f"/api/studies/{study_id}").json()["spec"]["environments"][0]
+    assert stored["controls"]["not_for_players"] == [1]
