@@ -121,7 +121,8 @@ def play(page: Any, url: str, token: str, mode: str, inputs: int,
             page.wait_for_timeout(60)
             page.keyboard.up(key)
             page.wait_for_timeout(60)
-    page.keyboard.press("Delete")
+    page.keyboard.press("Delete")  # the player asks first (the game pauses): Enter confirms
+    page.keyboard.press("Enter")
     expect(page.locator("#after-save-text")).to_contain_text("canceled")
 
 
