@@ -99,7 +99,7 @@ def _spec(i: int) -> dict:
                 "factory": "tests.runtime.fake_envs:slow_start",
                 "kwargs": {"delay": 0.3 + i / 1000 + j / 10_000},
             },
-            "controls": {"keys": {"KeyA": 1}, "noop": 0},
+            "controls": {"keys": {"KeyA": 1, "KeyB": 2}, "noop": 0},
         }
         for j in range(3)
     ]
