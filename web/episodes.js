@@ -229,6 +229,7 @@ function renderTable() {
   $("page-info").textContent = state.total ? `${state.offset + 1}–${last} of ${totalText()}` : "";
   $("prev-page").disabled = state.offset === 0;
   $("next-page").disabled = !state.next && last >= state.total;
+  if (replay.episode) renderPosition();
 }
 
 /** The count of matching episodes: "10000+" when the server stopped counting. */
@@ -442,7 +443,7 @@ async function openEpisode(id, step = 0, { scroll = true } = {}) {
   const ep = await api("GET", `/api/episodes/${id}`);
   renderSide(ep); renderTable();
   await replay.open(ep, step);
-  renderTable(); renderPosition();
+  renderTable();
   if (scroll) $("viewer").scrollIntoView({ block: "start" });
 }
 

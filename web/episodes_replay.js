@@ -134,7 +134,9 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
       row("Reward", code(item.reward)),
       row("Discount", code(item.discount)),
       row("Flags", ...flags),
-      row("Latency", item.latency_ms === null ? el("span", { class: "muted" }, "unknown") : `${item.latency_ms} ms`),
+      row("Latency", item.latency_ms === null
+        ? el("span", { class: "muted" }, `not measured${item.latency_note ? `: ${item.latency_note}` : ""}`)
+        : `${item.latency_ms} ms`),
       row("Stream quality", item.stream_quality == null ? el("span", { class: "muted" }, "not recorded (an older log)") : `JPEG ${item.stream_quality}`),
       row("Info", code(item.info)),
       row("Observation", ...item.observation.map((o) => observationCell(item, o))),

@@ -196,6 +196,20 @@ def finite(value: Any) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
+def latency_note(sent: Any, drawn: float | None) -> str | None:
+    """Why a step has no input latency (None when it has one)."""
+    if not isinstance(sent, int | float) or isinstance(sent, bool):
+        return (
+            "no new input produced this step (latency is measured from an input to the "
+            "frame it produced; in real time the game steps on with the held keys)"
+        )
+    if drawn is None:
+        return "the browser did not report drawing this step's frame (dropped, or not acknowledged)"
+    if input_latency(sent, drawn) is None:
+        return "the browser's clock readings for this step do not agree"
+    return None
+
+
 def input_latency(sent: Any, drawn: float | None) -> float | None:
     """From sending an input to drawing the frame it produced (client clock), in ms."""
     if not isinstance(sent, int | float) or isinstance(sent, bool) or drawn is None:

@@ -185,6 +185,7 @@ def steps_page(
                     "is_terminal": bool(nxt is None and ts.last() and ts.discount == 0.0),
                     "info": step.parse_json(data.get("info"), {}),
                     "latency_ms": step.input_latency(sent, drawn.get(t + 1)),
+                    "latency_note": step.latency_note(sent, drawn.get(t + 1)),
                     # when the worker produced o_t (ms since the epoch): the replay's pace
                     "time_ms": step.finite(own.get("applied")),
                     # the JPEG quality o_t's frame was streamed at (the adaptive stream's)

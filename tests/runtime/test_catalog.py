@@ -143,3 +143,20 @@ def test_every_entry_plays_from_the_keyboard():
     halfcheetah = CATALOG["HalfCheetah"].controls
     assert halfcheetah.keys["KeyQ"] == [1.0, 0, 0, 0, 0, 0]
     assert CATALOG["InvertedPendulum"].controls.keys == {"ArrowRight": [3.0], "ArrowLeft": [-3.0]}
+
+
+def test_every_setting_says_what_it_does_and_its_default():
+    """The editor shows each setting's description, and its real default as the placeholder
+    (a default that depends on the entry is given per entry)."""
+    for key, entry in CATALOG.items():
+        for name, prop in entry.schema.get("properties", {}).items():
+            assert prop.get("description"), (key, name)
+            if entry.suite not in ("dm_control",):
+                assert "default" in prop, (key, name)
+            low, high = prop.get("minimum"), prop.get("maximum")
+            if "default" in prop and isinstance(prop["default"], int | float):
+                assert low is None or prop["default"] >= low, (key, name)
+                assert high is None or prop["default"] <= high, (key, name)
+    breakout = CATALOG["Breakout"].schema["properties"]
+    assert breakout["mode"]["enum"] == [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44]
+    assert breakout["frameskip"]["default"] == 4

@@ -93,6 +93,9 @@ def test_every_recorded_field_of_a_step(world_short, recorded) -> None:  # type:
         assert item["has_frame"]
         expected = latencies[t] if latencies[t] != -1 else None
         assert item["latency_ms"] == expected
+        # a step without a latency says why
+        assert (item["latency_note"] is None) == (expected is not None)
+    assert items[-1]["latency_ms"] is None and "no new input" in items[-1]["latency_note"]
     assert items[0]["latency_ms"] is not None  # the recorder's clock: 1 input, 1 drawn frame
     assert items[0]["input"] == rec.inputs[0]
     assert items[0]["discount"] == 1.0 and items[0]["is_first"]
