@@ -34,8 +34,12 @@ class Registry:
             del self.sessions[live.id]
 
     def workers_in_use(self, study_id: int | None = None) -> int:
-        """Environment workers currently running (of one study, when given)."""
-        return sum(1 for live in self.sessions.values() if live.worker is not None
+        """Environment workers currently running (of one study, when given).
+
+        Also called from request threads (the background budget): it counts a snapshot, so
+        the event loop adding a session meanwhile cannot break the count."""
+        sessions = list(self.sessions.values())  # one C-level copy, atomic under the GIL
+        return sum(1 for live in sessions if live.worker is not None
                    and (study_id is None or live.study_id == study_id))  # fmt: skip
 
     async def close_all(self) -> None:

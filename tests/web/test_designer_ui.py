@@ -429,3 +429,54 @@ def test_validate_lists_problems_with_field_paths(live_server: str, page: Page, 
         "environments.0.source.kwargs.bogus: unknown setting 'bogus'"
     )
     expect(page.locator("#validate-status")).to_have_text("Some environments do not build.")
+
+
+def _lan_address() -> str | None:
+    """This machine's first non-loopback IPv4 address (None when it has none)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent: it picks the route's address
+            address = probe.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+def test_login_over_plain_http_says_why_the_secure_cookie_was_refused(
+    page: Page, factory: Factory, settings
+):
+    """Production cookies are Secure: over plain http:// to another host the browser drops
+    them. The login page says so and names the two ways out instead of failing silently."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from server.main import SERVE_OPTIONS, create_app
+
+    address = _lan_address()
+    if address is None:
+        pytest.skip("no non-loopback address: browsers keep Secure cookies on localhost")
+    app = create_app(settings.model_copy(update={"environment": "production"}))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind((address, 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", **SERVE_OPTIONS))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        user = factory.user()
+        log_in(page, f"http://{address}:{sock.getsockname()[1]}", user)
+        alert = page.locator("#login-error")
+        expect(alert).to_contain_text("refused the login cookie")
+        expect(alert).to_contain_text("STUDIO_INSECURE_COOKIES=true")
+        expect(page.get_by_role("form", name="Log in")).to_be_visible()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+        sock.close()
