@@ -121,6 +121,9 @@ def _send(client: TestClient, case: Any) -> Any:
 
 def _check(res: Any, case: Any) -> None:
     what = f"{case.method} {case.formatted_path} query={case.query!r} body={case.body!r}"
+    if res.status_code == 503:  # the background budget is full: a documented answer, no crash
+        assert res.json().get("code") == "busy" and res.headers.get("retry-after"), what
+        return
     assert res.status_code < 500, f"{res.status_code} on {what}: {res.text[:500]}"
     if 400 <= res.status_code < 500:
         assert res.headers.get("content-type", "").startswith("application/json"), what

@@ -81,6 +81,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "HalfCheetah": {"frame_skip": 5, "reset_noise_scale": 0.1},
     "Hopper": {"frame_skip": 4, "reset_noise_scale": 0.005},
     "MiniGrid-Empty-8x8": {"max_steps": 256},
+    "MiniGrid-Empty-16x16": {"max_steps": 1024},
     "MiniGrid-DoorKey-8x8": {"max_steps": 640},
     "MiniGrid-FourRooms": {"max_steps": 100},
     "MiniGrid-LavaGapS7": {"max_steps": 196},
