@@ -39,7 +39,7 @@ PONG = {
     "source": {"kind": "gymnasium", "id": "ALE/Pong-v5",
                "kwargs": {"frameskip": 1, "repeat_action_probability": 0.0}},
     "controls": {"keys": {"ArrowUp": 2, "ArrowDown": 3}, "noop": 0,
-                 "not_for_players": [1, 4, 5]},  # Pong's fire actions: not needed
+                 "not_for_players": [1, 4, 5]},  # its fire actions
     "episodes_per_participant": 10_000,
 }  # fmt: skip
 SECRET = "benchmark-secret-key-0123456789"

@@ -49,7 +49,7 @@ def _study(dep: Deployment) -> str:
     study = http.post("/api/studies", json={"spec": {"name": "Bench", "environments": [PONG]}})
     study.raise_for_status()
     active = http.post(f"/api/studies/{study.json()['id']}/state", json={"state": "active"})
-    active.raise_for_status()
+    assert active.status_code == 200, active.text
     return str(active.json()["permalink_token"])
 
 

@@ -153,7 +153,14 @@ def _listing(names: list[str]) -> str:
 def _unbound(env: EnvironmentSpec, info: dict[str, Any]) -> list[Any]:
     """Actions no control reaches, less those the designer marked "not for players"."""
     controls = info.get("controls") or {}
-    marked = {str(a) for a in env.controls.not_for_players} if env.controls else set()
+    meanings = [str(m) for m in info.get("action_meanings") or []]
+    marked: set[str] = set()
+    for action in env.controls.not_for_players if env.controls else []:
+        marked.add(str(action))  # by name or by index, whichever the report uses
+        if isinstance(action, int) and 0 <= action < len(meanings):
+            marked.add(meanings[action])
+        elif isinstance(action, str) and action in meanings:
+            marked.add(str(meanings.index(action)))
     return [a for a in controls.get("unbound") or [] if str(a) not in marked]
 
 

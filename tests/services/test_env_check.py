@@ -113,3 +113,22 @@ def test_catalog_thumbnails_are_built_once_at_start(settings, monkeypatch):
     stopped = Event()
     stopped.set()
     assert env_validation.warm_catalog(settings, allowed, stopped) == 0
+
+
+def test_not_for_players_takes_an_action_by_index_or_by_name():
+    from server.services.env_validation import unbound_problem
+    from server.study_spec import EnvironmentSpec
+
+    info = {"controls": {"unbound": ["FIRE", "RIGHTFIRE", "LEFTFIRE"]},
+            "action_meanings": ["NOOP", "FIRE", "RIGHT", "LEFT", "RIGHTFIRE", "LEFTFIRE"],
+            "action_spec": {"shape": [], "num_values": 6}}  # fmt: skip
+
+    def env(marked: list) -> EnvironmentSpec:
+        controls = {"keys": {"ArrowUp": 2}, "noop": 0, "not_for_players": marked}
+        return EnvironmentSpec(id="pong", name="Pong", controls=controls,
+                               source={"kind": "gymnasium", "id": "ALE/Pong-v5"})  # fmt: skip
+
+    assert unbound_problem(env([1, 4, 5]), info) is None
+    assert unbound_problem(env(["FIRE", "RIGHTFIRE", "LEFTFIRE"]), info) is None
+    (loc, message) = unbound_problem(env([1, "RIGHTFIRE"]), info)
+    assert loc == ("controls",) and "LEFTFIRE" in message and "RIGHTFIRE" not in message
