@@ -137,6 +137,7 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
       row("Latency", item.latency_ms === null
         ? el("span", { class: "muted" }, `not measured${item.latency_note ? `: ${item.latency_note}` : ""}`)
         : `${item.latency_ms} ms`),
+      ...(item.speed == null ? [] : [row("Speed", item.speed === 1 ? "1× (the environment's fps)" : `${item.speed}×`)]),
       row("Stream quality", item.stream_quality == null ? el("span", { class: "muted" }, "not recorded (an older log)") : `JPEG ${item.stream_quality}`),
       row("Info", code(item.info)),
       row("Observation", ...item.observation.map((o) => observationCell(item, o))),

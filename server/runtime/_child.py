@@ -175,6 +175,8 @@ class Session:
         timing, self.held_timing = self.held_timing, {}
         timing["applied"] = fmt.now_ms()
         timing["jpeg_quality"] = self.quality  # the stream's, which may adapt (never the obs)
+        if self.spec.mode == "async":
+            timing["speed"] = self.speed  # the clock's speed factor in force (1 = its fps)
         if self.acks:
             timing["acks"], self.acks = self.acks, []
         return {

@@ -64,6 +64,12 @@ def test_async_cartpole_plays_by_the_clock(factory, designer, db):
     assert {"keys": ["ArrowRight"], "buttons": {}, "axes": []} in inputs
     sent = [json.loads(s.custom_data["timing"]).get("input_sent") for s in steps]
     assert 1.9e12 in sent  # the fresh input's client time, on the step that applied it
+    # the speed in force, step by step: 1 until the player chose 2
+    speeds = [json.loads(s.custom_data["timing"]).get("speed") for s in steps]
+    assert speeds[0] == 1.0 and speeds[-1] == 2.0 and set(speeds) == {1.0, 2.0}
+    assert speeds == sorted(speeds)
+    page = factory.client(designer).get(f"/api/episodes/{episode['id']}/steps").json()
+    assert [item["speed"] for item in page["items"]] == speeds[: len(page["items"])]  # replay
 
 
 def test_async_pause_resume_and_camera(factory, designer, db):
