@@ -161,9 +161,20 @@ def measure(browser: Any, mode: str, inputs: int) -> dict[str, Any]:
     }
 
 
+def in_chromium(work: Any) -> Any:
+    """``work(browser)`` in Debian's headless Chromium, closed afterwards; its result."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            return work(browser)
+        finally:
+            browser.close()
+
+
 def main() -> None:
     """Measure both modes and print JSON."""
-    from playwright.sync_api import sync_playwright
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--inputs", type=int, default=150)
@@ -171,12 +182,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         args.inputs = 4
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            results = [measure(browser, mode, args.inputs) for mode in ("sync", "async")]
-        finally:
-            browser.close()
+    results = in_chromium(lambda b: [measure(b, mode, args.inputs) for mode in ("sync", "async")])
     print(json.dumps({"benchmark": "player_latency", "env": "ALE/Pong-v5, headless Chromium",
                       "results": results, "smoke": args.smoke}, indent=2))  # fmt: skip
 

@@ -263,8 +263,7 @@ def _qualities(path: str) -> dict[str, float]:
 
 def main() -> None:
     from concurrency import PONG, studio_server
-    from latency import CHROMIUM, CHROMIUM_ARGS
-    from playwright.sync_api import sync_playwright
+    from latency import in_chromium
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--inputs", type=int, default=120)
@@ -275,12 +274,8 @@ def main() -> None:
         args.inputs, links = 4, (replace(LINKS[1], loss=0.05),)
     # the adaptive stream on, from high quality down: what each link ends up carrying
     env = {**PONG, "mode": "async", "image_quality": "high", "adaptive_quality": True}
-    with studio_server(env) as server, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            results = [measure(browser, server, link, args.inputs) for link in links]
-        finally:
-            browser.close()
+    with studio_server(env) as server:
+        results = in_chromium(lambda b: [measure(b, server, link, args.inputs) for link in links])
     print(json.dumps({"benchmark": "wan_latency", "env": "ALE/Pong-v5 async 60 fps, Chromium",
                       "results": results, "smoke": args.smoke}, indent=2))  # fmt: skip
 
