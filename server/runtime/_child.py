@@ -22,6 +22,7 @@ from typing import Any
 import dm_env
 import numpy as np
 import simplejpeg
+import tree
 
 from server.recording import format as fmt
 from server.recording.writer import EpisodeWriter, episode_metadata, info_json, to_json
@@ -66,18 +67,10 @@ def checked_frame(frame: np.ndarray) -> np.ndarray:
 
 def check_observation(observation: Any) -> None:
     """:class:`TooLarge` when ``observation`` (arrays, possibly nested) is over the limit."""
-    size = sum(np.asarray(leaf).nbytes for leaf in _leaves(observation))
+    size = sum(np.asarray(leaf).nbytes for leaf in tree.flatten(observation))
     if size > MAX_OBSERVATION_BYTES:
         raise TooLarge(f"the environment's observation is {size / 2**20:.1f} MiB; at most "
                        f"{MAX_OBSERVATION_BYTES // 2**20} MiB per step are allowed")  # fmt: skip
-
-
-def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [leaf for v in value.values() for leaf in _leaves(v)]
-    if isinstance(value, list | tuple):
-        return [leaf for v in value for leaf in _leaves(v)]
-    return [value]
 
 
 def error_tuple(exc: BaseException) -> tuple[str, str, str]:
