@@ -70,12 +70,15 @@ class EpisodeRun:
         self.sent_ms[step] = server_ms
         self._prune(self.sent_ms, step)
 
-    def frame_drawn(self, step: int, drawn_ms: float) -> None:
-        """The client drew the frame of ``step``: queue the ack, measure the latency."""
-        self.acks.append([step, self.sent_ms.pop(step, None), drawn_ms])
+    def frame_drawn(self, step: int, drawn_ms: float) -> float | None:
+        """The client drew the frame of ``step``: queue the ack, measure the latency.
+        Returns when that frame was sent (server clock), if known."""
+        frame_sent = self.sent_ms.pop(step, None)
+        self.acks.append([step, frame_sent, drawn_ms])
         sent = self.input_ms.pop(step, None)
         if sent is not None and drawn_ms >= sent:
             self.latencies_ms.append(drawn_ms - sent)
+        return frame_sent
 
     def take_acks(self) -> list[list[float | int | None]]:
         """Acks not yet handed to the worker."""

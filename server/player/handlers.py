@@ -135,8 +135,7 @@ async def on_ack(s: LiveSession, msg: p.AckMsg) -> None:
     run = s.run
     if run is None or msg.episode != run.index or msg.step > run.step:
         return  # a late ack of an earlier episode, or nonsense: nothing to record
-    sent_ms = run.sent_ms.get(msg.step)
-    run.frame_drawn(msg.step, msg.drawn_ms)
+    sent_ms = run.frame_drawn(msg.step, msg.drawn_ms)
     if sent_ms is not None:
         await _adapt_quality(s, run, now_ms() - sent_ms)
     if run.stats_due():
