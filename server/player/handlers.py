@@ -16,7 +16,14 @@ from server.player import protocol as p
 from server.player._run import EpisodeRun
 from server.player.adaptive import QualityController
 from server.player.outbox import Outbox
-from server.player.session import ACTIVE, LiveSession, Phase, PlayError, wrong_state
+from server.player.session import (
+    ACTIVE,
+    LiveSession,
+    Phase,
+    PlayError,
+    refused,
+    wrong_state,
+)
 from server.recording.format import now_ms
 from server.runtime import WorkerError
 from server.services import quality
@@ -64,9 +71,9 @@ def start_check(s: LiveSession, state: dict[str, Any], env_id: str | None) -> tu
     """The environment a participant may start now (and whether it is past their quota
     because a requirement is still unmet), or the PlayError saying why not."""
     if state["screened_out"]:
-        raise refused(state, "screened_out", "you did not consent to this study")
+        raise refused("screened_out", "you did not consent to this study", state)
     if state["outcome"] in ("completed", "full"):
-        raise refused(state, "study_done", "you have finished this study")
+        raise refused("study_done", "you have finished this study", state)
     if state["study_state"] in ("paused", "closed"):  # changed since the socket opened
         words = {"paused": "the study is paused for a moment; please try again later",
                  "closed": "the study has ended and takes no more episodes"}  # fmt: skip
@@ -74,30 +81,25 @@ def start_check(s: LiveSession, state: dict[str, Any], env_id: str | None) -> tu
         raise PlayError(f"study_{kind}", words[kind],
                         {"next": {"kind": kind, "env_id": None}, "participant": state})  # fmt: skip
     if state["consent_required"] and not state["consented"]:
-        raise refused(state, "consent_required", "please accept the consent form first")
+        raise refused("consent_required", "please accept the consent form first", state)
     assigned = state["assigned_env"]
     if s.spec.crowd.assignment == "balanced":
         if env_id is not None and env_id != assigned:
-            raise refused(state, "assigned_elsewhere", "another environment is assigned to you")
+            raise refused("assigned_elsewhere", "another environment is assigned to you", state)
         if assigned is None:
-            raise refused(state, "quota_reached", "there is nothing left for you to play")
+            raise refused("quota_reached", "there is nothing left for you to play", state)
         env_id = assigned
     if env_id is None or env_id not in state["progress"]:
         raise PlayError("unknown_env", f"the study has no environment {env_id!r}")
     info = state["progress"][env_id]
     name = s.spec.environment(env_id).name
     if info["status"] == "finished":
-        raise refused(state, "quota_reached", f"you have played all episodes of {name}")
+        raise refused("quota_reached", f"you have played all episodes of {name}", state)
     if info["status"] == "full":
-        raise refused(state, "env_full", f"{name} has all the episodes it needs")
+        raise refused("env_full", f"{name} has all the episodes it needs", state)
     if info["status"] == "failed":
-        raise refused(state, "env_failed", FAILED_MESSAGE)
+        raise refused("env_failed", FAILED_MESSAGE, state)
     return env_id, info["completed"] >= info["required"]
-
-
-def refused(state: dict[str, Any], code: str, message: str) -> PlayError:
-    """A participant's refused start, with their state and ``next`` (the way forward)."""
-    return PlayError(code, message, {"next": state["next"], "participant": state})
 
 
 async def on_go(s: LiveSession, _msg: p.GoMsg) -> None:

@@ -62,6 +62,14 @@ class PlayError(Exception):
         self.extra = extra or {}  # more fields of the error message (e.g. ``next``)
 
 
+def refused(code: str, message: str, state: dict[str, Any] | None) -> PlayError:
+    """A refused start: a participant's carries their ``state`` and its ``next``, the way
+    forward (None: a designer test-playing, who gets the message alone)."""
+    if state is None:
+        return PlayError(code, message)
+    return PlayError(code, message, {"next": state["next"], "participant": state})
+
+
 def wrong_state(phase: Phase, what: str) -> PlayError:
     """The error for a message the current phase does not allow."""
     return PlayError("wrong_state", f"cannot {what} now (the session is {phase})")
@@ -287,19 +295,13 @@ class LiveSession:
         except crowd.QuotaError as exc:
             pid = self.principal.participant_id
             state = crowd.state_for(db, self.study_id, self.spec, pid, env_id) if pid else None
-            raise self._refused(exc.code or "quota_reached", exc.message, state) from None
+            raise refused(exc.code or "quota_reached", exc.message, state) from None
         return row, seed
-
-    @staticmethod
-    def _refused(code: str, message: str, state: dict[str, Any] | None) -> PlayError:
-        if state is None:  # a designer test-playing
-            return PlayError(code, message)
-        return PlayError(code, message, {"next": state["next"], "participant": state})
 
     async def refusal(self, code: str, message: str, env_id: str | None = None) -> PlayError:
         """A refused start: a participant's carries their state and ``next``, the way forward
         (another environment, or the completion page when nothing is left)."""
-        return self._refused(code, message, await self.participant_state(last_env=env_id))
+        return refused(code, message, await self.participant_state(last_env=env_id))
 
     async def _env_failed(self, env_id: str, episode_id: str, exc: WorkerError) -> NoReturn:
         """The environment did not start: log and store the details on its reserved episode
