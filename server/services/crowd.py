@@ -89,13 +89,18 @@ def full_envs(spec: StudySpec, totals: dict[str, int]) -> set[str]:
 
 def availability(db: Session, study: Study, spec: StudySpec) -> str:
     """``active``, ``paused``, ``closed`` (draft reads as closed) or ``full``."""
+    active = study.state == StudyState.active  # only an active study's quotas are counted
+    full = full_envs(spec, reserved_totals(db, study.id)) if active else set()
+    return study_state(study, spec, full)
+
+
+def study_state(study: Study, spec: StudySpec, full: set[str]) -> str:
+    """:func:`availability`, given the environments that are ``full`` now."""
     if study.state == StudyState.paused:
         return "paused"
     if study.state != StudyState.active:
         return "closed"
-    if len(full_envs(spec, reserved_totals(db, study.id))) == len(spec.environments):
-        return "full"
-    return "active"
+    return "full" if len(full) == len(spec.environments) else "active"
 
 
 # -- quotas, atomically ----------------------------------------------------------------------
@@ -328,15 +333,6 @@ def screenout(crowd: CrowdSettings, participant: Participant) -> dict[str, Any]:
     return _outcome(crowd.screenout_code, crowd.screenout_url, participant, submit=False)
 
 
-def study_state(study: Study, spec: StudySpec, prog: Progress) -> str:
-    """:func:`availability` from a participant's progress (no second count)."""
-    if study.state == StudyState.paused:
-        return "paused"
-    if study.state != StudyState.active:
-        return "closed"
-    return "full" if len(prog.full) == len(spec.environments) else "active"
-
-
 def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
           last_env: str | None = None, reveal: bool = False) -> dict[str, Any]:  # fmt: skip
     """ParticipantState (docs/protocol.md): what the player page shows next. Codes only with
@@ -367,7 +363,7 @@ def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
         # their code was shown in another browser (the one holding the key)
         "code_elsewhere": (completed or full or screened) and not reveal,
         "outcome": participants.outcome(participant),
-        "study_state": study_state(study, spec, prog),
+        "study_state": study_state(study, spec, prog.full),  # no second count
         "ends_full": prog.cut_short,  # finishing now gives the full outcome
         "progress": envs,
         "assigned_env": assigned,
