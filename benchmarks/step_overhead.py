@@ -10,7 +10,8 @@ twice:
 - ``paced``: one input every ``--pace-ms`` (5 ms by default, still faster than any player),
   so the recording of a step happens in the gap, as with real players: the reply path alone.
 
-Also splits out encode and record (envlogger codec + Riegeli) costs measured in-process,
+Also splits out encode, record (envlogger codec + Riegeli, step journal included) and
+journal (the step journal's write, recording with and without it) costs measured in-process,
 and what one flush of the log costs after k recorded steps (``flush_after_k_steps``; a
 worker flushes every ``--flush-interval`` seconds, so at 30 steps/s a flush covers
 30 × interval steps, and k = 1 is the price of flushing every step before its reply).
@@ -97,22 +98,25 @@ def bare(spec: EnvironmentSpec, steps: int, repeats: int) -> dict[str, Any]:
     record_fn = lambda *_: {"frame": jpeg, "input": "{}", "timing": "{}", "info": "{}"}  # noqa: E731
     with tempfile.TemporaryDirectory() as tmp:
         meta = episode_metadata(episode_id="b", study_id=0, env_id="b", env_config="{}", seed=0)
-        writer = EpisodeWriter(adapter, Path(tmp) / "b", meta, record_fn)
-        writer.reset()
-        plain, recorded = [], []
+        plain, recorded, unjournaled = [], [], []
         action = np.int64(0)
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            ts = adapter.step(action)
-            t1 = time.perf_counter()
-            ts2 = writer.step(action)
-            t2 = time.perf_counter()
-            plain.append(t1 - t0)
-            recorded.append(t2 - t1)
-            if ts.last() or ts2.last():
-                writer.finalize()
-                break
-        writer.finalize()
+        for journal, times in ((True, recorded), (False, unjournaled), (True, recorded)):
+            # the step journal (server/recording/journal.py) on and off, alternating
+            writer = EpisodeWriter(adapter, Path(tmp) / f"b{len(times)}{journal}", meta,
+                                   record_fn, journal=journal)  # fmt: skip
+            writer.reset()
+            for _ in range(steps // 2 if journal else steps):
+                t0 = time.perf_counter()
+                ts = adapter.step(action)
+                t1 = time.perf_counter()
+                ts2 = writer.step(action)
+                t2 = time.perf_counter()
+                if journal:
+                    plain.append(t1 - t0)
+                times.append(t2 - t1)
+                if ts.last() or ts2.last():
+                    break
+            writer.finalize()
         flushes = flush_costs(adapter, record_fn, Path(tmp), repeats)
     adapter.close()
     return {
@@ -123,6 +127,7 @@ def bare(spec: EnvironmentSpec, steps: int, repeats: int) -> dict[str, Any]:
         "encode": encode,
         "dm_step": plain,
         "dm_step_recorded": recorded,
+        "dm_step_recorded_unjournaled": unjournaled,
     }
 
 
@@ -227,6 +232,9 @@ def main() -> None:
         full = statistics.median(round_trips)
         reply = statistics.median(paced)
         record = statistics.median(local["dm_step_recorded"]) - statistics.median(local["dm_step"])
+        journal = statistics.median(local["dm_step_recorded"]) - statistics.median(
+            local["dm_step_recorded_unjournaled"]
+        )
         report[name] = {
             "frame_shape": local["frame_shape"],
             "jpeg_bytes_q75": local["jpeg_bytes"],
@@ -246,6 +254,7 @@ def main() -> None:
             "parts_ms": {
                 "jpeg_encode": stats(local["encode"]),
                 "record_median": round(record * 1000, 4),
+                "journal_median": round(journal * 1000, 4),
             },
             "flushes": local["flushes"],
         }

@@ -31,9 +31,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _serve(settings, port: int, **extra: str) -> subprocess.Popen[bytes]:
+def _serve(
+    settings, port: int, *, new_group: bool = False, **extra: str
+) -> subprocess.Popen[bytes]:
     """``rlds-studio serve`` on ``port`` with the test's database and data root (``extra``:
-    more STUDIO_ settings), once it answers."""
+    more STUDIO_ settings), once it answers; ``new_group``: in a process group of its own
+    (with its workers), as in a container."""
     env = {
         **os.environ,
         "STUDIO_DATABASE_URL": settings.database_url,
@@ -49,6 +52,7 @@ def _serve(settings, port: int, **extra: str) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
             env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr,
+            start_new_session=new_group,
         )  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -514,8 +514,8 @@ class LiveSession:
         self.phase = Phase.idle if self.phase != Phase.closed else Phase.closed
 
     async def _count_log(self, run: EpisodeRun) -> None:
-        """After its worker died (and was reaped), an episode counts what its log holds: the
-        steps it had not flushed are lost (docs/runtime.md bounds them)."""
+        """After its worker died (and was reaped), an episode counts what its log holds, with
+        the steps of its journal put back (docs/runtime.md)."""
         path = episode_dir(self.settings.data_root, self.study_id, run.id)
         totals = await asyncio.to_thread(episodes.log_totals, path)
         if totals is not None:

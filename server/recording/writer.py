@@ -2,10 +2,12 @@
 
 One :class:`EpisodeWriter` records one episode of a dm_env environment to
 ``episode_dir(data_root, study_id, episode_id)`` with the log-level metadata and per-step
-metadata of :mod:`server.recording.format`. Steps are flushed (handed to the operating
-system, which keeps them when the process dies) at least every ``flush_interval_s`` (and on
-:meth:`EpisodeWriter.flush`), so a worker killed with SIGKILL loses at most the steps of the
-last :data:`MAX_LOSS_S` and the log stays readable (``docs/runtime.md``).
+metadata of :mod:`server.recording.format`. Each step is in the episode's step journal
+(:mod:`server.recording.journal`, handed to the operating system) before :meth:`step`
+returns, so before its frame is sent; the log is flushed (fsync) at least every
+``flush_interval_s`` (and on :meth:`EpisodeWriter.flush`). A worker killed with SIGKILL
+leaves a readable log that lacks at most the last :data:`MAX_LOSS_S` of steps, which
+:func:`server.recording.recovery.recover` adds back from the journal (``docs/runtime.md``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 from server.recording import codec
 from server.recording import format as fmt
 from server.recording._envlogger import environment_logger, envlogger, riegeli_backend_writer
+from server.recording.journal import Journal
 
 # Measured on Pong (benchmarks/step_overhead.py): zstd:1 keeps ~1 KiB/step like the default
 # "transpose,brotli:6,chunk_size:1M" at the same median step time, without brotli's
@@ -95,17 +98,22 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
     """The Riegeli backend with deferred records, a public ``flush``, idempotent ``close``.
 
     With ``defer`` set, steps are kept until :meth:`commit` so the worker can reply to the
-    player first and encode + write the step right after.
+    player first and encode + write the step right after. With ``journal`` set, every step
+    is first written to the episode's step journal (:mod:`server.recording.journal`), which
+    starts again after each flush that leaves nothing pending.
     """
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, journal: bool = False, **kwargs: Any) -> None:
         self._closed = False
         self.defer = False
         self.dirty = False  # records written since the last flush
         self.pending: list[tuple[Any, bool]] = []
         super().__init__(**kwargs)
+        self.journal = Journal(kwargs["data_directory"], self._metadata) if journal else None
 
     def _record_step(self, data: Any, is_new_episode: bool) -> None:
+        if self.journal is not None:
+            self.journal.append(data, is_new_episode)
         if self.defer:
             self.pending.append((data, is_new_episode))
         else:
@@ -117,8 +125,13 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
             raise RuntimeError("envlogger could not write the step")
         flushed = self._flush_scheduler(data)
         if flushed:
-            self._data_writer.flush()
+            self._flushed()
         self.dirty = not flushed
+
+    def _flushed(self) -> None:
+        self._data_writer.flush()
+        if self.journal is not None and not self.pending:
+            self.journal.restart()
 
     def commit(self) -> None:
         while self.pending and not self._closed:
@@ -127,7 +140,7 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
     def flush(self) -> None:
         self.commit()
         if not self._closed:
-            self._data_writer.flush()
+            self._flushed()
             self._flush_scheduler.last = time.monotonic()
             self.dirty = False
 
@@ -142,6 +155,8 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
             finally:
                 self._closed = True
                 super().close()
+                if self.journal is not None:  # the log holds every step now
+                    self.journal.close()
 
 
 def open_reader(directory: Path | str) -> Any:
@@ -155,7 +170,8 @@ class EpisodeWriter:
     ``step_fn(timestep, action, env)`` must return the step metadata dict (keys
     :data:`format.STEP_METADATA_KEYS`); it is called for every timestep, FIRST included.
     With ``defer_records`` each step is encoded and written at the next :meth:`commit`
-    (or flush / finalize) instead of inside :meth:`step`.
+    (or flush / finalize) instead of inside :meth:`step`. With ``journal`` (the default)
+    each step is in the step journal before :meth:`step` returns.
     """
 
     def __init__(
@@ -167,6 +183,7 @@ class EpisodeWriter:
         *,
         flush_interval_s: float = FLUSH_INTERVAL_S,
         defer_records: bool = False,
+        journal: bool = True,
     ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -175,7 +192,7 @@ class EpisodeWriter:
         self._finalized = False
 
         def make_backend(**kwargs: Any) -> _Backend:
-            self._backend = _Backend(**kwargs)
+            self._backend = _Backend(journal=journal, **kwargs)
             return self._backend
 
         self.logger = environment_logger.EnvLogger(

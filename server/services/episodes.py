@@ -27,6 +27,7 @@ from server.models import (
     utcnow,
 )
 from server.principal import Principal, is_reserved_participant_id
+from server.recording import recovery
 from server.recording.format import episode_dir
 from server.services import crowd, participants, quality
 from server.study_spec import EnvironmentSpec, StudySpec
@@ -225,8 +226,10 @@ def finish_episode(db: Session, episode_id: str, result: EpisodeResult) -> Episo
 def log_totals(storage_path: Path | str) -> tuple[int, float] | None:
     """Steps and return an episode's log holds; None when it cannot be read.
 
-    What a row counts after its worker died (the server, or the worker alone): the log holds
-    every step the worker flushed, which may be fewer or more than the player had counted.
+    What a row counts after its worker died (the server, or the worker alone): the log, with
+    the steps of its journal put back (:mod:`server.recording.recovery`), holds every step
+    the worker recorded, which may be more than the player had counted.
     """
+    recovery.recover(storage_path)
     recorded = quality.read_log(storage_path)
     return None if recorded is None else (len(recorded), float(recorded.total_reward))

@@ -4,7 +4,8 @@ Every app process (a *replica*, :mod:`server.core.replica`) keeps a row in ``rep
 stamps ``heartbeat_at`` every ``heartbeat_interval_s``; in the same transaction it replaces
 its rows of ``live_sessions`` (one per play session it hosts). A replica whose heartbeat is
 older than ``replica_dead_after_s`` is dead: the first live replica to see it marks its
-``recording`` episodes ``abandoned`` (steps and return from their logs) with conditional
+``recording`` episodes ``abandoned`` (steps and return from their logs, completed from their
+step journals) with conditional
 updates, so two replicas racing for the same dead one abandon each episode once.
 """
 
@@ -22,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from server.core.replica import ReplicaInfo, process_alive
 from server.models import Episode, EpisodeStatus, LiveSessionRow, Replica, utcnow
+from server.recording import recovery
 from server.services import quality
 from server.services.episodes import SERVER_RESTART
 
@@ -137,6 +139,7 @@ def abandon(db: Session, where: ColumnElement[bool], reason: str) -> int:
     db.rollback()  # no transaction held while logs are read
     done = 0
     for episode_id, owner, path, started_at in found:
+        recovery.recover(path)  # the steps its dead worker journaled but had not flushed
         recorded = quality.read_log(path)
         now = utcnow()
         duration_s = max(0.0, (now - started_at).total_seconds())
