@@ -33,9 +33,10 @@ WRITER_OPTIONS = "zstd:1,chunk_size:256K"
 
 # A worker flushes once the last flush is FLUSH_INTERVAL_S old (after writing a step, or
 # woken when idle); an env step in progress delays that by the step. With steps (step +
-# render + encode) under 50 ms, a SIGKILL loses at most the last MAX_LOSS_S of play. A flush
-# is envlogger's fsync of two files, ~10 ms whatever it holds (benchmarks/step_overhead.py),
-# so flushing every step before its reply is not an option.
+# render + encode) under 50 ms, a SIGKILL leaves a log lacking at most the last MAX_LOSS_S
+# of play, which the step journal holds. A flush is envlogger's fsync of two files, ~10 ms
+# whatever it holds (benchmarks/step_overhead.py), so flushing every step before its reply
+# is not an option; the journal's write without fsync is.
 FLUSH_INTERVAL_S = 0.2
 MAX_LOSS_S = 0.25
 
