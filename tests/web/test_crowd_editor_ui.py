@@ -51,7 +51,9 @@ def test_completion_per_platform_follows_the_edits(
 
     page.get_by_label("Study-full code").fill("FULL9")
     page.get_by_label("Study-full URL").fill("https://crowd.example/full")
-    expect(cell(full, "prolific")).to_have_text("sent to https://crowd.example/full (code FULL9 shown)")
+    expect(cell(full, "prolific")).to_have_text(
+        "sent to https://crowd.example/full (code FULL9 shown)"
+    )
     expect(cell(full, "mturk")).to_have_text("submits the HIT (code FULL9)")
     expect(cell(finished, "direct")).to_contain_text("ABC123")  # the finishers' stays theirs
 
