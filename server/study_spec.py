@@ -337,6 +337,14 @@ class Requirements(StrictModel):
     )
 
 
+Input = Literal["keyboard", "gamepad", "touch"]  # what a participant may play with
+MAX_TOUCH_BUTTONS = 8  # key bindings an environment may have to get on-screen touch buttons
+
+
+def _default_inputs() -> list[Input]:
+    return ["keyboard", "gamepad"]
+
+
 class CrowdSettings(StrictModel):
     """How crowd workers (Prolific, MTurk, a typed id) take part: see docs/study-format.md."""
 
@@ -363,6 +371,19 @@ class CrowdSettings(StrictModel):
         description="Where to send them (http(s); {code} is replaced by the code).",
     )  # fmt: skip
     requirements: Requirements = Field(default_factory=Requirements)
+    inputs: list[Input] = Field(
+        default_factory=_default_inputs, min_length=1, max_length=3,
+        description="What participants may play with. A device with none of these (a phone, "
+        "where touch is not listed) is told so before consent. With touch, environments with "
+        f"at most {MAX_TOUCH_BUTTONS} key bindings get on-screen buttons.",
+    )  # fmt: skip
+
+    @field_validator("inputs")
+    @classmethod
+    def _inputs_once(cls, value: list[Input]) -> list[Input]:
+        if len(set(value)) != len(value):
+            raise ValueError("inputs lists an input twice")
+        return value
 
     @field_validator("completion_url", "screenout_url", "full_url")
     @classmethod

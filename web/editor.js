@@ -8,8 +8,9 @@
 import { ApiError, el, showError, toast } from "./api.js";
 import { entryFor, environmentFrom, freeId, loadCatalog, pickEnvironment } from "./editor-catalog.js";
 import { renderEnvCard } from "./editor-env.js";
+import { crowdSection } from "./editor-crowd.js";
 import { flushSettings } from "./editor-settings.js";
-import { fieldBox, getIn, inputField, markdownField, selectField, setIn, switchField, uid } from "./editor-fields.js";
+import { fieldBox, getIn, inputField, markdownField, setIn, uid } from "./editor-fields.js";
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -110,28 +111,6 @@ function studySection() {
     markdownField(ed.api, d, ["instructions"], "Study instructions", { onChange: changed }));
 }
 
-function crowdSection() {
-  const d = ed.data;
-  const path = (key) => ["crowd", key];
-  return el("details", { class: "form-section" },
-    el("summary", {}, "Crowd settings"),
-    markdownField(ed.api, d, path("consent"), "Consent text", { rows: 4, onChange: changed,
-      hint: "When set, participants must accept it before playing." }),
-    el("div", { class: "form-grid" },
-      selectField(d, path("assignment"), "Assignment", [["choice", "participants choose"], ["balanced", "balanced by the server"]],
-        { defaultValue: "choice", onChange: changed }),
-      switchField(d, path("allow_anonymous"), "Allow anonymous participants", { onChange: changed }),
-      inputField(d, path("completion_code"), "Completion code", { onChange: changed }),
-      inputField(d, path("screenout_code"), "Screen-out code", { onChange: changed }),
-      inputField(d, path("completion_url"), "Completion URL", { onChange: changed, hint: "{code} is replaced by the code." }),
-      inputField(d, path("screenout_url"), "Screen-out URL", { onChange: changed }),
-      inputField(d, path("full_code"), "Study-full code", { onChange: changed,
-        hint: "For people the study filled up on before they finished (Prolific: a screen-out or no-code return). Empty: no code." }),
-      inputField(d, path("full_url"), "Study-full URL", { onChange: changed, hint: "MTurk workers always submit the HIT." }),
-      inputField(d, ["crowd", "requirements", "min_episodes"], "Required episodes", { kind: "int", min: 0, defaultValue: 0, onChange: changed }),
-      inputField(d, ["crowd", "requirements", "min_play_time_s"], "Required play time (s)", { kind: "number", min: 0, defaultValue: 0, onChange: changed })));
-}
-
 function envCards() {
   const envs = ed.data.environments || (ed.data.environments = []);
   if (!envs.length) return [el("p", { class: "muted", id: "no-envs" }, "No environments yet: add one from the catalog.")];
@@ -184,7 +163,7 @@ function renderForm() {
   const fieldset = el("fieldset", { class: "form-sections", disabled: ed.editable ? undefined : "" },
     el("legend", { class: "sr-only" }, "Study settings"),
     studySection(),
-    crowdSection(),
+    crowdSection(ed.api, ed.data, changed),
     el("section", { class: "form-section", "aria-labelledby": "envs-title" },
       el("h3", { id: "envs-title" }, "Environments"),
       el("div", { id: "env-list", class: "env-list" }),

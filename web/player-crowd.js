@@ -78,19 +78,22 @@ export function errorText(res) {
 
 /** A page that explains why the study cannot go on here, with one button when there is a
     way forward (``button: {label, onClick}``). */
-export function showStatus({ title, text, instructionsHtml = "", button = null }) {
+export function showStatus({ title, text, instructionsHtml = "", button = null, alt = null }) {
   $("status-title").textContent = title;
   $("status-text").textContent = text;
   $("status-text").className = "";
   $("status-instructions").innerHTML = instructionsHtml; // rendered server-side, HTML disabled
   $("status-instructions").hidden = !instructionsHtml;
-  const btn = $("status-btn");
-  btn.hidden = !button;
-  btn.onclick = null;
-  if (button) {
-    btn.textContent = button.label;
-    btn.onclick = () => { btn.disabled = true; Promise.resolve(button.onClick()).finally(() => { btn.disabled = false; }); };
+  for (const [id, b] of [["status-btn", button], ["status-alt", alt]]) {
+    const btn = $(id);
+    btn.hidden = !b;
+    btn.onclick = null;
+    if (b) {
+      btn.textContent = b.label;
+      btn.onclick = () => { btn.disabled = true; Promise.resolve(b.onClick()).finally(() => { btn.disabled = false; }); };
+    }
   }
+  const btn = $("status-btn");
   show("status-view");
   if (button) btn.focus();
 }
@@ -106,15 +109,23 @@ export function showNotOpen(studyState, retry, detail = "") {
   showStatus({ title, text, button: studyState === "paused" ? { label: "Try again", onClick: retry } : null });
 }
 
-/** A touch-only device (a phone, a tablet without keyboard): the games need a keyboard or a
-    gamepad. Said before anything else (no consent, no participant made); the way out is to
-    return the study or come back on a computer, or to go on anyway (a keyboard attached). */
-export const touchOnly = () => matchMedia("(hover: none) and (pointer: coarse)").matches;
+/* Devices. A touch-only device (a phone, a tablet without keyboard) plays only a study whose
+   ``inputs`` list touch (on-screen buttons); anything else is assumed to have a keyboard. Said
+   before anything else (no consent, no participant made): the way out is to come back on a
+   computer or to leave the study (the screen-out page, when the link came from a platform),
+   or to go on anyway (a keyboard or gamepad attached). */
+const touchOnly = () => matchMedia("(hover: none) and (pointer: coarse)").matches;
+export const deviceCanPlay = (inputs) => (inputs || ["keyboard", "gamepad"]).includes("touch") || !touchOnly();
 
-export function showNeedsKeyboard(onContinue) {
-  showStatus({ title: "This study needs a keyboard",
-    text: "The games in this study are played with a keyboard or a gamepad, which this device does not seem to have. Please open the study link on a computer, or return the study on the platform. If a keyboard or gamepad is connected, you can continue.",
-    button: { label: "Continue anyway", onClick: onContinue } });
+const NEEDS = { keyboard: "a keyboard", gamepad: "a gamepad" };
+export function showDeviceCannotPlay(inputs, onContinue, onLeave) {
+  const needs = (inputs || []).filter((i) => NEEDS[i]).map((i) => NEEDS[i]).join(" or ") || NEEDS.keyboard;
+  const away = onLeave ? "or leave the study with the button below (you can also return it on the platform)"
+    : "or close this page";
+  showStatus({ title: `This study needs ${needs}`,
+    text: `The games in this study are played with ${needs}, which this device does not seem to have. Please open the study link on a computer, ${away}. If ${needs} is connected, you can continue.`,
+    button: { label: "Continue anyway", onClick: onContinue },
+    alt: onLeave ? { label: "Leave the study", onClick: onLeave } : null });
 }
 
 export function showInvalidLink() {

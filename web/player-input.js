@@ -30,16 +30,22 @@ export function createInput(state, send, act) {
     if (e.code === PLAYER_KEYS.cancel) { e.preventDefault(); act.cancel(); return; }
     if (!state.boundKeys.has(e.code)) return;
     e.preventDefault();
-    if (state.phase === "ready" && !e.repeat) { act.go(); return; } // this key only starts the episode
-    if (e.repeat || state.phase !== "playing") return;
-    state.held = state.held.filter((k) => k !== e.code).concat(e.code);
+    if (!e.repeat) press([e.code]);
+  }
+  function onKeyUp(e) { if (release([e.code])) e.preventDefault(); }
+  /** Bound keys go down (a key press, or a tap on an on-screen button: the same input). */
+  function press(codes) {
+    if (state.phase === "ready") { act.go(); return; } // this key only starts the episode
+    if (state.phase !== "playing") return;
+    state.held = state.held.filter((k) => !codes.includes(k)).concat(codes);
     sendInput(); // sync: one step per key press; async: the held set changed
   }
-  function onKeyUp(e) {
-    if (!state.held.includes(e.code)) return;
-    e.preventDefault();
-    state.held = state.held.filter((k) => k !== e.code);
+  /** Keys come up; false when none of them was held. */
+  function release(codes) {
+    if (!codes.some((k) => state.held.includes(k))) return false;
+    state.held = state.held.filter((k) => !codes.includes(k));
     if (mode() === "async" && state.phase === "playing") sendInput();
+    return true;
   }
 
   function pollGamepad() {
@@ -72,5 +78,5 @@ export function createInput(state, send, act) {
     if (pressed.length || pushed) sendInput();
   }
 
-  return { mode, sendInput, releaseAll, onKeyDown, onKeyUp, pollGamepad };
+  return { mode, sendInput, releaseAll, onKeyDown, onKeyUp, press, release, pollGamepad };
 }

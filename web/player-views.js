@@ -1,5 +1,6 @@
 /* The player's lobby (games with the participant's progress, finished and full ones
-   closed) and the controls legend of the environment being played. */
+   closed), the progress toward completion shown between episodes, and the controls legend
+   of the environment being played. */
 
 const $ = (id) => document.getElementById(id);
 
@@ -14,6 +15,7 @@ export function renderLobby(state, play) {
   $("lobby-end").hidden = Boolean(ps);
   $("lobby-finish").hidden = !(ps && ps.done);
   $("lobby-hint").textContent = ps ? "Pick a game to play. Games you have finished, that are full or that cannot start are marked." : "";
+  renderProgress(state);
   $("env-list").replaceChildren(...Object.values(state.envs).map((env) => {
     const progress = ps && ps.progress ? ps.progress[env.id] : null;
     const done = progress ? progress.completed : env.completed;
@@ -55,6 +57,7 @@ export function renderControls(state, info) {
     a.textContent = row.input; b.textContent = row.label;
     tr.append(a, b); body.append(tr);
   }
+  renderProgress(state); // the ready gate shows it too
   state.boundKeys = new Set(info.controls.keys);
   state.deadzone = info.controls.deadzone;
   $("quality").value = info.quality;
@@ -62,4 +65,26 @@ export function renderControls(state, info) {
   const cams = info.cameras || [];
   $("camera-field").hidden = cams.length < 2;
   $("camera").replaceChildren(...cams.map((c) => new Option(c, c, false, c === info.camera)));
+}
+
+/** Where a participant stands toward completion: "1 of 2 episodes · 3 of 10 minutes". */
+export function progressText(ps) {
+  if (!ps || !ps.progress) return "";
+  const envs = Object.values(ps.progress);
+  const done = envs.reduce((n, e) => n + e.completed, 0);
+  const asked = Math.max(envs.reduce((n, e) => n + e.required, 0), (ps.requirements || {}).min_episodes || 0);
+  const parts = [`${Math.min(done, asked)} of ${asked} episodes`];
+  const minS = (ps.requirements || {}).min_play_time_s || 0;
+  if (minS > 0) parts.push(`${Math.floor((ps.play_time_s || 0) / 60)} of ${Math.ceil(minS / 60)} minutes`);
+  return `Your progress: ${parts.join(" · ")}`;
+}
+
+/** The progress line of the lobby, the game's heading (seen at the ready gate) and the panel
+    after an episode, from the participant's latest state; hidden for a designer. */
+export function renderProgress(state) {
+  const text = state.participant ? progressText(state.participant) : "";
+  for (const id of ["lobby-progress", "play-progress", "progress-text"]) {
+    $(id).textContent = text;
+    $(id).hidden = !text;
+  }
 }

@@ -4,6 +4,7 @@
    the session id) with the ticket kept in sessionStorage. */
 import * as crowd from "./player-crowd.js";
 import { createInput, PLAYER_KEYS } from "./player-input.js";
+import { renderTouch } from "./player-touch.js";
 import * as views from "./player-views.js";
 import { fit, fmt, onFrame, onFrameDrawn, updateStatus } from "./player-stage.js";
 
@@ -73,8 +74,9 @@ async function boot() {
   useStudy(look.body.study);
   const ids = crowd.platformParams(params);
   if (ids.assignmentId === crowd.MTURK_PREVIEW) { crowd.showPreview(state.study); return; }
-  if (!state.ticket && crowd.touchOnly() && !recall().touchOk) {
-    crowd.showNeedsKeyboard(() => { remember({ touchOk: true }); boot(); });
+  if (!state.ticket && !recall().deviceOk && !crowd.deviceCanPlay(state.study.inputs)) {
+    const leave = Object.keys(ids).length ? () => join({ params: ids }, false, true) : null; // screened out
+    crowd.showDeviceCannotPlay(state.study.inputs, () => { remember({ deviceOk: true }); boot(); }, leave);
     return;
   }
   if (state.ticket) {
@@ -92,7 +94,7 @@ async function boot() {
 
 function anonKey() { return `rlds-anon:${token}`; }
 
-async function join(body, typed) {
+async function join(body, typed, leaving = false) {
   const who = (body.params && (body.params.PROLIFIC_PID || body.params.workerId)) || body.participant_id;
   const key = crowd.useBrowserKeyOf(token, who);
   const res = await crowd.call("POST", "/api/play/join", { token, ...body, ...(key ? { browser_key: key } : {}) });
@@ -110,7 +112,7 @@ async function join(body, typed) {
   remember({ who: res.body.participant_id });
   if (res.body.participant.platform === "anonymous") localStorage.setItem(anonKey(), res.body.participant.external_id);
   useStudy(res.body.study);
-  route(res.body.participant);
+  if (leaving) await answerConsent(false); else route(res.body.participant);
 }
 
 function useStudy(study) {
@@ -245,6 +247,7 @@ const handlers = {
     // a resumed session re-announces its worker: move to the game only when one is starting
     if (state.envs[m.env_id] && (state.phase !== "idle" || state.episode)) enterPlay(m.env_id);
     views.renderControls(state, m);
+    renderTouch(state, m.controls, input);
   },
   episode_started(m) {
     state.episode = m.episode; state.step = 0; state.next = null;
@@ -381,27 +384,12 @@ function showNext(next, text) {
   $("next-btn").dataset.env = nextEnv ? next.env_id : "";
   $("after-save-text").textContent = text;
   $("after-save-text").hidden = !text;
-  const progress = isParticipant() ? progressText(state.participant) : "";
-  $("progress-text").textContent = progress;
-  $("progress-text").hidden = !progress;
   $("other-env-btn").hidden = kind === "done" || kind === "lobby" || (isParticipant() && balanced());
   $("end-btn").hidden = isParticipant();
   $("after-save").hidden = false;
   renderLobby();
   setPhase("idle", `${label} — press Enter`);
   $("next-btn").focus({ preventScroll: true });
-}
-
-/** Where a participant stands toward completion: "1 of 2 episodes · 3 of 10 minutes". */
-function progressText(ps) {
-  if (!ps || !ps.progress) return "";
-  const envs = Object.values(ps.progress);
-  const done = envs.reduce((n, e) => n + e.completed, 0);
-  const asked = Math.max(envs.reduce((n, e) => n + e.required, 0), (ps.requirements || {}).min_episodes || 0);
-  const parts = [`${Math.min(done, asked)} of ${asked} episodes`];
-  const minS = (ps.requirements || {}).min_play_time_s || 0;
-  if (minS > 0) parts.push(`${Math.floor((ps.play_time_s || 0) / 60)} of ${Math.ceil(minS / 60)} minutes`);
-  return `Your progress: ${parts.join(" · ")}`;
 }
 
 function goNext() {

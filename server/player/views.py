@@ -6,7 +6,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from server.study_spec import EnvironmentSpec, StudySpec
+from server.study_spec import MAX_TOUCH_BUTTONS, EnvironmentSpec, StudySpec
 
 # html disabled: raw HTML in a study's markdown is shown as text, never run.
 _md = MarkdownIt("commonmark", {"html": False, "linkify": False})
@@ -48,6 +48,7 @@ def study_view(
         "consent_html": render_markdown(spec.crowd.consent),
         "assignment": spec.crowd.assignment,
         "allow_anonymous": spec.crowd.allow_anonymous,
+        "inputs": spec.crowd.inputs,
         "environments": [environment_view(e, done.get(e.id, 0)) for e in spec.environments],
     }
 
@@ -84,6 +85,7 @@ def controls_legend(info: dict[str, Any]) -> dict[str, Any]:
     meanings: list[str] = info.get("action_meanings") or []
     rows = []
     keys: set[str] = set()
+    pads: list[dict[str, Any]] = []  # on-screen buttons: one per key binding
     for name, value in (controls.get("bindings") or {}).items():
         short = name.removeprefix("button ")
         label = labels.get(name) or labels.get(short)
@@ -91,8 +93,12 @@ def controls_legend(info: dict[str, Any]) -> dict[str, Any]:
             label = meanings[value].replace("_", " ").lower()
         rows.append({"input": input_name(name), "label": label or f"action {value}"})
         if not name.startswith(("button ", "axis ")):
-            keys.update(p for p in name.split("+") if p)
-    return {"legend": rows, "keys": sorted(keys), "deadzone": controls.get("deadzone", 0.15)}
+            parts = [p for p in name.split("+") if p]
+            keys.update(parts)
+            pads.append({"keys": parts, "input": name, "label": label or f"action {value}"})
+    return {"legend": rows, "keys": sorted(keys), "deadzone": controls.get("deadzone", 0.15),
+            # a tap sends exactly the keys of its binding; none when too many for a thumb
+            "touch": pads if len(pads) <= MAX_TOUCH_BUTTONS else []}  # fmt: skip
 
 
 def env_ready(env_id: str, info: dict[str, Any], speed: float, quality: str) -> dict[str, Any]:

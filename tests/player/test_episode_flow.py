@@ -32,6 +32,8 @@ def test_sync_episode_to_the_end_and_saved(factory, designer, db, settings):
         env = player.until("env_ready")
         assert env["mode"] == "sync"
         assert {"input": "KeyA", "label": "one"} in env["controls"]["legend"]
+        # on-screen buttons (studies that allow touch): one per key binding, its keys
+        assert {"keys": ["KeyA"], "input": "KeyA", "label": "one"} in env["controls"]["touch"]
         started = player.until("episode_started")
         first = player.frame()
         assert first[:2] == (1, 0) and first[4][:2] == b"\xff\xd8"

@@ -31,3 +31,25 @@ def test_both_axis_directions_are_in_the_legend():
     rows = {row["input"]: row["label"] for row in legend["legend"]}
     assert rows == {"ArrowLeft": "left", "left stick ←": "left", "left stick →": "right"}
     assert legend["keys"] == ["ArrowLeft"]
+
+
+def _resolved(keys: dict[str, int]) -> dict:
+    from dm_env import specs
+
+    spec = specs.DiscreteArray(num_values=16)
+    return {"controls": ActionMapper(spec, Controls(keys=keys, buttons={0: 1})).resolved(),
+            "action_meanings": []}  # fmt: skip
+
+
+def test_touch_buttons_one_per_key_binding_with_its_keys():
+    legend = controls_legend(_resolved({"ArrowUp+Space": 3, "KeyA": 1}))
+    assert legend["touch"] == [  # gamepad bindings get none
+        {"keys": ["ArrowUp", "Space"], "input": "ArrowUp+Space", "label": "action 3"},
+        {"keys": ["KeyA"], "input": "KeyA", "label": "action 1"},
+    ]
+
+
+def test_no_touch_buttons_past_eight_key_bindings():
+    eight = {f"Digit{i}": i for i in range(8)}
+    assert len(controls_legend(_resolved(eight))["touch"]) == 8
+    assert controls_legend(_resolved({**eight, "KeyZ": 9}))["touch"] == []

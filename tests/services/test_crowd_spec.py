@@ -77,3 +77,13 @@ def test_a_requirement_the_quotas_cannot_give_is_a_problem():
     (problem,) = err.value.detail
     assert problem["loc"] == ["crowd"]
     assert "requirements.min_episodes is 2" in problem["msg"] and "at most 1" in problem["msg"]
+
+
+def test_inputs_default_to_keyboard_and_gamepad_and_round_trip():
+    assert study_files.load_yaml(BASE).crowd.inputs == ["keyboard", "gamepad"]
+    spec = study_files.load_yaml(BASE + "  inputs: [keyboard, touch]\n")
+    assert spec.crowd.inputs == ["keyboard", "touch"]
+    assert "- touch" in study_files.dump_yaml(spec)
+    with pytest.raises(Invalid) as err:
+        study_files.load_yaml(BASE + "  inputs: [keyboard, mouse]\n")
+    assert err.value.detail[0]["loc"] == ["crowd", "inputs", 1]

@@ -1,30 +1,126 @@
-"""A phone (touch only, no keyboard) is told what the study needs before anything else: no
-consent asked, no participant made, unless the person goes on anyway (real Chromium)."""
+"""Devices (real Chromium): a phone on a keyboard-only study is told what the study needs
+before anything else (no consent asked, no participant made) and can leave with the
+screen-out page; on a study whose ``crowd.inputs`` list touch it plays with on-screen
+buttons that send, and record, exactly what the bound keys do. Progress toward completion
+shows between episodes."""
 
 from __future__ import annotations
+
+import json
+import re
 
 import pytest
 from playwright.sync_api import expect
 
-from server.models import Participant
-from tests.web._crowd import accept_consent, crowd_study, link
+from server.models import Episode, EpisodeStatus, Participant
+from server.recording.writer import open_reader
+from tests.player.conftest import counter_env
+from tests.web._crowd import accept_consent, crowd_study, link, shot
 
 pytestmark = pytest.mark.browser
 
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
 
-def test_a_phone_is_told_it_needs_a_keyboard_before_consent(live_server, browser, factory, db):
+
+@pytest.fixture
+def phone(browser):
+    context = browser.new_context(**PHONE)
+    yield context.new_page()
+    context.close()
+
+
+def _participants(db, study) -> list[Participant]:
+    db.expire_all()
+    return db.query(Participant).filter_by(study_id=study.id).all()
+
+
+def test_a_phone_is_told_it_needs_a_keyboard_before_consent(live_server, phone, factory, db):
     study = crowd_study(db, factory, factory.user(), consent="I agree.")
-    phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                has_touch=True)  # fmt: skip
-    try:
-        page = phone.new_page()
-        page.goto(link(live_server, study, PROLIFIC_PID="on-a-phone"))
-        expect(page.locator("#status-title")).to_have_text("This study needs a keyboard")
-        expect(page.locator("#consent-view")).to_be_hidden()
-        assert db.query(Participant).filter_by(study_id=study.id).count() == 0
-        page.get_by_role("button", name="Continue anyway").tap()  # a keyboard is attached
-        accept_consent(page)
-        db.expire_all()
-        assert db.query(Participant).filter_by(study_id=study.id).count() == 1
-    finally:
-        phone.close()
+    phone.goto(link(live_server, study, PROLIFIC_PID="on-a-phone"))
+    expect(phone.locator("#status-title")).to_have_text("This study needs a keyboard or a gamepad")
+    shot(phone, "phone-needs-keyboard")
+    expect(phone.locator("#consent-view")).to_be_hidden()
+    assert _participants(db, study) == []
+    phone.get_by_role("button", name="Continue anyway").tap()  # a keyboard is attached
+    accept_consent(phone)
+    assert len(_participants(db, study)) == 1
+
+
+def test_a_phone_leaves_a_keyboard_only_study_with_the_screenout_code(
+    live_server, phone, factory, db
+):
+    study = crowd_study(db, factory, factory.user(), consent="I agree.", inputs=["keyboard"],
+                        screenout_code="NO-DEVICE")  # fmt: skip
+    phone.goto(link(live_server, study, PROLIFIC_PID="phone-2"))
+    expect(phone.locator("#status-title")).to_have_text("This study needs a keyboard")
+    expect(phone.locator("#status-text")).not_to_contain_text("gamepad")
+    phone.get_by_role("button", name="Leave the study").tap()
+    expect(phone.locator("#code-value")).to_have_value("NO-DEVICE")
+    expect(phone.locator("#consent-view")).to_be_hidden()
+    [row] = _participants(db, study)
+    assert row.screened_out_at is not None and row.consented_at is None
+
+
+def test_a_phone_plays_a_touch_study_with_on_screen_buttons(live_server, phone, factory, db):
+    env = counter_env(episode_len=2, episodes_per_participant=2)
+    study = crowd_study(db, factory, factory.user(), env, inputs=["keyboard", "touch"],
+                        requirements={"min_play_time_s": 600})  # fmt: skip
+    phone.goto(link(live_server, study, PROLIFIC_PID="thumbs"))
+    expect(phone.locator("#instructions-view")).to_be_visible()  # no device page
+    phone.get_by_role("button", name="Continue").tap()
+    progress = "Your progress: 0 of 2 episodes · 0 of 10 minutes"
+    expect(phone.locator("#lobby-progress")).to_have_text(progress)
+    shot(phone, "phone-lobby")
+    phone.get_by_role("button", name="Play Counter").tap()
+    pad = phone.locator("#touch-pad")
+    expect(pad).to_be_visible()
+    one = pad.get_by_role("button", name="one (KeyA)")
+    expect(one).to_contain_text("KeyA")  # the keyboard shortcut stays shown
+    expect(pad.get_by_role("button", name="action 2 (KeyB)")).to_be_visible()
+    box = one.bounding_box()
+    assert box is not None and box["height"] >= 44 and box["width"] >= 44  # thumb-sized
+    expect(phone.locator("#play-progress")).to_have_text(progress)  # at the ready gate
+    expect(phone.locator("#st-phase")).to_have_text("ready")
+    shot(phone, "phone-ready-gate")
+    one.tap()  # a game button starts the episode, as a game key does
+    expect(phone.locator("#st-phase")).to_have_text("playing")
+    expect(phone.locator("#st-step")).to_have_text("0")
+    one.tap()
+    expect(phone.locator("#st-step")).to_have_text("1")
+    expect(one).not_to_have_class(re.compile("pressed"))  # let go with the finger
+    shot(phone, "phone-playing")
+    one.tap()
+    expect(phone.locator("#save-dialog")).to_be_visible()
+    phone.get_by_role("button", name="Save").tap()
+    expect(phone.locator("#after-save")).to_be_visible()
+    expect(phone.locator("#progress-text")).to_have_text(
+        "Your progress: 1 of 2 episodes · 0 of 10 minutes"
+    )
+    expect(phone.locator("#play-progress")).to_have_text(
+        "Your progress: 1 of 2 episodes · 0 of 10 minutes"
+    )
+    shot(phone, "phone-after-save")
+    db.expire_all()
+    [row] = db.query(Episode).filter_by(study_id=study.id).all()
+    assert row.status == EpisodeStatus.completed and row.steps == 3
+    with open_reader(row.storage_path) as reader:
+        inputs = [json.loads(s.custom_data["input"]) for s in list(reader.steps)[1:]]
+    assert inputs == [{"keys": ["KeyA"], "buttons": {}, "axes": []}] * 2
+    expect(phone.locator("#next-btn")).to_be_in_viewport()  # the way on, without scrolling
+    phone.locator("#next-btn").tap()
+    expect(phone.locator("#st-phase")).to_have_text("ready")
+    expect(phone.locator("#play-progress")).to_have_text(  # the ready gate after an episode
+        "Your progress: 1 of 2 episodes · 0 of 10 minutes"
+    )
+
+
+def test_no_touch_buttons_without_touch_in_the_study(live_server, phone, factory, db):
+    study = crowd_study(db, factory, factory.user())  # inputs: keyboard, gamepad
+    phone.goto(link(live_server, study, PROLIFIC_PID="kb-attached"))
+    phone.get_by_role("button", name="Continue anyway").tap()
+    expect(phone.locator("#instructions-view")).to_be_visible()
+    phone.locator("#instructions-ok").tap()
+    phone.get_by_role("button", name="Play Counter").tap()
+    expect(phone.locator("#st-phase")).to_have_text("ready")
+    expect(phone.locator("#legend")).to_contain_text("one")
+    expect(phone.locator("#touch-pad")).to_be_hidden()

@@ -58,3 +58,39 @@ def test_participants_page_from_the_study_panel(
     text = open(download.value.path(), encoding="utf-8").read()
     assert text.splitlines()[0].startswith("external_id")
     assert "pp-1" in text
+
+
+def test_completed_full_and_screened_out_are_told_apart(
+    live_server: str, page: Page, factory: Factory, db
+) -> None:  # type: ignore[no-untyped-def]
+    import csv
+    import io
+
+    from server.models import Participant, utcnow
+
+    owner = factory.user()
+    study = activate(db, factory.study(owner, spec(counter_env())))
+    player = factory.client()
+    for who in ("done-1", "full-1", "out-1"):
+        res = player.post("/api/play/join", json={"token": study.permalink_token,
+                          "params": {"PROLIFIC_PID": who}})  # fmt: skip
+        assert res.status_code == 200, res.text
+    rows = {p.external_id: p for p in db.query(Participant).filter_by(study_id=study.id)}
+    rows["done-1"].completed_at = utcnow()
+    rows["full-1"].full_at = utcnow()  # the study filled up before they finished
+    rows["out-1"].screened_out_at = utcnow()  # declined, or left on a phone
+    db.commit()
+    log_in(page, live_server, owner)
+    page.get_by_role("button", name="Player test").click()
+    page.get_by_role("link", name="Participants").click()
+    for who, badge in (("done-1", "completed"), ("full-1", "full"), ("out-1", "screened out")):
+        row = page.locator("#participants-body tr", has_text=who)
+        expect(row.locator(".badge", has_text=badge)).to_have_count(1)
+    expect(page.locator("#participants-body tr", has_text="full-1")).not_to_contain_text(
+        "completed"
+    )
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download CSV").click()
+    text = open(download.value.path(), encoding="utf-8").read()
+    outcomes = {r["external_id"]: r["outcome"] for r in csv.DictReader(io.StringIO(text))}
+    assert outcomes == {"done-1": "completed", "full-1": "full", "out-1": "screened_out"}

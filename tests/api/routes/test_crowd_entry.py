@@ -158,3 +158,26 @@ def test_consent_accept_and_decline(factory, db):
     later = anon.post("/api/play/consent", json={"accept": True},
                       headers={"X-Play-Ticket": no["ticket"]}).json()  # fmt: skip
     assert later["screened_out"] and not later["consented"]
+
+
+def test_the_study_view_says_which_inputs_the_study_needs(factory, db):
+    anon = factory.client()
+    plain = _study(factory, db)
+    res = anon.post("/api/play/preview", json={"token": plain.permalink_token})
+    assert res.json()["study"]["inputs"] == ["keyboard", "gamepad"]  # the default
+    touch = _study(factory, db, inputs=["touch", "keyboard"])
+    res = anon.post("/api/play/preview", json={"token": touch.permalink_token})
+    assert res.json()["study"]["inputs"] == ["touch", "keyboard"]
+
+
+@pytest.mark.parametrize("inputs, where", [
+    (["keyboard", "mouse"], ["body", "spec", "crowd", "inputs", 1]),
+    ([], ["body", "spec", "crowd", "inputs"]),
+    (["touch", "touch"], ["body", "spec", "crowd", "inputs"]),
+    ("keyboard", ["body", "spec", "crowd", "inputs"]),
+])  # fmt: skip
+def test_unknown_or_repeated_inputs_are_refused_naming_the_field(factory, inputs, where):
+    client = factory.client(factory.user())
+    res = client.post("/api/studies", json={"spec": spec(counter_env(), crowd={"inputs": inputs})})
+    assert res.status_code == 422, res.text
+    assert where in [err["loc"] for err in res.json()["detail"]]
