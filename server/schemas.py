@@ -9,7 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from server.core.passwords import MIN_LENGTH as MIN_PASSWORD_LENGTH
 from server.models import MAX_DB_INT, EpisodeStatus, JobState, Role, StudyState
-from server.player.protocol import PROTOCOL_VERSION
 from server.study_spec import StrictModel, StudySpec
 
 
@@ -497,7 +496,7 @@ class PlayerStudyOut(BaseModel):
         default=None, description="A new browser key: keep it and send it back (codes are "
         "shown only to the browser that holds it).",
     )  # fmt: skip
-    protocol: int = PROTOCOL_VERSION
+    protocol: int = Field(description="The play protocol's version (docs/protocol.md).")
 
 
 # --- study editor: catalog and validation --------------------------------------------------

@@ -5,27 +5,22 @@ count of participants' work leaves it out. An *excluded* episode is marked to st
 exports. A *rejected* episode ended and its player declined to save it. A participant is
 *screened out* once they declined consent (the platform's screen-out code). The live
 dashboard, the participants page, the episodes list and the export use these, and the
-export preview says, for each listed episode an export leaves out, which rule it is.
+export preview (:mod:`server.services.export_preview`) says, for each listed episode an
+export leaves out, which rule it is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from sqlalchemy import ColumnElement
 
-from sqlalchemy import ColumnElement, select
-from sqlalchemy.orm import Session
-
-from server.models import Episode, EpisodeStatus, Participant, Study
-from server.schemas import EpisodeFilterIn, ExportSelection
+from server.models import Episode, EpisodeStatus, Participant
+from server.schemas import ExportSelection
 
 TEST_PLAY: ColumnElement[bool] = Episode.is_test.is_(True)
 PARTICIPANT_PLAY: ColumnElement[bool] = Episode.is_test.is_(False)
 EXCLUDED: ColumnElement[bool] = Episode.excluded.is_(True)
 REJECTED: ColumnElement[bool] = Episode.status == EpisodeStatus.rejected
 SCREENED_OUT: ColumnElement[bool] = Participant.screened_out_at.is_not(None)
-
-_LISTED_IDS = 10  # episode ids given per reason
 
 
 def left_out_reason(status: str, excluded: bool, is_test: bool, sel: ExportSelection) -> str | None:
@@ -40,37 +35,3 @@ def left_out_reason(status: str, excluded: bool, is_test: bool, sel: ExportSelec
     if is_test and sel.episode_ids is None and not sel.include_tests:
         return "test play (show test plays to export them)"
     return None
-
-
-def export_preview(
-    db: Session, study: Study, listed: EpisodeFilterIn | Sequence[str], sel: ExportSelection
-) -> dict[str, Any]:
-    """Of the episodes the list shows (its filter, or checked ids), how many ``sel`` exports
-    and, per reason, the ones it leaves out."""
-    from server.services import review
-    from server.services.exports import selection_filter
-
-    columns = select(Episode.id, Episode.status, Episode.excluded, Episode.is_test)
-    if isinstance(listed, EpisodeFilterIn):
-        query = review.filtered(study.id, selection_filter(listed)).with_only_columns(
-            Episode.id, Episode.status, Episode.excluded, Episode.is_test
-        )
-    else:
-        query = columns.where(Episode.study_id == study.id, Episode.id.in_(list(listed)))
-    reasons: dict[str, list[str]] = {}
-    exported = total = 0
-    for episode_id, status, excluded, is_test in db.execute(query):
-        total += 1
-        reason = left_out_reason(str(status), bool(excluded), bool(is_test), sel)
-        if reason is None:
-            exported += 1
-        else:
-            reasons.setdefault(reason, []).append(episode_id)
-    return {
-        "listed": total,
-        "exported": exported,
-        "left_out": [
-            {"reason": reason, "count": len(ids), "episode_ids": sorted(ids)[:_LISTED_IDS]}
-            for reason, ids in sorted(reasons.items(), key=lambda item: -len(item[1]))
-        ],
-    }

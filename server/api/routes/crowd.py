@@ -20,6 +20,7 @@ from server.core.config import Settings
 from server.errors import Conflict, NotFound, Unauthorized
 from server.models import Participant, Study, utcnow
 from server.player import tickets
+from server.player.protocol import PROTOCOL_VERSION
 from server.player.views import study_view
 from server.principal import Principal
 from server.schemas import ConsentIn, JoinIn, ParticipantRow, PlayerStudyOut, PreviewIn, PreviewOut
@@ -58,6 +59,7 @@ def _out(db: Session, settings: Settings, study: Study, participant: Participant
         participant_id=participant.external_id,
         participant=crowd.state(db, study, spec, participant, reveal=reveal),
         browser_key=issued,
+        protocol=PROTOCOL_VERSION,
     )  # fmt: skip
 
 

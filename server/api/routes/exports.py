@@ -18,7 +18,7 @@ from server.export.packaging import archive_members
 from server.models import ExportJob, JobState
 from server.recording.format import export_dir
 from server.schemas import ExportCreate, ExportJobPublic, ExportPreviewIn, ExportPreviewPublic
-from server.services import counts, exports, studies
+from server.services import export_preview, exports, studies
 
 router = APIRouter(tags=["exports"])
 
@@ -107,7 +107,7 @@ def preview_export(
     study = studies.get_study(db, principal, study_id)
     sel = body.selection
     listed = sel.episode_ids if sel.episode_ids is not None else body.listed
-    return counts.export_preview(db, study, listed, sel)
+    return export_preview.export_preview(db, study, listed, sel)
 
 
 @router.get(

@@ -23,6 +23,7 @@ from server.models import Study, StudyState, is_row_id
 from server.player import protocol as p
 from server.player import tickets
 from server.player.connection import Connection, close_quietly
+from server.player.protocol import PROTOCOL_VERSION
 from server.player.registry import Registry
 from server.player.session import LiveSession
 from server.player.views import study_view
@@ -40,7 +41,9 @@ def test_play(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> P
     """The player's view of a study you manage (any state: test-play)."""
     study = studies.get_study(db, principal, study_id)
     counts = episodes.completed_counts(db, study.id, principal)
-    return PlayerStudyOut(study=study_view(study.id, studies.spec_of(study), counts))
+    return PlayerStudyOut(
+        study=study_view(study.id, studies.spec_of(study), counts), protocol=PROTOCOL_VERSION
+    )
 
 
 def same_origin(websocket: WebSocket) -> bool:
