@@ -480,6 +480,19 @@ class JoinIn(StrictModel):
     )  # fmt: skip
 
 
+class PreviewAsIn(StrictModel):
+    """A designer previewing their study as a participant arriving from ``platform``."""
+
+    platform: Literal["prolific", "mturk", "direct"] = Field(
+        description="Where the made-up participant comes from: Prolific and MTurk hand over "
+        "TEST- ids in the link; direct takes the id typed (TEST- is put in front)."
+    )
+    participant_id: str | None = Field(
+        default=None, max_length=1000,
+        description="direct: the id typed on the entry form (checked like a participant's).",
+    )  # fmt: skip
+
+
 class ConsentIn(StrictModel):
     accept: bool
 
