@@ -414,6 +414,24 @@ class ExportPreviewIn(StrictModel):
         description="The list's filter (ignored when the selection names episode ids).",
     )
     selection: ExportSelection = Field(default_factory=ExportSelection)
+    options: ExportOptionsIn | None = Field(
+        default=None,
+        description="The export's options: with them, the answer's ``spaces`` says whether the "
+        "selection's environments share their spaces and what this format does when not.",
+    )
+
+
+class SpacesPreview(BaseModel):
+    """Whether one dataset can hold the selection's environments, and what to do if not."""
+
+    mixed: bool = Field(description="Two environments have different spaces.")
+    environments: list[str]
+    split: Literal["none", "automatic", "offer", "impossible"] = Field(
+        description="none: one dataset holds them; automatic: envlogger writes one folder per "
+        "environment; offer: one dataset per environment works (options.split_by_env); "
+        "impossible: not in this format, even per environment."
+    )
+    message: str
 
 
 class LeftOut(BaseModel):
@@ -426,6 +444,7 @@ class ExportPreviewPublic(BaseModel):
     listed: int
     exported: int
     left_out: list[LeftOut]
+    spaces: SpacesPreview | None = Field(default=None, description="When options were sent.")
 
 
 class ExportJobPublic(BaseModel):
