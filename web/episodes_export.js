@@ -45,8 +45,8 @@ export function createExport({ api, study, state, toast, guard, pageFilter, filt
     if (mine !== asked) return null;
     const head = `Exports ${plural(out.exported)} of the ${out.listed} ${sel.episode_ids ? "checked" : "listed"}.`;
     const spaces = out.spaces && out.spaces.mixed
-      ? el("span", { class: `ex-spaces ex-spaces-${out.spaces.split}` }, ` ${out.spaces.message}`) : null;
-    $("ex-preview").replaceChildren(el("strong", {}, head), spaces, ...out.left_out.map((r) => el("span", { class: "ex-left-out" },
+      ? [el("span", { class: `ex-spaces ex-spaces-${out.spaces.split}` }, ` ${out.spaces.message}`)] : [];
+    $("ex-preview").replaceChildren(el("strong", {}, head), ...spaces, ...out.left_out.map((r) => el("span", { class: "ex-left-out" },
       ` Leaves out ${plural(r.count)}, ${r.reason}: `,
       el("span", { class: "code small" }, r.episode_ids.map((id) => id.slice(0, 8)).join(", ") + (r.count > r.episode_ids.length ? " …" : "")),
       ".")));
