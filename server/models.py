@@ -221,6 +221,9 @@ class Participant(Base):
     browser_key_hash: Mapped[str | None] = mapped_column(String(64))
     last_seen_at: Mapped[datetime | None] = mapped_column(_TS)
     completion_shown_at: Mapped[datetime | None] = mapped_column(_TS)
+    # made by a designer's "preview as a participant": its episodes are test plays, and it is
+    # in no participants list, count or quota
+    is_test: Mapped[bool] = mapped_column(default=False, server_default=false())
 
 
 class PlaySession(Base):

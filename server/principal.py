@@ -28,14 +28,21 @@ class Principal:
     role: Role | None = None
     study_id: int | None = None
     participant_id: int | None = None
+    # a designer's preview as a participant (a test participant): its episodes are test plays
+    test: bool = False
 
     @classmethod
     def for_user(cls, user_id: int, role: str) -> Principal:
         return cls(user_id=user_id, role=Role(role))
 
     @classmethod
-    def for_participant(cls, study_id: int, participant_id: int) -> Principal:
-        return cls(study_id=study_id, participant_id=participant_id)
+    def for_participant(cls, study_id: int, participant_id: int, test: bool = False) -> Principal:
+        return cls(study_id=study_id, participant_id=participant_id, test=test)
+
+    @property
+    def plays_tests(self) -> bool:
+        """Its episodes are test plays: a designer's (or admin's), or a preview's."""
+        return self.participant_id is None or self.test
 
     @property
     def is_user(self) -> bool:

@@ -413,6 +413,24 @@ class ExportPreviewIn(StrictModel):
         description="The list's filter (ignored when the selection names episode ids).",
     )
     selection: ExportSelection = Field(default_factory=ExportSelection)
+    options: ExportOptionsIn | None = Field(
+        default=None,
+        description="The export's options: with them, the answer's ``spaces`` says whether the "
+        "selection's environments share their spaces and what this format does when not.",
+    )
+
+
+class SpacesPreview(BaseModel):
+    """Whether one dataset can hold the selection's environments, and what to do if not."""
+
+    mixed: bool = Field(description="Two environments have different spaces.")
+    environments: list[str]
+    split: Literal["none", "automatic", "offer", "impossible"] = Field(
+        description="none: one dataset holds them; automatic: envlogger writes one folder per "
+        "environment; offer: one dataset per environment works (options.split_by_env); "
+        "impossible: not in this format, even per environment."
+    )
+    message: str
 
 
 class LeftOut(BaseModel):
@@ -425,6 +443,7 @@ class ExportPreviewPublic(BaseModel):
     listed: int
     exported: int
     left_out: list[LeftOut]
+    spaces: SpacesPreview | None = Field(default=None, description="When options were sent.")
 
 
 class ExportJobPublic(BaseModel):
@@ -476,6 +495,19 @@ class JoinIn(StrictModel):
     params: dict[str, Annotated[str, Field(max_length=1000)]] = Field(
         default_factory=dict, max_length=32,
         description="The permalink's URL query: " + ", ".join(JOIN_PARAMS) + " (others ignored).",
+    )  # fmt: skip
+
+
+class PreviewAsIn(StrictModel):
+    """A designer previewing their study as a participant arriving from ``platform``."""
+
+    platform: Literal["prolific", "mturk", "direct"] = Field(
+        description="Where the made-up participant comes from: Prolific and MTurk hand over "
+        "TEST- ids in the link; direct takes the id typed (TEST- is put in front)."
+    )
+    participant_id: str | None = Field(
+        default=None, max_length=1000,
+        description="direct: the id typed on the entry form (checked like a participant's).",
     )  # fmt: skip
 
 

@@ -241,6 +241,7 @@ async function renderDetail(study, yaml) {
 
   $("#study-links").hidden = false;
   $("#test-play").href = `/player.html?study=${study.id}`;
+  $("#preview-participant").href = `/player.html?preview=${study.id}`;
   $("#episodes-link").href = `/episodes.html?study=${study.id}`;
   $("#participants-link").href = `/participants.html?study=${study.id}`;
   $("#live-link").href = `/live.html?study=${study.id}`;

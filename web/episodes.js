@@ -3,6 +3,7 @@
 // The URL holds the filters, the sort, the page, the episode and the step (a deep link).
 
 import { createApi, el, errorMessage, toast as showToast } from "./api.js";
+import { createExport } from "./episodes_export.js";
 import { createReplay } from "./episodes_replay.js";
 
 const $ = (id) => document.getElementById(id);
@@ -51,6 +52,7 @@ const replay = createReplay({
     toast(`Outcome: ${outcome ?? "unset"}.`);
   },
 });
+const exporter = createExport({ api, study, state, toast, guard, pageFilter, filterSelection });
 
 // --- filters and list ------------------------------------------------------------------
 function filterParams() {
@@ -174,7 +176,7 @@ async function loadPage() {
     $("tag-names").replaceChildren(...page.tag_names.map((n) => el("option", { value: n })));
   }
   renderTable();
-  guard(previewExport)();
+  guard(exporter.preview)();
 }
 
 /** The returns plot: the first 500 episodes the filters select, oldest first. */
@@ -194,7 +196,7 @@ function renderTable() {
       box.checked ? state.checked.add(e.id) : state.checked.delete(e.id);
       $("ex-checked-count").textContent = `(${state.checked.size})`;
       renderBulk();
-      if (document.querySelector("input[name=ex-sel]:checked").value === "checked") guard(previewExport)();
+      if (exporter.useChecked()) guard(exporter.preview)();
     });
     const open = el("button", { class: "btn btn-small", type: "button",
                                 onclick: guard(() => openEpisode(e.id)) }, "Replay");
@@ -513,94 +515,6 @@ async function review(change) {
   await refreshEpisode({ detail });
 }
 
-// --- export ----------------------------------------------------------------------------
-/** What the export form selects: the checked rows, or the list's filter. */
-function exportSelection() {
-  const useChecked = document.querySelector("input[name=ex-sel]:checked").value === "checked";
-  return useChecked
-    ? { episode_ids: [...state.checked], include_excluded: $("ex-include-excluded").checked }
-    : filterSelection();
-}
-
-let previewAsked = 0;
-/** Before it starts: how many of the listed episodes the export writes, and which it leaves
- *  out and why (the server's one definition of each: server/services/counts.py). */
-async function previewExport() {
-  const mine = ++previewAsked;
-  const selection = exportSelection();
-  if (selection.episode_ids && !selection.episode_ids.length) { $("ex-preview").textContent = "Check some episodes first."; return; }
-  const out = await api("POST", `/api/studies/${study}/exports/preview`, { json: { listed: pageFilter(), selection } });
-  if (mine !== previewAsked) return;
-  const what = selection.episode_ids ? "checked" : "listed";
-  const head = `Exports ${plural(out.exported)} of the ${out.listed} ${what}.`;
-  $("ex-preview").replaceChildren(el("strong", {}, head), ...out.left_out.map((r) => el("span", { class: "ex-left-out" },
-    ` Leaves out ${plural(r.count)}, ${r.reason}: `,
-    el("span", { class: "code small" }, r.episode_ids.map((id) => id.slice(0, 8)).join(", ") + (r.count > r.episode_ids.length ? " …" : "")),
-    ".")));
-}
-
-async function startExport(event, { split = false } = {}) {
-  event?.preventDefault();
-  $("split-offer").hidden = true;
-  const useChecked = document.querySelector("input[name=ex-sel]:checked").value === "checked";
-  if (useChecked && !state.checked.size) { toast("Check some episodes first.", "error"); return; }
-  // "tfds-oxe" is the tfds format with the Open X-Embodiment profile.
-  const [format, profile] = $("ex-format").value.split("-");
-  const options = {
-    format, archive: $("ex-archive").value, engine: $("ex-engine").value,
-    strip_step_metadata: $("ex-strip").checked,
-    videos: $("ex-videos").checked,
-    end_tags: $("ex-end").value.split(",").map((s) => s.trim()).filter(Boolean),
-  };
-  if (profile) options.profile = profile;
-  if ($("ex-name").value.trim()) options.name = $("ex-name").value.trim();
-  if (split) options.split_by_env = true;
-  const selection = exportSelection();
-  let job;
-  try {
-    job = await api("POST", `/api/studies/${study}/exports`, { json: { selection, options } });
-  } catch (err) {
-    // environments with different spaces: offer one dataset per environment instead
-    if (err.body?.code !== "incompatible_environments") throw err;
-    const envs = err.body.detail?.[0]?.environments ?? [];
-    $("split-text").textContent = `These episodes come from environments with different observation or action spaces (${envs.join(", ")}), which one dataset cannot hold. Export one dataset per environment instead, in the same download?`;
-    $("split-offer").hidden = false;
-    $("split-go").focus();
-    return;
-  }
-  showJob(job); pollJob(job.id);
-}
-
-function showJob(job) {
-  state.job = job;
-  $("job").hidden = false;
-  const pct = Math.round(job.progress * 100);
-  $("job-fill").style.width = `${pct}%`;
-  $("job-bar").setAttribute("aria-valuenow", pct);
-  const engine = job.options.engine === "beam" ? " on Apache Beam" : "";
-  $("job-state").textContent = `Export #${job.id}${engine}: ${job.state} — ${pct}%`;
-  $("job-counts").textContent =
-    `${job.episodes_done} / ${job.episodes_total} episodes · ${job.steps_done} / ${job.steps_total} steps`;
-  $("job-message").textContent = job.message || "";
-  const active = job.state === "queued" || job.state === "running";
-  $("job-cancel").hidden = !active;
-  $("ex-start").disabled = active;
-  $("job-download").hidden = !job.download_url;
-  if (job.download_url) $("job-download").href = job.download_url;
-}
-
-async function pollJob(id) {
-  while (true) {
-    const job = await api("GET", `/api/exports/${id}`);
-    showJob(job);
-    if (!["queued", "running"].includes(job.state)) {
-      toast(`Export #${id} ${job.state}.`, job.state === "succeeded" ? "success" : "error");
-      return;
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
-
 // --- start -----------------------------------------------------------------------------
 async function init() {
   if (!study) { $("page-error").hidden = false; $("page-error").textContent = "No study given: open this page from a study."; return; }
@@ -653,13 +567,7 @@ async function init() {
     await api("POST", `/api/episodes/${replay.episode.id}/notes`, { json: { body: $("note-body").value } });
     $("note-body").value = ""; await refreshEpisode();
   }));
-  $("export-form").addEventListener("submit", guard(startExport));
-  $("export-form").addEventListener("change", guard(previewExport));
-  $("split-go").addEventListener("click", guard(() => startExport(null, { split: true })));
-  $("split-dismiss").addEventListener("click", () => { $("split-offer").hidden = true; });
-  $("job-cancel").addEventListener("click", guard(async () => {
-    showJob(await api("POST", `/api/exports/${state.job.id}/cancel`));
-  }));
+  exporter.bind();
   const link = readUrl();
   await loadEpisodes();
   if (link.episode) await openEpisode(link.episode, link.step);

@@ -3,7 +3,7 @@
    screen-out code with the way back to the crowd platform. Also the /api/play calls. */
 
 const $ = (id) => document.getElementById(id);
-const VIEWS = ["status-view", "join-view", "consent-view", "instructions-view", "code-view",
+const VIEWS = ["status-view", "preview-view", "join-view", "consent-view", "instructions-view", "code-view",
   "lobby-view", "play-view", "done-view"];
 
 /** The URL parameters Prolific and MTurk add to a study link. */
@@ -11,6 +11,11 @@ const PLATFORM_PARAMS = ["PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "workerId", "
   "hitId", "turkSubmitTo"];
 export const MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE";
 const UNREACHABLE = "The server cannot be reached. Check your connection and try again.";
+
+/* A designer's preview as a participant (player-preview.js): codes are marked TEST and the
+   way back to the platform goes nowhere. */
+let testMode = false;
+export function setTestMode(on) { testMode = on; }
 
 export function show(view) {
   for (const id of VIEWS) $(id).hidden = id !== view;
@@ -227,11 +232,17 @@ export function showCode(kind, outcome) {
   if (redirect) {
     const name = platformName(redirect);
     btn.textContent = redirect.method === "POST" ? "Submit the HIT" : name ? `Return to ${name}` : "Return to the platform";
-    btn.onclick = () => leave(redirect);
+    btn.onclick = () => (testMode ? testLeave(name, redirect) : leave(redirect));
     if (!code) $("code-text").textContent = "Use the button below to finish.";
   }
   show("code-view");
   (redirect ? btn : code ? $("code-copy") : $("main")).focus();
+}
+
+/** A preview's redirect button: where a participant would go, and nothing sent. */
+function testLeave(name, redirect) {
+  $("code-copied").textContent = `TEST: a participant would now go to ${name || redirect.url}` +
+    (redirect.method === "POST" ? " (the HIT submitted with this code)" : "") + ". Nothing is sent from a preview.";
 }
 
 /** Go back to the platform: a GET link is followed; MTurk wants a form POSTed to it. */

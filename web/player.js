@@ -4,6 +4,7 @@
    the session id) with the ticket kept in sessionStorage. */
 import * as crowd from "./player-crowd.js";
 import { createInput, PLAYER_KEYS } from "./player-input.js";
+import * as preview from "./player-preview.js";
 import { renderTouch } from "./player-touch.js";
 import * as views from "./player-views.js";
 import { fit, fmt, onFrame, onFrameDrawn, updateStatus } from "./player-stage.js";
@@ -13,6 +14,8 @@ const SUBPROTOCOL = "rlds-studio";
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const token = params.get("token");
+const previewId = preview.previewOf(params); // a designer's preview as a participant
+const link = token || (previewId && `preview-${previewId}`); // names what this browser keeps
 
 const state = {
   ws: null, sessionId: null, ticket: null, study: null, envs: {}, env: null, info: null,
@@ -35,7 +38,7 @@ function playMessage(text, ok = false) {
 function send(message) {
   if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(JSON.stringify(message));
 }
-function storageKey() { return `rlds-player:${token || "study-" + params.get("study")}`; }
+function storageKey() { return `rlds-player:${link || "study-" + params.get("study")}`; }
 function recall() {
   try { return JSON.parse(sessionStorage.getItem(storageKey()) || "{}"); } catch { return {}; }
 }
@@ -58,6 +61,7 @@ function stopPlaying() {
 /* --- entry: link, platform ids, consent ------------------------------------------------ */
 async function boot() {
   state.closing = false;
+  if (previewId) { await bootPreview(); return; }
   if (!token) {
     if (params.get("study")) { state.sessionId = recall().session || null; connect(); return; }
     crowd.showStatus({ title: "No study link",
@@ -92,6 +96,21 @@ async function boot() {
   crowd.askForId(state.study, "", (id) => join(id ? { participant_id: id } : {}, true));
 }
 
+/** A preview: back where it was (the ticket kept), else the platform to preview as. */
+async function bootPreview() {
+  preview.markTest();
+  const saved = recall();
+  crowd.useBrowserKeyOf(link, saved.who);
+  state.ticket = saved.ticket || null;
+  state.sessionId = saved.session || null;
+  if (state.ticket) {
+    const me = await crowd.call("GET", "/api/play/me", undefined, state.ticket);
+    if (me.ok) { route(me.body); return; }
+    forgetTicket();
+  }
+  await preview.choosePlatform(previewId, joined);
+}
+
 function anonKey() { return `rlds-anon:${token}`; }
 
 async function join(body, typed, leaving = false) {
@@ -106,13 +125,19 @@ async function join(body, typed, leaving = false) {
     else crowd.showUnreachable(crowd.errorText(res), boot);
     return;
   }
-  state.ticket = res.body.ticket;
-  crowd.useBrowserKeyOf(token, res.body.participant_id);
-  crowd.keepBrowserKey(res.body);
-  remember({ who: res.body.participant_id });
   if (res.body.participant.platform === "anonymous") localStorage.setItem(anonKey(), res.body.participant.external_id);
-  useStudy(res.body.study);
-  if (leaving) await answerConsent(false); else route(res.body.participant);
+  await joined(res.body, leaving);
+}
+
+/** Join's answer (or a preview's): keep the ticket and browser key, then the next screen
+    (``leaving``: the participant chose to leave before consent, which declines it). */
+async function joined(body, leaving = false) {
+  state.ticket = body.ticket;
+  crowd.useBrowserKeyOf(link, body.participant_id);
+  crowd.keepBrowserKey(body);
+  remember({ who: body.participant_id });
+  useStudy(body.study);
+  if (leaving) await answerConsent(false); else route(body.participant);
 }
 
 function useStudy(study) {

@@ -4,7 +4,9 @@ A ticket is ``<study_id>.<participant_id>.<expires>.<signature>`` where the sign
 truncated HMAC-SHA256 of the first three fields and of the study's permalink token at the
 time of issue; nothing in it is secret. Rotating the permalink thus revokes every ticket
 issued under the old one (their signatures no longer match), and a ticket lives
-``settings.ticket_ttl_s`` seconds.
+``settings.ticket_ttl_s`` seconds. A study without a permalink (a draft a designer previews as
+a participant) signs its test participants' tickets with a name of its own instead
+(:func:`signing_token`), which activation's first permalink revokes.
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ import hashlib
 import hmac
 import time
 from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from server.models import Participant, Study
 
 MAX_TICKET_CHARS = 200
 _MAX_ROW_ID = 2**31 - 1  # ids are 32-bit INTEGER columns on PostgreSQL
@@ -67,3 +73,25 @@ def verify(secret_key: str, ticket: str | None, permalink_token: str | None) -> 
     if int(parts[2]) < time.time():
         return None
     return Ticket(study_id=int(parts[0]), participant_id=int(parts[1]))
+
+
+def signing_token(study: Study) -> str:
+    """What the study's tickets are signed with: its permalink token, else (a draft previewed
+    as a participant) a name of its own."""
+    return study.permalink_token or f"unpublished-{study.id}"
+
+
+def holder(db: Session, secret_key: str, ticket: str | None) -> tuple[Study, Participant] | None:
+    """The study and participant of a valid ticket (None: forged, expired, issued under a
+    replaced permalink, or a real participant's ticket of a study with no permalink)."""
+    claimed = study_of(ticket)
+    study = db.get(Study, claimed) if claimed is not None else None
+    if study is None:
+        return None
+    valid = verify(secret_key, ticket, signing_token(study))
+    participant = db.get(Participant, valid.participant_id) if valid is not None else None
+    if participant is None or participant.study_id != study.id:
+        return None
+    if study.permalink_token is None and not participant.is_test:
+        return None
+    return study, participant

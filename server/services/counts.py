@@ -1,12 +1,13 @@
 """One definition of each count the pages and the API show.
 
-A *test play* is an episode a designer (or admin) played: it has no participant and every
-count of participants' work leaves it out. An *excluded* episode is marked to stay out of
-exports. A *rejected* episode ended and its player declined to save it. A participant is
-*screened out* once they declined consent (the platform's screen-out code). The live
-dashboard, the participants page, the episodes list and the export use these, and the
-export preview (:mod:`server.services.export_preview`) says, for each listed episode an
-export leaves out, which rule it is.
+A *test play* is an episode a designer (or admin) played, or played while previewing the study
+as a participant: every count of participants' work leaves it out. The *test participant* a
+preview makes is in no participants list or count either (``REAL_PARTICIPANT``). An
+*excluded* episode is marked to stay out of exports. A *rejected* episode ended and its player
+declined to save it. A participant is *screened out* once they declined consent (the
+platform's screen-out code). The live dashboard, the participants page, the episodes list and
+the export use these, and the export preview (:mod:`server.services.export_preview`) says,
+for each listed episode an export leaves out, which rule it is.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ PARTICIPANT_PLAY: ColumnElement[bool] = Episode.is_test.is_(False)
 EXCLUDED: ColumnElement[bool] = Episode.excluded.is_(True)
 REJECTED: ColumnElement[bool] = Episode.status == EpisodeStatus.rejected
 SCREENED_OUT: ColumnElement[bool] = Participant.screened_out_at.is_not(None)
+REAL_PARTICIPANT: ColumnElement[bool] = Participant.is_test.is_(False)
 
 
 def left_out_reason(status: str, excluded: bool, is_test: bool, sel: ExportSelection) -> str | None:

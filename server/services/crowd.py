@@ -25,7 +25,7 @@ from server.models import (
     StudyState,
     utcnow,
 )
-from server.services import participants
+from server.services import counts, participants
 from server.study_spec import CrowdSettings, StudySpec
 
 RESERVED = (EpisodeStatus.completed, EpisodeStatus.recording)
@@ -94,11 +94,12 @@ def availability(db: Session, study: Study, spec: StudySpec) -> str:
     return study_state(study, spec, full)
 
 
-def study_state(study: Study, spec: StudySpec, full: set[str]) -> str:
-    """:func:`availability`, given the environments that are ``full`` now."""
-    if study.state == StudyState.paused:
+def study_state(study: Study, spec: StudySpec, full: set[str], preview: bool = False) -> str:
+    """:func:`availability`, given the environments that are ``full`` now. A ``preview`` (a
+    test participant) sees the study as if it were active, whatever its state."""
+    if study.state == StudyState.paused and not preview:
         return "paused"
-    if study.state != StudyState.active:
+    if study.state != StudyState.active and not preview:
         return "closed"
     return "full" if len(full) == len(spec.environments) else "active"
 
@@ -260,7 +261,7 @@ def assign(db: Session, study: Study, spec: StudySpec, participant: Participant,
             db.execute(
                 select(Participant.assigned_env, func.count())
                 .where(Participant.study_id == study.id, Participant.assigned_env.is_not(None),
-                       Participant.id != participant.id)
+                       Participant.id != participant.id, counts.REAL_PARTICIPANT)
                 .group_by(Participant.assigned_env)
             ).all()
         )  # fmt: skip
@@ -363,7 +364,8 @@ def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
         # their code was shown in another browser (the one holding the key)
         "code_elsewhere": (completed or full or screened) and not reveal,
         "outcome": participants.outcome(participant),
-        "study_state": study_state(study, spec, prog.full),  # no second count
+        "study_state": study_state(study, spec, prog.full, participant.is_test),  # one count
+        "test": participant.is_test,  # a designer's preview: every page says TEST
         "ends_full": prog.cut_short,  # finishing now gives the full outcome
         "progress": envs,
         "assigned_env": assigned,

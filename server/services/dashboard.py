@@ -96,7 +96,7 @@ def _participants(db: Session, study_id: int) -> dict[str, int]:
             func.count(),
             func.count(Participant.completed_at),
             func.count().filter(counts.SCREENED_OUT),
-        ).where(Participant.study_id == study_id)
+        ).where(Participant.study_id == study_id, counts.REAL_PARTICIPANT)
     ).one()
     started = db.scalar(
         select(func.count(distinct(Episode.participant_id))).where(

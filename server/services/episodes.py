@@ -156,7 +156,7 @@ def create_episode(
         session_id=session_id,
         participant_id=principal.participant_id,
         user_id=principal.user_id,
-        is_test=principal.participant_id is None,  # a designer's (or admin's) test play
+        is_test=principal.plays_tests,  # a designer's (or admin's) test play, or a preview's
         seed=seed,
         status=EpisodeStatus.recording,
         storage_path="",

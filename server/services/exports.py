@@ -35,6 +35,7 @@ from server.models import Episode, EpisodeStatus, ExportJob, JobState, Study
 from server.principal import Principal
 from server.schemas import EpisodeFilterIn, ExportCreate, ExportOptionsIn, ExportSelection
 from server.services import labels, review, studies
+from server.services.export_spaces import one_log_per_env, spaces_differ
 
 ACTIVE = frozenset({JobState.queued, JobState.running})
 _FORMATS = {
@@ -199,7 +200,7 @@ def check_inputs(
                 f"Episode {ep.episode_id} has no log on disk; it cannot be exported.",
                 detail=[{"loc": ["body", "selection"], "msg": f"episode {ep.episode_id}: no log"}],
             )
-    one_per_env = _one_log_per_env(episodes, inputs)
+    one_per_env = one_log_per_env(episodes, inputs)
     groups = [[ep] for ep in one_per_env.values()] if split_by_env else [list(one_per_env.values())]
     try:
         used = sorted({t.name for ep in inputs for t in ep.step_tags})
@@ -307,32 +308,9 @@ def prepare(
     options = with_engine(options, opts.engine, sum(e.steps for e in episodes), engines)
     inputs = episode_inputs(db, episodes, secret_key, data_root, instructions_of(study))
     if not opts.split_by_env and options.format is ExportFormat.ENVLOGGER:
-        opts.split_by_env = _spaces_differ(episodes, inputs)
+        opts.split_by_env = spaces_differ(episodes, inputs)
     check_inputs(episodes, inputs, options, opts.split_by_env)
     return episodes, options, inputs
-
-
-def _one_log_per_env(
-    episodes: list[Episode], inputs: list[EpisodeInput]
-) -> dict[str, EpisodeInput]:
-    """The first episode of each environment (its log stands for the environment's spaces)."""
-    one_per_env: dict[str, EpisodeInput] = {}
-    for row, ep in zip(episodes, inputs, strict=True):
-        one_per_env.setdefault(row.env_key, ep)
-    return one_per_env
-
-
-def _spaces_differ(episodes: list[Episode], inputs: list[EpisodeInput]) -> bool:
-    one_per_env = _one_log_per_env(episodes, inputs)
-    if len(one_per_env) < 2 or not all(ep.log_dir.is_dir() for ep in one_per_env.values()):
-        return False  # check_inputs names a missing log
-    try:
-        check_compatible(list(one_per_env.values()))
-    except IncompatibleEnvironmentsError:
-        return True
-    except ExportError:
-        return False  # an unreadable log: check_inputs says so
-    return False
 
 
 def create_job(

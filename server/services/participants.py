@@ -8,7 +8,7 @@ import hmac
 import io
 import secrets
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from server.errors import Conflict, Invalid
 from server.models import Episode, EpisodeStatus, Participant, Platform, Study, utcnow
 from server.principal import is_reserved_participant_id
+from server.services.counts import REAL_PARTICIPANT
 from server.study_spec import CrowdSettings
 
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"  # MTurk's assignmentId while a HIT is previewed
@@ -103,6 +104,31 @@ def arrival(params: dict[str, str], typed: str | None, crowd: CrowdSettings) -> 
     raise _invalid("participant_id", "Please enter your participant id.")
 
 
+TEST_PREFIX = "TEST-"  # a test participant's external id starts with it
+TAKEN = {
+    False: "This participant id is taken in this study: check the id you were given.",
+    True: "A participant of this study already has this id: type another one.",
+}
+
+
+def preview_arrival(platform: str, typed: str | None, crowd: CrowdSettings) -> Arrival:
+    """A designer previewing the study as a participant arriving from ``platform``
+    (``prolific``, ``mturk`` or ``direct`` with the id they typed): made-up ``TEST-`` ids the
+    way that platform hands them over (MTurk's sandbox as where a HIT is submitted)."""
+    tag = secrets.token_hex(4).upper()
+    params: dict[str, str] = {}
+    if platform == "prolific":
+        params = {"PROLIFIC_PID": f"{TEST_PREFIX}{tag}", "STUDY_ID": "TEST-STUDY",
+                  "SESSION_ID": f"TEST-SESSION-{tag}"}  # fmt: skip
+    elif platform == "mturk":
+        params = {"workerId": f"{TEST_PREFIX}{tag}", "assignmentId": f"TEST-ASSIGNMENT-{tag}",
+                  "hitId": "TEST-HIT", "turkSubmitTo": MTURK_SUBMIT[1]}  # fmt: skip
+    who = arrival(params, typed if platform == "direct" else None, crowd)
+    if who.external_id.startswith(TEST_PREFIX):
+        return who
+    return replace(who, external_id=(TEST_PREFIX + who.external_id)[:MAX_ID])
+
+
 def find(db: Session, study_id: int, external_id: str) -> Participant | None:
     """The participant with this external id in this study."""
     return db.scalar(
@@ -112,7 +138,9 @@ def find(db: Session, study_id: int, external_id: str) -> Participant | None:
     )
 
 
-def find_or_insert(db: Session, study_id: int, external_id: str, platform: str) -> Participant:
+def find_or_insert(
+    db: Session, study_id: int, external_id: str, platform: str, test: bool = False
+) -> Participant:
     """The participant with this external id, inserted first if missing (committed).
 
     Idempotent under concurrency: the insert is ``ON CONFLICT DO NOTHING`` on the unique
@@ -126,7 +154,7 @@ def find_or_insert(db: Session, study_id: int, external_id: str, platform: str) 
     dialect = db.get_bind().dialect.name
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
     values = {"study_id": study_id, "external_id": external_id, "platform": platform,
-              "created_at": utcnow()}  # fmt: skip
+              "created_at": utcnow(), "is_test": test}  # fmt: skip
     db.execute(
         insert(Participant)
         .values(**values)
@@ -138,9 +166,12 @@ def find_or_insert(db: Session, study_id: int, external_id: str, platform: str) 
     return participant
 
 
-def join(db: Session, study: Study, who: Arrival) -> Participant:
-    """Create the participant, or note a returning one's latest platform ids."""
-    participant = find_or_insert(db, study.id, who.external_id, who.platform)
+def join(db: Session, study: Study, who: Arrival, test: bool = False) -> Participant:
+    """Create the participant, or note a returning one's latest platform ids. ``test``: a
+    designer's preview as a participant (a test participant); neither kind enters the other."""
+    participant = find_or_insert(db, study.id, who.external_id, who.platform, test)
+    if participant.is_test != test:
+        raise Conflict(TAKEN[test])
     if participant.platform == who.platform:
         # a returning MTurk worker may hold a new assignment: its ids are the ones to submit
         for name in ("platform_study_id", "platform_session_id", "submit_to"):
@@ -200,7 +231,9 @@ def seen(db: Session, participant: Participant) -> None:
 def listing(db: Session, study_id: int) -> list[dict[str, Any]]:
     """Every participant of a study with their episodes per status and active play time."""
     people = db.scalars(
-        select(Participant).where(Participant.study_id == study_id).order_by(Participant.id)
+        select(Participant)
+        .where(Participant.study_id == study_id, REAL_PARTICIPANT)  # no previews
+        .order_by(Participant.id)
     ).all()
     counts: dict[int, dict[str, int]] = {}
     for pid, status, n in db.execute(

@@ -132,12 +132,25 @@ def test_mixed_spaces_offer_one_dataset_per_environment(
     page.goto(f"{live_server}/episodes.html?study={study.id}")
     expect(page.locator("#episodes-body tr")).to_have_count(2)
 
+    answers: list[tuple[str, int]] = []
+    page.on("response", lambda r: "/exports" in r.url and answers.append((r.url, r.status)))
     page.get_by_label("Dataset name").fill("mixed")
+    # the dialog asked the preview: it says so before anything starts
+    ahead = page.locator("#ex-preview")
+    expect(ahead).to_contain_text(
+        "The environments cartpole, mountaincar have different observation or action spaces"
+    )
+    page.get_by_label("Format").select_option("envlogger")
+    expect(ahead).to_contain_text("the envlogger export writes one folder per environment")
+    page.get_by_label("Format").select_option("tfds")
     page.get_by_role("button", name="Start export").click()
     offer = page.locator("#split-offer")
-    expect(offer).to_contain_text("different observation or action spaces (cartpole, mountaincar)")
+    expect(offer).to_contain_text("which one dataset cannot hold")
     expect(page.locator("#toasts .toast")).to_have_count(0)  # the offer, not an error toast
+    assert [status for _, status in answers if status >= 400] == []  # no failing request
+    assert not any(url.endswith("/exports") for url, _ in answers)  # nothing started yet
     page.screenshot(path=str(SHOTS / "split-offer.png"), full_page=True)
+    page.locator("#export-card").screenshot(path=str(SHOTS / "export-split.png"))
     offer.get_by_role("button", name="Export one dataset per environment").click()
     expect(offer).to_be_hidden()
     expect(page.locator("#job-state")).to_contain_text("succeeded", timeout=120_000)

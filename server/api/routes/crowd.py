@@ -23,7 +23,15 @@ from server.player import tickets
 from server.player.protocol import PROTOCOL_VERSION
 from server.player.views import study_view
 from server.principal import Principal
-from server.schemas import ConsentIn, JoinIn, ParticipantRow, PlayerStudyOut, PreviewIn, PreviewOut
+from server.schemas import (
+    ConsentIn,
+    JoinIn,
+    ParticipantRow,
+    PlayerStudyOut,
+    PreviewAsIn,
+    PreviewIn,
+    PreviewOut,
+)
 from server.services import crowd, episodes, participants, studies
 
 router = APIRouter(tags=["player"])
@@ -45,17 +53,18 @@ def _study_for(db: Session, token: str) -> Study:
 
 
 def _out(db: Session, settings: Settings, study: Study, participant: Participant,
-         key: str | None) -> PlayerStudyOut:  # fmt: skip
+         key: str | None, preview: bool = False) -> PlayerStudyOut:  # fmt: skip
+    """Join's answer; a ``preview``'s browser (the designer's) always gets a new key."""
     spec = studies.spec_of(study)
-    held = participants.holds_key(participant, key)
-    issued = None if held else participants.new_key(db, participant)  # the first join's browser
+    held = participants.holds_key(participant, key) and not preview
+    issued = None if held else participants.new_key(db, participant, replace=preview)
     reveal = held or issued is not None
-    principal = Principal.for_participant(study.id, participant.id)
+    principal = Principal.for_participant(study.id, participant.id, participant.is_test)
     counts = episodes.completed_counts(db, study.id, principal)
     return PlayerStudyOut(
         study=study_view(study.id, spec, counts),
         ticket=tickets.issue(settings.secret_key, study.id, participant.id,
-                             study.permalink_token or "", settings.ticket_ttl_s),
+                             tickets.signing_token(study), settings.ticket_ttl_s),
         participant_id=participant.external_id,
         participant=crowd.state(db, study, spec, participant, reveal=reveal),
         browser_key=issued,
@@ -93,13 +102,10 @@ def ticket_holder(
 ) -> tuple[Study, Participant]:
     """The study and participant of an ``X-Play-Ticket`` header (401 when not valid: forged,
     expired, or issued under a permalink that has since been rotated)."""
-    claimed = tickets.study_of(ticket_text)
-    study = db.get(Study, claimed) if claimed is not None else None
-    ticket = tickets.verify(settings.secret_key, ticket_text,
-                            study.permalink_token if study else None)  # fmt: skip
-    participant = db.get(Participant, ticket.participant_id) if ticket else None
-    if study is None or participant is None or participant.study_id != study.id:
+    held = tickets.holder(db, settings.secret_key, ticket_text)
+    if held is None:
         raise Unauthorized(EXPIRED)
+    study, participant = held
     return study, participant
 
 
@@ -158,6 +164,24 @@ def complete(
 
 
 # -- the designer's side ---------------------------------------------------------------------
+@router.post(
+    "/api/studies/{study_id}/preview-participant", response_model=PlayerStudyOut,
+    tags=["studies"], summary="Preview a study as a participant",
+)  # fmt: skip
+def preview_as_participant(
+    study_id: RowId, body: PreviewAsIn, db: SessionDep, settings: SettingsDep,
+    principal: CurrentPrincipal,
+) -> PlayerStudyOut:  # fmt: skip
+    """Join your own study (any state, a draft too) as a made-up test participant from
+    Prolific, MTurk or a direct link: the answer is ``join``'s, and the player then walks the
+    participant's screens. Its episodes are test plays; the test participant is in no
+    participants list, count or quota, and its codes are the study's, marked TEST."""
+    study = studies.get_study(db, principal, study_id)
+    who = participants.preview_arrival(body.platform, body.participant_id,
+                                       studies.spec_of(study).crowd)  # fmt: skip
+    return _out(db, settings, study, participants.join(db, study, who, test=True), None, True)
+
+
 @router.get(
     "/api/studies/{study_id}/participants", response_model=list[ParticipantRow],
     tags=["studies"], summary="A study's participants",

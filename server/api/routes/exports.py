@@ -18,7 +18,7 @@ from server.export.packaging import archive_members
 from server.models import ExportJob, JobState
 from server.recording.format import export_dir
 from server.schemas import ExportCreate, ExportJobPublic, ExportPreviewIn, ExportPreviewPublic
-from server.services import export_preview, exports, studies
+from server.services import export_preview, export_spaces, exports, studies
 
 router = APIRouter(tags=["exports"])
 
@@ -100,14 +100,23 @@ def create_export(
     responses={404: {"description": "No such study, or not yours."}},
 )
 def preview_export(
-    study_id: RowId, body: ExportPreviewIn, db: SessionDep, principal: CurrentPrincipal
-) -> dict[str, Any]:
+    study_id: RowId, body: ExportPreviewIn, db: SessionDep, principal: CurrentPrincipal,
+    settings: SettingsDep,
+) -> dict[str, Any]:  # fmt: skip
     """Of the episodes the page lists, how many the selection exports and, per reason
-    (status, excluded, still recording), the ones it leaves out. Starts nothing."""
+    (status, excluded, still recording), the ones it leaves out; with ``options``, whether
+    the environments' spaces fit one dataset and what the format does when not (``spaces``:
+    the dialog offers one dataset per environment before it starts). Starts nothing."""
     study = studies.get_study(db, principal, study_id)
     sel = body.selection
     listed = sel.episode_ids if sel.episode_ids is not None else body.listed
-    return export_preview.export_preview(db, study, listed, sel)
+    out = export_preview.export_preview(db, study, listed, sel)
+    if body.options is not None:
+        out["spaces"] = export_spaces.spaces_preview(
+            db, study, sel, body.options,
+            secret_key=settings.secret_key, data_root=settings.data_root,
+        )  # fmt: skip
+    return out
 
 
 @router.get(

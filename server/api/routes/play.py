@@ -71,26 +71,24 @@ def _authenticate(
         return "send the play ticket in the Sec-WebSocket-Protocol header, not the URL"
     ticket_text = _offered_ticket(websocket)
     if ticket_text is not None:
-        claimed = tickets.study_of(ticket_text)
-        study = db.get(Study, claimed) if claimed is not None else None
-        token = study.permalink_token if study is not None else None
-        ticket = tickets.verify(secret_key, ticket_text, token)
-        if study is None or ticket is None:
+        held = tickets.holder(db, secret_key, ticket_text)
+        if held is None:
             return "invalid, expired or revoked play ticket"
-        if study.state != StudyState.active:
+        study, participant = held
+        if study.state != StudyState.active and not participant.is_test:  # a preview plays any
             return "the study is not accepting participants"
-        return Principal.for_participant(study.id, ticket.participant_id), study
+        return Principal.for_participant(study.id, participant.id, participant.is_test), study
     user = users.user_for_token(db, websocket.cookies.get(security.SESSION_COOKIE))
     if user is None:
         return "log in or join the study first"
     if not same_origin(websocket):
         return "cross-origin socket refused"
     study_id = websocket.query_params.get("study", "")
-    study = db.get(Study, int(study_id)) if is_row_id(study_id) else None
+    played = db.get(Study, int(study_id)) if is_row_id(study_id) else None
     principal = Principal.for_user(user.id, user.role)
-    if study is None or not principal.can_play(study):
+    if played is None or not principal.can_play(played):
         return "no such study, or not yours"
-    return principal, study
+    return principal, played
 
 
 @router.websocket("/ws/play")

@@ -88,3 +88,27 @@ def test_mixed_spaces_answer_a_code_then_split_by_environment(world) -> None:  #
         c, sid, {"statuses": ["completed"]}, name="mini", split_by_env=True, format="minari"
     )
     assert wait_done(c, job["id"])["state"] == "succeeded"
+
+
+def test_the_preview_says_what_a_format_does_with_mixed_spaces_before_any_export(world) -> None:  # type: ignore[no-untyped-def]
+    """The dialog asks first: one dataset per environment is offered, envlogger splits by
+    itself, one environment is no question; nothing fails and no job is made."""
+    c, sid = world["client"], world["study"].id
+    url = f"/api/studies/{sid}/exports/preview"
+
+    def spaces(selection: dict, **options) -> dict:  # type: ignore[type-arg]
+        res = c.post(url, json={"selection": selection, "options": options})
+        assert res.status_code == 200, res.text
+        return res.json()["spaces"]
+
+    both = spaces({}, format="tfds")
+    assert (both["mixed"], both["split"]) == (True, "offer")
+    assert both["environments"] == ["cartpole", "mountaincar"]
+    assert "one dataset per environment" in both["message"]
+    assert spaces({}, format="envlogger")["split"] == "automatic"
+    one = spaces({"environments": ["cartpole"]}, format="minari")
+    assert (one["mixed"], one["split"], one["message"]) == (False, "none", "")
+    # without options the preview does not look at the logs
+    plain = c.post(url, json={"selection": {}})
+    assert plain.status_code == 200 and plain.json()["spaces"] is None
+    assert c.get(f"/api/studies/{sid}/exports").json() == []
