@@ -91,3 +91,24 @@ def test_an_unknown_session_starts_a_fresh_one_and_says_so(factory, designer, db
     assert hello["resumed"] is False and hello["session_not_found"] is True
     assert hello["session_id"] != leftover
     assert registry.get(leftover) is None  # one session per participant: the leftover ended
+
+
+def test_an_unknown_session_with_nothing_left_over_starts_fresh_and_says_so(factory, designer, db):
+    study = activate(db, factory.study(designer, spec(counter_env())))
+    anon = factory.client()
+    join = {"token": study.permalink_token, "participant_id": "W-4"}
+    ticket = anon.post("/api/play/join", json=join).json()["ticket"]
+    with anon.websocket_connect(
+        "/ws/play?session=fedcba9876543210", subprotocols=[SUBPROTOCOL, f"ticket.{ticket}"]
+    ) as ws:
+        hello = Player(ws).until("hello")
+        assert hello["resumed"] is False and hello["session_not_found"] is True
+        assert hello["session_id"] != "fedcba9876543210"
+    # a designer test-playing is told the same
+    with factory.client(designer).websocket_connect(
+        f"/ws/play?study={study.id}&session=fedcba9876543210"
+    ) as ws:
+        hello = Player(ws).until("hello")
+    assert hello["resumed"] is False and hello["session_not_found"] is True
+    with factory.client(designer).websocket_connect(f"/ws/play?study={study.id}") as ws:
+        assert Player(ws).until("hello")["session_not_found"] is False  # none asked for
