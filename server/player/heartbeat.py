@@ -152,7 +152,10 @@ async def taken_over(live: LiveSession) -> None:
     takeover in this process ends a tab's hold: its socket is closed with 4000 ("the session
     was opened elsewhere"); its running episode is abandoned with every step it recorded."""
     async with live.lock:
-        if live.phase == Phase.closed:
+        if live.phase == Phase.closed or live.principal.participant_id is None:
+            return
+        lease = await live.db(leases.holder, live.principal.participant_id)
+        if lease is not None and lease.session_id == live.id:  # a tab here took it back
             return
         log.info("session %s was taken over on another replica", live.id)
         if live.outbox is not None:
