@@ -442,6 +442,24 @@ class LiveSessionRow(Base):
     updated_at: Mapped[datetime] = mapped_column(_TS, default=utcnow)
 
 
+class SessionLease(Base):
+    """The one live play session a participant has, across every replica
+    (server/services/leases.py): taken atomically as the session starts, released as it
+    ends; free once its replica stops heartbeating or its session has ended.
+
+    No foreign keys: taking a lease is one small write on the players' path, and a row of a
+    deleted participant or replica is free anyway (and goes with its replica's next start).
+    """
+
+    __tablename__ = "session_leases"
+
+    participant_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(32), index=True)
+    replica_id: Mapped[str] = mapped_column(String(128), index=True)
+    taken_at: Mapped[datetime] = mapped_column(_TS, default=utcnow)
+    renewed_at: Mapped[datetime] = mapped_column(_TS, default=utcnow)
+
+
 class BulkJob(ClaimableJob, Base):
     """A bulk action over many episodes, run in the background (server/services/bulk.py)."""
 

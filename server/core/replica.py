@@ -14,6 +14,7 @@ import os
 import secrets
 import socket
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 MAX_ID = 128
@@ -44,6 +45,11 @@ class ReplicaInfo:
     def current(cls, replica_id: str, address: str) -> ReplicaInfo:
         """This process as the replica ``replica_id`` serving at ``address``."""
         return cls(id=replica_id, host=socket.gethostname(), pid=os.getpid(), address=address)
+
+
+def live_cutoff(dead_after_s: float, now: datetime | None = None) -> datetime:
+    """Heartbeats older than this are of dead replicas."""
+    return (now or datetime.now(UTC)) - timedelta(seconds=dead_after_s)
 
 
 def process_alive(pid: int) -> bool:

@@ -2,9 +2,11 @@
 
 Two background tasks, off the players' path: the *beat* snapshots the registry in the event
 loop (attribute reads, no locks, no awaits) and writes it with the heartbeat stamp in one
-transaction in a thread; the *watch* abandons the episodes of replicas whose heartbeat
-stopped. Phases are reported as ``waiting`` (idle, starting, at the ready gate),
-``playing``, ``paused`` or ``ended`` (the env ended it; the save question is open).
+transaction in a thread, then renews its participants' session leases and ends the sessions
+whose lease another replica took over (server/services/leases.py); the *watch* abandons the
+episodes of replicas whose heartbeat stopped. Phases are reported as ``waiting`` (idle,
+starting, at the ready gate), ``playing``, ``paused`` or ``ended`` (the env ended it; the
+save question is open).
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server.core.config import Settings
 from server.core.replica import ReplicaInfo
+from server.player import protocol as p
 from server.player.registry import Registry
-from server.player.session import Phase
-from server.services import replicas
+from server.player.session import LiveSession, Phase
+from server.services import leases, replicas
 from server.services.quality import percentile
 
 log = logging.getLogger(__name__)
@@ -46,6 +49,7 @@ class Heartbeat:
         self._tasks: dict[asyncio.AbstractEventLoop, list[asyncio.Task[None]]] = {}
         self._last: dict[str, tuple[str, int, float]] = {}  # session: episode, step, time
         self.write_ms: list[float] = []  # the last ticks' write times (docs/deploy.md)
+        self._ending: set[asyncio.Task[None]] = set()  # sessions whose lease was taken over
 
     def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
         with self._db() as db:
@@ -53,6 +57,8 @@ class Heartbeat:
 
     async def start(self) -> None:
         """Register, then beat and watch in the background."""
+        if not self._tasks:  # the first start of this process: no session of ours is live
+            await asyncio.to_thread(self._run, leases.clear_replica, self.me.id)
         await asyncio.to_thread(self._run, replicas.register, self.me)
         loop = asyncio.get_running_loop()
         beat = loop.create_task(self._beat_loop(), name="replica-heartbeat")
@@ -100,7 +106,8 @@ class Heartbeat:
         self._last = last
         return rows
 
-    def _write(self, snapshot: list[tuple[replicas.LiveRow, list[float]]]) -> None:
+    def _write(self, snapshot: list[tuple[replicas.LiveRow, list[float]]]) -> set[str]:
+        """Write the tick; the participants' sessions whose lease was taken over elsewhere."""
         started = time.perf_counter()
         rows = with_latency(snapshot)
         try:
@@ -109,15 +116,24 @@ class Heartbeat:
             log.exception("live sessions of replica %s not written", self.me.id)
             self._run(replicas.beat, self.me, [])
         self.write_ms = [*self.write_ms[-99:], (time.perf_counter() - started) * 1000]
+        crowd = [row.session_id for row in rows if row.participant_id is not None]
+        return self._run(leases.renew, self.me.id, crowd) if crowd else set()
 
     async def _beat_loop(self) -> None:
         interval = self.settings.heartbeat_interval_s
         while True:
             began = time.monotonic()
             try:
-                await asyncio.to_thread(self._write, self.snapshot())
+                lost = await asyncio.to_thread(self._write, self.snapshot())
             except Exception:  # a database hiccup: the next tick tries again
                 log.exception("heartbeat of replica %s failed", self.me.id)
+            else:
+                for session_id in lost:
+                    live = self.registry.get(session_id)
+                    if live is not None:
+                        task = asyncio.create_task(taken_over(live), name="lease-lost")
+                        self._ending.add(task)
+                        task.add_done_callback(self._ending.discard)
             await asyncio.sleep(max(0.0, interval - (time.monotonic() - began)))
 
     async def _watch_loop(self) -> None:
@@ -129,6 +145,22 @@ class Heartbeat:
                                         s.replica_dead_after_s, self.me.id)  # fmt: skip
             except Exception:
                 log.exception("replica %s could not check the other replicas", self.me.id)
+
+
+async def taken_over(live: LiveSession) -> None:
+    """The participant took their session over on another replica: end this one as a
+    takeover in this process ends a tab's hold: its socket is closed with 4000 ("the session
+    was opened elsewhere"); its running episode is abandoned with every step it recorded."""
+    async with live.lock:
+        if live.phase == Phase.closed or live.principal.participant_id is None:
+            return
+        lease = await live.db(leases.holder, live.principal.participant_id)
+        if lease is not None and lease.session_id == live.id:  # a tab here took it back
+            return
+        log.info("session %s was taken over on another replica", live.id)
+        if live.outbox is not None:
+            live.outbox.close(p.CLOSE_REPLACED, "the session was opened elsewhere")
+        await live.shutdown("the session was opened elsewhere", end_reason="taken_over")
 
 
 def with_latency(snapshot: list[tuple[replicas.LiveRow, list[float]]]) -> list[replicas.LiveRow]:

@@ -526,11 +526,11 @@ class LiveSession:
         if worker is not None:
             await worker.close(timeout=self.settings.worker_timeout_s)
 
-    async def shutdown(self, reason: str) -> None:
+    async def shutdown(self, reason: str, end_reason: str = "disconnected") -> None:
         """End the session (lock held): abandon a running episode, stop the worker."""
         if self.phase == Phase.closed:
             return
-        await self._abandon("disconnected")
+        await self._abandon(end_reason)
         await self._close_worker()
         self.phase = Phase.closed
         self.disarm_pause_timer()

@@ -29,7 +29,7 @@ from server.models import (
 from server.principal import Principal, is_reserved_participant_id
 from server.recording import recovery
 from server.recording.format import episode_dir
-from server.services import crowd, participants, quality
+from server.services import crowd, leases, participants, quality
 from server.study_spec import EnvironmentSpec, StudySpec
 
 FINAL = frozenset(EpisodeStatus) - {EpisodeStatus.recording}
@@ -72,11 +72,11 @@ def start_session(db: Session, study_id: int, principal: Principal) -> str:
 
 
 def end_session(db: Session, session_id: str) -> None:
-    """Stamp the session's end (idempotent)."""
+    """Stamp the session's end and release its participant's lease (idempotent)."""
     row = db.get(PlaySession, session_id)
     if row is not None and row.ended_at is None:
         row.ended_at = utcnow()
-        db.commit()
+    leases.release(db, session_id)  # commits both
 
 
 def _player_filter(principal: Principal) -> object:

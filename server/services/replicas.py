@@ -15,13 +15,12 @@ import logging
 import socket
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
-from server.core.replica import ReplicaInfo, process_alive
+from server.core.replica import ReplicaInfo, live_cutoff, process_alive
 from server.models import Episode, EpisodeStatus, LiveSessionRow, Replica, utcnow
 from server.recording import recovery
 from server.services import quality
@@ -85,11 +84,6 @@ def deregister(db: Session, me: ReplicaInfo) -> None:
 
 
 # -- other replicas -------------------------------------------------------------------------
-def live_cutoff(dead_after_s: float, now: datetime | None = None) -> datetime:
-    """Heartbeats older than this are of dead replicas."""
-    return (now or utcnow()) - timedelta(seconds=dead_after_s)
-
-
 def alive_filter(dead_after_s: float) -> ColumnElement[bool]:
     """Rows of ``replicas`` that heartbeat recently enough."""
     return Replica.heartbeat_at >= live_cutoff(dead_after_s)

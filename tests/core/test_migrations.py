@@ -216,6 +216,16 @@ def _rows_at_0001() -> dict[str, list[dict[str, Any]]]:
             {"id": 1, "key": "account:a@example.com", "at": now},
             {"id": 2, "key": "address:192.0.2.1", "at": now},
         ],
+        # made by 0013_session_leases
+        "session_leases": [
+            {
+                "participant_id": 1,
+                "session_id": "s1",
+                "replica_id": "host-1-abc",
+                "taken_at": now,
+                "renewed_at": now,
+            }
+        ],  # fmt: skip
     }
 
 

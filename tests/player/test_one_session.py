@@ -1,14 +1,17 @@
 """One live session per participant: a second tab is refused (4002) unless it takes over,
-which closes the first tab's socket (4000)."""
+which closes the first tab's socket (4000); a session whose lease a takeover on another
+replica took ends the same way at this replica's next heartbeat tick."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
+from sqlalchemy import select, update
 
+from server.models import EpisodeStatus, SessionLease
 from server.player.protocol import SUBPROTOCOL
-from tests.player.conftest import Player, activate, counter_env, spec
+from tests.player.conftest import Player, activate, counter_env, spec, wait_status
 
 
 def _socket(client, ticket, *extra):
@@ -91,3 +94,49 @@ def test_an_unknown_session_starts_a_fresh_one_and_says_so(factory, designer, db
     assert hello["resumed"] is False and hello["session_not_found"] is True
     assert hello["session_id"] != leftover
     assert registry.get(leftover) is None  # one session per participant: the leftover ended
+
+
+def test_an_unknown_session_with_nothing_left_over_starts_fresh_and_says_so(factory, designer, db):
+    study = activate(db, factory.study(designer, spec(counter_env())))
+    anon = factory.client()
+    join = {"token": study.permalink_token, "participant_id": "W-4"}
+    ticket = anon.post("/api/play/join", json=join).json()["ticket"]
+    with anon.websocket_connect(
+        "/ws/play?session=fedcba9876543210", subprotocols=[SUBPROTOCOL, f"ticket.{ticket}"]
+    ) as ws:
+        hello = Player(ws).until("hello")
+        assert hello["resumed"] is False and hello["session_not_found"] is True
+        assert hello["session_id"] != "fedcba9876543210"
+    # a designer test-playing is told the same
+    with factory.client(designer).websocket_connect(
+        f"/ws/play?study={study.id}&session=fedcba9876543210"
+    ) as ws:
+        hello = Player(ws).until("hello")
+    assert hello["resumed"] is False and hello["session_not_found"] is True
+    with factory.client(designer).websocket_connect(f"/ws/play?study={study.id}") as ws:
+        assert Player(ws).until("hello")["session_not_found"] is False  # none asked for
+
+
+def test_a_session_whose_lease_another_replica_took_ends_as_a_takeover(factory, designer, db):
+    study = activate(db, factory.study(designer, spec(counter_env(episode_len=100))))
+    anon = factory.client()
+    join = {"token": study.permalink_token, "participant_id": "W-5"}
+    ticket = anon.post("/api/play/join", json=join).json()["ticket"]
+    registry = factory.app.state.player_registry
+    with _socket(anon, ticket) as ws:
+        player = Player(ws)
+        episode = player.start()
+        for _ in range(3):
+            player.step(["KeyA"])
+        session_id = player.seen[0]["session_id"]
+        lease = db.scalars(select(SessionLease).where(SessionLease.session_id == session_id)).one()
+        assert lease.replica_id == factory.app.state.settings.replica_id
+        # what a takeover on another replica does to the lease (server/services/leases.py)
+        db.execute(update(SessionLease).values(session_id="elsewhere", replica_id="other"))
+        db.commit()
+        assert _closed_with(player) == 4000  # at this replica's next heartbeat tick
+    row = wait_status(db, episode["id"], EpisodeStatus.abandoned)
+    assert row.end_reason == "taken_over" and row.steps == 4  # steps 0..3, none lost
+    assert registry.get(session_id) is None
+    db.expire_all()
+    assert db.get(SessionLease, lease.participant_id).session_id == "elsewhere"  # untouched

@@ -29,7 +29,7 @@ from server.player.session import LiveSession
 from server.player.views import study_view
 from server.principal import Principal
 from server.schemas import PlayerStudyOut
-from server.services import episodes, studies, users
+from server.services import episodes, leases, studies, users
 
 router = APIRouter(tags=["player"])
 
@@ -117,10 +117,21 @@ async def play_socket(websocket: WebSocket) -> None:
         await close_quietly(websocket, p.CLOSE_POLICY, "this play session is not yours")
         return
     offered = websocket.scope.get("subprotocols") or ()
-    if live is None and principal.participant_id is not None:
+    takeover = p.TAKEOVER in offered or websocket.query_params.get("takeover") == "1"
+    participant_id = principal.participant_id
+
+    def lease(session_id: str) -> bool:
+        # one live session per participant across every replica (server/services/leases.py)
+        if participant_id is None:
+            return True
+        with sessionmaker() as db:
+            return leases.take(db, participant_id, session_id, settings.replica_id,
+                               settings.replica_dead_after_s, takeover=takeover,
+                               replaces=wanted)  # fmt: skip
+
+    if live is None and participant_id is not None:
         # one live session per participant: a socket without it is another tab
-        live = registry.of_participant(principal.participant_id)
-        takeover = p.TAKEOVER in offered or websocket.query_params.get("takeover") == "1"
+        live = registry.of_participant(participant_id)
         if live is not None and live.outbox is not None and not takeover:
             await _refuse_open_elsewhere(websocket, offered)
             return
@@ -129,6 +140,10 @@ async def play_socket(websocket: WebSocket) -> None:
             # episode is kept as abandoned): it gets a fresh session, and is told so
             await live.close("replaced by a new session")
             live = None
+    if live is not None and not await asyncio.to_thread(lease, live.id):
+        # its lease went to a tab on another replica meanwhile (this one ends at our next tick)
+        await _refuse_open_elsewhere(websocket, offered)
+        return
     resumed = live is not None
     if live is None:
 
@@ -142,9 +157,9 @@ async def play_socket(websocket: WebSocket) -> None:
             db=sessionmaker, on_closed=registry.remove,
             workers_in_use=registry.workers_in_use,
         )  # fmt: skip
-        if principal.participant_id is not None and registry.of_participant(
-            principal.participant_id
-        ):  # another tab won the race while the row was written
+        if (participant_id is not None and registry.of_participant(participant_id)) or not (
+            await asyncio.to_thread(lease, live.id)
+        ):  # another tab (here or on another replica) won the race while the row was written
             await _refuse_open_elsewhere(websocket, offered)
             await live.close("opened elsewhere")
             return
