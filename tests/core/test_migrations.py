@@ -216,7 +216,7 @@ def _rows_at_0001() -> dict[str, list[dict[str, Any]]]:
             {"id": 1, "key": "account:a@example.com", "at": now},
             {"id": 2, "key": "address:192.0.2.1", "at": now},
         ],
-        # made by 0013_session_leases
+        # made by 0014 (session_leases)
         "session_leases": [
             {
                 "participant_id": 1,

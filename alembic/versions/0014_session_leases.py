@@ -1,8 +1,8 @@
 """session_leases: one live play session per participant across every replica
 
-Revision ID: 0013_session_leases
-Revises: 0012
-Create Date: 2026-11-25 09:00:00.000000
+Revision ID: 0014
+Revises: 0013
+Create Date: 2026-11-24 19:00:00.000000
 """
 
 from collections.abc import Sequence
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0013_session_leases"
-down_revision: str | None = "0012"
+revision: str = "0014"
+down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
