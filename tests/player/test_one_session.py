@@ -137,6 +137,9 @@ def test_a_session_whose_lease_another_replica_took_ends_as_a_takeover(factory, 
         assert _closed_with(player) == 4000  # at this replica's next heartbeat tick
     row = wait_status(db, episode["id"], EpisodeStatus.abandoned)
     assert row.end_reason == "taken_over" and row.steps == 4  # steps 0..3, none lost
+    deadline = time.monotonic() + 15  # the session leaves the registry once it is closed
+    while registry.get(session_id) is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert registry.get(session_id) is None
     db.expire_all()
     assert db.get(SessionLease, lease.participant_id).session_id == "elsewhere"  # untouched
