@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from server.export import lerobot_format as fmt
-from server.export.encoding import check_range, int64_column
+from server.export.encoding import check_range, timing_column
 from server.export.episode import EnvSpecs, RldsEpisode
 from server.export.errors import ExportError
 from server.export.export_job import (
@@ -198,10 +198,7 @@ class LeRobotWriter:
         if src == "input":
             return episode.inputs
         if src == "timing":
-            key = col.path[0]
-            return np.asarray(
-                int64_column([t.get(key, -1) for t in episode.timings], where), dtype=np.int64
-            )
+            return timing_column(episode.timings, col.path[0])
         if src == "tag":
             return tag_cols[col.path[0]]
         raise ExportError(f"no values for {where}")
