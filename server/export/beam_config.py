@@ -1,6 +1,6 @@
 """How an export runs on Apache Beam: the runner and its options (no Beam import here).
 
-It travels with :class:`~server.export.export_job.ExportOptions` into the export process, so
+It travels with :class:`~server.export.base.ExportOptions` into the export process, so
 it is a small picklable value; :mod:`server.export.beam_export` turns it into pipeline options.
 """
 

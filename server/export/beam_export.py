@@ -40,17 +40,19 @@ from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from server.export import oxe
-from server.export.card import EpisodeSummary
-from server.export.encoding import EpisodeSerializer
-from server.export.episode import EnvSpecs
-from server.export.errors import ExportCanceledError, ExportError
-from server.export.export_job import (
+from server.export.base import (
     CancelFn,
     EpisodeInput,
     ExportFormat,
     ExportOptions,
     ExportResult,
     ProgressFn,
+)
+from server.export.card import EpisodeSummary
+from server.export.encoding import EpisodeSerializer
+from server.export.episode import EnvSpecs
+from server.export.errors import ExportCanceledError, ExportError
+from server.export.rlds_encoding import (
     dataset_description,
     dataset_metadata,
     encode_rlds,

@@ -17,7 +17,7 @@ from dm_env import specs as dm_specs
 from PIL import Image
 from tensorflow_datasets.core import example_serializer
 
-from server.export.episode import RldsEpisode
+from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, RldsEpisode
 from server.export.errors import ExportError, ValueOutOfRangeError
 from server.export.features import OUTCOME_FIELDS, is_image_spec, tag_field
 
@@ -87,6 +87,17 @@ def int64_column(values: list[Any], where: str) -> list[int]:
     return values
 
 
+def timing_column(timings: list[dict[str, int | float]], key: str) -> np.ndarray:
+    """One timing field over the steps: int64 (:data:`TIMING_KEYS`, checked, naming the step
+    that is not one) or float64 (:data:`TIMING_FLOAT_KEYS`)."""
+    if key in TIMING_FLOAT_KEYS:
+        return np.asarray([t[key] for t in timings], dtype=np.float64)
+    if key not in TIMING_KEYS:
+        raise ExportError(f"no timing field {key!r}")
+    values = int64_column([t.get(key, -1) for t in timings], f"timing/{key}")
+    return np.asarray(values, dtype=np.int64)
+
+
 def _leaf_column(values: list[Any], spec: Any, where: str) -> list[Any]:
     """Per-step values of one array spec, checked and ready for ``encode_example``."""
     dtype = np.int64 if isinstance(spec, dm_specs.DiscreteArray) else np.dtype(spec.dtype)
@@ -141,8 +152,7 @@ def episode_example(
         steps["input"] = list(episode.inputs)
         steps["info"] = list(episode.infos)
         steps["timing"] = {
-            key: int64_column([timing[key] for timing in episode.timings], f"timing/{key}")
-            for key in episode.timings[0]
+            key: timing_column(episode.timings, key) for key in (*TIMING_KEYS, *TIMING_FLOAT_KEYS)
         }
     for name, column in tag_columns.items():
         if len(column) != len(episode):

@@ -9,7 +9,9 @@ environment terminated (dm_env LAST with discount 0; a truncation is LAST with d
 Step metadata moves the same way: ``frame`` and ``info`` describe o_t and stay with it;
 ``input`` produced the action stored in timestep t+1, so it moves to step t with a_t; the
 timing of that action moves with it, and the frame acknowledgements are mapped back to the
-steps whose frames they are.
+steps whose frames they are. What the worker recorded about o_t itself stays with it: the
+stream's JPEG quality of its frame and the clock's speed factor in force (``timing`` keys
+``jpeg_quality`` and ``speed``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ from server.recording._envlogger import envlogger
 
 NO_INPUT = "null"
 UNKNOWN = -1
+# A step recorded without a speed (sync mode, or a log from before speeds were recorded)
+# ran at the environment's own fps.
+DEFAULT_SPEED = 1.0
+# The int64 timing fields (-1 unknown): times in ms, the step on screen, the frame's JPEG
+# quality.
 TIMING_KEYS = (
     "input_sent_ms",
     "input_recv_ms",
@@ -34,7 +41,10 @@ TIMING_KEYS = (
     "frame_sent_ms",
     "frame_drawn_ms",
     "input_latency_ms",
+    "jpeg_quality",
 )
+# The float64 timing fields: the clock's speed factor in force (1 = the environment's fps).
+TIMING_FLOAT_KEYS = ("speed",)
 
 
 @dataclass(frozen=True)
@@ -160,6 +170,13 @@ def time_or_unknown(value: Any) -> float:
     return float(UNKNOWN)
 
 
+def speed_or_default(value: Any) -> float:
+    """A recorded speed factor (:data:`DEFAULT_SPEED` when none was recorded)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return DEFAULT_SPEED
+
+
 def _step_index(value: Any, n: int) -> int | None:
     """An ack's step index when it is one of the ``n`` steps (acks for no step are ignored)."""
     if isinstance(value, float) and value.is_integer():
@@ -174,7 +191,7 @@ def realign_timings(raw: list[dict[str, Any]]) -> list[dict[str, int | float]]:
 
     The times of action a_t arrive with timestep t+1; ``acks`` give each step's frame
     sent/drawn times; the input latency is from the input's sending to the drawing of the
-    frame it produced (both client clocks).
+    frame it produced (both client clocks). ``jpeg_quality`` and ``speed`` are o_t's own.
     """
     n = len(raw)
     frame_times: dict[int, tuple[int | float, int | float]] = {}
@@ -196,6 +213,8 @@ def realign_timings(raw: list[dict[str, Any]]) -> list[dict[str, int | float]]:
             "frame_sent_ms": sent,
             "frame_drawn_ms": drawn,
             "input_latency_ms": UNKNOWN,
+            "jpeg_quality": _int_or_unknown(raw[t].get("jpeg_quality")),
+            "speed": speed_or_default(raw[t].get("speed")),
         }
         next_drawn = frame_times.get(t + 1, (UNKNOWN, UNKNOWN))[1]
         input_sent = timing["input_sent_ms"]

@@ -5,11 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from server.export.base import CancelFn, EpisodeInput, ExportOptions, for_each_episode
 from server.export.episode import RldsEpisode, step_timing, time_or_unknown
-from server.export.errors import ExportCanceledError, ExportError, InvalidEpisodeError
-from server.export.export_job import CancelFn, EpisodeInput, ExportOptions, _prepare, naming
-from server.export.lerobot_job import interval_ms, step_times_ms
-from server.export.video import PLAYABLE, Profile, decode_jpeg, monotonic_ms, write_video
+from server.export.errors import ExportError, InvalidEpisodeError
+from server.export.video import (
+    PLAYABLE,
+    Profile,
+    decode_jpeg,
+    interval_ms,
+    monotonic_ms,
+    step_times_ms,
+    write_video,
+)
 from server.recording._envlogger import envlogger
 
 VIDEOS_DIR = "episode_videos"
@@ -17,7 +24,7 @@ VIDEOS_DIR = "episode_videos"
 
 def episode_video(episode: RldsEpisode, path: Path, profile: Profile = PLAYABLE) -> Path:
     """Write the episode's frames as an MP4 at ``path``; steps without a frame are skipped."""
-    times = step_times_ms(episode)
+    times = step_times_ms(episode.observed_ms)
     shown = [(t, data) for t, data in zip(times, episode.frames, strict=True) if data]
     if not shown:
         raise InvalidEpisodeError("the episode has no recorded frame")
@@ -39,12 +46,11 @@ def write_episode_videos(
     """``out/episode_videos/<episode_id>.mp4`` for each episode (cut as the export is)."""
 
     paths = []
-    for ep in episodes:
-        if cancel is not None and cancel():
-            raise ExportCanceledError("the export was canceled")
-        with naming(ep.episode_id):
-            episode = _prepare(ep, options)
-            paths.append(episode_video(episode, out / VIDEOS_DIR / f"{ep.episode_id}.mp4"))
+
+    def write(_i: int, ep: EpisodeInput, episode: RldsEpisode) -> None:
+        paths.append(episode_video(episode, out / VIDEOS_DIR / f"{ep.episode_id}.mp4"))
+
+    for_each_episode(episodes, options, write, None, cancel)
     return paths
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 from dm_env import specs as dm_specs
 
-from server.export.episode import TIMING_KEYS, EnvSpecs
+from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, EnvSpecs
 from server.export.errors import ExportError
 
 tfds_features = tfds.features
@@ -44,6 +44,14 @@ def is_image_spec(spec: Any) -> bool:
     )
 
 
+def float64_tensor(shape: tuple[int, ...] = ()) -> Any:
+    """An exact float64 feature: tf.train.Example only has float32 lists, so TFDS would round
+    float64 values to float32; raw bytes keep them exact (read with tf.io.decode_raw)."""
+    return tfds_features.Tensor(
+        shape=shape, dtype=np.float64, encoding=tfds_features.Encoding.BYTES
+    )
+
+
 def spec_to_feature(spec: Any, path: str = "") -> Any:
     """The TFDS feature holding values of a (nested) dm_env spec."""
     if isinstance(spec, dict):
@@ -62,11 +70,7 @@ def spec_to_feature(spec: Any, path: str = "") -> Any:
     if is_image_spec(spec):
         return tfds_features.Image(shape=tuple(spec.shape), dtype=np.uint8, encoding_format="png")
     if dtype == np.float64:
-        # tf.train.Example only has float32 lists: TFDS would round float64 values to float32.
-        # Raw bytes keep them exact (the reader decodes them with tf.io.decode_raw).
-        return tfds_features.Tensor(
-            shape=tuple(spec.shape), dtype=dtype, encoding=tfds_features.Encoding.BYTES
-        )
+        return float64_tensor(tuple(spec.shape))
     if tuple(spec.shape) == ():
         return tfds_features.Scalar(dtype=dtype)
     return tfds_features.Tensor(shape=tuple(spec.shape), dtype=dtype)
@@ -93,7 +97,12 @@ def step_features(
     if keep_step_metadata:
         step["frame"] = tfds_features.Image(shape=(None, None, 3), encoding_format="jpeg")
         step["input"] = tfds_features.Text()
-        step["timing"] = tfds_features.FeaturesDict(dict.fromkeys(TIMING_KEYS, np.int64))
+        step["timing"] = tfds_features.FeaturesDict(
+            {
+                **dict.fromkeys(TIMING_KEYS, np.int64),
+                **{key: float64_tensor() for key in TIMING_FLOAT_KEYS},
+            }
+        )
         step["info"] = tfds_features.Text()
     for name in sorted(set(step_tag_names)):
         step[tag_field(name)] = np.bool_

@@ -34,14 +34,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from server.core.budget import ProcessBudget
 from server.core.claim_runner import ClaimRunner, Handle, JobRefused, Outcome
 from server.errors import DomainError
+from server.export.base import CancelFn, EpisodeInput, ExportOptions, ProgressFn
 from server.export.errors import ExportCanceledError, ExportError
-from server.export.export_job import (
-    CancelFn,
-    EpisodeInput,
-    ExportOptions,
-    ProgressFn,
-    export_dataset,
-)
+from server.export.export_job import export_dataset
 from server.export.packaging import ARCHIVE_FORMATS, make_archive
 from server.export.split import export_split
 from server.models import ExportJob

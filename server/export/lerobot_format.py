@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from dm_env import specs as dm_specs
 
-from server.export.episode import TIMING_KEYS, EnvSpecs
+from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, EnvSpecs
 from server.export.errors import ExportError
 from server.export.features import tag_field
 
@@ -157,6 +157,7 @@ def features_of(
             Column("input", "input", (), "string", (1,)),
         ]
         cols += [Column(f"timing.{k}", "timing", (k,), "int64", (1,)) for k in TIMING_KEYS]
+        cols += [Column(f"timing.{k}", "timing", (k,), "float64", (1,)) for k in TIMING_FLOAT_KEYS]
         cols.append(Column(FRAME_KEY, "frame", (), "video", (0, 0, 3)))
     for name in sorted(set(tag_names)):
         if "/" in name:

@@ -24,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 from dm_env import specs as dm_specs
 
-from server.export.encoding import check_range, int64_column
-from server.export.episode import TIMING_KEYS, EnvSpecs, RldsEpisode
+from server.export.encoding import check_range, timing_column
+from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, EnvSpecs, RldsEpisode
 from server.export.errors import ExportError
 from server.export.features import tag_field
 
@@ -117,10 +117,8 @@ def _infos(
     if keep_step_metadata:
         fields["info"] = pa.array(episode.infos, type=pa.string())
         fields["input"] = pa.array(episode.inputs, type=pa.string())
-        for key in TIMING_KEYS:
-            where = f"timing/{key}"
-            times = int64_column([t.get(key, -1) for t in episode.timings], where)
-            fields[where] = pa.array(times, type=pa.int64())
+        for key in (*TIMING_KEYS, *TIMING_FLOAT_KEYS):
+            fields[f"timing/{key}"] = pa.array(timing_column(episode.timings, key))
     for name, tagged in tag_cols.items():
         fields[tag_field(name)] = pa.array(tagged, type=pa.bool_())
     if not fields:

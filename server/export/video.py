@@ -21,6 +21,7 @@ stream's time base is 1/1000 s, timestamps in whole milliseconds):
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -34,6 +35,7 @@ import simplejpeg
 TIME_BASE = Fraction(1, 1000)
 GOP = 10
 PLAYABLE_PSNR_DB = 30.0
+DEFAULT_INTERVAL_MS = 33  # for unknown step times, when an episode has no known interval
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,19 @@ def as_rgb(frame: np.ndarray) -> np.ndarray:
     if arr.ndim == 2:
         arr = np.repeat(arr[:, :, None], 3, axis=2)
     return np.ascontiguousarray(arr, dtype=np.uint8)
+
+
+def interval_ms(observed_ms: Sequence[float]) -> int:
+    """The median interval between known recorded step times (ms)."""
+    known = [t for t in observed_ms if t >= 0]
+    diffs = [b - a for a, b in zip(known, known[1:], strict=False) if b > a]
+    return max(1, round(statistics.median(diffs))) if diffs else DEFAULT_INTERVAL_MS
+
+
+def step_times_ms(observed_ms: Sequence[float]) -> list[int]:
+    """Each step's time in ms from the episode's first step (strictly increasing), from the
+    recorded times (``RldsEpisode.observed_ms``)."""
+    return monotonic_ms(observed_ms, interval_ms(observed_ms))
 
 
 def monotonic_ms(times_ms: Sequence[int | float], fallback_interval_ms: int) -> list[int]:

@@ -85,11 +85,15 @@ def expected_episode(
                 "input_recv_ms": action.get("input_recv", -1),
                 "input_sent_ms": action.get("input_sent", -1),
                 "seen_step": action.get("seen_step", -1),
+                # o_t's own: its frame's stream quality, the speed it was played at
+                "jpeg_quality": rec.timings[t].get("jpeg_quality", -1),
             }
             for key, value in values.items():
                 timing.setdefault(key, []).append(value)
         for key, value_list in timing.items():
             steps[f"steps/timing/{key}"] = np.asarray(value_list, dtype=np.int64)
+        speeds = [rec.timings[t].get("speed", 1.0) for t in range(last + 1)]
+        steps["steps/timing/speed"] = np.asarray(speeds, dtype=np.float64)
     for name in sorted(set(tag_names)):
         column = np.zeros(n, dtype=bool)
         for tag in step_tags:

@@ -9,6 +9,7 @@ can compare an export with what really happened.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,7 +133,8 @@ def record_episode(
     seed: int,
     study_id: str = "study-1",
     env_config: dict[str, Any] | None = None,
-    jpeg_quality: int = 75,
+    jpeg_quality: int | Callable[[int], int] = 75,
+    speed: Callable[[int], float] | None = None,
     bad_timing: dict[int, dict[str, Any]] | None = None,
     raw_input: Any = None,
 ) -> Recording:
@@ -142,6 +144,9 @@ def record_episode(
     ``bad_timing`` maps a timestep index to timing values recorded with it as given (NaN,
     1e300, ...), as a recorder without the protocol's checks did. ``raw_input(t, action)``
     gives the browser input recorded with a_t (default: a made-up key per action).
+    ``jpeg_quality`` (or ``jpeg_quality(t)``) is the quality timestep t's frame is encoded at,
+    recorded in its timing as the worker does; ``speed(t)`` the clock's speed factor recorded
+    with timestep t (None: none recorded, as in sync mode).
     """
     gym_env = make_env()
     config = env_config if env_config is not None else {"env_id": env_id, "kwargs": {}}
@@ -169,11 +174,15 @@ def record_episode(
             timing = {"input_sent": now(), "input_recv": now(), "applied": now()}
             timing["seen_step"] = t - 1
             rec.inputs.append(raw)
+        quality = jpeg_quality(t) if callable(jpeg_quality) else jpeg_quality
+        timing["jpeg_quality"] = quality
+        if speed is not None:
+            timing["speed"] = speed(t)
         timing["acks"] = list(pending_acks)
         pending_acks.clear()
         timing.update((bad_timing or {}).get(t, {}))
         frame = np.ascontiguousarray(gym_env.render())
-        jpeg = bytes(simplejpeg.encode_jpeg(frame, quality=jpeg_quality, colorsubsampling="420"))
+        jpeg = bytes(simplejpeg.encode_jpeg(frame, quality=quality, colorsubsampling="420"))
         info_text = _info_json(info)
         dm.metadata_now = {
             "frame": jpeg,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import ale_py
 import gymnasium as gym
@@ -19,6 +20,8 @@ CONSUMER_PYTHON = ROOT / ".consumer-venv" / "bin" / "python"
 CHECK_SCRIPT = Path(__file__).resolve().parent / "consumer_check.py"
 
 gym.register_envs(ale_py)
+SPEEDS = (1.0, 0.5, 1.1, 2.0, 0.05, 10.0)
+QUALITIES = (75, 50, 90)
 
 
 def make_cartpole(max_steps: int = 500) -> Callable[[], gym.Env]:
@@ -52,22 +55,32 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recor
     """Recorded episodes per environment, shared by the tests (they never modify them)."""
     root = tmp_path_factory.mktemp("logs")
 
-    def rec(env_id: str, make: Callable[[], gym.Env], name: str, seed: int) -> Recording:
-        return record_episode(make, root / name, env_id=env_id, episode_id=name, seed=seed)
+    def rec(
+        env_id: str, make: Callable[[], gym.Env], name: str, seed: int, **stream: Any
+    ) -> Recording:
+        return record_episode(
+            make, root / name, env_id=env_id, episode_id=name, seed=seed, **stream
+        )
 
+    # Some episodes are played at changing speeds and stream qualities (async mode, an
+    # adaptive stream; 1.1 and 0.05 have no exact float32); the others record no speed (sync).
+    changing = {
+        "speed": lambda t: SPEEDS[t % len(SPEEDS)],
+        "jpeg_quality": lambda t: QUALITIES[t // 3 % len(QUALITIES)],
+    }
     return {
         # seed 1 terminates by itself; seed 2 is cut by a 9-step time limit (truncated).
         "cartpole": [
-            rec("CartPole-v1", make_cartpole(), "cp-1", 1),
+            rec("CartPole-v1", make_cartpole(), "cp-1", 1, **changing),
             rec("CartPole-v1", make_cartpole(9), "cp-2", 2),
-            rec("CartPole-v1", make_cartpole(), "cp-3", 3),
+            rec("CartPole-v1", make_cartpole(), "cp-3", 3, jpeg_quality=90),
         ],
         "pong": [
-            rec("ALE/Pong-v5", make_pong(), "pong-1", 11),
+            rec("ALE/Pong-v5", make_pong(), "pong-1", 11, speed=lambda t: 0.75 if t < 5 else 2.0),
             rec("ALE/Pong-v5", make_pong(12), "pong-2", 12),
         ],
-        "minigrid": [rec("MiniGrid-Empty-5x5-v0", make_minigrid, "grid-1", 21)],
-        "lunar": [rec("LunarLander-v3", make_lunar, "lunar-1", 31)],
+        "minigrid": [rec("MiniGrid-Empty-5x5-v0", make_minigrid, "grid-1", 21, **changing)],
+        "lunar": [rec("LunarLander-v3", make_lunar, "lunar-1", 31, jpeg_quality=50)],
     }
 
 

@@ -71,6 +71,28 @@ def test_realign_timings_latency_and_unknowns() -> None:
     assert out[2]["frame_sent_ms"] == -1 and out[2]["applied_ms"] == -1
 
 
+def test_speed_and_quality_stay_with_their_observation(
+    recordings: dict[str, list[Recording]],
+) -> None:
+    played = read_episode(recordings["cartpole"][0].log_dir)  # changing speeds and qualities
+    rec = recordings["cartpole"][0]
+    assert [t["speed"] for t in played.timings] == [r["speed"] for r in rec.timings]
+    assert [t["jpeg_quality"] for t in played.timings] == [r["jpeg_quality"] for r in rec.timings]
+    assert len({t["speed"] for t in played.timings}) > 1  # the fixture's premise
+    sync = read_episode(recordings["cartpole"][1].log_dir)  # no speed recorded: 1.0
+    assert {t["speed"] for t in sync.timings} == {1.0}
+    cut = played.truncated_at(3)  # the last step keeps o_t's own values
+    assert cut.timings[-1]["speed"] == rec.timings[3]["speed"]
+    assert cut.timings[-1]["jpeg_quality"] == rec.timings[3]["jpeg_quality"]
+
+
+def test_realign_timings_speed_and_quality_defaults() -> None:
+    out = realign_timings([{"speed": 0.5, "jpeg_quality": 90}, {"speed": True}, {"speed": "2"}])
+    assert (out[0]["speed"], out[0]["jpeg_quality"]) == (0.5, 90)
+    assert out[1]["speed"] == out[2]["speed"] == 1.0  # none recorded (not a number)
+    assert out[1]["jpeg_quality"] == -1
+
+
 def test_truncated_at(recordings: dict[str, list[Recording]]) -> None:
     rec = recordings["cartpole"][0]
     ep = read_episode(rec.log_dir)

@@ -1,4 +1,4 @@
-"""The LeRobot format's export loop (the on-disk format is in :mod:`lerobot_format`).
+"""The LeRobot format (the on-disk format is in :mod:`server.export.lerobot_format`).
 
 Episodes go in order into data file 0, 1, ... (``data/chunk-000/file-000.parquet`` ...) and
 the matching video files; a file is closed when it holds ``max_shard_bytes`` of rows or
@@ -19,35 +19,29 @@ import numpy as np
 import pyarrow as pa
 
 from server.export import lerobot_format as fmt
-from server.export.encoding import check_range, int64_column
-from server.export.episode import EnvSpecs, RldsEpisode
-from server.export.errors import ExportError
-from server.export.export_job import (
-    CancelFn,
+from server.export.base import (
     EpisodeInput,
     ExportFormat,
     ExportOptions,
     ExportResult,
-    ProgressFn,
-    for_each_episode,
+    WriteJob,
+    card_lines,
 )
+from server.export.encoding import check_range, timing_column
+from server.export.episode import EnvSpecs, RldsEpisode
+from server.export.errors import ExportError
+from server.export.registry import Format, register
 from server.export.tags import tag_columns
-from server.export.video import LOSSLESS, VideoWriter, as_rgb, decode_jpeg, monotonic_ms
+from server.export.video import (
+    LOSSLESS,
+    VideoWriter,
+    as_rgb,
+    decode_jpeg,
+    interval_ms,
+    step_times_ms,
+)
 
 REPO_PREFIX = "rlds-studio"
-DEFAULT_INTERVAL_MS = 33  # for unknown step times, when an episode has no known interval
-
-
-def interval_ms(observed_ms: Sequence[float]) -> int:
-    """The median interval between known recorded step times (ms)."""
-    known = [t for t in observed_ms if t >= 0]
-    diffs = [b - a for a, b in zip(known, known[1:], strict=False) if b > a]
-    return max(1, round(statistics.median(diffs))) if diffs else DEFAULT_INTERVAL_MS
-
-
-def step_times_ms(episode: RldsEpisode) -> list[int]:
-    """Each step's time in ms from the episode's first step (strictly increasing)."""
-    return monotonic_ms(episode.observed_ms, interval_ms(episode.observed_ms))
 
 
 def _leaf(value: Any, path: tuple[str, ...]) -> Any:
@@ -96,7 +90,7 @@ class LeRobotWriter:
     # --- one episode ----------------------------------------------------------------------
     def add(self, ep: EpisodeInput, episode: RldsEpisode, tag_cols: dict[str, np.ndarray]) -> None:
         n = len(episode)
-        times = step_times_ms(episode)
+        times = step_times_ms(episode.observed_ms)
         interval = interval_ms(episode.observed_ms)
         self.intervals.append(interval)
         env_id = str(episode.log_metadata.get("env_id", ""))
@@ -198,10 +192,7 @@ class LeRobotWriter:
         if src == "input":
             return episode.inputs
         if src == "timing":
-            key = col.path[0]
-            return np.asarray(
-                int64_column([t.get(key, -1) for t in episode.timings], where), dtype=np.int64
-            )
+            return timing_column(episode.timings, col.path[0])
         if src == "tag":
             return tag_cols[col.path[0]]
         raise ExportError(f"no values for {where}")
@@ -316,31 +307,64 @@ def _log_fields(meta: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def write_lerobot(
-    episodes: Sequence[EpisodeInput],
-    options: ExportOptions,
-    specs: EnvSpecs,
-    tag_names: Sequence[str],
-    tmp: Path,
-    progress: ProgressFn | None,
-    cancel: CancelFn | None,
-) -> ExportResult:
-    """Write the episodes as a LeRobot v3.0 dataset into ``tmp/<name>`` (see lerobot_format)."""
-    cols = fmt.features_of(
-        specs, keep_step_metadata=options.keep_step_metadata, tag_names=tag_names
-    )
-    root = tmp / options.name
-    writer = LeRobotWriter(root, cols, options)
+@register
+class LeRobot(Format):
+    name = ExportFormat.LEROBOT
 
-    def write(_i: int, ep: EpisodeInput, episode: RldsEpisode) -> None:
-        writer.add(ep, episode, tag_columns(ep.step_tags, tag_names, len(episode)))
+    def check(self, specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str]) -> None:
+        fmt.features_of(specs, keep_step_metadata=options.keep_step_metadata, tag_names=tag_names)
 
-    try:
-        summaries = for_each_episode(episodes, options, write, progress, cancel)
-        writer.finish()
-    except BaseException:
-        writer.abort()
-        raise
-    return ExportResult(
-        path=tmp, format=ExportFormat.LEROBOT, episodes=tuple(summaries), data_dir=root
-    )
+    def write(self, job: WriteJob) -> ExportResult:
+        """Write the episodes as a LeRobot v3.0 dataset into ``job.out/<name>`` (see
+        lerobot_format)."""
+        options, tag_names = job.options, job.tag_names
+        cols = fmt.features_of(
+            job.specs, keep_step_metadata=options.keep_step_metadata, tag_names=tag_names
+        )
+        root = job.out / options.name
+        writer = LeRobotWriter(root, cols, options)
+
+        def write(_i: int, ep: EpisodeInput, episode: RldsEpisode) -> None:
+            writer.add(ep, episode, tag_columns(ep.step_tags, tag_names, len(episode)))
+
+        try:
+            summaries = job.each_episode(write)
+            writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
+        return ExportResult(
+            path=job.out, format=ExportFormat.LEROBOT, episodes=tuple(summaries), data_dir=root
+        )
+
+    def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
+        return card_lines(
+            options,
+            tag_names,
+            metadata="step metadata (raw input, timing, env info as columns; the player's"
+            " frames as the video `observation.images.frame`)",
+            tags="step tag columns",
+        )
+
+    def data_path(self, options: ExportOptions) -> str:
+        return options.name
+
+    def loading(self, data_path: str) -> str:
+        return (
+            "```python\n"
+            "import os\n"
+            'os.environ["HF_HUB_OFFLINE"] = "1"  # a local dataset: nothing is downloaded\n'
+            "from lerobot.datasets.lerobot_dataset import LeRobotDataset\n\n"
+            f'dataset = LeRobotDataset("{REPO_PREFIX}/{data_path}",'
+            f' root="<this folder>/{data_path}",\n'
+            '                         video_backend="pyav")\n'
+            "step = dataset[0]  # observation.*, action, next.reward, next.done, ..., task\n"
+            "```\n\n"
+            "LeRobot v3.0 (tested with lerobot 0.4.4). Videos are lossless H.264 (decoded"
+            " frames\n"
+            "equal the recorded ones); `timestamp` is each step's recorded time. Episode"
+            " metadata\n"
+            "(`episode_id`, `agent_id`, `status`, `outcome`, `episode_tags`, `notes`, `env_id`,"
+            "\n"
+            "`seed`): `dataset.meta.episodes[i]`.\n"
+        )

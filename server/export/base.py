@@ -1,0 +1,224 @@
+"""What every export format shares: the job's input, options and result, progress and cancel,
+and the writer loop. Imports no format (they import it: server/export/registry.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from server.export.beam_config import BeamConfig
+from server.export.card import EpisodeSummary
+from server.export.episode import EnvSpecs, RldsEpisode, read_episode
+from server.export.errors import ExportCanceledError, ExportError
+from server.export.tags import StepTag, first_end_step, validate_step_tags
+from server.export.tfds_writer import DEFAULT_MAX_SHARD_BYTES
+
+ProgressFn = Callable[[int, int, int], None]
+CancelFn = Callable[[], bool]
+EPISODE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class ExportFormat(StrEnum):
+    """The built-in formats' names (the API's): an RLDS (TFDS) dataset, the raw envlogger
+    logs, Minari or LeRobot v3. A format registered under another name is chosen by it."""
+
+    RLDS = "rlds"
+    ENVLOGGER = "envlogger"
+    MINARI = "minari"
+    LEROBOT = "lerobot"
+
+
+@dataclass(frozen=True)
+class EpisodeInput:
+    """One episode to export: its log and its database-side metadata."""
+
+    log_dir: Path
+    episode_id: str
+    agent_id: str  # salted hash of the participant
+    status: str = "completed"
+    tags: tuple[str, ...] = ()
+    step_tags: tuple[StepTag, ...] = ()
+    notes: str = ""
+    instruction: str = ""  # the environment's (else the study's) instructions: OXE profile
+    # "success" / "failure" / "" (unset): the effective outcome (the reviewer's, else the
+    # player's) and both sources
+    outcome: str = ""
+    player_outcome: str = ""
+    reviewer_outcome: str = ""
+
+    def outcome_fields(self) -> dict[str, str]:
+        """The episode-level outcome fields every format exports."""
+        return {
+            "outcome": self.outcome,
+            "player_outcome": self.player_outcome,
+            "reviewer_outcome": self.reviewer_outcome,
+        }
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """How to export.
+
+    ``format``: a registered format's name (:class:`ExportFormat` for the built-in ones).
+    ``step_tag_names``: the step tags that become ``tag:<name>`` fields (None: every name used
+    by the episodes). ``end_tags``: step tag names that end an episode at their first tagged
+    step (that step becomes the last one, not terminal; not in the envlogger format).
+    """
+
+    name: str = "rlds_studio"
+    version: str = "1.0.0"
+    format: str = ExportFormat.RLDS
+    keep_step_metadata: bool = True
+    step_tag_names: tuple[str, ...] | None = None
+    end_tags: tuple[str, ...] = ()
+    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES
+    max_episodes_per_shard: int | None = None
+    study: str = ""
+    description: str = ""
+    profile: str = ""  # "oxe": the Open X-Embodiment profile of the RLDS format
+    # RLDS only: run as an Apache Beam pipeline with this runner configuration (None: here,
+    # in this process). The output is the same either way (server/export/beam_export.py).
+    beam: BeamConfig | None = None
+    videos: bool = False  # add episode_videos/<episode_id>.mp4 (what the player saw)
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """A finished export: where it is and what it holds."""
+
+    path: Path
+    format: str
+    episodes: tuple[EpisodeSummary, ...]
+    data_dir: Path | None = None  # the format's dataset folder (not the envlogger format's)
+    shard_paths: tuple[Path, ...] = field(default_factory=tuple)
+
+    @property
+    def num_episodes(self) -> int:
+        """Episodes exported."""
+        return len(self.episodes)
+
+    @property
+    def num_steps(self) -> int:
+        """RLDS steps exported (observations, including each episode's last)."""
+        return sum(e.num_steps for e in self.episodes)
+
+
+def check_cancel(cancel: CancelFn | None) -> None:
+    """End the job with :class:`ExportCanceledError` when ``cancel()`` says so."""
+    if cancel is not None and cancel():
+        raise ExportCanceledError("the export was canceled")
+
+
+@contextmanager
+def naming(episode_id: str) -> Iterator[None]:
+    """Errors met while exporting one episode name it, so the user can leave it out."""
+    try:
+        yield
+    except ExportError as exc:
+        if str(exc).startswith(f"episode {episode_id}"):
+            raise
+        raise type(exc)(f"episode {episode_id}: {exc}") from exc
+    except (ValueError, TypeError, OverflowError) as exc:  # from TFDS, on a value not checked
+        raise ExportError(
+            f"episode {episode_id}: cannot encode ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def prepare(ep: EpisodeInput, options: ExportOptions, *, cut: bool = True) -> RldsEpisode:
+    """One episode read as RLDS steps, its step tags checked and (``cut``) ended at its
+    first end tag as the options say."""
+    episode = read_episode(ep.log_dir)
+    validate_step_tags(ep.step_tags, len(episode), ep.episode_id)
+    end = first_end_step(ep.step_tags, options.end_tags) if cut else None
+    return episode if end is None else episode.truncated_at(end)
+
+
+def summarize(ep: EpisodeInput, episode: RldsEpisode) -> EpisodeSummary:
+    """What the card and the job's result say about one exported episode."""
+    return EpisodeSummary(
+        episode_id=ep.episode_id,
+        env_id=str(episode.log_metadata.get("env_id", "")),
+        status=ep.status,
+        num_steps=len(episode),
+        total_reward=episode.total_reward,
+        terminated=episode.terminated,
+    )
+
+
+def for_each_episode(
+    episodes: Sequence[EpisodeInput],
+    options: ExportOptions,
+    write: Callable[[int, EpisodeInput, RldsEpisode], None],
+    progress: ProgressFn | None,
+    cancel: CancelFn | None,
+    *,
+    cut: bool = True,
+) -> list[EpisodeSummary]:
+    """The writer loop: ``write(i, ep, episode)`` for each episode read (and cut, see
+    :func:`prepare`); errors it raises name the episode. Polls ``cancel`` between episodes,
+    tells ``progress`` after each; returns the episodes' summaries."""
+    summaries: list[EpisodeSummary] = []
+    steps_done = 0
+    for i, ep in enumerate(episodes):
+        check_cancel(cancel)
+        with naming(ep.episode_id):
+            episode = prepare(ep, options, cut=cut)
+            write(i, ep, episode)
+        summaries.append(summarize(ep, episode))
+        steps_done += len(episode)
+        if progress is not None:
+            progress(i + 1, len(episodes), steps_done)
+    check_cancel(cancel)
+    return summaries
+
+
+@dataclass(frozen=True)
+class WriteJob:
+    """What a format's writer is given: the episodes and options, the episodes' common specs,
+    the step tag names that become fields, the new empty folder to write into, and the job's
+    progress and cancel (see :func:`for_each_episode`)."""
+
+    episodes: Sequence[EpisodeInput]
+    options: ExportOptions
+    specs: EnvSpecs
+    tag_names: Sequence[str]
+    out: Path
+    progress: ProgressFn | None = None
+    cancel: CancelFn | None = None
+
+    def each_episode(
+        self, write: Callable[[int, EpisodeInput, RldsEpisode], None], *, cut: bool = True
+    ) -> list[EpisodeSummary]:
+        """The writer loop (:func:`for_each_episode`) over this job's episodes."""
+        return for_each_episode(
+            self.episodes, self.options, write, self.progress, self.cancel, cut=cut
+        )
+
+
+def card_lines(
+    options: ExportOptions,
+    tag_names: Sequence[str],
+    *,
+    metadata: str,
+    tags: str,
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """The card's "Export options" lines: whether step metadata (``metadata``, what the
+    format makes of it) is kept, the step tags (``tags``, what they become), ``extra`` lines
+    and the end tags."""
+    lines = [f"{metadata}: " + ("kept" if options.keep_step_metadata else "stripped")]
+    if tag_names:
+        lines.append(f"{tags}: " + ", ".join(f"`tag:{n}`" for n in tag_names))
+    lines += extra
+    if options.end_tags:
+        lines.append(
+            "episodes end at their first step tagged "
+            + ", ".join(f"`{n}`" for n in options.end_tags)
+            + " (not terminal; returns recomputed)"
+        )
+    return lines

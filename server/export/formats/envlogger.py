@@ -1,0 +1,95 @@
+"""The envlogger output format: each selected episode's Riegeli log, copied as recorded.
+
+Layout: ``<out>/episodes/<episode_id>/`` holds the log files (readable with
+``envlogger.Reader``) and ``tags.json`` with the episode's database-side metadata. End tags
+do not cut the logs (they are copied whole).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from server.export.base import EpisodeInput, ExportFormat, ExportOptions, ExportResult, WriteJob
+from server.export.episode import RldsEpisode
+from server.export.registry import Format, register
+from server.export.tags import StepTag
+
+EPISODES_SUBDIR = "episodes"
+TAGS_FILE = "tags.json"
+
+
+def tags_document(
+    *,
+    episode_id: str,
+    agent_id: str,
+    status: str,
+    tags: Sequence[str],
+    step_tags: Sequence[StepTag],
+    notes: str,
+    outcomes: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The content of an episode's ``tags.json`` (step ranges are inclusive step indices)."""
+    return {
+        "episode_id": episode_id,
+        "agent_id": agent_id,
+        "status": status,
+        "tags": list(tags),
+        "step_tags": [{"name": t.name, "start": t.start, "end": t.end} for t in step_tags],
+        "notes": notes,
+        **(outcomes or {}),
+    }
+
+
+def copy_episode_log(log_dir: Path, out_root: Path, episode_id: str, doc: dict[str, Any]) -> Path:
+    """Copy one episode's log folder under ``out_root`` and write its ``tags.json``."""
+    dest = Path(out_root) / EPISODES_SUBDIR / episode_id
+    shutil.copytree(log_dir, dest)
+    (dest / TAGS_FILE).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return dest
+
+
+@register
+class Envlogger(Format):
+    name = ExportFormat.ENVLOGGER
+
+    def write(self, job: WriteJob) -> ExportResult:
+        def write(_i: int, ep: EpisodeInput, _episode: RldsEpisode) -> None:
+            # the episode was read all the same: it validates the log and gives the totals
+            doc = tags_document(
+                episode_id=ep.episode_id,
+                agent_id=ep.agent_id,
+                status=ep.status,
+                tags=ep.tags,
+                step_tags=ep.step_tags,
+                notes=ep.notes,
+                outcomes=ep.outcome_fields(),
+            )
+            copy_episode_log(ep.log_dir, job.out, ep.episode_id, doc)
+
+        summaries = job.each_episode(write, cut=False)
+        return ExportResult(path=job.out, format=ExportFormat.ENVLOGGER, episodes=tuple(summaries))
+
+    def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
+        return ["logs copied as recorded (step tags and notes in each tags.json)"]
+
+    def data_path(self, options: ExportOptions) -> str:
+        return f"{options.name}/{options.version}"
+
+    def loading(self, data_path: str) -> str:
+        return (
+            "```python\n"
+            "import envlogger\n"
+            'with envlogger.Reader("episodes/<episode_id>") as reader:\n'
+            "    for step in reader.steps:  # dm_env timesteps, actions and step metadata\n"
+            "        ...\n"
+            "```\n\n"
+            "Under numpy 2, envlogger 1.2 needs `numpy.unicode_ = numpy.str_` before reading.\n"
+            "Each episode folder is the episode's envlogger (Riegeli) log as recorded, plus a\n"
+            "`tags.json` with its database-side metadata (agent, status, tags, step tags, notes,\n"
+            "outcomes).\n"
+            "Steps are dm_env timesteps: action a_t, reward and discount are stored with o_{t+1}.\n"
+        )

@@ -1,0 +1,109 @@
+"""The RLDS format: a TFDS dataset (``<name>/<version>``: shards, dataset_info.json,
+features.json), written here or, with ``ExportOptions.beam``, by a Beam pipeline
+(server/export/beam_export.py, which writes the same files)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from server.export import oxe
+from server.export.base import (
+    EpisodeInput,
+    ExportFormat,
+    ExportOptions,
+    ExportResult,
+    WriteJob,
+    card_lines,
+)
+from server.export.encoding import EpisodeSerializer
+from server.export.episode import RldsEpisode
+from server.export.registry import Format, register
+from server.export.rlds_encoding import (
+    dataset_description,
+    dataset_metadata,
+    encode_episode,
+    rlds_features,
+)
+from server.export.tfds_writer import DatasetWriter
+
+
+@register
+class Rlds(Format):
+    name = ExportFormat.RLDS
+    on_beam = True
+    profiles = True
+
+    def write(self, job: WriteJob) -> ExportResult:
+        options, tag_names, out = job.options, job.tag_names, job.out
+        if options.beam is not None:
+            from server.export.beam_export import write_rlds_beam  # imports apache_beam
+
+            return write_rlds_beam(
+                job.episodes, options, job.specs, tag_names, out, job.progress, job.cancel
+            )
+        features = rlds_features(job.specs, options, tag_names)
+        stats = oxe.Statistics()
+        serializer = EpisodeSerializer(features)
+        writer = DatasetWriter(
+            out,
+            options.name,
+            options.version,
+            features,
+            description=dataset_description(options),
+            metadata=dataset_metadata(options),
+            max_shard_bytes=options.max_shard_bytes,
+            max_episodes_per_shard=options.max_episodes_per_shard,
+        )
+
+        def write(_i: int, ep: EpisodeInput, episode: RldsEpisode) -> None:
+            encoded = encode_episode(ep, episode, options, tag_names, serializer)
+            writer.add(encoded.record)
+            if encoded.statistics is not None:
+                stats.add(encoded.statistics)
+
+        try:
+            summaries = job.each_episode(write)
+            written = writer.finish()
+            if options.profile == "oxe":
+                stats.write(written.data_dir)
+        finally:
+            writer.close()
+        return ExportResult(
+            path=out,
+            format=ExportFormat.RLDS,
+            episodes=tuple(summaries),
+            data_dir=written.data_dir,
+            shard_paths=tuple(written.shard_paths),
+        )
+
+    def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
+        oxe_lines = [
+            "Open X-Embodiment profile: `language_instruction` on every step, dict"
+            " observations (`observation/image` or `observation/state`), episode fields"
+            " under `episode_metadata`, statistics in `dataset_statistics.json` beside the"
+            " shards"
+        ]
+        return card_lines(
+            options,
+            tag_names,
+            metadata="step metadata (frame JPEG, raw input, timing, env info)",
+            tags="step tag fields",
+            extra=oxe_lines if options.profile == "oxe" else (),
+        )
+
+    def data_path(self, options: ExportOptions) -> str:
+        return f"{options.name}/{options.version}"
+
+    def loading(self, data_path: str) -> str:
+        return (
+            "```python\n"
+            "import tensorflow_datasets as tfds\n"
+            f'ds = tfds.builder_from_directory("{data_path}").as_dataset(split="train")\n'
+            "```\n\n"
+            "Each element is an episode: its metadata (`episode_id`, `agent_id`, `study_id`,\n"
+            "`env_id`, `env_config`, `seed`, `status`, `tags`, `notes`, `outcome`,\n"
+            "`player_outcome`, `reviewer_outcome`) and `steps`, a nested\n"
+            "dataset of RLDS steps (`observation`, `action`, `reward`, `discount`, `is_first`,\n"
+            "`is_last`, `is_terminal`, and the step metadata and `tag:<name>` fields when\n"
+            "exported). The `rlds` library's transformations apply directly.\n"
+        )
