@@ -1,18 +1,24 @@
-"""What an export would write of the episodes a list shows, and why it leaves the others
-out (the rules of :mod:`server.services.counts`), before the export starts."""
+"""What an export would write of the episodes a list shows, why it leaves the others out (the
+rules of :mod:`server.services.counts`), and what it does when their environments' spaces
+differ, before the export starts: the dialog asks this first, so a mixed selection is
+offered one dataset per environment without a failing request."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from server.errors import Invalid
+from server.export import ExportFormat
 from server.models import Episode, Study
-from server.schemas import EpisodeFilterIn, ExportSelection
-from server.services import review
+from server.schemas import EpisodeFilterIn, ExportOptionsIn, ExportSelection
+from server.services import exports, review
 from server.services.counts import left_out_reason
+from server.services.export_spaces import spaces_differ
 from server.services.exports import selection_filter
 
 _LISTED_IDS = 10  # episode ids given per reason
@@ -47,3 +53,39 @@ def export_preview(
             for reason, ids in sorted(reasons.items(), key=lambda item: -len(item[1]))
         ],
     }
+
+
+def spaces_preview(
+    db: Session, study: Study, selection: ExportSelection, opts: ExportOptionsIn, *,
+    secret_key: str, data_root: Path,
+) -> dict[str, Any]:  # fmt: skip
+    """``split``: ``none`` (one dataset holds the selection), ``automatic`` (envlogger writes
+    one folder per environment anyway), ``offer`` (one dataset per environment works: the
+    dialog offers it, ``split_by_env``) or ``impossible`` (not even per environment in this
+    format); ``message`` says so in words. A selection the export itself would refuse (empty,
+    a bad name) answers ``none``: starting the export names the problem."""
+    try:
+        episodes = exports.resolve(db, study, selection)
+        options = exports.library_options(study, opts)
+    except Invalid:
+        return _answer("none", [])
+    inputs = exports.episode_inputs(db, episodes, secret_key, data_root)
+    envs = sorted({e.env_key for e in episodes})
+    if not spaces_differ(episodes, inputs):
+        return _answer("none", envs)
+    differ = f"The environments {', '.join(envs)} have different observation or action spaces"
+    if options.format is ExportFormat.ENVLOGGER:
+        return _answer("automatic", envs, f"{differ}: the envlogger export writes one folder "
+                       "per environment.")  # fmt: skip
+    try:
+        exports.check_inputs(episodes, inputs, options, split_by_env=True)
+    except Invalid as exc:
+        return _answer("impossible", envs, f"{differ}, and the {opts.format} format cannot "
+                       f"write them even as one dataset per environment ({exc.message}) Select "
+                       "one environment's episodes (filter by environment).")  # fmt: skip
+    return _answer("offer", envs, f"{differ}, which one dataset cannot hold: the export can "
+                   "write one dataset per environment, in the same download.")  # fmt: skip
+
+
+def _answer(split: str, envs: list[str], message: str = "") -> dict[str, Any]:
+    return {"mixed": split != "none", "environments": envs, "split": split, "message": message}

@@ -18,7 +18,7 @@ from server.export.packaging import archive_members
 from server.models import ExportJob, JobState
 from server.recording.format import export_dir
 from server.schemas import ExportCreate, ExportJobPublic, ExportPreviewIn, ExportPreviewPublic
-from server.services import export_preview, export_spaces, exports, studies
+from server.services import export_preview, exports, studies
 
 router = APIRouter(tags=["exports"])
 
@@ -112,7 +112,7 @@ def preview_export(
     listed = sel.episode_ids if sel.episode_ids is not None else body.listed
     out = export_preview.export_preview(db, study, listed, sel)
     if body.options is not None:
-        out["spaces"] = export_spaces.spaces_preview(
+        out["spaces"] = export_preview.spaces_preview(
             db, study, sel, body.options,
             secret_key=settings.secret_key, data_root=settings.data_root,
         )  # fmt: skip

@@ -1,0 +1,151 @@
+"""The server's imports point one way: no cycles, no import from a lower layer to a higher one.
+
+Layers, highest first (docs/architecture.md): the app and CLI → HTTP routes → the player
+(play sessions) → services → export and runtime → definitions and infrastructure (models,
+schemas, the study format, errors, core) → recording. A module may import its own layer or a
+lower one. Every import counts, those inside functions too (a lazy import is still a
+dependency); only ``if TYPE_CHECKING:`` blocks are left out. ``from package import module``
+is an import of that module (a package's ``__init__`` is not a dependency of its modules).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SERVER = Path(__file__).resolve().parent.parent / "server"
+LAYERS = {  # the package (or module) under server/ → its layer
+    "main": 7,
+    "cli": 7,
+    "api": 6,
+    "player": 5,
+    "services": 4,
+    "export": 3,
+    "runtime": 3,
+    "models": 2,
+    "schemas": 2,
+    "study_spec": 2,
+    "errors": 2,
+    "principal": 2,
+    "core": 2,
+    "recording": 1,
+}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in SERVER.rglob("*.py"):
+        parts = path.relative_to(SERVER.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST, modules: dict[str, Path]) -> set[str]:
+    out: set[str] = set()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _type_checking(node):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                if sub in modules:
+                    out.add(sub)
+                elif node.module in modules:
+                    out.add(node.module)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {
+        name: _imports(ast.parse(path.read_text()), modules) - {name}
+        for name, path in modules.items()
+    }
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return 0  # the ``server`` package itself: its version, nothing else
+    return LAYERS[parts[1]]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_every_server_package_has_a_layer():
+    tops = {name.split(".")[1] for name in _modules() if "." in name}
+    assert tops <= set(LAYERS), tops - set(LAYERS)
+
+
+def test_no_import_cycles():
+    assert _cycles(_graph()) == []
+
+
+def test_no_import_points_up():
+    upward = [
+        f"{module} -> {target}"
+        for module, targets in _graph().items()
+        for target in sorted(targets)
+        if _layer(target) > _layer(module)
+    ]
+    assert upward == []
+
+
+def test_the_checker_finds_a_cycle_and_an_upward_import():
+    graph = {"server.core.a": {"server.core.b"}, "server.core.b": {"server.core.a"}}
+    assert _cycles(graph) == [["server.core.a", "server.core.b"]]
+    assert _layer("server.api.routes.x") > _layer("server.services.y") > _layer("server.recording")
