@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import multiprocessing
-import pickle
 import socket
-import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -16,6 +14,7 @@ from typing import Any, Literal
 
 from server.recording.writer import FLUSH_INTERVAL_S
 from server.runtime._child import worker_main
+from server.runtime._wire import Wire, frame_message, settle
 from server.runtime.allowlist import AllowedEnvironments
 from server.study_spec import EnvironmentSpec
 
@@ -74,11 +73,6 @@ class StepEvent:
         return cls(**data)
 
 
-def _settle(future: asyncio.Future[Any]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
 def _context() -> Any:
     ctx = multiprocessing.get_context(START_METHOD)
     if START_METHOD == "forkserver":
@@ -86,86 +80,12 @@ def _context() -> Any:
     return ctx
 
 
-_HEADER = struct.Struct("!i")  # multiprocessing.Connection's framing: a signed length ...
-_LONG_HEADER = struct.Struct("!Q")  # ... or -1 and then an unsigned 64-bit one
-_MAX_SHORT = 0x7FFFFFFF
-
-
-def frame_message(message: Any) -> bytes:
-    """``message`` pickled and framed exactly as ``Connection.send`` frames it."""
-    body = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
-    if len(body) > _MAX_SHORT:
-        return _HEADER.pack(-1) + _LONG_HEADER.pack(len(body)) + body
-    return _HEADER.pack(len(body)) + body
-
-
-class _Wire(asyncio.Protocol):
-    """The app's end of the worker's socket pair, read and written by the event loop.
-
-    The worker keeps a plain blocking :class:`Connection`; this side never blocks: whatever
-    the socket holds is buffered and each complete message is dispatched, however many
-    reads it took to arrive (a 32 KiB frame comes in pieces), and writes are queued by the
-    transport. (A blocking ``Connection.recv`` on a descriptor the loop watches is not an
-    option: uvloop makes watched descriptors non-blocking, so a message that had not fully
-    arrived read as a dead worker.)
-    """
-
-    def __init__(self, worker: EnvWorker) -> None:
-        self.worker = worker
-        self.buffer = bytearray()
-        self.transport: Any = None  # an asyncio.Transport (uvloop's does not subclass it)
-        self.drained: asyncio.Future[None] | None = None  # set while writing is paused
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        buffer = self.buffer
-        if buffer:  # the rest of a message that came in pieces
-            buffer += data
-            view: bytes | bytearray = buffer
-        else:  # usually whole messages: parse them where they are, no copy
-            view = data
-        start, end = 0, len(view)
-        while end - start >= 4:
-            (size,) = _HEADER.unpack_from(view, start)
-            head = 4
-            if size == -1:
-                if end - start < 12:
-                    break
-                (size,) = _LONG_HEADER.unpack_from(view, start + 4)
-                head = 12
-            if end - start < head + size:
-                break
-            message = pickle.loads(view[start + head : start + head + size])
-            start += head + size
-            self.worker._dispatch(message)
-        if view is buffer:
-            del buffer[:start]
-        elif start < end:
-            self.buffer = bytearray(view[start:])
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self.drained is not None:
-            _settle(self.drained)
-        self.worker._on_dead()
-
-    def pause_writing(self) -> None:
-        if self.drained is None:
-            self.drained = asyncio.get_running_loop().create_future()
-
-    def resume_writing(self) -> None:
-        if self.drained is not None:
-            _settle(self.drained)
-            self.drained = None
-
-
 class EnvWorker:
     """One environment worker process, driven with awaitable methods."""
 
     def __init__(self, process: Any, reply_timeout: float) -> None:
         self._process = process
-        self._wire = _Wire(self)
+        self._wire = Wire(self._dispatch, self._on_dead)
         self.reply_timeout = reply_timeout
         self.info: dict[str, Any] = {}
         self._loop = asyncio.get_running_loop()
@@ -200,7 +120,7 @@ class EnvWorker:
         """
         ctx = _context()
         # A socket pair, as ``ctx.Pipe`` makes one: the worker's end is a blocking
-        # Connection, the app's end belongs to the event loop (:class:`_Wire`).
+        # Connection, the app's end belongs to the event loop (:class:`server.runtime._wire.Wire`).
         parent, child_sock = socket.socketpair()
         child = Connection(child_sock.detach())
         process = ctx.Process(
@@ -274,7 +194,7 @@ class EnvWorker:
             return True
         done = self._loop.create_future()
         sentinel = self._process.sentinel
-        self._loop.add_reader(sentinel, lambda: _settle(done))
+        self._loop.add_reader(sentinel, lambda: settle(done))
         try:
             await asyncio.wait_for(done, timeout)
         except TimeoutError:

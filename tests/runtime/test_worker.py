@@ -13,7 +13,7 @@ import pytest
 from server.recording.format import episode_dir
 from server.recording.writer import open_reader
 from server.runtime import EnvWorker, RemoteError, WorkerClosed, WorkerTimeout
-from server.runtime._child import MAX_FRAME_SIDE, MAX_OBSERVATION_BYTES
+from server.runtime._frames import MAX_FRAME_SIDE, MAX_OBSERVATION_BYTES
 from tests.runtime.conftest import ALLOWED, fake_spec, run
 
 
