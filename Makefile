@@ -4,11 +4,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PG_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 
-.PHONY: run test lint typecheck pytest test-postgres chromium haproxy consumer-venv bench vendor vendor-one clean
+.PHONY: run test lint typecheck pytest test-postgres chromium haproxy egl consumer-venv bench vendor vendor-one clean
 
 PIP_VERSION := 26.3
 LOCK_ARGS   := --universal --python-version 3.11 -q --custom-compile-command "make lock"
-LOCKS       := requirements/run.txt requirements/test.txt tests/export/consumer-requirements.txt \
+LOCKS       := requirements/run.txt requirements/test.txt requirements/robotics.txt \
+               tests/export/consumer-requirements.txt \
                tests/export/minari-requirements.txt tests/export/lerobot-requirements.txt
 
 .PHONY: lock lock-check compile-locks
@@ -27,7 +28,7 @@ $(VENV)/.test-stamp: requirements/test.txt $(VENV)/.run-stamp
 	touch $@
 
 ## lock: re-resolve every dependency to its newest allowed version and rewrite the lock files
-## (requirements/run.txt, requirements/test.txt, tests/export/*-requirements.txt)
+## (requirements/run.txt, test.txt, robotics.txt (the Docker image's), tests/export/*-requirements.txt)
 lock: $(VENV)/.test-stamp
 	$(MAKE) compile-locks UV_ARGS=--upgrade OUT=
 
@@ -45,6 +46,8 @@ compile-locks:
 	$(BIN)/uv pip compile pyproject.toml $(LOCK_ARGS) $(UV_ARGS) -o $(OUT)requirements/run.txt
 	$(BIN)/uv pip compile pyproject.toml --extra test $(LOCK_ARGS) $(UV_ARGS) \
 		-o $(OUT)requirements/test.txt
+	$(BIN)/uv pip compile pyproject.toml --extra robotics $(LOCK_ARGS) $(UV_ARGS) \
+		-o $(OUT)requirements/robotics.txt
 	$(BIN)/uv pip compile tests/export/consumer-requirements.in $(LOCK_ARGS) $(UV_ARGS) \
 		-o $(OUT)tests/export/consumer-requirements.txt
 	$(BIN)/uv pip compile tests/export/minari-requirements.in $(LOCK_ARGS) $(UV_ARGS) \
@@ -56,9 +59,9 @@ compile-locks:
 run: $(VENV)/.run-stamp
 	$(BIN)/rlds-studio serve
 
-## test: install test tools (and Debian's chromium and HAProxy), lint, type-check, run the suite on
-## SQLite, then again on PostgreSQL when one answers at 127.0.0.1:5432
-test: $(VENV)/.test-stamp chromium haproxy consumer-venv lock-check lint typecheck pytest test-postgres
+## test: install test tools (and Debian's chromium, HAProxy and EGL), lint, type-check, run the
+## suite on SQLite, then again on PostgreSQL when one answers at 127.0.0.1:5432
+test: $(VENV)/.test-stamp chromium haproxy egl consumer-venv lock-check lint typecheck pytest test-postgres
 
 lint: $(VENV)/.test-stamp
 	$(BIN)/ruff check server tests benchmarks alembic
@@ -92,6 +95,14 @@ haproxy:
 	@if [ -x /usr/sbin/haproxy ]; then :; \
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq haproxy; \
 	else echo "The deployment test needs Debian's HAProxy: sudo apt-get install haproxy"; fi
+
+## egl: Debian's EGL and Mesa, for MuJoCo's headless rendering (the robotics extra; MUJOCO_GL=egl,
+## Mesa's llvmpipe on the CPU where there is no GPU)
+EGL_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri
+egl:
+	@if dpkg -s $(EGL_PACKAGES) >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq $(EGL_PACKAGES); \
+	else echo "MuJoCo's headless rendering needs EGL: sudo apt-get install $(EGL_PACKAGES)"; fi
 
 ## consumer-venv: TensorFlow + tensorflow-datasets + rlds (.consumer-venv), minari
 ## (.consumer-venv-minari) and lerobot + torch (.consumer-venv-lerobot), to load exports

@@ -23,6 +23,7 @@ benchmark still runs (``make test``), its figures mean nothing.
 
     .venv/bin/python benchmarks/step_overhead.py [--steps 1000] [--pace-ms 5]
                                                  [--flush-interval 0.2] [--smoke]
+                                                 [--case fetch_256x256]...
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from server.runtime import EnvWorker  # noqa: E402
 from server.runtime._frames import QUALITY, encode_jpeg  # noqa: E402
 from server.runtime.adapters import build_adapter  # noqa: E402
 from server.runtime.allowlist import AllowedEnvironments  # noqa: E402
+from server.runtime.catalog import CATALOG  # noqa: E402
 from server.study_spec import EnvironmentSpec  # noqa: E402
 
 ALLOWED = AllowedEnvironments.of(["gymnasium", "ale_py", "minigrid"])
@@ -61,6 +63,10 @@ CASES = {
         "kwargs": {"tile_size": 64, "max_steps": 100_000},
     },
 }
+# Robot manipulation (docs/runtime.md, "Robot manipulation"): the catalog's Fetch at 256 px,
+# where the robotics extra is installed.
+if CATALOG["FetchPickAndPlace"].installed():
+    CASES["fetch_256x256"] = CATALOG["FetchPickAndPlace"].source().model_dump()
 
 
 def stats(samples: list[float]) -> dict[str, float]:
@@ -73,6 +79,12 @@ def stats(samples: list[float]) -> dict[str, float]:
     }
 
 
+def _noop(space: Any) -> Any:
+    """Action 0 of a discrete space, the zero vector of a Box (Fetch: hold still)."""
+    shape = getattr(space, "shape", ())
+    return np.zeros(shape, space.dtype) if shape else np.int64(0)
+
+
 def bare(spec: EnvironmentSpec, steps: int, repeats: int) -> dict[str, Any]:
     """env.step + render in this process; then encode and record costs in isolation."""
     adapter = build_adapter(spec.source, ALLOWED)
@@ -82,7 +94,7 @@ def bare(spec: EnvironmentSpec, steps: int, repeats: int) -> dict[str, Any]:
     frame = None
     for i in range(steps + 50):
         t0 = time.perf_counter()
-        _, _, terminated, truncated, _ = env.step(0)
+        _, _, terminated, truncated, _ = env.step(_noop(env.action_space))
         frame = env.render()
         t1 = time.perf_counter()
         encode_jpeg(np.ascontiguousarray(frame), QUALITY["medium"])
@@ -99,7 +111,7 @@ def bare(spec: EnvironmentSpec, steps: int, repeats: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         meta = episode_metadata(episode_id="b", study_id=0, env_id="b", env_config="{}", seed=0)
         plain, recorded, unjournaled = [], [], []
-        action = np.int64(0)
+        action = _noop(env.action_space)
         for journal, times in ((True, recorded), (False, unjournaled), (True, recorded)):
             # the step journal (server/recording/journal.py) on and off, alternating
             writer = EpisodeWriter(adapter, Path(tmp) / f"b{len(times)}{journal}", meta,
@@ -138,7 +150,7 @@ def flush_costs(adapter: Any, record_fn: Any, root: Path, repeats: int) -> dict[
     """One ``EpisodeWriter.flush()`` after k recorded steps, for each k in FLUSH_AFTER."""
     meta = episode_metadata(episode_id="f", study_id=0, env_id="f", env_config="{}", seed=0)
     count = iter(range(10**6))
-    action = np.int64(0)
+    action = _noop(adapter.env.action_space)
 
     def fresh() -> EpisodeWriter:
         writer = EpisodeWriter(adapter, root / f"f{next(count)}", meta, record_fn,
@@ -205,6 +217,7 @@ def main() -> None:
     parser.add_argument("--flush-interval", type=float, default=FLUSH_INTERVAL_S)
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     parser.add_argument("--smoke", action="store_true", help="a few steps: does it still run?")
+    parser.add_argument("--case", choices=sorted(CASES), action="append", help="only these")
     args = parser.parse_args()
     if args.smoke:
         args.steps = 20
@@ -218,7 +231,10 @@ def main() -> None:
         "loop": args.loop, "smoke": args.smoke,
     }  # fmt: skip
     for name, source in CASES.items():
-        spec = EnvironmentSpec(id="bench", name=name, source=source, controls={"noop": 0})
+        if args.case and name not in args.case:
+            continue
+        noop: Any = [0.0] * 4 if name.startswith("fetch") else 0
+        spec = EnvironmentSpec(id="bench", name=name, source=source, controls={"noop": noop})
         with tempfile.TemporaryDirectory() as tmp:
             round_trips, work = run(
                 through_worker(spec, args.steps, tmp, flush_interval_s=args.flush_interval)

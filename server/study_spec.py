@@ -229,7 +229,11 @@ class AxisBinding(StrictModel):
 
     axis: int = Field(ge=0, le=15)
     dim: int = Field(default=0, ge=0)
-    scale: float = 1.0
+    scale: float = Field(default=1.0, allow_inf_nan=False)
+    deadzone: float | None = Field(
+        default=None, ge=0.0, lt=1.0,
+        description="This axis's dead zone (default: the controls' deadzone).",
+    )  # fmt: skip
     negative: ActionValue | None = Field(
         default=None, description="Discrete spaces: action when the axis is pushed below -deadzone."
     )
@@ -251,6 +255,19 @@ class Controls(StrictModel):
     axes: list[AxisBinding] = Field(default_factory=list)
     deadzone: float = Field(default=0.15, ge=0.0, lt=1.0)
     noop: ActionValue | None = None
+    toggle: list[str] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Names in 'keys' that latch: a press turns the binding on until the next "
+        "press (a gripper held shut, say). Vector actions only.",
+    )
+    clamp: list[Annotated[list[Annotated[float, Field(allow_inf_nan=False)]],
+                          Field(min_length=2, max_length=2)]] | None = Field(
+        default=None,
+        max_length=1024,
+        description="Vector actions: [low, high] per dimension; the mapped action is kept "
+        "inside (and inside the action's own bounds), to cap speeds, say.",
+    )  # fmt: skip
     labels: dict[str, str] = Field(
         default_factory=dict, description="Legend text per key or button, shown to the player."
     )

@@ -184,8 +184,39 @@ def _mujoco_controls(dims: int, amount: float) -> Controls:
     )
 
 
+# Fetch pick-and-place: the action is [dx, dy, dz, gripper] in [-1, 1] (1 = 5 cm per step;
+# the gripper's value is added to its fingers' position each step: +1 opens, -1 closes).
+# Seen from the front of the table (FETCH_CAMERA), the arrows move the hand on the screen's
+# plane over the table, W/S raise and lower it; Space toggles the gripper shut and open.
+FETCH_STEP = 0.3  # 1.5 cm per step at 25 steps/s: 37 cm/s, slow enough to line up a 5 cm cube
+FETCH_CONTROLS = Controls(
+    keys={"ArrowUp": [-FETCH_STEP, 0.0, 0.0, 0.0], "ArrowDown": [FETCH_STEP, 0.0, 0.0, 0.0],
+          "ArrowLeft": [0.0, -FETCH_STEP, 0.0, 0.0], "ArrowRight": [0.0, FETCH_STEP, 0.0, 0.0],
+          "KeyW": [0.0, 0.0, FETCH_STEP, 0.0], "KeyS": [0.0, 0.0, -FETCH_STEP, 0.0],
+          "Space": [0.0, 0.0, 0.0, -2.0]},
+    toggle=["Space"],
+    axes=[AxisBinding(axis=0, dim=1, scale=FETCH_STEP),
+          AxisBinding(axis=1, dim=0, scale=FETCH_STEP),
+          AxisBinding(axis=3, dim=2, scale=-FETCH_STEP)],
+    noop=[0.0, 0.0, 0.0, 1.0],  # the fingers open unless Space closed them
+    labels={"ArrowUp": "hand away (toward the robot)", "ArrowDown": "hand nearer",
+            "ArrowLeft": "hand left", "ArrowRight": "hand right", "KeyW": "hand up",
+            "KeyS": "hand down", "Space": "close / open the gripper (toggle)"},
+)  # fmt: skip
+# A view from the front of the table, facing the robot (the env's own is from its side).
+FETCH_CAMERA = {"distance": 1.5, "azimuth": 180.0, "elevation": -35.0,
+                "lookat": [1.3, 0.75, 0.45]}  # fmt: skip
+FETCH_SCHEMA = _schema(
+    reward_type={"type": "string", "enum": ["sparse", "dense"]},
+    max_episode_steps=integer(1),
+    width=integer(64, 1024),
+    height=integer(64, 1024),
+    default_camera_config={"type": "object"},
+)
+
 # Each entry: key, suite, Gymnasium id or dm_env factory, fixed kwargs, mode, fps, controls,
-# settings schema. An async entry's fps is the environment's real pace (Gymnasium's
+# settings schema, and ``defaults``: settings its source starts with (the editor's; a study
+# may change or drop them). An async entry's fps is the environment's real pace (Gymnasium's
 # ``render_fps``; 60 Hz / frameskip for Atari), unless a person cannot play it at that pace:
 # then fps is slower and ``pace`` says why (the editor shows it instead of a speed warning).
 # tests/runtime/test_conformance.py checks both.
@@ -264,12 +295,21 @@ ENTRIES: list[dict[str, Any]] = [
     *[
         # fps = 1 / dt (Hopper's dt of 8 ms is faster than the 120 fps limit: not real speed)
         _entry(key=name, suite="mujoco", id=f"{name}-v5", mode="async", fps=fps,
-             controls=_mujoco_controls(dims, amount),
+             controls=_mujoco_controls(dims, amount), pace=pace,
              schema=_schema(frame_skip=integer(1), reset_noise_scale=num(0)))
         # action bounds: InvertedPendulum's force is in [-3, 3], the others' torques [-1, 1]
-        for name, dims, fps, amount in (("InvertedPendulum", 1, 25, 3.0),
-                                        ("HalfCheetah", 6, 20, 1.0), ("Hopper", 3, 20, 1.0))
+        for name, dims, fps, amount, pace in (
+            ("InvertedPendulum", 1, 25, 3.0, None), ("HalfCheetah", 6, 20, 1.0, None),
+            ("Hopper", 3, 20, 1.0, "slowed to 0.2× real time: its real 125 steps/s is past "
+             "the 120 fps limit, and too fast for a person to steer its joints by keys"))
     ],
+    # 25 Hz is Fetch's control rate (20 physics steps of 2 ms); 256 px keeps step + render
+    # near 10 ms (docs/runtime.md, "Robot manipulation"); 1500 steps = a minute (its own
+    # limit of 50 steps is 2 s, made for agents).
+    _entry(key="FetchPickAndPlace", suite="robotics", id="FetchPickAndPlace-v4", mode="async",
+         fps=25, controls=FETCH_CONTROLS, schema=FETCH_SCHEMA,
+         defaults={"max_episode_steps": 1500, "width": 256, "height": 256,
+                   "default_camera_config": FETCH_CAMERA}),
     _entry(key="Crafter", suite="crafter", factory="server.runtime.suites:crafter_env",
          mode="sync", fps=10,
          controls=Controls(
@@ -302,6 +342,7 @@ SUITES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "minigrid": (("minigrid",), None),
     "atari": (("ale_py",), None),
     "mujoco": (("mujoco",), "mujoco"),
+    "robotics": (("gymnasium_robotics", "mujoco"), "robotics"),
     "crafter": (("crafter",), "crafter"),
     "nethack": (("nle", "minihack"), "nethack"),
     "dm_control": (("dm_control",), "dm-control"),

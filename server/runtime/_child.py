@@ -110,6 +110,7 @@ class Session:
             raise ProtocolError("an episode is running: end it before a preview")
         inputs = payload.get("inputs") or []
         self.env.set_seed(payload.get("seed"))
+        self.mapper.reset()
         timestep = self.env.reset()
         check_observation(timestep.observation)
         first = encode_jpeg(checked_frame(self.env.frame()), self.quality)
@@ -160,6 +161,7 @@ class Session:
         )  # fmt: skip
         self.episode_id, self.ended, self.step_index, self.total = episode_id, False, 0, 0.0
         self.held_input, self.held_timing, self.acks = None, {}, []
+        self.mapper.reset()  # toggles off
         try:
             timestep = self.writer.reset()
             check_observation(timestep.observation)

@@ -60,6 +60,25 @@ _DOCS: dict[str, dict[str, tuple[str, Any]]] = {
         "frame_skip": ("Physics steps per environment step.", None),
         "reset_noise_scale": ("Scale of the random noise added to the start pose.", None),
     },
+    "robotics": {
+        "reward_type": (
+            "Reward per step: 'sparse' (-1 until the goal is reached, then 0) or "
+            "'dense' (minus the distance to the goal).",
+            "sparse",
+        ),
+        "max_episode_steps": (
+            "Steps before the episode is cut (the environment's own 50 is 2 "
+            "s at 25 steps/s; the catalog starts with 1500, a minute).",
+            50,
+        ),
+        "width": ("Width of the rendered frame, in pixels (each pixel is CPU work).", 480),
+        "height": ("Height of the rendered frame, in pixels.", 480),
+        "default_camera_config": (
+            "The view: distance, azimuth and elevation in degrees, lookat [x, y, z] (the "
+            "catalog starts with a view facing the robot across the table).",
+            {"distance": 2.5, "azimuth": 132.0, "elevation": -14.0, "lookat": [1.3, 0.75, 0.55]},
+        ),
+    },
     "crafter": {
         "area": ("Side of the square world, in cells.", 64),
         "size": ("Side of the rendered image, in pixels.", 256),

@@ -10,6 +10,7 @@ episode ended (:data:`END_TERMINATED`, :data:`END_TRUNCATED`, :data:`END_MAX_STE
 from __future__ import annotations
 
 import importlib
+import os
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -59,6 +60,8 @@ def suite_modules(env_id: str) -> list[str]:
         return ["nle", "minihack"]
     if env_id.startswith("NetHack"):
         return ["nle"]
+    if env_id.startswith(("Fetch", "HandManipulate", "HandReach", "AdroitHand")):
+        return ["gymnasium_robotics"]
     return []
 
 
@@ -193,6 +196,9 @@ class GymnasiumAdapter(EnvAdapter):
 
     def __init__(self, env_id: str, kwargs: dict[str, Any]) -> None:
         super().__init__()
+        # MuJoCo renders offscreen through EGL (Mesa's, on the CPU without a GPU) unless the
+        # operator chose otherwise: its default, GLFW, needs a display. Read at its import.
+        os.environ.setdefault("MUJOCO_GL", "egl")
         import gymnasium as gym
 
         kwargs = dict(kwargs)

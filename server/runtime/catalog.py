@@ -8,6 +8,7 @@ with their field paths, never raises, and imports nothing (a suite's presence is
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 from dataclasses import dataclass, field
@@ -36,6 +37,8 @@ class CatalogEntry:
     factory: str | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
     pace: str | None = None  # why ``fps`` is slower than real time (None: it is real time)
+    # settings the source starts with, not required to match (unlike ``kwargs``)
+    defaults: dict[str, Any] = field(default_factory=dict)
 
     @property
     def extra(self) -> str | None:
@@ -48,10 +51,11 @@ class CatalogEntry:
 
     def source(self) -> GymnasiumSource | DmEnvSource:
         """The study source that builds this entry with its default settings."""
+        kwargs = {**copy.deepcopy(self.defaults), **self.kwargs}
         if self.id is not None:
-            return GymnasiumSource(id=self.id, kwargs=dict(self.kwargs))
+            return GymnasiumSource(id=self.id, kwargs=kwargs)
         assert self.factory is not None
-        return DmEnvSource(factory=self.factory, kwargs=dict(self.kwargs))
+        return DmEnvSource(factory=self.factory, kwargs=kwargs)
 
     @property
     def action_type(self) -> str:

@@ -11,8 +11,10 @@ environment's dm_env action spec:
 - anything else (Box, MultiDiscrete, MultiBinary, Dict, Tuple): the action is the flattened
   vector of all leaves; active key/button bindings add their vectors to the noop vector
   (a binding covered by an active combo is skipped), axes add ``value * scale`` to their
-  ``dim`` outside the dead zone; the result is clipped to the bounds and rounded for integer
-  leaves.
+  ``dim`` outside the dead zone (the axis's own ``deadzone``, else the controls'); key
+  bindings named in ``toggle`` latch instead: a press turns them on until the next press (the
+  mapper keeps that state: :meth:`ActionMapper.reset` at each episode's start). The result
+  is clipped to the designer's ``clamp`` and to the bounds, and rounded for integer leaves.
 
 Nothing pressed gives the noop. Malformed input (unknown keys, NaN, wrong types, out of
 range values) is ignored or clamped; mapping never raises. Bindings that fit no action are
@@ -116,6 +118,55 @@ class ActionMapper:
                 self._problem(("axes", i, "dim"), f"axis {ax.axis}: dim {ax.dim} out of range "
                               f"(the action has {self.size} dimensions)")  # fmt: skip
         self.noop = self._noop()
+        self.toggles = self._toggles()
+        self.clamp_low, self.clamp_high = self._clamp()
+        self._latched: set[str] = set()  # toggles on
+        self._toggle_held: set[str] = set()  # toggles whose keys were down at the last call
+
+    def reset(self) -> None:
+        """Every toggle off (a new episode starts from the noop)."""
+        self._latched.clear()
+        self._toggle_held.clear()
+
+    def _toggles(self) -> set[str]:
+        names = set()
+        bound = {b.name for b in self.bindings}
+        for i, name in enumerate(self.controls.toggle):
+            if self.discrete:
+                self._problem(("toggle", i), f"toggle {name!r}: toggles latch a vector "
+                              "action's dimensions; this action is discrete")  # fmt: skip
+            elif name not in self.controls.keys:
+                self._problem(("toggle", i), f"toggle {name!r} is not a key of 'keys'")
+            elif name in bound:
+                names.add(name)
+        return names
+
+    def _clamp(self) -> tuple[np.ndarray, np.ndarray]:
+        """The action's bounds narrowed by ``controls.clamp`` (where that fits)."""
+        clamp = self.controls.clamp
+        if clamp is None or self.discrete:
+            if clamp is not None:
+                self._problem(("clamp",), "clamp bounds a vector action; this one is discrete")
+            return self.low, self.high
+        if len(clamp) != self.size:
+            self._problem(("clamp",), f"clamp has {len(clamp)} [low, high] pairs: the action "
+                          f"has {self.size} dimensions")  # fmt: skip
+            return self.low, self.high
+        lo = np.array([pair[0] for pair in clamp], dtype=np.float64)
+        hi = np.array([pair[1] for pair in clamp], dtype=np.float64)
+        low, high = np.maximum(self.low, lo), np.minimum(self.high, hi)
+        for dim in np.flatnonzero(low > high):
+            self._problem(("clamp", int(dim)), f"clamp {clamp[dim]} of dimension {dim} is "
+                          f"empty within the action's bounds [{self.low[dim]}, "
+                          f"{self.high[dim]}]")  # fmt: skip
+        return np.where(low > high, self.low, low), np.where(low > high, self.high, high)
+
+    def _deadzone(self, axis: int) -> float:
+        """The dead zone of gamepad axis ``axis`` (its bindings' own, else the controls')."""
+        for ax in self.controls.axes:
+            if ax.axis == axis and ax.deadzone is not None:
+                return ax.deadzone
+        return self.controls.deadzone
 
     @property
     def problems(self) -> list[str]:
@@ -197,7 +248,7 @@ class ActionMapper:
                 if _number(value) > _PRESSED:
                     tokens.append(f"button:{idx}")
         for i, value in enumerate(self.axes(raw)):
-            if abs(value) > self.controls.deadzone:
+            if abs(value) > self._deadzone(i):
                 tokens.append(f"axis:{i}{'-' if value < 0 else '+'}")
         return tokens
 
@@ -225,17 +276,31 @@ class ActionMapper:
             best = max(active, key=lambda b: (len(b.parts), max(order[p] for p in b.parts)))
             return np.int64(best.value)
         vec = np.array(self.noop, dtype=np.float64)
-        for binding in active:
-            vec += binding.value
+        for binding in [*self._latch(set(tokens)), *active]:
+            if binding.name not in self.toggles:
+                vec += binding.value
         axes = self.axes(raw)
         for ax in self.controls.axes:
             if ax.axis < len(axes) and ax.dim < self.size:
                 value = axes[ax.axis]
-                if abs(value) > self.controls.deadzone:
+                deadzone = self.controls.deadzone if ax.deadzone is None else ax.deadzone
+                if abs(value) > deadzone:
                     vec[ax.dim] += value * ax.scale
-        vec = np.clip(vec, self.low, self.high)
+        vec = np.clip(vec, self.clamp_low, self.clamp_high)
         vec = np.where(self._integer, np.round(vec), vec)
         return self._unflatten(vec)
+
+    def _latch(self, held: set[str]) -> list[_Binding]:
+        """Flip the toggles whose keys went down since the last call; the vectors of those on
+        (returned under another name, so that the caller adds them once)."""
+        down = {b.name for b in self.bindings if b.name in self.toggles and b.parts <= held}
+        self._latched ^= down - self._toggle_held
+        self._toggle_held = down
+        return [
+            _Binding(b.parts, b.value, f"latched:{b.name}")
+            for b in self.bindings
+            if b.name in self._latched
+        ]
 
     def _unflatten(self, vec: np.ndarray) -> Any:
         pos = 0
@@ -265,6 +330,8 @@ class ActionMapper:
             "labels": dict(self.controls.labels),
             "deadzone": self.controls.deadzone,
             "axes": [a.model_dump() for a in self.controls.axes],
+            "toggle": sorted(self.toggles),
+            "clamp": None if self.controls.clamp is None else self.controls.clamp,
             "problems": self.problems,
             "issues": [{"loc": list(loc), "msg": msg} for loc, msg in self.issues],
             "unused": dict(self.unused),

@@ -109,14 +109,14 @@ class Player:
             if data["type"] == "episode_ended":
                 self.ended = data
             elif self._crossed_the_end(data):
-                continue  # a pause or resume sent as the game ended: the two crossed
+                continue  # a pause, resume or cancel sent as the game ended: they crossed
             elif data["type"] in ("error", "episode_failed"):
                 self.errors.append(data)
             await self.control.put(data)
             self.frame.set()  # a sync input answered by the episode's end, not a frame
 
     def _crossed_the_end(self, data: dict[str, Any]) -> bool:
-        late = data["type"] == "error" and data.get("for") in ("pause", "resume")
+        late = data["type"] == "error" and data.get("for") in ("pause", "resume", "cancel")
         return late and self.ended is not None and data["code"] == "wrong_state"
 
     async def until(self, kind: str) -> dict[str, Any]:
@@ -241,7 +241,9 @@ def test_every_catalog_game_plays_at_human_pace_and_flat_out(factory, designer, 
     players = asyncio.run(everyone())
     for player in players:
         assert player.errors == [], (player.name, player.errors)
-        assert player.frames >= HUMAN_INPUTS, player.name  # sync: one per input at least
+        # sync: a frame per input at least; async: as many as the machine's pace allowed
+        # (a starved worker steps slower: no timing is asserted)
+        assert player.frames >= (HUMAN_INPUTS if player.mode == "sync" else 1), player.name
         assert player.episodes and set(player.episodes.values()) <= {"completed", "canceled"}
         for episode_id, status in player.episodes.items():
             row = row_of(db, episode_id)

@@ -122,8 +122,10 @@ def test_catalog_lists_the_action_type():
     assert types["CarRacingDiscrete"] == "discrete" and types["HalfCheetah"] == "continuous"
 
 
-# gas, brake and the main engine only go one way (their noop is "off")
-ONE_WAY = {("CarRacing", 1), ("CarRacing", 2), ("LunarLanderContinuous", 0)}
+# gas, brake and the main engine only go one way (their noop is "off"); Fetch's gripper opens
+# by itself (its noop) and a key closes it
+ONE_WAY = {("CarRacing", 1), ("CarRacing", 2), ("LunarLanderContinuous", 0),
+           ("FetchPickAndPlace", 3)}  # fmt: skip
 
 
 def test_every_entry_plays_from_the_keyboard():
@@ -136,10 +138,8 @@ def test_every_entry_plays_from_the_keyboard():
         if vectors:
             dims = len(vectors[0])
             for dim in range(dims):
-                for sign in (1, -1):
-                    if sign < 0 and (key, dim) in ONE_WAY:
-                        continue
-                    assert any(v[dim] * sign > 0 for v in vectors), (key, dim, sign)
+                ways = [sign for sign in (1, -1) if any(v[dim] * sign > 0 for v in vectors)]
+                assert len(ways) == (1 if (key, dim) in ONE_WAY else 2), (key, dim, ways)
     halfcheetah = CATALOG["HalfCheetah"].controls
     assert halfcheetah.keys["KeyQ"] == [1.0, 0, 0, 0, 0, 0]
     assert CATALOG["InvertedPendulum"].controls.keys == {"ArrowRight": [3.0], "ArrowLeft": [-3.0]}

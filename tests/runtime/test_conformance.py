@@ -64,9 +64,13 @@ def replay(spec: EnvironmentSpec, inputs: list[dict[str, Any]], steps: int) -> l
         )
         adapter.set_seed(SEED)
         out = [(adapter.reset(), None)]
+        # The worker renders every timestep; so does the replay: a render may touch the
+        # simulation's state (Fetch's calls mj_forward, which updates MuJoCo's warm start).
+        adapter.frame()
         for raw in inputs[:steps]:
             action = mapper(raw)
             out.append((adapter.step(action), action))
+            adapter.frame()
         specs_ = (adapter.observation_spec(), adapter.action_spec())
     finally:
         adapter.close()
@@ -166,13 +170,15 @@ def test_catalog_defaults_play_right(entry, data_root):
         id="defaults", name=entry.key, source=entry.source(), mode=entry.mode, fps=entry.fps
     )
     inputs = control_inputs(entry.controls)
+    # a toggle pressed above is still on: release it, press it again (off), then the noop
+    off = [raw for key in entry.controls.toggle for raw in ({"keys": []}, {"keys": [key]})]
 
     async def scenario():
         worker = await EnvWorker.start(
             spec, allowed=ALLOWED, study_id="conf", data_root=data_root, timeout=60
         )
         try:
-            preview = await worker.preview(SEED, [raw for _, raw in inputs] + [{"keys": []}])
+            preview = await worker.preview(SEED, [raw for _, raw in inputs] + off + [{"keys": []}])
             return worker.info, preview
         finally:
             await worker.close()
@@ -183,7 +189,7 @@ def test_catalog_defaults_play_right(entry, data_root):
     assert controls["problems"] == [] and controls["unbound"] == []
     assert controls["unused"] == {}, "default controls bound to actions the game lacks"
     *actions, noop = [json.loads(a) for a in preview["actions"]]
-    assert noop == controls["noop"] and len(actions) == len(inputs)  # a step per control
+    assert noop == controls["noop"] and len(actions) == len(inputs) + len(off)  # a step each
     if isinstance(noop, int):  # discrete: together the controls reach every action
         assert {*actions, noop} == set(range(info["action_spec"]["num_values"]))
     if entry.mode == "async":
