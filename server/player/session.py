@@ -1,5 +1,9 @@
 """One live play session: its env worker, the current episode and the state machine.
 
+The session is three layers of one class: its state and helpers
+(:mod:`server.player._session_base`), how an episode ends (:mod:`server.player.endings`)
+and, here, the connection and how an episode starts and steps.
+
 Phases: ``idle`` (may start an episode) → ``starting`` → ``playing`` ⇄ ``paused`` →
 ``ended`` (the env ended it: ask to save) → ``idle``; ``closed`` at the end. A session
 outlives its WebSocket for ``settings.reconnect_grace_s`` so a reload resumes it.
@@ -9,150 +13,29 @@ All state changes happen under one lock; database writes run in a thread.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
-from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
-from server.core.config import Settings
-from server.errors import Conflict
-from server.models import EpisodeStatus, utcnow
+from server.models import utcnow
 from server.player import protocol as p
+from server.player._phase import ACTIVE, Phase, PlayError, refused, wrong_state
 from server.player._run import EpisodeRun
-from server.player.adaptive import QualityController
+from server.player.endings import EpisodeEndings
 from server.player.outbox import Frame, Outbox
-from server.player.views import env_ready, study_view
-from server.principal import Principal
-from server.recording.format import episode_dir, now_ms
+from server.player.views import study_view
+from server.recording.format import now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
 from server.services import crowd, episodes, replicas
 from server.services.env_check import allowed_environments
-from server.study_spec import StudySpec
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-CLOSED_ELSEWHERE = ("The server lost contact with this episode for too long and closed it; "
-                    "please start a new one.")  # fmt: skip
+__all__ = ["ACTIVE", "LiveSession", "Phase", "PlayError", "refused", "wrong_state"]
 
 
-class Phase(enum.StrEnum):
-    """Where a play session is in its state machine (see the module docstring)."""
-
-    idle = "idle"
-    starting = "starting"
-    ready = "ready"  # the first frame is shown; nothing steps until the player's ``go``
-    playing = "playing"
-    paused = "paused"
-    ended = "ended"
-    closed = "closed"
-
-
-ACTIVE = frozenset({Phase.ready, Phase.playing, Phase.paused})
-
-
-class PlayError(Exception):
-    """A message that cannot be served now; answered with an ``error`` message."""
-
-    def __init__(self, code: str, message: str, extra: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.extra = extra or {}  # more fields of the error message (e.g. ``next``)
-
-
-def refused(code: str, message: str, state: dict[str, Any] | None) -> PlayError:
-    """A refused start: a participant's carries their ``state`` and its ``next``, the way
-    forward (None: a designer test-playing, who gets the message alone)."""
-    if state is None:
-        return PlayError(code, message)
-    return PlayError(code, message, {"next": state["next"], "participant": state})
-
-
-def wrong_state(phase: Phase, what: str) -> PlayError:
-    """The error for a message the current phase does not allow."""
-    return PlayError("wrong_state", f"cannot {what} now (the session is {phase})")
-
-
-class LiveSession:
+class LiveSession(EpisodeEndings):
     """A player's session; messages come from :mod:`server.player.connection`."""
-
-    def __init__(self, *, session_id: str, study_id: int, spec: StudySpec,
-                 principal: Principal, settings: Settings, db: sessionmaker[Session],
-                 on_closed: Callable[[LiveSession], None],
-                 workers_in_use: Callable[[int | None], int]) -> None:  # fmt: skip
-        self.id = session_id
-        self.study_id = study_id
-        self.spec = spec
-        self.principal = principal
-        self.settings = settings
-        self._sessions = db
-        self._on_closed = on_closed
-        self._workers_in_use = workers_in_use
-        self.phase = Phase.idle
-        self.lock = asyncio.Lock()
-        self.outbox: Outbox | None = None
-        self.worker: EnvWorker | None = None
-        self.env_id: str | None = None
-        self.run: EpisodeRun | None = None
-        self.episodes_started = 0
-        self.speed = 1.0
-        self.quality: str | None = None  # what the player chose
-        self.adaptive: QualityController | None = None  # the adaptive stream's, if on
-        self.camera: str | None = None
-        self.lost_connection = False
-        self._pause_timer: asyncio.Task[None] | None = None
-        self._grace_timer: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-
-    # -- helpers ------------------------------------------------------------------------
-    async def db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run ``fn(db, ...)`` with its own database session in a thread."""
-
-        def work() -> T:
-            with self._sessions() as session:
-                return fn(session, *args, **kwargs)
-
-        return await asyncio.to_thread(work)
-
-    async def participant_state(self, last_env: str | None = None) -> dict[str, Any] | None:
-        """ParticipantState of a participant's session (None for a designer's test play)."""
-        pid = self.principal.participant_id
-        if pid is None:
-            return None
-        return await self.db(crowd.state_for, self.study_id, self.spec, pid, last_env)
-
-    def owned_by(self, principal: Principal) -> bool:
-        """True when ``principal`` is the player of this session."""
-        if self.principal.participant_id is not None:
-            return principal.participant_id == self.principal.participant_id
-        return principal.user_id is not None and principal.user_id == self.principal.user_id
-
-    def send(self, message: dict[str, Any]) -> None:
-        """A control message to the player, if connected."""
-        if self.outbox is not None:
-            self.outbox.send(message)
-
-    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
-    def _episode_view(self) -> dict[str, Any] | None:
-        run = self.run
-        if run is None:
-            return None
-        return {"id": run.id, "index": run.index, "env_id": run.env_id, "seed": run.seed,
-                "step": run.step, "return": run.return_,
-                "ask_outcome": self.spec.asks_outcome(run.env_id)}  # fmt: skip
-
-    def _env_view(self) -> dict[str, Any] | None:
-        if self.worker is None or self.env_id is None:
-            return None
-        env = self.spec.environment(self.env_id)
-        return env_ready(env.id, self.worker.info, self.speed, self.quality or env.image_quality)
 
     # -- connection -----------------------------------------------------------------------
     async def attach(self, outbox: Outbox, resumed: bool, session_not_found: bool = False) -> None:
@@ -209,12 +92,6 @@ class LiveSession:
         """(Re)start the countdown after which a pause abandons the episode."""
         self.disarm_pause_timer()
         self._pause_timer = self._spawn(self._pause_expired(self.spec.pause_timeout_s))
-
-    def disarm_pause_timer(self) -> None:
-        """Stop the pause countdown."""
-        if self._pause_timer is not None:
-            self._pause_timer.cancel()
-            self._pause_timer = None
 
     async def _pause_expired(self, delay: float) -> None:
         await asyncio.sleep(delay)
@@ -430,101 +307,6 @@ class LiveSession:
         dropped = self.outbox.frame(Frame(run.index, event.step, data))
         if dropped is not None and dropped.episode == run.index:
             run.frames_dropped += 1
-
-    # -- endings --------------------------------------------------------------------------
-    async def finish(self, run: EpisodeRun, status: EpisodeStatus, error: str | None = None,
-                      end_reason: str | None = None, player_outcome: str | None = None,
-                      ) -> None:  # fmt: skip
-        """Write the episode's final status (and the player's outcome) and tell the player."""
-        result = episodes.EpisodeResult(
-            status=status, steps=run.steps, total_reward=run.return_,
-            end_reason=end_reason or run.end_reason, error=error,
-            latencies_ms=run.latencies_ms, frames_dropped=run.frames_dropped, ended_at=run.ended_at,
-            inputs=run.inputs,
-            player_outcome=player_outcome,
-        )  # fmt: skip
-        try:
-            await self.db(episodes.finish_episode, run.id, result)
-        except Conflict:  # another replica took it for dead meanwhile (docs/deploy.md)
-            log.warning("episode %s was closed by another replica before it ended", run.id)
-            self.run, self.phase = None, Phase.idle
-            self.disarm_pause_timer()
-            state = await self.participant_state(last_env=run.env_id)
-            next_ = self._next(state, run.env_id)
-            self.send({"type": "episode_failed", "episode_id": run.id, "code": "episode_closed",
-                       "message": CLOSED_ELSEWHERE, "next": next_})  # fmt: skip
-            return
-        self.run = None
-        self.phase = Phase.idle
-        self.disarm_pause_timer()
-        counts = await self.db(episodes.completed_counts, self.study_id, self.principal)
-        state = await self.participant_state(last_env=run.env_id)
-        self.send({"type": "episode_saved", "episode_id": run.id, "status": status,
-                   "outcome": player_outcome, "steps": run.steps, "return": run.return_,
-                   "completed": counts, "next": self._next(state, run.env_id),
-                   "participant": state})  # fmt: skip
-
-    def _next(self, state: dict[str, Any] | None, env_id: str) -> dict[str, Any]:
-        """What comes next; a designer may always play again."""
-        if state is None:
-            return {"kind": "again", "env_id": env_id}
-        return dict(state["next"])
-
-    async def stop(self, status: EpisodeStatus, reason: str) -> None:
-        """End the running episode early (cancel, abandon): finalize its log, then the row."""
-        run = self.run
-        assert run is not None
-        if self.worker is not None:
-            try:
-                summary = await self.worker.end_episode(reason, run.id)
-            except WorkerError as exc:  # the worker died: the row counts what its log holds
-                log.warning("end_episode failed: %s", exc)
-                await self._close_worker()
-                await self._count_log(run)
-            else:
-                # the log's count: async steps (even the last one, when the episode ended on
-                # its own as the player canceled) may still be on their way to us
-                if summary:
-                    run.step = max(run.step, int(summary["num_steps"]) - 1)
-                    run.return_ = float(summary["total_reward"])
-        await self.finish(run, status, end_reason=reason)
-
-    async def _abandon(self, reason: str) -> None:
-        if self.run is not None and self.phase in (*ACTIVE, Phase.ended):
-            await self.stop(EpisodeStatus.abandoned, reason)
-
-    async def fail(self, exc: BaseException) -> None:
-        """The environment crashed or its worker died: the episode is ``failed``."""
-        message = exc.message if isinstance(exc, RemoteError) else str(exc)
-        kind = exc.kind if isinstance(exc, RemoteError) else type(exc).__name__
-        log.warning("environment failure in session %s: %s: %s", self.id, kind, message)
-        text = f"The environment failed ({kind}: {message[:300]})"
-        await self._close_worker()
-        run = self.run
-        if run is not None and self.phase != Phase.ended:
-            await self._count_log(run)
-            await self.finish(run, EpisodeStatus.failed, error=text, end_reason="failed")
-            if self.principal.participant_id is None:  # a designer: the details
-                self.send({"type": "episode_failed", "episode_id": run.id, "message": text})
-            else:  # the details are the designer's (episode.error); never the participant's
-                state = await self.participant_state(last_env=run.env_id)
-                self.send({"type": "episode_failed", "episode_id": run.id,
-                           "message": crowd.STOPPED_MESSAGE,
-                           "next": self._next(state, run.env_id)})  # fmt: skip
-        self.phase = Phase.idle if self.phase != Phase.closed else Phase.closed
-
-    async def _count_log(self, run: EpisodeRun) -> None:
-        """After its worker died (and was reaped), an episode counts what its log holds, with
-        the steps of its journal put back (docs/runtime.md)."""
-        path = episode_dir(self.settings.data_root, self.study_id, run.id)
-        totals = await asyncio.to_thread(episodes.log_totals, path)
-        if totals is not None:
-            run.step, run.return_ = totals[0] - 1, totals[1]
-
-    async def _close_worker(self) -> None:
-        worker, self.worker, self.env_id = self.worker, None, None
-        if worker is not None:
-            await worker.close(timeout=self.settings.worker_timeout_s)
 
     async def shutdown(self, reason: str, end_reason: str = "disconnected") -> None:
         """End the session (lock held): abandon a running episode, stop the worker."""

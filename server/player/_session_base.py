@@ -1,0 +1,110 @@
+"""A play session's state and the helpers every part of it uses (:class:`SessionBase`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from server.core.config import Settings
+from server.player._phase import Phase
+from server.player._run import EpisodeRun
+from server.player.adaptive import QualityController
+from server.player.outbox import Outbox
+from server.player.views import env_ready
+from server.principal import Principal
+from server.runtime import EnvWorker
+from server.services import crowd
+from server.study_spec import StudySpec
+
+T = TypeVar("T")
+
+
+class SessionBase:
+    """What a play session holds, and its helpers; :class:`server.player.session.LiveSession`
+    adds the connection and the episode's start, :class:`server.player.endings.EpisodeEndings`
+    its end."""
+
+    def __init__(self, *, session_id: str, study_id: int, spec: StudySpec,
+                 principal: Principal, settings: Settings, db: sessionmaker[Session],
+                 on_closed: Callable[[Any], None],
+                 workers_in_use: Callable[[int | None], int]) -> None:  # fmt: skip
+        self.id = session_id
+        self.study_id = study_id
+        self.spec = spec
+        self.principal = principal
+        self.settings = settings
+        self._sessions = db
+        self._on_closed = on_closed
+        self._workers_in_use = workers_in_use
+        self.phase = Phase.idle
+        self.lock = asyncio.Lock()
+        self.outbox: Outbox | None = None
+        self.worker: EnvWorker | None = None
+        self.env_id: str | None = None
+        self.run: EpisodeRun | None = None
+        self.episodes_started = 0
+        self.speed = 1.0
+        self.quality: str | None = None  # what the player chose
+        self.adaptive: QualityController | None = None  # the adaptive stream's, if on
+        self.camera: str | None = None
+        self.lost_connection = False
+        self._pause_timer: asyncio.Task[None] | None = None
+        self._grace_timer: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- helpers ------------------------------------------------------------------------
+    async def db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn(db, ...)`` with its own database session in a thread."""
+
+        def work() -> T:
+            with self._sessions() as session:
+                return fn(session, *args, **kwargs)
+
+        return await asyncio.to_thread(work)
+
+    async def participant_state(self, last_env: str | None = None) -> dict[str, Any] | None:
+        """ParticipantState of a participant's session (None for a designer's test play)."""
+        pid = self.principal.participant_id
+        if pid is None:
+            return None
+        return await self.db(crowd.state_for, self.study_id, self.spec, pid, last_env)
+
+    def owned_by(self, principal: Principal) -> bool:
+        """True when ``principal`` is the player of this session."""
+        if self.principal.participant_id is not None:
+            return principal.participant_id == self.principal.participant_id
+        return principal.user_id is not None and principal.user_id == self.principal.user_id
+
+    def send(self, message: dict[str, Any]) -> None:
+        """A control message to the player, if connected."""
+        if self.outbox is not None:
+            self.outbox.send(message)
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _episode_view(self) -> dict[str, Any] | None:
+        run = self.run
+        if run is None:
+            return None
+        return {"id": run.id, "index": run.index, "env_id": run.env_id, "seed": run.seed,
+                "step": run.step, "return": run.return_,
+                "ask_outcome": self.spec.asks_outcome(run.env_id)}  # fmt: skip
+
+    def _env_view(self) -> dict[str, Any] | None:
+        if self.worker is None or self.env_id is None:
+            return None
+        env = self.spec.environment(self.env_id)
+        return env_ready(env.id, self.worker.info, self.speed, self.quality or env.image_quality)
+
+    def disarm_pause_timer(self) -> None:
+        """Stop the pause countdown."""
+        if self._pause_timer is not None:
+            self._pause_timer.cancel()
+            self._pause_timer = None
