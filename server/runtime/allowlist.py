@@ -5,7 +5,7 @@ A study source is allowed when it is:
 - a catalog entry (:mod:`server.runtime.catalog`);
 - a Gymnasium id registered by one of the packages listed in ``STUDIO_GYM_PACKAGES``
   (checked in the worker, which imports only those packages: see
-  :func:`server.runtime.adapters.ensure_registered`); ids of the ``module:Env`` form are
+  :func:`server.runtime.registration.ensure_registered`); ids of the ``module:Env`` form are
   refused, since ``gymnasium.make`` imports ``module`` for them;
 - a dm_env factory listed in ``STUDIO_DM_ENV_FACTORIES`` or registered by an installed
   package under the :data:`ENTRY_POINT_GROUP` entry-point group.

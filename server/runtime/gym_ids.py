@@ -19,7 +19,7 @@ def registered_ids(packages: list[str]) -> list[str]:
     """In this process: import each package (a missing one is skipped) and list its ids."""
     import gymnasium as gym
 
-    from server.runtime.adapters import EnvBuildError, _lives_in, register_suites
+    from server.runtime.registration import EnvBuildError, lives_in, register_suites
 
     for package in packages:
         try:
@@ -29,7 +29,7 @@ def registered_ids(packages: list[str]) -> list[str]:
     return sorted(
         env_id
         for env_id, spec in gym.registry.items()
-        if ":" not in env_id and any(_lives_in(spec.entry_point, p) for p in packages)
+        if ":" not in env_id and any(lives_in(spec.entry_point, p) for p in packages)
     )
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from server.runtime import EnvWorker, RemoteError
-from server.runtime.adapters import UnknownEnvironment, build_adapter, ensure_registered
+from server.runtime.adapters import build_adapter
 from server.runtime.allowlist import AllowedEnvironments, NotAllowed, entry_point_factories
+from server.runtime.registration import UnknownEnvironment, ensure_registered
 from server.study_spec import DmEnvSource, EnvironmentSpec, GymnasiumSource
 from tests.runtime.conftest import ALLOWED, fake_spec, install_plugin, run
 
