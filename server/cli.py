@@ -17,8 +17,9 @@ from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError
 from server.models import EpisodeStatus, Role, Study, User
 from server.schemas import ExportOptionsIn, ExportSelection, UserCreate
-from server.services import bootstrap, quality, studies, study_files, users
-from server.services.env_check import allowed_environments, require_allowed
+from server.services import bootstrap, quality, users
+from server.services.studies import studies, study_files
+from server.services.studies.env_check import allowed_environments, require_allowed
 
 
 def _session(settings: Settings) -> Session:

@@ -224,8 +224,8 @@ def _start_thumbnails(settings: Settings) -> tuple[threading.Event, threading.Th
     so the catalog opens with pictures; None when the settings turn it off."""
     if not settings.catalog_thumbnails_at_start:
         return None
-    from server.services.env_check import allowed_environments
-    from server.services.env_validation import warm_catalog
+    from server.services.studies.env_check import allowed_environments
+    from server.services.studies.env_validation import warm_catalog
 
     stop = threading.Event()
 

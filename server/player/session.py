@@ -28,7 +28,7 @@ from server.principal import Principal
 from server.recording.format import episode_dir, now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
 from server.services import crowd, episodes, replicas
-from server.services.env_check import allowed_environments
+from server.services.studies.env_check import allowed_environments
 from server.study_spec import StudySpec
 
 log = logging.getLogger(__name__)

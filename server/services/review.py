@@ -32,7 +32,8 @@ from server.models import (
     is_row_id,
 )
 from server.principal import USER_PREFIX, Principal
-from server.services import counts, studies
+from server.services import counts
+from server.services.studies import studies
 
 # Sort keys the list accepts ("-" prefix: descending).
 SORTS: dict[str, Any] = {

@@ -10,7 +10,7 @@ from server.principal import Principal
 from server.services import episodes
 from server.services.episodes import EpisodeResult
 from server.services.quality import percentile
-from server.services.studies import spec_of
+from server.services.studies.studies import spec_of
 from tests.player.conftest import counter_env, spec
 
 

@@ -11,7 +11,8 @@ import pytest
 from server.core.db import make_sessionmaker
 from server.models import Episode, EpisodeStatus, Participant
 from server.principal import Principal
-from server.services import crowd, episodes, studies
+from server.services import crowd, episodes
+from server.services.studies import studies
 from tests.player.conftest import activate, counter_env, spec
 
 RACERS = 30

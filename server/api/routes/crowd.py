@@ -32,7 +32,8 @@ from server.schemas import (
     PreviewIn,
     PreviewOut,
 )
-from server.services import crowd, episodes, participants, studies
+from server.services import crowd, episodes, participants
+from server.services.studies import studies
 
 router = APIRouter(tags=["player"])
 

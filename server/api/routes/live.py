@@ -22,8 +22,9 @@ from server.models import MAX_DB_INT, Study
 from server.player import protocol as p
 from server.player.connection import close_quietly
 from server.principal import Principal
-from server.services import dashboard, studies, users
+from server.services import dashboard, users
 from server.services.live_feed import LiveFeed
+from server.services.studies import studies
 
 router = APIRouter(tags=["live"])
 REAUTH_S = 30.0  # how often an open dashboard socket checks its viewer may still see it

@@ -29,7 +29,8 @@ from server.player.session import LiveSession
 from server.player.views import study_view
 from server.principal import Principal
 from server.schemas import PlayerStudyOut
-from server.services import episodes, leases, studies, users
+from server.services import episodes, leases, users
+from server.services.studies import studies
 
 router = APIRouter(tags=["player"])
 

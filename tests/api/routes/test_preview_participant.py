@@ -5,7 +5,8 @@ plays, and it is in no participants list, count or quota."""
 from __future__ import annotations
 
 from server.models import Episode, Participant, Role, StudyState
-from server.services import crowd, studies
+from server.services import crowd
+from server.services.studies import studies
 from tests.player.conftest import Player, activate, counter_env, spec, ticket_socket
 
 PREVIEW = "/api/studies/{}/preview-participant"

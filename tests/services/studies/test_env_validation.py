@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from server.services import env_validation
+from server.services.studies import env_validation
 
 
 def test_the_cache_keeps_the_most_recently_used(tmp_path: Path) -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from server.errors import Invalid, TooLarge
-from server.services import study_files
+from server.services.studies import study_files
 from server.study_spec import StudySpec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = sorted((ROOT / "studies").glob("*.yaml"))
 
 
@@ -47,7 +47,8 @@ def test_api_round_trip(path, factory):
 def test_committed_json_schema_is_current():
     committed = (ROOT / "docs" / "study-schema.json").read_text()
     assert committed == study_files.json_schema_text(), (
-        "docs/study-schema.json is stale: run `.venv/bin/python -m server.services.study_files`"
+        "docs/study-schema.json is stale: run "
+        "`.venv/bin/python -m server.services.studies.study_files`"
     )
 
 

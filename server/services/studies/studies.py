@@ -15,7 +15,7 @@ from server.errors import Conflict, Invalid, NotFound
 from server.models import Episode, ExportJob, Study, StudyEnvironment, StudyState, utcnow
 from server.principal import Principal
 from server.recording.format import episode_dir, episode_video_lock, episode_videos, export_dir
-from server.services import study_files
+from server.services.studies import study_files
 from server.study_spec import StudySpec
 
 # state -> states it may move to

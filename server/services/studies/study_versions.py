@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from server.errors import Conflict
 from server.models import Episode, Study, StudyState
-from server.services import studies
+from server.services.studies import studies
 from server.study_spec import DmEnvSource, EnvironmentSpec, GymnasiumSource, StudySpec
 
 NEEDS_NEW_VERSION = "needs_new_version"
@@ -47,7 +47,7 @@ def _source_meaning(source: GymnasiumSource | DmEnvSource) -> dict[str, Any]:
 
 def _meaning(env: EnvironmentSpec) -> dict[str, Any]:
     """What an environment's episodes mean, every default filled in: studies store only the
-    values the designer set (:func:`server.services.study_files.spec_data`), and writing a
+    values the designer set (:func:`server.services.studies.study_files.spec_data`), and writing a
     default out, or leaving it implicit, is the same meaning. Controls left out are the
     catalog's."""
     from server.runtime.catalog import default_controls  # the runtime is imported lazily

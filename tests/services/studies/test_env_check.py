@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from server.errors import Invalid
-from server.services.env_check import (
+from server.services.studies.env_check import (
     allowed_environments,
     require_allowed,
     validate_study_environments,
@@ -102,7 +102,7 @@ def test_catalog_thumbnails_are_built_once_at_start(settings, monkeypatch):
     from threading import Event
 
     from server.runtime import catalog
-    from server.services import env_validation
+    from server.services.studies import env_validation
 
     monkeypatch.setattr(catalog, "CATALOG", {"CartPole": catalog.CATALOG["CartPole"]})
     allowed = allowed_environments(settings)
@@ -116,7 +116,7 @@ def test_catalog_thumbnails_are_built_once_at_start(settings, monkeypatch):
 
 
 def test_not_for_players_takes_an_action_by_index_or_by_name():
-    from server.services.env_validation import unbound_problem
+    from server.services.studies.env_validation import unbound_problem
     from server.study_spec import EnvironmentSpec
 
     info = {"controls": {"unbound": ["FIRE", "RIGHTFIRE", "LEFTFIRE"]},

@@ -77,10 +77,10 @@ def validate_study_environments(
 
     Checks the allow-list, suites, catalog settings and controls' presence in this process,
     then builds each remaining environment in a worker (bad kwargs, controls that fit no
-    action), or reuses its cached validation (:mod:`server.services.env_validation`).
+    action), or reuses its cached validation (:mod:`server.services.studies.env_validation`).
     Blocks for as long as the workers take: call it off the event loop.
     """
-    from server.services.env_validation import validate_study
+    from server.services.studies.env_validation import validate_study
 
     allowed = allowed or allowed_environments(settings)
     problems = [

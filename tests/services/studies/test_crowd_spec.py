@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from server.errors import Invalid
-from server.services import study_files
+from server.services.studies import study_files
 
 BASE = """
 name: Crowd
