@@ -17,7 +17,8 @@ from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError
 from server.models import EpisodeStatus, Role, Study, User
 from server.schemas import ExportOptionsIn, ExportSelection, UserCreate
-from server.services import bootstrap, quality, users
+from server.services import bootstrap, users
+from server.services.review import quality
 from server.services.studies import studies, study_files
 from server.services.studies.env_check import allowed_environments, require_allowed
 
@@ -100,7 +101,7 @@ TESTS_HELP = "include designers' test plays (left out by default)"
 
 def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
     """List a study's episodes as a table."""
-    from server.services import review
+    from server.services.review import review
 
     with _session(settings) as db:
         study = _study(db, args.study)

@@ -51,7 +51,7 @@ from server.player.registry import Registry
 from server.services import exports as export_service
 from server.services.bulk_runner import BulkRunner
 from server.services.live_feed import LiveFeed
-from server.services.replay import ReaderCache
+from server.services.review.replay import ReaderCache
 
 log = logging.getLogger(__name__)
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"

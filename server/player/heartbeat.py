@@ -27,7 +27,7 @@ from server.player import protocol as p
 from server.player.registry import Registry
 from server.player.session import LiveSession, Phase
 from server.services import leases, replicas
-from server.services.quality import percentile
+from server.services.review.quality import percentile
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ Every replica's :class:`BulkRunner` polls ``bulk_jobs`` like the export manager 
 ``export_jobs`` (:class:`~server.core.claim_runner.ClaimRunner`, ``SKIP LOCKED`` on
 PostgreSQL): it claims a queued row while it has a free slot, rebuilds the work from the
 row's ``params`` (the ids resolved at request time) and runs
-:func:`server.services.bulk.apply` chunk by chunk. The running replica heartbeats the row and
+:func:`server.services.review.bulk.apply` chunk by chunk. The running replica heartbeats the row and
 reads cancel requests from it; a job whose replica stopped heartbeating is put back in the
 queue by any other and runs again from its first chunk (every action is idempotent: chunks
 done before are matched again and change nothing, deleted episodes are gone).
@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from server.core.claim_runner import ClaimRunner, Handle, JobRefused, Outcome
 from server.errors import DomainError
 from server.models import BulkJob, Study
-from server.services import bulk
+from server.services.review import bulk
 
 MAX_ATTEMPTS = 3
 

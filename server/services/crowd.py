@@ -25,7 +25,8 @@ from server.models import (
     StudyState,
     utcnow,
 )
-from server.services import counts, participants
+from server.services import participants
+from server.services.review import counts
 from server.study_spec import CrowdSettings, StudySpec
 
 RESERVED = (EpisodeStatus.completed, EpisodeStatus.recording)

@@ -23,8 +23,8 @@ from server.models import (
     User,
     utcnow,
 )
-from server.services import counts
 from server.services.replicas import alive_filter
+from server.services.review import counts
 from server.study_spec import StudySpec
 
 

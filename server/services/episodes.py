@@ -29,7 +29,8 @@ from server.models import (
 from server.principal import Principal, is_reserved_participant_id
 from server.recording import recovery
 from server.recording.format import episode_dir
-from server.services import crowd, leases, participants, quality
+from server.services import crowd, leases, participants
+from server.services.review import quality
 from server.study_spec import EnvironmentSpec, StudySpec
 
 FINAL = frozenset(EpisodeStatus) - {EpisodeStatus.recording}

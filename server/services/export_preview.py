@@ -1,5 +1,5 @@
 """What an export would write of the episodes a list shows, why it leaves the others out (the
-rules of :mod:`server.services.counts`), and what it does when their environments' spaces
+rules of :mod:`server.services.review.counts`), and what it does when their environments' spaces
 differ, before the export starts: the dialog asks this first, so a mixed selection is
 offered one dataset per environment without a failing request."""
 
@@ -16,10 +16,11 @@ from server.errors import Invalid
 from server.export import ExportFormat
 from server.models import Episode, Study
 from server.schemas import EpisodeFilterIn, ExportOptionsIn, ExportSelection
-from server.services import exports, review
-from server.services.counts import left_out_reason
+from server.services import exports
 from server.services.export_spaces import spaces_differ
 from server.services.exports import selection_filter
+from server.services.review import review
+from server.services.review.counts import left_out_reason
 
 _LISTED_IDS = 10  # episode ids given per reason
 

@@ -34,8 +34,8 @@ from server.export.tfds_writer import check_dataset_name
 from server.models import Episode, EpisodeStatus, ExportJob, JobState, Study
 from server.principal import Principal
 from server.schemas import EpisodeFilterIn, ExportCreate, ExportOptionsIn, ExportSelection
-from server.services import labels, review
 from server.services.export_spaces import one_log_per_env, spaces_differ
+from server.services.review import labels, review
 from server.services.studies import studies
 
 ACTIVE = frozenset({JobState.queued, JobState.running})

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from server.errors import Conflict, Invalid
 from server.models import Episode, EpisodeStatus, Participant, Platform, Study, utcnow
 from server.principal import is_reserved_participant_id
-from server.services.counts import REAL_PARTICIPANT
+from server.services.review.counts import REAL_PARTICIPANT
 from server.study_spec import CrowdSettings
 
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"  # MTurk's assignmentId while a HIT is previewed

@@ -9,7 +9,7 @@ from server.models import EpisodeStatus
 from server.principal import Principal
 from server.services import episodes
 from server.services.episodes import EpisodeResult
-from server.services.quality import percentile
+from server.services.review.quality import percentile
 from server.services.studies.studies import spec_of
 from tests.player.conftest import counter_env, spec
 

@@ -10,8 +10,9 @@ from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.errors import Conflict
 from server.models import BulkJob, JobState
 from server.schemas import BulkJobPublic, EpisodeBulkIn, EpisodeBulkOut
-from server.services import bulk, exports
+from server.services import exports
 from server.services.bulk_runner import BulkRunner
+from server.services.review import bulk
 from server.services.studies import studies
 
 router = APIRouter(tags=["episodes"])

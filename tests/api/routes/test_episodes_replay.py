@@ -13,7 +13,7 @@ import simplejpeg
 
 from server.export.episode import realign_timings
 from server.recording.format import episode_videos
-from server.services import replay
+from server.services.review import replay
 from tests.api.routes._recorded import (
     CARTPOLE_SPEC,
     LONG_STEPS,

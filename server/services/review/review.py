@@ -1,7 +1,7 @@
 """Listing a study's episodes: filters, sorts, cursor pages and capped counts.
 
-Labels (tags, outcomes, notes) are in :mod:`server.services.labels`, bulk actions in
-:mod:`server.services.bulk`.
+Labels (tags, outcomes, notes) are in :mod:`server.services.review.labels`, bulk actions in
+:mod:`server.services.review.bulk`.
 
 Every function that takes a principal checks ownership through :func:`studies.get_study`:
 another designer's episode is a 404, like a missing one. Statuses are never changed here;
@@ -32,7 +32,7 @@ from server.models import (
     is_row_id,
 )
 from server.principal import USER_PREFIX, Principal
-from server.services import counts
+from server.services.review import counts
 from server.services.studies import studies
 
 # Sort keys the list accepts ("-" prefix: descending).
@@ -75,7 +75,7 @@ class EpisodeFilter:
     max_return: float | None = None  # total_reward <= max_return
     min_steps: int | None = None  # steps >= min_steps
     max_steps: int | None = None  # steps <= max_steps
-    # quality flags (server/services/quality.py); episodes without the signal do not match
+    # quality flags (server/services/review/quality.py); episodes without the signal do not match
     p99_over_ms: float | None = None  # latency_p99_ms > p99_over_ms
     idle_over: float | None = None  # idle_share > idle_over (0..1)
     under_median: float | None = None  # steps < under_median x the environment's median

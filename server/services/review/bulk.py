@@ -33,7 +33,7 @@ from server.models import (
     utcnow,
 )
 from server.principal import Principal
-from server.services import labels, quality, review
+from server.services.review import labels, quality, review
 from server.services.studies import studies
 
 ProgressFn = Callable[[int, int, int], None]  # episodes done, changed, skipped (recording)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.services.replay import ReaderCache
+from server.services.review.replay import ReaderCache
 
 
 def test_a_new_version_replaces_the_folders_reader(recorded):
