@@ -26,7 +26,7 @@ from server.player.session import (
 )
 from server.recording.format import now_ms
 from server.runtime import WorkerError
-from server.services.crowd import FAILED_MESSAGE
+from server.services.crowd.progress import FAILED_MESSAGE
 from server.services.review import quality
 
 log = logging.getLogger(__name__)

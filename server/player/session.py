@@ -27,7 +27,8 @@ from server.player.views import env_ready, study_view
 from server.principal import Principal
 from server.recording.format import episode_dir, now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
-from server.services import crowd, episodes, replicas
+from server.services import replicas
+from server.services.crowd import episodes, progress, quotas
 from server.services.studies.env_check import allowed_environments
 from server.study_spec import StudySpec
 
@@ -121,7 +122,7 @@ class LiveSession:
         pid = self.principal.participant_id
         if pid is None:
             return None
-        return await self.db(crowd.state_for, self.study_id, self.spec, pid, last_env)
+        return await self.db(progress.state_for, self.study_id, self.spec, pid, last_env)
 
     def owned_by(self, principal: Principal) -> bool:
         """True when ``principal`` is the player of this session."""
@@ -292,9 +293,9 @@ class LiveSession:
                 principal=self.principal, seed=seed, data_root=self.settings.data_root,
                 spec=self.spec, extra=extra, replica_id=self.settings.replica_id,
             )  # fmt: skip
-        except crowd.QuotaError as exc:
+        except quotas.QuotaError as exc:
             pid = self.principal.participant_id
-            state = crowd.state_for(db, self.study_id, self.spec, pid, env_id) if pid else None
+            state = progress.state_for(db, self.study_id, self.spec, pid, env_id) if pid else None
             raise refused(exc.code or "quota_reached", exc.message, state) from None
         return row, seed
 
@@ -312,7 +313,7 @@ class LiveSession:
         await self.db(episodes.record_start_failure, episode_id, detail[:4000])
         if self.principal.participant_id is None:  # a designer test-playing: the details
             raise PlayError("env_failed", f"the environment did not start: {exc}")
-        raise await self.refusal("env_failed", crowd.FAILED_MESSAGE, env_id)
+        raise await self.refusal("env_failed", progress.FAILED_MESSAGE, env_id)
 
     async def _start_worker(self, env_id: str) -> None:
         env = self.spec.environment(env_id)
@@ -509,7 +510,7 @@ class LiveSession:
             else:  # the details are the designer's (episode.error); never the participant's
                 state = await self.participant_state(last_env=run.env_id)
                 self.send({"type": "episode_failed", "episode_id": run.id,
-                           "message": crowd.STOPPED_MESSAGE,
+                           "message": progress.STOPPED_MESSAGE,
                            "next": self._next(state, run.env_id)})  # fmt: skip
         self.phase = Phase.idle if self.phase != Phase.closed else Phase.closed
 

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from server.core.replica import ReplicaInfo, live_cutoff, process_alive
 from server.models import Episode, EpisodeStatus, LiveSessionRow, Replica, utcnow
 from server.recording import recovery
-from server.services.episodes import SERVER_RESTART
+from server.services.crowd.episodes import SERVER_RESTART
 from server.services.review import quality
 
 REPLICA_LOST = "replica_lost"  # end reason of an episode whose replica stopped heartbeating

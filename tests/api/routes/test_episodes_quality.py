@@ -14,7 +14,8 @@ from server.models import Episode, EpisodeStatus, StudyEnvironment
 from server.principal import Principal
 from server.recording.format import episode_dir
 from server.schemas import ExportSelection
-from server.services import episodes, exports, replicas
+from server.services import exports, replicas
+from server.services.crowd import episodes
 from server.services.review import quality, review
 from tests.api.routes._recorded import Inserter, two_env_spec
 from tests.api.routes.test_episodes_bulk import run

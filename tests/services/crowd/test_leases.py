@@ -15,7 +15,7 @@ from sqlalchemy import update
 from server.core.db import make_sessionmaker
 from server.models import PlaySession, Replica, SessionLease, utcnow
 from server.principal import Principal
-from server.services import episodes, leases
+from server.services.crowd import episodes, leases
 
 DEAD_AFTER_S = 15.0
 PID = 7  # the lease table keys on the participant id alone (no foreign key)

@@ -29,7 +29,7 @@ from server.models import (
 from server.principal import Principal, is_reserved_participant_id
 from server.recording import recovery
 from server.recording.format import episode_dir
-from server.services import crowd, leases, participants
+from server.services.crowd import leases, participants, progress, quotas
 from server.services.review import quality
 from server.study_spec import EnvironmentSpec, StudySpec
 
@@ -130,13 +130,13 @@ def create_episode(
     """A new ``recording`` episode whose log goes to ``episode_dir``.
 
     With ``spec``, a participant's episode is a reservation against the environment's
-    quotas, checked under a lock (:func:`server.services.crowd.reserve`, QuotaError).
+    quotas, checked under a lock (:func:`server.services.crowd.quotas.reserve`, QuotaError).
     ``replica_id`` is the app process hosting it (failover: server/services/replicas.py).
     """
     study_env: StudyEnvironment | None
     if spec is not None:
         try:
-            study_env = crowd.reserve(
+            study_env = quotas.reserve(
                 db, study_id, env_key, principal.participant_id, spec, extra=extra
             )
         except Exception:
@@ -184,7 +184,7 @@ def record_start_failure(db: Session, episode_id: str, error: str) -> Episode:
     return finish_episode(
         db, episode_id,
         EpisodeResult(status=EpisodeStatus.failed, steps=0, total_reward=0.0,
-                      end_reason=crowd.ENV_FAILED, error=error),
+                      end_reason=progress.ENV_FAILED, error=error),
     )  # fmt: skip
 
 

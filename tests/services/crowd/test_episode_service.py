@@ -7,11 +7,16 @@ import pytest
 from server.errors import Conflict
 from server.models import EpisodeStatus
 from server.principal import Principal
-from server.services import episodes
-from server.services.episodes import EpisodeResult
+from server.services.crowd import episodes
+from server.services.crowd.episodes import EpisodeResult
 from server.services.review.quality import percentile
 from server.services.studies.studies import spec_of
 from tests.player.conftest import counter_env, spec
+
+
+@pytest.fixture
+def designer(factory):  # type: ignore[no-untyped-def]
+    return factory.user()
 
 
 def test_percentile():

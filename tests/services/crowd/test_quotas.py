@@ -11,7 +11,7 @@ import pytest
 from server.core.db import make_sessionmaker
 from server.models import Episode, EpisodeStatus, Participant
 from server.principal import Principal
-from server.services import crowd, episodes
+from server.services.crowd import episodes, quotas
 from server.services.studies import studies
 from tests.player.conftest import activate, counter_env, spec
 
@@ -51,7 +51,7 @@ def test_thirty_concurrent_starts_hold_episodes_total(factory, db, engine, setti
             try:
                 _reserve(own, study, principal, settings, spec_)
                 result = "ok"
-            except crowd.QuotaError as exc:
+            except quotas.QuotaError as exc:
                 result = exc.code or ""
         with lock:
             outcomes.append(result)
@@ -73,10 +73,10 @@ def test_recording_episodes_are_reserved_and_released(factory, db, settings):
     spec_ = studies.spec_of(study)
     first, second = _people(db, study, 2)
     running = _reserve(db, study, first, settings, spec_)
-    with pytest.raises(crowd.QuotaError) as full:
+    with pytest.raises(quotas.QuotaError) as full:
         _reserve(db, study, second, settings, spec_)
     assert full.value.code == "env_full"
-    with pytest.raises(crowd.QuotaError) as mine:  # one episode each: the first is playing it
+    with pytest.raises(quotas.QuotaError) as mine:  # one episode each: the first is playing it
         _reserve(db, study, first, settings, spec_)
     assert mine.value.code in ("env_full", "quota_reached")
     # an episode that ends without being kept releases its reservation
@@ -97,9 +97,9 @@ def test_designer_test_plays_do_not_fill_the_study(factory, db, settings):
     for episode in tests:
         episode.status = EpisodeStatus.completed
     db.commit()
-    assert crowd.reserved_totals(db, study.id) == {}
-    assert crowd.availability(db, study, spec_) == "active"
+    assert quotas.reserved_totals(db, study.id) == {}
+    assert quotas.availability(db, study, spec_) == "active"
     (worker,) = _people(db, study, 1)
     played = _reserve(db, study, worker, settings, spec_)
     assert played.participant_id == worker.participant_id and played.is_test is False
-    assert crowd.reserved_totals(db, study.id) == {"counter": 1}
+    assert quotas.reserved_totals(db, study.id) == {"counter": 1}
