@@ -142,7 +142,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
     from server.export import ExportError
     from server.export.jobs import write_output
-    from server.services import exports
+    from server.services.jobs import exports
 
     out = Path(args.out)
     if args.archive != "folder" and not out.name.endswith(f".{args.archive}"):

@@ -48,9 +48,9 @@ from server.models import ExportJob
 from server.player.heartbeat import Heartbeat
 from server.player.protocol import MAX_MESSAGE_BYTES
 from server.player.registry import Registry
-from server.services import exports as export_service
-from server.services.bulk_runner import BulkRunner
-from server.services.live_feed import LiveFeed
+from server.services.jobs import exports as export_service
+from server.services.jobs.bulk_runner import BulkRunner
+from server.services.live.live_feed import LiveFeed
 from server.services.review.replay import ReaderCache
 
 log = logging.getLogger(__name__)

@@ -26,8 +26,8 @@ from server.core.replica import ReplicaInfo
 from server.player import protocol as p
 from server.player.registry import Registry
 from server.player.session import LiveSession, Phase
-from server.services import replicas
 from server.services.crowd import leases
+from server.services.live import replicas
 from server.services.review.quality import percentile
 
 log = logging.getLogger(__name__)

@@ -27,8 +27,8 @@ from server.player.views import env_ready, study_view
 from server.principal import Principal
 from server.recording.format import episode_dir, now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
-from server.services import replicas
 from server.services.crowd import episodes, progress, quotas
+from server.services.live import replicas
 from server.services.studies.env_check import allowed_environments
 from server.study_spec import StudySpec
 

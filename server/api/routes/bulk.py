@@ -10,8 +10,8 @@ from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.errors import Conflict
 from server.models import BulkJob, JobState
 from server.schemas import BulkJobPublic, EpisodeBulkIn, EpisodeBulkOut
-from server.services import exports
-from server.services.bulk_runner import BulkRunner
+from server.services.jobs import export_selection
+from server.services.jobs.bulk_runner import BulkRunner
 from server.services.review import bulk
 from server.services.studies import studies
 
@@ -68,7 +68,7 @@ def bulk_episodes(
     records who deleted how many (docs/export.md)."""
     study = studies.get_study(db, principal, study_id)
     sel = body.selection
-    flt = exports.selection_filter(sel.filter) if sel.filter is not None else None
+    flt = export_selection.selection_filter(sel.filter) if sel.filter is not None else None
     ids = bulk.matched_ids(db, study, sel.episode_ids, flt)
     act = bulk.check(bulk.BulkAction(body.action, tuple(body.tags), body.outcome))
     if flt is None and len(ids) <= settings.bulk_inline_max:

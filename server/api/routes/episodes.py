@@ -26,7 +26,7 @@ from server.schemas import (
     StepTagPublic,
     TagIn,
 )
-from server.services import episode_videos
+from server.services.jobs import episode_videos
 from server.services.review import _replay_step, labels, quality, replay, review
 from server.services.studies import studies
 

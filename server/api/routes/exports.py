@@ -18,7 +18,7 @@ from server.export.packaging import archive_members
 from server.models import ExportJob, JobState
 from server.recording.format import export_dir
 from server.schemas import ExportCreate, ExportJobPublic, ExportPreviewIn, ExportPreviewPublic
-from server.services import export_preview, exports
+from server.services.jobs import export_preview, exports
 from server.services.studies import studies
 
 router = APIRouter(tags=["exports"])

@@ -131,7 +131,7 @@ def create_episode(
 
     With ``spec``, a participant's episode is a reservation against the environment's
     quotas, checked under a lock (:func:`server.services.crowd.quotas.reserve`, QuotaError).
-    ``replica_id`` is the app process hosting it (failover: server/services/replicas.py).
+    ``replica_id`` is the app process hosting it (failover: server/services/live/replicas.py).
     """
     study_env: StudyEnvironment | None
     if spec is not None:

@@ -3,7 +3,7 @@
 :func:`apply` works through the ids chunk by chunk (BULK_CHUNK), reporting progress
 and polling a cancel flag between chunks. The route runs it in the request for a few checked
 episodes (``Settings.bulk_inline_max``) and otherwise queues a :class:`BulkJob` row (the ids
-in its ``params``) that one replica's :class:`~server.services.bulk_runner.BulkRunner`
+in its ``params``) that one replica's :class:`~server.services.jobs.bulk_runner.BulkRunner`
 claims through the database and runs in a thread. Chunks are committed as they go: a
 canceled or interrupted job has applied the chunks before it, and says how many episodes it
 went through.

@@ -249,7 +249,7 @@ def test_four_first_requests_make_one_video(world_short, monkeypatch) -> None:  
     """Single flight: simultaneous first requests wait for one encode, then share it."""
     import threading
 
-    from server.services import episode_videos as videos
+    from server.services.jobs import episode_videos as videos
 
     c, ep = world_short
     made: list[Path] = []

@@ -1,8 +1,9 @@
-"""Export jobs on the app side: what to export, checks before queuing, rows and downloads.
+"""Export jobs on the app side: the exporter's options and engine, job rows and downloads.
 
 The export itself runs in a background process (:mod:`server.export.jobs`); this module
-turns a designer's selection into the exporter's inputs and refuses bad requests early with a
-422 that says what is wrong.
+turns a request into a queued job (its selection resolved and checked by
+:mod:`server.services.jobs.export_selection`) and refuses bad requests early with a 422 that
+says what is wrong.
 """
 
 from __future__ import annotations
@@ -13,29 +14,24 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session
 
 from server.core.config import Settings
-from server.core.security import salted_hash
 from server.errors import DomainError, Invalid, NotFound
 from server.export import (
     EpisodeInput,
     ExportError,
     ExportFormat,
     ExportOptions,
-    IncompatibleEnvironmentsError,
-    StepTag,
-    check_compatible,
 )
 from server.export.beam_config import BeamConfig
-from server.export.export_job import check_format
 from server.export.jobs import JobPayload
 from server.export.tfds_writer import check_dataset_name
-from server.models import Episode, EpisodeStatus, ExportJob, JobState, Study
+from server.models import Episode, ExportJob, JobState, Study
 from server.principal import Principal
-from server.schemas import EpisodeFilterIn, ExportCreate, ExportOptionsIn, ExportSelection
-from server.services.export_spaces import one_log_per_env, spaces_differ
-from server.services.review import labels, review
+from server.schemas import ExportCreate, ExportOptionsIn, ExportSelection
+from server.services.jobs import export_selection
+from server.services.jobs.export_spaces import spaces_differ
 from server.services.studies import studies
 
 ACTIVE = frozenset({JobState.queued, JobState.running})
@@ -55,171 +51,6 @@ def dataset_name(study: Study, requested: str | None) -> str:
     if not slug or not slug[0].isalpha():
         slug = f"study_{slug}".rstrip("_")
     return slug[:60]
-
-
-def selection_filter(sel: EpisodeFilterIn) -> review.EpisodeFilter:
-    """The review filter of the page's filter fields (an export selection is one too)."""
-    return review.EpisodeFilter(
-        statuses=[str(s) for s in sel.statuses],
-        env_keys=sel.environments,
-        participants=sel.participants,
-        tags=sel.tags,
-        exclude_tags=sel.exclude_tags,
-        since=sel.since,
-        until=sel.until,
-        min_return=sel.min_return,
-        max_return=sel.max_return,
-        min_steps=sel.min_steps,
-        max_steps=sel.max_steps,
-        p99_over_ms=sel.p99_over_ms,
-        idle_over=sel.idle_over,
-        under_median=sel.under_median,
-        over_median=sel.over_median,
-        include_tests=sel.include_tests,
-        outcomes=sel.outcomes,
-        excluded=_excluded(sel) if isinstance(sel, ExportSelection) else sel.excluded,
-    )
-
-
-def _excluded(sel: ExportSelection) -> bool | None:
-    """Exports leave excluded episodes out unless asked to include them (or ask for them:
-    ``excluded``, the page's filter)."""
-    if sel.excluded is not None:
-        return sel.excluded
-    return None if sel.include_excluded else False
-
-
-def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
-    """The selected episodes of ``study``; 422 naming what is wrong when there are none."""
-    load = (
-        selectinload(Episode.tags),
-        selectinload(Episode.step_tags),
-        selectinload(Episode.notes),
-    )
-    if sel.episode_ids is not None:
-        ids = list(dict.fromkeys(sel.episode_ids))
-        if not ids:
-            raise Invalid(
-                "Select at least one episode.",
-                detail=[{"loc": ["body", "selection", "episode_ids"], "msg": "empty selection"}],
-            )
-        rows = db.scalars(
-            select(Episode).options(*load).where(Episode.id.in_(ids), Episode.study_id == study.id)
-        ).all()
-        found = {e.id: e for e in rows}
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise Invalid(
-                f"No episode {', '.join(missing[:5])} in this study.",
-                detail=[
-                    {"loc": ["body", "selection", "episode_ids"], "msg": f"unknown episode {i}"}
-                    for i in missing
-                ],
-            )
-        episodes = [found[i] for i in ids]
-        if not sel.include_excluded:
-            episodes = [e for e in episodes if not e.excluded]
-            if not episodes:
-                raise Invalid(
-                    "Every selected episode is marked excluded; include excluded episodes "
-                    "to export them.",
-                    detail=[{"loc": ["body", "selection"], "msg": "only excluded episodes"}],
-                )
-    else:
-        query = review.filtered(study.id, selection_filter(sel))
-        episodes = list(db.scalars(query.options(*load).order_by(Episode.started_at, Episode.id)))
-        if not episodes:
-            raise Invalid(
-                "No episode matches the selection (only completed episodes are exported "
-                "unless you choose other statuses; excluded ones only when included).",
-                detail=[{"loc": ["body", "selection"], "msg": "matches no episode"}],
-            )
-    recording = [e.id for e in episodes if e.status == EpisodeStatus.recording]
-    if recording:
-        raise Invalid(
-            f"Episode {recording[0]} is still being recorded; export it once it has ended.",
-            detail=[{"loc": ["body", "selection"], "msg": f"episode {recording[0]} recording"}],
-        )
-    return episodes
-
-
-def instructions_of(study: Study) -> dict[str, str]:
-    """Each environment's instructions, else the study's (the OXE language instruction)."""
-    spec = studies.spec_of(study)
-    return {env.id: (env.instructions or spec.instructions).strip() for env in spec.environments}
-
-
-def episode_inputs(
-    db: Session,
-    episodes: list[Episode],
-    secret_key: str,
-    data_root: Path,
-    instructions: dict[str, str] | None = None,
-) -> list[EpisodeInput]:
-    """The exporter's inputs: log folders, pseudonymous agent ids, tags, notes, instructions."""
-    externals = review.external_ids(db, episodes)
-    inputs = []
-    for e in episodes:
-        inputs.append(
-            EpisodeInput(
-                log_dir=review.log_dir(e, data_root),
-                episode_id=e.id,
-                agent_id=salted_hash(secret_key, review.agent_key(e, externals)),
-                status=str(e.status),
-                tags=tuple(sorted(t.name for t in e.tags)),
-                step_tags=tuple(
-                    StepTag(t.name, t.start_step, t.end_step)
-                    for t in sorted(e.step_tags, key=lambda t: (t.start_step, t.id))
-                ),
-                notes="\n\n".join(n.body for n in labels.notes_of(e)),
-                instruction=(instructions or {}).get(e.env_key, ""),
-                outcome=review.effective_outcome(e) or "",
-                player_outcome=e.player_outcome or "",
-                reviewer_outcome=e.outcome or "",
-            )
-        )
-    return inputs
-
-
-INCOMPATIBLE = "incompatible_environments"
-
-
-def check_inputs(
-    episodes: list[Episode],
-    inputs: list[EpisodeInput],
-    options: ExportOptions,
-    split_by_env: bool = False,
-) -> None:
-    """Cheap checks before queuing: logs exist; one log per environment has the same spaces
-    (each environment its own, when split by environment), which the format can hold.
-
-    Environments with different spaces answer a 422 with ``code`` ``incompatible_environments``
-    and the environments in ``environments``: the page offers to split by environment."""
-    for ep in inputs:
-        if not ep.log_dir.is_dir():
-            raise Invalid(
-                f"Episode {ep.episode_id} has no log on disk; it cannot be exported.",
-                detail=[{"loc": ["body", "selection"], "msg": f"episode {ep.episode_id}: no log"}],
-            )
-    one_per_env = one_log_per_env(episodes, inputs)
-    groups = [[ep] for ep in one_per_env.values()] if split_by_env else [list(one_per_env.values())]
-    try:
-        used = sorted({t.name for ep in inputs for t in ep.step_tags})
-        names = used if options.step_tag_names is None else sorted(set(options.step_tag_names))
-        for group in groups:
-            check_format(check_compatible(group), options, names)
-    except IncompatibleEnvironmentsError as exc:
-        raise Invalid(
-            f"Cannot export this selection: {exc}.",
-            detail=[{"loc": ["body", "selection"], "msg": "environments with different spaces",
-                     "environments": sorted(one_per_env)}],
-            code=INCOMPATIBLE,
-        ) from exc  # fmt: skip
-    except ExportError as exc:
-        raise Invalid(
-            f"Cannot export this selection: {exc}.",
-            detail=[{"loc": ["body", "selection"], "msg": str(exc)}],
-        ) from exc
 
 
 def library_options(study: Study, opts: ExportOptionsIn) -> ExportOptions:
@@ -304,13 +135,14 @@ def prepare(
     An envlogger export of environments with different spaces is split by environment
     (``opts.split_by_env`` is set): it only copies logs, so nothing forces them into one
     dataset, and each environment's folder reads like a single-environment export."""
-    episodes = resolve(db, study, selection)
+    episodes = export_selection.resolve(db, study, selection)
     options = library_options(study, opts)
     options = with_engine(options, opts.engine, sum(e.steps for e in episodes), engines)
-    inputs = episode_inputs(db, episodes, secret_key, data_root, instructions_of(study))
+    instructions = export_selection.instructions_of(study)
+    inputs = export_selection.episode_inputs(db, episodes, secret_key, data_root, instructions)
     if not opts.split_by_env and options.format is ExportFormat.ENVLOGGER:
         opts.split_by_env = spaces_differ(episodes, inputs)
-    check_inputs(episodes, inputs, options, opts.split_by_env)
+    export_selection.check_inputs(episodes, inputs, options, opts.split_by_env)
     return episodes, options, inputs
 
 

@@ -1,7 +1,7 @@
 """Server push for the live dashboard: one database read per study per tick, shared.
 
 Each study with at least one viewer on this replica has one channel: a task that reads
-:func:`server.services.dashboard.snapshot` every ``heartbeat_interval_s`` (in a thread) and
+:func:`server.services.live.dashboard.snapshot` every ``heartbeat_interval_s`` (in a thread) and
 hands the same JSON text to every viewer's queue. A viewer that falls behind only ever gets
 the newest snapshot. The channel stops when its last viewer leaves.
 """
@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.core.config import Settings
-from server.services import dashboard
+from server.services.live import dashboard
 
 log = logging.getLogger(__name__)
 

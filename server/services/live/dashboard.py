@@ -2,7 +2,7 @@
 
 Everything comes from rows every replica writes (``live_sessions`` of live replicas,
 ``episodes``, ``participants``), so the dashboard is the same on every replica and after a
-restart. One call is one tick of a study's feed (server/services/live_feed.py).
+restart. One call is one tick of a study's feed (server/services/live/live_feed.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from server.models import (
     User,
     utcnow,
 )
-from server.services.replicas import alive_filter
+from server.services.live.replicas import alive_filter
 from server.services.review import counts
 from server.study_spec import StudySpec
 

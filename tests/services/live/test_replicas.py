@@ -15,10 +15,10 @@ from server.core.db import make_engine, make_sessionmaker
 from server.core.replica import ReplicaInfo
 from server.models import Episode, EpisodeStatus, LiveSessionRow, Replica, utcnow
 from server.principal import Principal
-from server.services import replicas
 from server.services.crowd import episodes
 from server.services.crowd.episodes import SERVER_RESTART
-from server.services.replicas import REPLICA_LOST, LiveRow
+from server.services.live import replicas
+from server.services.live.replicas import REPLICA_LOST, LiveRow
 from tests.player.conftest import counter_env, spec
 
 BOUND = 15.0

@@ -16,9 +16,9 @@ from server.errors import Invalid
 from server.export import ExportFormat
 from server.models import Episode, Study
 from server.schemas import EpisodeFilterIn, ExportOptionsIn, ExportSelection
-from server.services import exports
-from server.services.export_spaces import spaces_differ
-from server.services.exports import selection_filter
+from server.services.jobs import export_selection, exports
+from server.services.jobs.export_selection import selection_filter
+from server.services.jobs.export_spaces import spaces_differ
 from server.services.review import review
 from server.services.review.counts import left_out_reason
 
@@ -66,11 +66,11 @@ def spaces_preview(
     format); ``message`` says so in words. A selection the export itself would refuse (empty,
     a bad name) answers ``none``: starting the export names the problem."""
     try:
-        episodes = exports.resolve(db, study, selection)
+        episodes = export_selection.resolve(db, study, selection)
         options = exports.library_options(study, opts)
     except Invalid:
         return _answer("none", [])
-    inputs = exports.episode_inputs(db, episodes, secret_key, data_root)
+    inputs = export_selection.episode_inputs(db, episodes, secret_key, data_root)
     envs = sorted({e.env_key for e in episodes})
     if not spaces_differ(episodes, inputs):
         return _answer("none", envs)
@@ -79,7 +79,7 @@ def spaces_preview(
         return _answer("automatic", envs, f"{differ}: the envlogger export writes one folder "
                        "per environment.")  # fmt: skip
     try:
-        exports.check_inputs(episodes, inputs, options, split_by_env=True)
+        export_selection.check_inputs(episodes, inputs, options, split_by_env=True)
     except Invalid as exc:
         return _answer("impossible", envs, f"{differ}, and the {opts.format} format cannot "
                        f"write them even as one dataset per environment ({exc.message}) Select "
