@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
-from server.errors import Conflict
+from server.api.routes import _jobs
 from server.models import BulkJob, JobState
 from server.schemas import BulkJobPublic, EpisodeBulkIn, EpisodeBulkOut
 from server.services.jobs import export_selection
@@ -18,7 +18,6 @@ from server.services.studies import studies
 router = APIRouter(tags=["episodes"])
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such study, or not yours."}}
-CANCEL_WAIT_S = 15.0
 
 
 def bulk_public(job: BulkJob) -> BulkJobPublic:
@@ -108,8 +107,5 @@ def cancel_bulk_job(
 ) -> BulkJobPublic:
     """Stop a queued or running bulk action between two chunks (the chunks done stay done)."""
     job = bulk.get_job(db, principal, job_id)
-    if job.state not in bulk.ACTIVE:
-        raise Conflict(f"The bulk job has already {job.state}.")
-    _bulk_runner(request).cancel(job.id, wait=CANCEL_WAIT_S)
-    db.refresh(job)
+    _jobs.cancel(db, job, bulk.ACTIVE, _bulk_runner(request), "bulk job")
     return bulk_public(job)
