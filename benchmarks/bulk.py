@@ -1,4 +1,4 @@
-"""Bulk actions over many episodes: the job's work (server/services/bulk.apply), timed.
+"""Bulk actions over many episodes: the job's work (server/services/review/bulk.apply), timed.
 
 Makes a migrated database (SQLite in a temporary folder, or the PostgreSQL URL given as
 ``--database-url``) with one study of N episode rows (no logs: set_outcome, exclude and
@@ -28,7 +28,7 @@ from sqlalchemy import insert  # noqa: E402
 from server.core.db import make_engine, make_sessionmaker  # noqa: E402
 from server.core.migrate import upgrade_head  # noqa: E402
 from server.models import Episode, Study, StudyEnvironment, User, utcnow  # noqa: E402
-from server.services import bulk, review  # noqa: E402
+from server.services.review import bulk, review  # noqa: E402
 
 
 def populate(factory, episodes: int) -> int:  # type: ignore[no-untyped-def]

@@ -77,7 +77,8 @@ def studio_server(env: dict[str, Any], sync: bool = False) -> Iterator[dict[str,
     from server.core.migrate import upgrade_head
     from server.models import Role, StudyState
     from server.schemas import UserCreate
-    from server.services import studies, users
+    from server.services import users
+    from server.services.studies import studies
     from server.study_spec import StudySpec
 
     with tempfile.TemporaryDirectory(prefix="studio-bench-") as tmp:

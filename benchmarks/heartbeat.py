@@ -37,7 +37,7 @@ from server.models import Study, User  # noqa: E402
 from server.player._run import EpisodeRun  # noqa: E402
 from server.player.heartbeat import Heartbeat, with_latency  # noqa: E402
 from server.player.session import Phase  # noqa: E402
-from server.services import dashboard, replicas  # noqa: E402
+from server.services.live import dashboard, replicas  # noqa: E402
 
 
 def _ms(samples: list[float]) -> dict[str, float]:

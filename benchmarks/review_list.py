@@ -46,7 +46,7 @@ from sqlalchemy.orm import Session  # noqa: E402
 from server.core.db import make_engine  # noqa: E402
 from server.core.migrate import upgrade_head  # noqa: E402
 from server.models import Study  # noqa: E402
-from server.services import labels, quality, review  # noqa: E402
+from server.services.review import labels, quality, review  # noqa: E402
 from tests.deploy.harness import fresh_database as new_database  # noqa: E402
 
 DEFAULT_URL = os.environ.get(

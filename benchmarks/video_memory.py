@@ -89,7 +89,8 @@ def serve_and_fetch(root: Path, log_dir: Path, asks: int = 4) -> dict[str, Any]:
     from server.core.db import make_engine, make_sessionmaker
     from server.models import Role
     from server.schemas import UserCreate
-    from server.services import bootstrap, studies, users
+    from server.services import bootstrap, users
+    from server.services.studies import studies
     from server.study_spec import StudySpec
     from tests.api.routes._recorded import Inserter
     from tests.export._recordings import Recording

@@ -17,8 +17,10 @@ from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError
 from server.models import EpisodeStatus, Role, Study, User
 from server.schemas import ExportOptionsIn, ExportSelection, UserCreate
-from server.services import bootstrap, quality, studies, study_files, users
-from server.services.env_check import allowed_environments, require_allowed
+from server.services import bootstrap, users
+from server.services.review import quality
+from server.services.studies import studies, study_files
+from server.services.studies.env_check import allowed_environments, require_allowed
 
 
 def _session(settings: Settings) -> Session:
@@ -99,7 +101,7 @@ TESTS_HELP = "include designers' test plays (left out by default)"
 
 def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
     """List a study's episodes as a table."""
-    from server.services import review
+    from server.services.review import review
 
     with _session(settings) as db:
         study = _study(db, args.study)
@@ -140,7 +142,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
     from server.export import ExportError
     from server.export.jobs import write_output
-    from server.services import exports
+    from server.services.jobs import exports
 
     out = Path(args.out)
     if args.archive != "folder" and not out.name.endswith(f".{args.archive}"):

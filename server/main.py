@@ -32,6 +32,7 @@ from server.api.routes import (
     health,
     live,
     play,
+    replay,
     studies,
     study_editor,
     users,
@@ -48,10 +49,10 @@ from server.models import ExportJob
 from server.player.heartbeat import Heartbeat
 from server.player.protocol import MAX_MESSAGE_BYTES
 from server.player.registry import Registry
-from server.services import exports as export_service
-from server.services.bulk_runner import BulkRunner
-from server.services.live_feed import LiveFeed
-from server.services.replay import ReaderCache
+from server.services.jobs import exports as export_service
+from server.services.jobs.bulk_runner import BulkRunner
+from server.services.live.live_feed import LiveFeed
+from server.services.review.replay import ReaderCache
 
 log = logging.getLogger(__name__)
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
@@ -224,8 +225,8 @@ def _start_thumbnails(settings: Settings) -> tuple[threading.Event, threading.Th
     so the catalog opens with pictures; None when the settings turn it off."""
     if not settings.catalog_thumbnails_at_start:
         return None
-    from server.services.env_check import allowed_environments
-    from server.services.env_validation import warm_catalog
+    from server.services.studies.env_check import allowed_environments
+    from server.services.studies.env_validation import warm_catalog
 
     stop = threading.Event()
 
@@ -338,6 +339,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         play,
         crowd,
         episodes,
+        replay,
         bulk,
         exports,
         live,

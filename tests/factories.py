@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from server.core import security
 from server.core.config import Settings
 from server.models import Role, Study, User
-from server.services import studies, study_files
+from server.services.studies import studies, study_files
 from server.study_spec import StudySpec
 
 ROOT = Path(__file__).resolve().parent.parent

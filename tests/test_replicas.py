@@ -23,7 +23,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from server.models import Episode, EpisodeStatus, LiveSessionRow, Replica
 from server.player.protocol import unpack_frame
-from server.services.replicas import REPLICA_LOST
+from server.services.live.replicas import REPLICA_LOST
 from tests.player.conftest import counter_env, spec
 from tests.test_server_crash import PASSWORD, _free_port
 from tests.test_server_crash import _serve as serve

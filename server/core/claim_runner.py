@@ -6,7 +6,7 @@ replica, or a claim lost to another replica stops the job) and puts back in the 
 jobs of replicas that stopped heartbeating. A subclass says what a job is: :meth:`prepare`
 rebuilds the work from the row, :meth:`execute` does it and returns ``("done", {column:
 value})``, ``("canceled",)`` or ``("failed", message)``. Exports (server/export/jobs.py) and
-bulk episode actions (server/services/bulk_runner.py) are the two kinds.
+bulk episode actions (server/services/jobs/bulk_runner.py) are the two kinds.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """This app process's identity among the replicas sharing one database.
 
 Each process serving the app is a *replica*: it registers a row in ``replicas``, heartbeats
-it, stamps the episodes it records with its id (server/services/replicas.py), names itself
+it, stamps the episodes it records with its id (server/services/live/replicas.py), names itself
 as the claimer of the jobs it runs (``export_jobs.claimed_by``) and in ``/api/health``. The
 id is ``settings.replica_id``: ``STUDIO_REPLICA_ID``, or made here once per process from the
 host name, the process id and a random suffix, so that a restarted process (even with the

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from server.services.quality import InputCounts
+from server.services.review.quality import InputCounts
 
 _KEEP_STEPS = 256  # frame-sent times kept for steps whose ack has not come yet
 

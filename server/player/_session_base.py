@@ -16,7 +16,7 @@ from server.player.outbox import Outbox
 from server.player.views import env_ready
 from server.principal import Principal
 from server.runtime import EnvWorker
-from server.services import crowd
+from server.services.crowd import progress
 from server.study_spec import StudySpec
 
 T = TypeVar("T")
@@ -70,7 +70,7 @@ class SessionBase:
         pid = self.principal.participant_id
         if pid is None:
             return None
-        return await self.db(crowd.state_for, self.study_id, self.spec, pid, last_env)
+        return await self.db(progress.state_for, self.study_id, self.spec, pid, last_env)
 
     def owned_by(self, principal: Principal) -> bool:
         """True when ``principal`` is the player of this session."""

@@ -14,7 +14,7 @@ from server.player._run import EpisodeRun
 from server.player._session_base import SessionBase
 from server.recording.format import episode_dir
 from server.runtime import RemoteError, WorkerError
-from server.services import crowd, episodes
+from server.services.crowd import episodes, progress
 
 log = logging.getLogger(__name__)
 CLOSED_ELSEWHERE = ("The server lost contact with this episode for too long and closed it; "
@@ -101,7 +101,7 @@ class EpisodeEndings(SessionBase):
             else:  # the details are the designer's (episode.error); never the participant's
                 state = await self.participant_state(last_env=run.env_id)
                 self.send({"type": "episode_failed", "episode_id": run.id,
-                           "message": crowd.STOPPED_MESSAGE,
+                           "message": progress.STOPPED_MESSAGE,
                            "next": self._next(state, run.env_id)})  # fmt: skip
         self.phase = Phase.idle if self.phase != Phase.closed else Phase.closed
 

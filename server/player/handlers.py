@@ -26,8 +26,8 @@ from server.player.session import (
 )
 from server.recording.format import now_ms
 from server.runtime import WorkerError
-from server.services import quality
-from server.services.crowd import FAILED_MESSAGE
+from server.services.crowd.progress import FAILED_MESSAGE
+from server.services.review import quality
 
 log = logging.getLogger(__name__)
 ACK_FLUSH = 30  # async mode: hand acks to the worker at least this often (in frames)

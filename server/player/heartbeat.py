@@ -3,7 +3,7 @@
 Two background tasks, off the players' path: the *beat* snapshots the registry in the event
 loop (attribute reads, no locks, no awaits) and writes it with the heartbeat stamp in one
 transaction in a thread, then renews its participants' session leases and ends the sessions
-whose lease another replica took over (server/services/leases.py); the *watch* abandons the
+whose lease another replica took over (server/services/crowd/leases.py); the *watch* abandons the
 episodes of replicas whose heartbeat stopped. Phases are reported as ``waiting`` (idle,
 starting, at the ready gate), ``playing``, ``paused`` or ``ended`` (the env ended it; the
 save question is open).
@@ -26,8 +26,9 @@ from server.core.replica import ReplicaInfo
 from server.player import protocol as p
 from server.player.registry import Registry
 from server.player.session import LiveSession, Phase
-from server.services import leases, replicas
-from server.services.quality import percentile
+from server.services.crowd import leases
+from server.services.live import replicas
+from server.services.review.quality import percentile
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,9 @@ from server.player.outbox import Frame, Outbox
 from server.player.views import study_view
 from server.recording.format import now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
-from server.services import crowd, episodes, replicas
-from server.services.env_check import allowed_environments
+from server.services.crowd import episodes, progress, quotas
+from server.services.live import replicas
+from server.services.studies.env_check import allowed_environments
 
 log = logging.getLogger(__name__)
 __all__ = ["ACTIVE", "LiveSession", "Phase", "PlayError", "refused", "wrong_state"]
@@ -169,9 +170,9 @@ class LiveSession(EpisodeEndings):
                 principal=self.principal, seed=seed, data_root=self.settings.data_root,
                 spec=self.spec, extra=extra, replica_id=self.settings.replica_id,
             )  # fmt: skip
-        except crowd.QuotaError as exc:
+        except quotas.QuotaError as exc:
             pid = self.principal.participant_id
-            state = crowd.state_for(db, self.study_id, self.spec, pid, env_id) if pid else None
+            state = progress.state_for(db, self.study_id, self.spec, pid, env_id) if pid else None
             raise refused(exc.code or "quota_reached", exc.message, state) from None
         return row, seed
 
@@ -189,7 +190,7 @@ class LiveSession(EpisodeEndings):
         await self.db(episodes.record_start_failure, episode_id, detail[:4000])
         if self.principal.participant_id is None:  # a designer test-playing: the details
             raise PlayError("env_failed", f"the environment did not start: {exc}")
-        raise await self.refusal("env_failed", crowd.FAILED_MESSAGE, env_id)
+        raise await self.refusal("env_failed", progress.FAILED_MESSAGE, env_id)
 
     async def _start_worker(self, env_id: str) -> None:
         env = self.spec.environment(env_id)

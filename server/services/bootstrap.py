@@ -14,7 +14,9 @@ from server.core.db import make_engine, make_sessionmaker
 from server.core.migrate import current_revision, upgrade_head
 from server.core.startup import startup_lock, wait_for_database
 from server.models import Role, Study, User
-from server.services import replicas, studies, study_files, users
+from server.services import users
+from server.services.live import replicas
+from server.services.studies import studies, study_files
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from server.models import Episode, Study, StudyState, User
 from server.player.protocol import SUBPROTOCOL, unpack_frame
-from server.services import studies
+from server.services.studies import studies
 from tests.factories import Factory
 
 FAKE = "tests.runtime.fake_envs"

@@ -10,7 +10,7 @@ from starlette.websockets import WebSocketDisconnect
 from server.core.config import Settings
 from server.models import Participant
 from server.player import tickets
-from server.services import studies
+from server.services.studies import studies
 from tests.player.conftest import Player, activate, counter_env, spec, ticket_socket
 
 
@@ -52,7 +52,7 @@ def test_join_refuses_bad_links_and_ids(factory, designer, db):
     studies_paused = factory.study(designer, spec(counter_env()))
     activate(db, studies_paused)
     from server.models import StudyState
-    from server.services import studies
+    from server.services.studies import studies
 
     studies.change_state(db, studies_paused, StudyState.paused)
     assert _join(anon, studies_paused.permalink_token).status_code == 409

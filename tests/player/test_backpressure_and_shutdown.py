@@ -14,8 +14,8 @@ from server.player.outbox import Outbox
 from server.player.session import LiveSession, Phase
 from server.principal import Principal
 from server.recording.writer import open_reader
-from server.services import episodes
-from server.services.studies import spec_of
+from server.services.crowd import episodes
+from server.services.studies.studies import spec_of
 from tests.player.conftest import Player, counter_env, row_of, spec
 
 

@@ -11,8 +11,9 @@ from server.core.db import make_sessionmaker
 from server.models import Episode, Participant, StudyState
 from server.player.session import LiveSession, PlayError
 from server.principal import Principal
-from server.services import episodes, studies
-from server.services.crowd import FAILED_MESSAGE
+from server.services.crowd import episodes
+from server.services.crowd.progress import FAILED_MESSAGE
+from server.services.studies import studies
 from tests.player.conftest import FAKE, Player, activate, counter_env, spec, ticket_socket
 
 BROKEN = {"id": "broken", "name": "Broken", "source": {"kind": "dm_env",

@@ -131,7 +131,7 @@ def test_a_session_whose_lease_another_replica_took_ends_as_a_takeover(factory, 
         session_id = player.seen[0]["session_id"]
         lease = db.scalars(select(SessionLease).where(SessionLease.session_id == session_id)).one()
         assert lease.replica_id == factory.app.state.settings.replica_id
-        # what a takeover on another replica does to the lease (server/services/leases.py)
+        # what a takeover on another replica does to the lease (server/services/crowd/leases.py)
         db.execute(update(SessionLease).values(session_id="elsewhere", replica_id="other"))
         db.commit()
         assert _closed_with(player) == 4000  # at this replica's next heartbeat tick

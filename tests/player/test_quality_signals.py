@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from server.models import EpisodeStatus
-from server.services import quality
+from server.services.review import quality
 from tests.player.conftest import Player, counter_env, row_of, spec
 
 SYNC_KEYS = [["KeyA"], [], ["KeyB"], ["KeyB"], [], [], ["KeyA", "KeyB"], ["KeyA"]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import update
 
 from server.models import Episode, EpisodeStatus
-from server.services.replicas import REPLICA_LOST
+from server.services.live.replicas import REPLICA_LOST
 from tests.player.conftest import Player, counter_env, row_of, spec
 
 
@@ -16,7 +16,7 @@ def test_an_episode_closed_by_another_replica_ends_with_episode_closed(factory, 
         player = Player(ws)
         episode = player.start()
         player.step(["KeyA"])
-        # what a live replica does to a dead one's episode (server/services/replicas.py)
+        # what a live replica does to a dead one's episode (server/services/live/replicas.py)
         db.execute(update(Episode).where(Episode.id == episode["id"])
                    .values(status=EpisodeStatus.abandoned, end_reason=REPLICA_LOST))  # fmt: skip
         db.commit()

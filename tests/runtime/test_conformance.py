@@ -20,7 +20,7 @@ from server.runtime import EnvWorker
 from server.runtime.adapters import build_adapter
 from server.runtime.catalog import CATALOG
 from server.runtime.input_mapping import ActionMapper
-from server.services.env_validation import SPEED_TOLERANCE
+from server.services.studies.env_validation import SPEED_TOLERANCE
 from server.study_spec import EnvironmentSpec
 from tests.runtime.conftest import ALLOWED, run
 

@@ -8,7 +8,8 @@ from playwright.sync_api import expect
 
 from server.models import Participant
 from server.principal import Principal
-from server.services import episodes, studies
+from server.services.crowd import episodes
+from server.services.studies import studies
 from tests.player.conftest import counter_env
 from tests.web._crowd import (
     crowd_study,

@@ -81,7 +81,7 @@ def test_a_reload_at_every_screen_has_a_way_forward(live_server, page, factory, 
 
 def test_a_paused_or_closed_link_says_which(live_server, page, factory, designer, db):
     from server.models import StudyState
-    from server.services import studies
+    from server.services.studies import studies
 
     study = crowd_study(db, factory, designer)
     studies.change_state(db, study, StudyState.paused)

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from server.models import Episode, utcnow
-from server.services import quality
+from server.services.review import quality
 from tests.api.routes._recorded import Inserter, record_set
 from tests.export._recordings import Recording
 from tests.factories import PASSWORD, Factory

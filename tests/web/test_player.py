@@ -278,7 +278,7 @@ def test_player_page_refuses_a_stranger(live_server, page, factory, designer):
 
 def test_a_replaced_link_says_it_no_longer_works(live_server, page, factory, designer, db):
     """Rotating the permalink revokes the tickets issued under the old one."""
-    from server.services import studies
+    from server.services.studies import studies
 
     study = _participant(page, live_server, factory, designer, db, counter_env())
     studies.rotate_permalink(db, study)

@@ -7,16 +7,17 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
-from server.errors import Conflict
+from server.api.routes import _jobs
 from server.models import BulkJob, JobState
 from server.schemas import BulkJobPublic, EpisodeBulkIn, EpisodeBulkOut
-from server.services import bulk, exports, studies
-from server.services.bulk_runner import BulkRunner
+from server.services.jobs import export_selection
+from server.services.jobs.bulk_runner import BulkRunner
+from server.services.review import bulk
+from server.services.studies import studies
 
 router = APIRouter(tags=["episodes"])
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such study, or not yours."}}
-CANCEL_WAIT_S = 15.0
 
 
 def bulk_public(job: BulkJob) -> BulkJobPublic:
@@ -66,7 +67,7 @@ def bulk_episodes(
     records who deleted how many (docs/export.md)."""
     study = studies.get_study(db, principal, study_id)
     sel = body.selection
-    flt = exports.selection_filter(sel.filter) if sel.filter is not None else None
+    flt = export_selection.selection_filter(sel.filter) if sel.filter is not None else None
     ids = bulk.matched_ids(db, study, sel.episode_ids, flt)
     act = bulk.check(bulk.BulkAction(body.action, tuple(body.tags), body.outcome))
     if flt is None and len(ids) <= settings.bulk_inline_max:
@@ -106,8 +107,5 @@ def cancel_bulk_job(
 ) -> BulkJobPublic:
     """Stop a queued or running bulk action between two chunks (the chunks done stay done)."""
     job = bulk.get_job(db, principal, job_id)
-    if job.state not in bulk.ACTIVE:
-        raise Conflict(f"The bulk job has already {job.state}.")
-    _bulk_runner(request).cancel(job.id, wait=CANCEL_WAIT_S)
-    db.refresh(job)
+    _jobs.cancel(db, job, bulk.ACTIVE, _bulk_runner(request), "bulk job")
     return bulk_public(job)

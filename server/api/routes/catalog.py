@@ -10,8 +10,8 @@ from fastapi.responses import FileResponse
 from server.api.deps import BudgetDep, CurrentUser, SettingsDep
 from server.errors import NotFound
 from server.schemas import CatalogEntryPublic
-from server.services import env_validation
-from server.services.env_check import allowed_environments
+from server.services.studies import env_validation
+from server.services.studies.env_check import allowed_environments
 
 router = APIRouter(prefix="/api", tags=["catalog"])
 

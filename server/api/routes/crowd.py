@@ -32,7 +32,8 @@ from server.schemas import (
     PreviewIn,
     PreviewOut,
 )
-from server.services import crowd, episodes, participants, studies
+from server.services.crowd import episodes, participants, progress, quotas
+from server.services.studies import studies
 
 router = APIRouter(tags=["player"])
 
@@ -66,7 +67,7 @@ def _out(db: Session, settings: Settings, study: Study, participant: Participant
         ticket=tickets.issue(settings.secret_key, study.id, participant.id,
                              tickets.signing_token(study), settings.ticket_ttl_s),
         participant_id=participant.external_id,
-        participant=crowd.state(db, study, spec, participant, reveal=reveal),
+        participant=progress.state(db, study, spec, participant, reveal=reveal),
         browser_key=issued,
         protocol=PROTOCOL_VERSION,
     )  # fmt: skip
@@ -77,7 +78,7 @@ def preview(body: PreviewIn, db: SessionDep) -> PreviewOut:
     """The study behind a permalink and whether it takes participants; creates nobody."""
     study = _study_for(db, body.token)
     spec = studies.spec_of(study)
-    return PreviewOut(study=study_view(study.id, spec), state=crowd.availability(db, study, spec))
+    return PreviewOut(study=study_view(study.id, spec), state=quotas.availability(db, study, spec))
 
 
 @router.post(
@@ -91,7 +92,7 @@ def join(body: JoinIn, db: SessionDep, settings: SettingsDep) -> PlayerStudyOut:
     who = participants.arrival(body.params, body.participant_id, spec.crowd)
     existing = participants.find(db, study.id, who.external_id)
     if existing is None or participants.outcome(existing) not in ("completed", "full"):
-        state = crowd.availability(db, study, spec)
+        state = quotas.availability(db, study, spec)
         if state in ("paused", "closed") or (state == "full" and existing is None):
             raise Conflict(CLOSED[state], code=state)
     return _out(db, settings, study, participants.join(db, study, who), body.browser_key)
@@ -117,7 +118,7 @@ def _state(db: Session, study: Study, participant: Participant, key: str | None,
     db.commit()
     issued = participants.new_key(db, participant, replace=True) if earned else None
     reveal = earned or participants.holds_key(participant, key)
-    out = crowd.state(db, study, studies.spec_of(study), participant, reveal=reveal)
+    out = progress.state(db, study, studies.spec_of(study), participant, reveal=reveal)
     if issued is not None:
         out["browser_key"] = issued
     return out
@@ -159,7 +160,7 @@ def complete(
     """ParticipantState with ``completion`` (or ``full_outcome``: code and redirect) for the
     browser that finishes or holds the key; 409 saying what is missing."""
     study, participant = ticket_holder(db, settings, x_play_ticket)
-    earned = crowd.complete(db, study, studies.spec_of(study), participant)
+    earned = progress.complete(db, study, studies.spec_of(study), participant)
     return _state(db, study, participant, x_browser_key, earned=earned)
 
 

@@ -12,18 +12,18 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse, StreamingResponse
 
 from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
-from server.errors import Conflict
+from server.api.routes import _jobs
 from server.export.jobs import JobManager
 from server.export.packaging import archive_members
 from server.models import ExportJob, JobState
 from server.recording.format import export_dir
 from server.schemas import ExportCreate, ExportJobPublic, ExportPreviewIn, ExportPreviewPublic
-from server.services import export_preview, exports, studies
+from server.services.jobs import export_preview, exports
+from server.services.studies import studies
 
 router = APIRouter(tags=["exports"])
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such export, or not yours."}}
-CANCEL_WAIT_S = 15.0
 _CHUNK = 1 << 16
 
 
@@ -153,10 +153,7 @@ def cancel_export(
 ) -> ExportJobPublic:
     """Stop a queued or running export; its output is removed."""
     job = exports.get_job(db, principal, job_id)
-    if job.state not in exports.ACTIVE:
-        raise Conflict(f"The export has already {job.state}.")
-    _manager(request).cancel(job.id, wait=CANCEL_WAIT_S)
-    db.refresh(job)
+    _jobs.cancel(db, job, exports.ACTIVE, _manager(request), "export")
     return public(job)
 
 
@@ -176,7 +173,7 @@ def delete_export(
     """Cancel an active export, or delete a finished one and its output."""
     job = exports.get_job(db, principal, job_id)
     if job.state in exports.ACTIVE:
-        _manager(request).cancel(job.id, wait=CANCEL_WAIT_S)
+        _manager(request).cancel(job.id, wait=_jobs.CANCEL_WAIT_S)
         return Response(status_code=204)
     shutil.rmtree(export_dir(settings.data_root, job.id), ignore_errors=True)
     db.delete(job)

@@ -1,7 +1,7 @@
 """The live study dashboard: its figures now, and a WebSocket that pushes them every tick.
 
 Only designers who manage the study (its owner, or an admin) see it. The figures come from
-the database (server/services/dashboard.py), so every replica shows the same ones.
+the database (server/services/live/dashboard.py), so every replica shows the same ones.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from server.models import MAX_DB_INT, Study
 from server.player import protocol as p
 from server.player.connection import close_quietly
 from server.principal import Principal
-from server.services import dashboard, studies, users
-from server.services.live_feed import LiveFeed
+from server.services import users
+from server.services.live import dashboard
+from server.services.live.live_feed import LiveFeed
+from server.services.studies import studies
 
 router = APIRouter(tags=["live"])
 REAUTH_S = 30.0  # how often an open dashboard socket checks its viewer may still see it

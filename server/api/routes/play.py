@@ -29,7 +29,9 @@ from server.player.session import LiveSession
 from server.player.views import study_view
 from server.principal import Principal
 from server.schemas import PlayerStudyOut
-from server.services import episodes, leases, studies, users
+from server.services import users
+from server.services.crowd import episodes, leases
+from server.services.studies import studies
 
 router = APIRouter(tags=["player"])
 
@@ -121,7 +123,7 @@ async def play_socket(websocket: WebSocket) -> None:
     participant_id = principal.participant_id
 
     def lease(session_id: str) -> bool:
-        # one live session per participant across every replica (server/services/leases.py)
+        # one live session per participant across every replica (server/services/crowd/leases.py)
         if participant_id is None:
             return True
         with sessionmaker() as db:

@@ -19,8 +19,8 @@ from server.schemas import (
     StudyUpdate,
     StudyValidationPublic,
 )
-from server.services import env_validation, studies, study_files, study_versions
-from server.services.env_check import (
+from server.services.studies import env_validation, studies, study_files, study_versions
+from server.services.studies.env_check import (
     allowed_environments,
     require_allowed,
     validate_study_environments,

@@ -12,8 +12,8 @@ from server.api.deps import BudgetDep, CurrentUser, SettingsDep
 from server.api.routes.studies import TOO_LARGE, YAML_BODY, AllowedDep, StudyFileBody
 from server.player.views import render_markdown
 from server.schemas import StudyCreate, StudyValidationPublic
-from server.services import env_validation, study_files
-from server.services.env_check import require_allowed
+from server.services.studies import env_validation, study_files
+from server.services.studies.env_check import require_allowed
 from server.study_spec import StrictModel
 
 router = APIRouter(prefix="/api", tags=["study editor"])

@@ -6,7 +6,7 @@ import csv
 import io
 
 from server.models import Episode, EpisodeStatus, Participant
-from server.services import crowd, episodes
+from server.services.crowd import codes, episodes
 from server.study_spec import CrowdSettings
 from tests.player.conftest import activate, counter_env, spec
 
@@ -17,30 +17,30 @@ def _who(platform, **fields):
 
 def test_redirects_per_platform():
     plain = CrowdSettings(completion_code="C-1")
-    assert crowd.completion(plain, _who("direct")) == {"code": "C-1", "redirect": None}
+    assert codes.completion(plain, _who("direct")) == {"code": "C-1", "redirect": None}
     mturk = _who("mturk", platform_session_id="ASG 1", submit_to="https://www.mturk.com")
-    assert crowd.completion(plain, mturk)["redirect"] == {
+    assert codes.completion(plain, mturk)["redirect"] == {
         "method": "POST", "url": "https://www.mturk.com/mturk/externalSubmit",
         "fields": {"assignmentId": "ASG 1", "completion_code": "C-1"},
     }  # fmt: skip
     custom = CrowdSettings(completion_code="a-b", completion_url="https://e.org/?c={code}&x=1")
-    assert crowd.completion(custom, _who("prolific"))["redirect"] == {
+    assert codes.completion(custom, _who("prolific"))["redirect"] == {
         "method": "GET", "url": "https://e.org/?c=a-b&x=1", "fields": {}}  # fmt: skip
     # an MTurk worker submits the HIT whatever URL the study set for its other participants
-    assert crowd.completion(custom, mturk)["redirect"]["url"] == (
+    assert codes.completion(custom, mturk)["redirect"]["url"] == (
         "https://www.mturk.com/mturk/externalSubmit"
     )
     full = CrowdSettings(completion_code="C-1", full_code="ROOMLESS")
-    assert crowd.full_outcome(full, _who("prolific"))["redirect"]["url"] == (
+    assert codes.full_outcome(full, _who("prolific"))["redirect"]["url"] == (
         "https://app.prolific.com/submissions/complete?cc=ROOMLESS"
     )
-    assert crowd.full_outcome(full, mturk)["redirect"]["fields"]["completion_code"] == "ROOMLESS"
-    assert crowd.full_outcome(CrowdSettings(), _who("prolific")) == {"code": "", "redirect": None}
+    assert codes.full_outcome(full, mturk)["redirect"]["fields"]["completion_code"] == "ROOMLESS"
+    assert codes.full_outcome(CrowdSettings(), _who("prolific")) == {"code": "", "redirect": None}
     out = CrowdSettings(screenout_code="NO")
-    assert crowd.screenout(out, _who("prolific"))["redirect"]["url"] == (
+    assert codes.screenout(out, _who("prolific"))["redirect"]["url"] == (
         "https://app.prolific.com/submissions/complete?cc=NO"
     )
-    assert crowd.screenout(out, mturk)["redirect"] is None  # MTurk: return the HIT
+    assert codes.screenout(out, mturk)["redirect"] is None  # MTurk: return the HIT
 
 
 def _finished(db, study, participant, settings, duration_s):

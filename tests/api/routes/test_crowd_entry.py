@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from server.models import Participant, StudyState
-from server.services import studies
+from server.services.studies import studies
 from tests.player.conftest import activate, counter_env, spec
 
 PROLIFIC = {"PROLIFIC_PID": "5f8a0c0ffee0123456789abc", "STUDY_ID": "st-1", "SESSION_ID": "se-1"}

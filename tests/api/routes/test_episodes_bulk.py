@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from server.models import Episode, EpisodeDeletion, EpisodeTag, Note, Role, StepTag
 from server.recording.format import episode_dir
-from server.services import bulk
+from server.services.review import bulk
 from tests.api.routes._recorded import Inserter, two_env_spec
 
 

@@ -14,7 +14,10 @@ from server.models import Episode, EpisodeStatus, StudyEnvironment
 from server.principal import Principal
 from server.recording.format import episode_dir
 from server.schemas import ExportSelection
-from server.services import episodes, exports, quality, replicas, review
+from server.services.crowd import episodes
+from server.services.jobs import export_selection
+from server.services.live import replicas
+from server.services.review import quality, review
 from tests.api.routes._recorded import Inserter, two_env_spec
 from tests.api.routes.test_episodes_bulk import run
 from tests.export._recordings import Recording, record_episode
@@ -299,9 +302,12 @@ def test_bulk_and_export_take_the_same_filter(world, db) -> None:  # type: ignor
     }
     assert run(c, url, short, inline=False)["changed"] == 2
     selection = ExportSelection(idle_over=0.4, min_steps=9)
-    long = exports.resolve(db, world["study"], ExportSelection(over_median=1.4))
+    long = export_selection.resolve(db, world["study"], ExportSelection(over_median=1.4))
     assert [e.id for e in long] == [eps[1].id]
-    assert [e.id for e in exports.resolve(db, world["study"], selection)] == [eps[1].id, eps[3].id]
+    assert [e.id for e in export_selection.resolve(db, world["study"], selection)] == [
+        eps[1].id,
+        eps[3].id,
+    ]
     bad = {"action": "delete", "selection": {"filter": {"under_median": 0}}}
     assert c.post(f"/api/studies/{sid}/episodes/bulk", json=bad).status_code == 422
 

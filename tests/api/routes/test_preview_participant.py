@@ -5,7 +5,8 @@ plays, and it is in no participants list, count or quota."""
 from __future__ import annotations
 
 from server.models import Episode, Participant, Role, StudyState
-from server.services import crowd, studies
+from server.services.crowd import quotas
+from server.services.studies import studies
 from tests.player.conftest import Player, activate, counter_env, spec, ticket_socket
 
 PREVIEW = "/api/studies/{}/preview-participant"
@@ -51,7 +52,7 @@ def test_a_draft_is_walked_as_a_prolific_participant_and_recorded_as_test_plays(
     tester = db.query(Participant).one()
     assert tester.is_test and tester.platform_study_id == "TEST-STUDY"
     # the test play fills no quota, and the test participant is nobody's participant
-    assert crowd.reserved_totals(db, study.id) == {}
+    assert quotas.reserved_totals(db, study.id) == {}
     assert client.get(f"/api/studies/{study.id}/participants").json() == []
     listed = client.get(f"/api/studies/{study.id}/episodes", params={"include_tests": True})
     assert [e["is_test"] for e in listed.json()["items"]] == [True]

@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy import select
 
 from server.models import BulkJob, Episode, JobState
-from server.services import bulk
-from server.services.bulk_runner import BulkRunner
+from server.services.jobs.bulk_runner import BulkRunner
+from server.services.review import bulk
 from tests.api.routes._recorded import Inserter, two_env_spec
 from tests.api.routes.test_episodes_bulk import run, wait_job
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from server.models import Episode, StudyState
-from server.services import study_files
+from server.services.studies import study_files
 from server.study_spec import StudySpec
 from tests.api.routes._recorded import Inserter, two_env_spec
 from tests.factories import spec_dict

@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 
 from server.core import security
 from server.core.config import Settings
-from server.services import study_files
+from server.services.studies import study_files
 from tests.factories import PASSWORD, Factory
-from tests.services.test_study_files import billion_laughs, nested
+from tests.services.studies.test_study_files import billion_laughs, nested
 
 YAML = {"Content-Type": "application/yaml"}
 JSON = {"Content-Type": "application/json"}

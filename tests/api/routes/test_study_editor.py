@@ -148,8 +148,8 @@ def test_the_server_builds_catalog_thumbnails_at_start(settings, monkeypatch):  
 
     from server.main import create_app
     from server.runtime import catalog
-    from server.services import env_validation
-    from server.services.env_check import allowed_environments
+    from server.services.studies import env_validation
+    from server.services.studies.env_check import allowed_environments
 
     two = {k: catalog.CATALOG[k] for k in ("CartPole", "MountainCar")}
     monkeypatch.setattr(catalog, "CATALOG", two)

@@ -180,7 +180,7 @@ def test_defaults_written_out_are_the_same_meaning(world, db) -> None:  # type: 
 
 
 def test_a_setting_left_to_its_schema_default_is_the_same_meaning() -> None:
-    from server.services.study_versions import meaning_changes
+    from server.services.studies.study_versions import meaning_changes
     from server.study_spec import StudySpec
 
     def spec(kwargs: dict) -> StudySpec:  # type: ignore[type-arg]

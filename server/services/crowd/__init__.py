@@ -1,0 +1,1 @@
+"""Crowd studies: participants, their sessions and episodes, quotas, assignment, codes."""

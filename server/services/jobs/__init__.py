@@ -1,0 +1,1 @@
+"""Background jobs on the app side: exports (selection, preview, rows), bulk runs, videos."""

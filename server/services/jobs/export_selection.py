@@ -1,0 +1,191 @@
+"""What an export takes: a designer's selection as episodes (422 naming what is wrong when it
+selects none), the exporter's inputs of them, and the checks made before a job is queued."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from server.core.security import salted_hash
+from server.errors import Invalid
+from server.export import (
+    EpisodeInput,
+    ExportError,
+    ExportOptions,
+    IncompatibleEnvironmentsError,
+    StepTag,
+    check_compatible,
+)
+from server.export.export_job import check_format
+from server.models import Episode, EpisodeStatus, Study
+from server.schemas import EpisodeFilterIn, ExportSelection
+from server.services.jobs.export_spaces import one_log_per_env
+from server.services.review import labels, review
+from server.services.studies import studies
+
+
+def selection_filter(sel: EpisodeFilterIn) -> review.EpisodeFilter:
+    """The review filter of the page's filter fields (an export selection is one too)."""
+    return review.EpisodeFilter(
+        statuses=[str(s) for s in sel.statuses],
+        env_keys=sel.environments,
+        participants=sel.participants,
+        tags=sel.tags,
+        exclude_tags=sel.exclude_tags,
+        since=sel.since,
+        until=sel.until,
+        min_return=sel.min_return,
+        max_return=sel.max_return,
+        min_steps=sel.min_steps,
+        max_steps=sel.max_steps,
+        p99_over_ms=sel.p99_over_ms,
+        idle_over=sel.idle_over,
+        under_median=sel.under_median,
+        over_median=sel.over_median,
+        include_tests=sel.include_tests,
+        outcomes=sel.outcomes,
+        excluded=_excluded(sel) if isinstance(sel, ExportSelection) else sel.excluded,
+    )
+
+
+def _excluded(sel: ExportSelection) -> bool | None:
+    """Exports leave excluded episodes out unless asked to include them (or ask for them:
+    ``excluded``, the page's filter)."""
+    if sel.excluded is not None:
+        return sel.excluded
+    return None if sel.include_excluded else False
+
+
+def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
+    """The selected episodes of ``study``; 422 naming what is wrong when there are none."""
+    load = (
+        selectinload(Episode.tags),
+        selectinload(Episode.step_tags),
+        selectinload(Episode.notes),
+    )
+    if sel.episode_ids is not None:
+        ids = list(dict.fromkeys(sel.episode_ids))
+        if not ids:
+            raise Invalid(
+                "Select at least one episode.",
+                detail=[{"loc": ["body", "selection", "episode_ids"], "msg": "empty selection"}],
+            )
+        rows = db.scalars(
+            select(Episode).options(*load).where(Episode.id.in_(ids), Episode.study_id == study.id)
+        ).all()
+        found = {e.id: e for e in rows}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise Invalid(
+                f"No episode {', '.join(missing[:5])} in this study.",
+                detail=[
+                    {"loc": ["body", "selection", "episode_ids"], "msg": f"unknown episode {i}"}
+                    for i in missing
+                ],
+            )
+        episodes = [found[i] for i in ids]
+        if not sel.include_excluded:
+            episodes = [e for e in episodes if not e.excluded]
+            if not episodes:
+                raise Invalid(
+                    "Every selected episode is marked excluded; include excluded episodes "
+                    "to export them.",
+                    detail=[{"loc": ["body", "selection"], "msg": "only excluded episodes"}],
+                )
+    else:
+        query = review.filtered(study.id, selection_filter(sel))
+        episodes = list(db.scalars(query.options(*load).order_by(Episode.started_at, Episode.id)))
+        if not episodes:
+            raise Invalid(
+                "No episode matches the selection (only completed episodes are exported "
+                "unless you choose other statuses; excluded ones only when included).",
+                detail=[{"loc": ["body", "selection"], "msg": "matches no episode"}],
+            )
+    recording = [e.id for e in episodes if e.status == EpisodeStatus.recording]
+    if recording:
+        raise Invalid(
+            f"Episode {recording[0]} is still being recorded; export it once it has ended.",
+            detail=[{"loc": ["body", "selection"], "msg": f"episode {recording[0]} recording"}],
+        )
+    return episodes
+
+
+def instructions_of(study: Study) -> dict[str, str]:
+    """Each environment's instructions, else the study's (the OXE language instruction)."""
+    spec = studies.spec_of(study)
+    return {env.id: (env.instructions or spec.instructions).strip() for env in spec.environments}
+
+
+def episode_inputs(
+    db: Session,
+    episodes: list[Episode],
+    secret_key: str,
+    data_root: Path,
+    instructions: dict[str, str] | None = None,
+) -> list[EpisodeInput]:
+    """The exporter's inputs: log folders, pseudonymous agent ids, tags, notes, instructions."""
+    externals = review.external_ids(db, episodes)
+    inputs = []
+    for e in episodes:
+        inputs.append(
+            EpisodeInput(
+                log_dir=review.log_dir(e, data_root),
+                episode_id=e.id,
+                agent_id=salted_hash(secret_key, review.agent_key(e, externals)),
+                status=str(e.status),
+                tags=tuple(sorted(t.name for t in e.tags)),
+                step_tags=tuple(
+                    StepTag(t.name, t.start_step, t.end_step)
+                    for t in sorted(e.step_tags, key=lambda t: (t.start_step, t.id))
+                ),
+                notes="\n\n".join(n.body for n in labels.notes_of(e)),
+                instruction=(instructions or {}).get(e.env_key, ""),
+                outcome=review.effective_outcome(e) or "",
+                player_outcome=e.player_outcome or "",
+                reviewer_outcome=e.outcome or "",
+            )
+        )
+    return inputs
+
+
+INCOMPATIBLE = "incompatible_environments"
+
+
+def check_inputs(
+    episodes: list[Episode],
+    inputs: list[EpisodeInput],
+    options: ExportOptions,
+    split_by_env: bool = False,
+) -> None:
+    """Cheap checks before queuing: logs exist; one log per environment has the same spaces
+    (each environment its own, when split by environment), which the format can hold.
+
+    Environments with different spaces answer a 422 with ``code`` ``incompatible_environments``
+    and the environments in ``environments``: the page offers to split by environment."""
+    for ep in inputs:
+        if not ep.log_dir.is_dir():
+            raise Invalid(
+                f"Episode {ep.episode_id} has no log on disk; it cannot be exported.",
+                detail=[{"loc": ["body", "selection"], "msg": f"episode {ep.episode_id}: no log"}],
+            )
+    one_per_env = one_log_per_env(episodes, inputs)
+    groups = [[ep] for ep in one_per_env.values()] if split_by_env else [list(one_per_env.values())]
+    try:
+        used = sorted({t.name for ep in inputs for t in ep.step_tags})
+        names = used if options.step_tag_names is None else sorted(set(options.step_tag_names))
+        for group in groups:
+            check_format(check_compatible(group), options, names)
+    except IncompatibleEnvironmentsError as exc:
+        raise Invalid(
+            f"Cannot export this selection: {exc}.",
+            detail=[{"loc": ["body", "selection"], "msg": "environments with different spaces",
+                     "environments": sorted(one_per_env)}],
+            code=INCOMPATIBLE,
+        ) from exc  # fmt: skip
+    except ExportError as exc:
+        raise Invalid(
+            f"Cannot export this selection: {exc}.",
+            detail=[{"loc": ["body", "selection"], "msg": str(exc)}],
+        ) from exc

@@ -1,0 +1,1 @@
+"""Live monitoring: the dashboard's figures and feed, replicas and their sessions."""

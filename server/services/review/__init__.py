@@ -1,0 +1,1 @@
+"""Review: listing and counting episodes, replay, labels, quality signals, bulk actions."""

@@ -1,0 +1,240 @@
+"""Quality signals of an episode, computed once when it ends, and each environment's median
+length.
+
+Signals (columns of ``episodes``; ``quality_at`` is when they were computed, NULL: "not
+computed", an episode recorded before they existed - ``rlds-studio quality`` computes them):
+
+``idle_share``
+    Share of the episode's actions whose recorded raw input held no control (no key, no
+    button over half-way, no axis past half) - 0 to 1; NULL without any action.
+``inputs_per_s``
+    Controls newly pressed (from one action's input to the next) per second of the episode's
+    ``duration_s`` (from the player's ``go`` to its end); NULL without a duration.
+``latency_p50_ms`` / ``latency_p95_ms`` / ``latency_p99_ms``
+    Input latency percentiles: from the client sending an input to drawing the frame it
+    produced. At the player's finalization they come from every acknowledged frame the
+    session measured; otherwise (crash recovery, backfill) from the acknowledgements the log
+    holds (the last frames' may be missing).
+``frames_dropped``
+    Frames the player never got (counted by the session; the log does not know them).
+
+The median length of an environment's completed episodes is cached on its
+``study_environments`` row (``median_steps``): refreshed whenever an episode of it ends or
+episodes are deleted, so listing and filtering by "k x the median" costs no aggregate over
+the study's episodes (on 100,000 episodes that aggregate alone would take most of a page's
+time budget).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from server.models import Episode, EpisodeStatus, StudyEnvironment, utcnow
+from server.services.review._replay_step import finite, parse_json, pressed
+
+if TYPE_CHECKING:
+    from server.export.episode import RldsEpisode
+
+log = logging.getLogger(__name__)
+
+# Badge thresholds (the list's badges; filters take their own numbers)
+IDLE_BADGE = 0.5  # idle share at or above
+SLOW_P99_MS = 100.0  # p99 input latency at or above
+SHORT_RATIO = 0.5  # steps under this times the environment's median
+LONG_RATIO = 2.0  # steps over this times the environment's median
+
+
+@dataclass
+class InputCounts:
+    """What the held input was at each action, counted as the actions happen (the player
+    session keeps one per episode, so ending an episode never re-reads its log)."""
+
+    actions: int = 0
+    idle: int = 0  # actions taken with nothing held
+    presses: int = 0  # controls newly held since the previous action
+    held: frozenset[str] = frozenset()  # what the previous action held
+
+    def add(self, held: frozenset[str], actions: int = 1) -> None:
+        """``actions`` more actions, all taken with ``held``."""
+        if actions <= 0:
+            return
+        self.actions += actions
+        self.idle += actions if not held else 0
+        self.presses += len(held - self.held)
+        self.held = held
+
+    def signals(self, latencies_ms: Sequence[float], duration_s: float | None) -> Signals:
+        """The episode's signals from these counts."""
+        per_s = self.presses / duration_s if duration_s and duration_s > 0 else None
+        return Signals(
+            idle_share=self.idle / self.actions if self.actions else None,
+            inputs_per_s=per_s,
+            latency_p50_ms=percentile(latencies_ms, 50),
+            latency_p95_ms=percentile(latencies_ms, 95),
+            latency_p99_ms=percentile(latencies_ms, 99),
+        )
+
+
+def held_controls(raw: Any) -> frozenset[str]:
+    """The controls a raw input (data or recorded JSON text) holds."""
+    return frozenset(pressed(parse_json(raw) if isinstance(raw, str | bytes) else raw))
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What :func:`from_steps` measures of one episode."""
+
+    idle_share: float | None
+    inputs_per_s: float | None
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    latency_p99_ms: float | None
+
+    def columns(self) -> dict[str, float | None]:
+        """The episode columns these signals fill (names are the fields' own)."""
+        return dataclasses.asdict(self)
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q`` percentile (0-100, linear interpolation) or None without values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def from_steps(
+    inputs: Iterable[Any], latencies_ms: Sequence[float], duration_s: float | None
+) -> Signals:
+    """Signals from each action's raw input (JSON text or data, in order), the measured input
+    latencies and the episode's duration."""
+    counts = InputCounts()
+    for raw in inputs:
+        counts.add(held_controls(raw))
+    return counts.signals(latencies_ms, duration_s)
+
+
+def read_log(storage_path: Path | str) -> RldsEpisode | None:
+    """An episode's log as RLDS steps; None when it is missing, empty or unreadable."""
+    from server.export.episode import read_episode  # reads envlogger logs; imported lazily
+
+    try:
+        return read_episode(Path(storage_path))
+    except Exception as exc:  # the Riegeli reader raises plain RuntimeErrors/ValueErrors
+        log.warning("episode log %s not readable (%s)", storage_path, exc)
+        return None
+
+
+def from_recorded(recorded: RldsEpisode, duration_s: float | None) -> Signals:
+    """Signals from a read log (the latency from the frame acknowledgements it holds)."""
+    latencies = [
+        float(value)
+        for timing in recorded.timings
+        if (value := finite(timing.get("input_latency_ms"))) is not None and value >= 0
+    ]
+    # the last RLDS step has no action (its input is a zero-filled "null")
+    return from_steps(recorded.inputs[:-1], latencies, duration_s)
+
+
+def from_log(storage_path: Path | str, duration_s: float | None) -> Signals | None:
+    """Signals from an episode's envlogger log; None when the log cannot be read."""
+    recorded = read_log(storage_path)
+    return None if recorded is None else from_recorded(recorded, duration_s)
+
+
+def apply(episode: Episode, signals: Signals | None) -> None:
+    """Store ``signals`` on the row (None: nothing could be measured) and stamp
+    ``quality_at``."""
+    if signals is not None:
+        for column, value in signals.columns().items():
+            setattr(episode, column, value)
+    episode.quality_at = utcnow()
+
+
+def compute(episode: Episode) -> None:
+    """Signals of an ended episode from its log."""
+    recorded = read_log(episode.storage_path) if episode.steps else None
+    apply(episode, None if recorded is None else from_recorded(recorded, episode.duration_s))
+
+
+# --- environment medians --------------------------------------------------------------------
+def median_steps(db: Session, study_env_id: int) -> float | None:
+    """The median length of an environment's completed episodes (None without any): two index
+    lookups on (study_env_id, status, steps), no sort of the episodes."""
+    where = (Episode.study_env_id == study_env_id, Episode.status == EpisodeStatus.completed)
+    n = db.scalar(select(func.count()).where(*where)) or 0
+    if not n:
+        return None
+    middle = db.scalars(
+        select(Episode.steps).where(*where).order_by(Episode.steps).offset((n - 1) // 2).limit(2)
+    ).all()
+    pair = middle if n % 2 == 0 else middle[:1]
+    return float(sum(pair)) / len(pair)
+
+
+def refresh_medians(db: Session, study_env_ids: Iterable[int]) -> None:
+    """Recompute the cached medians of these environments (commit left to the caller)."""
+    for env_id in set(study_env_ids):
+        row = db.get(StudyEnvironment, env_id)
+        if row is not None:
+            row.median_steps = median_steps(db, env_id)
+
+
+def medians(db: Session, study_id: int) -> dict[int, float]:
+    """study_env_id -> cached median length, for a study's environments that have one."""
+    rows = db.execute(
+        select(StudyEnvironment.id, StudyEnvironment.median_steps).where(
+            StudyEnvironment.study_id == study_id, StudyEnvironment.median_steps.is_not(None)
+        )
+    ).tuples()
+    return {int(i): float(m) for i, m in rows if m is not None}
+
+
+def badges(episode: Episode, median: float | None) -> list[dict[str, str]]:
+    """The list's badges of an episode: ``{"flag", "label"}`` (see the thresholds above)."""
+    out: list[dict[str, str]] = []
+    if episode.idle_share is not None and episode.idle_share >= IDLE_BADGE:
+        out.append({"flag": "idle", "label": f"idle {round(episode.idle_share * 100)}%"})
+    if episode.latency_p99_ms is not None and episode.latency_p99_ms >= SLOW_P99_MS:
+        out.append({"flag": "slow", "label": f"p99 {round(episode.latency_p99_ms)} ms"})
+    if episode.frames_dropped:
+        out.append({"flag": "dropped", "label": f"{episode.frames_dropped} dropped"})
+    if median and episode.status != EpisodeStatus.recording:
+        if episode.steps < SHORT_RATIO * median:
+            out.append({"flag": "short", "label": "short"})
+        elif episode.steps > LONG_RATIO * median:
+            out.append({"flag": "long", "label": "long"})
+    return out
+
+
+# --- backfill -----------------------------------------------------------------------------
+def backfill(db: Session, study_id: int | None = None, *, recompute: bool = False) -> int:
+    """Compute the signals of ended episodes that have none (``recompute``: of every ended
+    episode) from their logs, then refresh the medians; returns how many were computed."""
+    query = select(Episode).where(Episode.status != EpisodeStatus.recording)
+    if study_id is not None:
+        query = query.where(Episode.study_id == study_id)
+    if not recompute:
+        query = query.where(Episode.quality_at.is_(None))
+    done = 0
+    envs: set[int] = set()
+    for episode in db.scalars(query.order_by(Episode.id)).all():
+        compute(episode)
+        envs.add(episode.study_env_id)
+        done += 1
+        if done % 100 == 0:
+            db.commit()
+    refresh_medians(db, envs)
+    db.commit()
+    return done

@@ -1,0 +1,1 @@
+"""Studies: their files and versions, and whether their environments run here."""
