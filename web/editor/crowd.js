@@ -2,8 +2,8 @@
 // requirements, the inputs participants may play with) and a table of which completion
 // applies to whom, kept up to date as the designer types.
 
-import { el } from "./api.js";
-import { getIn, inputField, markdownField, selectField, setIn, switchField, uid } from "./editor-fields.js";
+import { el } from "../shared/api.js";
+import { getIn, inputField, markdownField, selectField, setIn, switchField, uid } from "./fields.js";
 
 const INPUTS = [["keyboard", "Keyboard"], ["gamepad", "Gamepad"], ["touch", "Touch (on-screen buttons)"]];
 const DEFAULT_INPUTS = ["keyboard", "gamepad"];

@@ -1,7 +1,7 @@
 // RLDS Studio, the designer's page: the users section (admins add, deactivate, reactivate,
 // and see and clear login limits).
 
-import { el, showError, toast } from "./api.js";
+import { el, showError, toast } from "../shared/api.js";
 
 const $ = (selector) => document.querySelector(selector);
 const ctx = { api: null, confirmAction: null, currentUser: () => null };

@@ -1,6 +1,6 @@
 // RLDS Studio, the designer's page: small UI helpers (state badges, times, confirmation).
 
-import { el } from "./api.js";
+import { el } from "../shared/api.js";
 
 const $ = (selector) => document.querySelector(selector);
 

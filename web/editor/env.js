@@ -2,11 +2,11 @@
 // pace, limits, image quality, camera, seeds, quotas, settings, controls), with its buttons
 // to move, duplicate and remove it, and what Validate found for it.
 
-import { el } from "./api.js";
-import { mountControlsEditor } from "./editor-controls.js";
-import { fieldBox, inputField, markdownField, selectField, setIn, switchField, uid } from "./editor-fields.js";
-import { mountSettings } from "./editor-settings.js";
-import { renderEnvReport } from "./editor-validation.js";
+import { el } from "../shared/api.js";
+import { mountControlsEditor } from "./controls.js";
+import { fieldBox, inputField, markdownField, selectField, setIn, switchField, uid } from "./fields.js";
+import { mountSettings } from "./settings.js";
+import { renderEnvReport } from "./validation.js";
 
 /** What an environment's source names: a Gymnasium id or a dm_env factory. */
 export function sourceRef(env) {

@@ -2,7 +2,7 @@
 // is present only when the designer set it (an empty field leaves the key out, so its
 // default applies; a value equal to the default stays set), and Markdown with a preview.
 
-import { el } from "./api.js";
+import { el } from "../shared/api.js";
 
 let counter = 0;
 /** A page-unique id for a new field. */

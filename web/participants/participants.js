@@ -1,7 +1,7 @@
 // Participants page: who took part in a study, how far they got, and a CSV for the crowd
 // platform's bonus and approval uploads. /participants.html?study=<id>
 
-import { createApi, el } from "./api.js";
+import { createApi, el } from "../shared/api.js";
 
 const $ = (id) => document.getElementById(id);
 const study = Number(new URLSearchParams(location.search).get("study"));

@@ -3,8 +3,8 @@
    the study's crowd screens with a TEST participant — consent, instructions, lobby, ready
    gate, play, save dialog, completion page. Every screen says TEST (the banner, the dialogs,
    the code); its episodes are test plays and nothing counts (docs/review.md). */
-import { createApi } from "./api.js";
-import * as crowd from "./player-crowd.js";
+import { createApi } from "../shared/api.js";
+import * as crowd from "./crowd.js";
 
 const $ = (id) => document.getElementById(id);
 const api = createApi();

@@ -12,7 +12,7 @@ const PLATFORM_PARAMS = ["PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "workerId", "
 export const MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE";
 const UNREACHABLE = "The server cannot be reached. Check your connection and try again.";
 
-/* A designer's preview as a participant (player-preview.js): codes are marked TEST and the
+/* A designer's preview as a participant (preview.js): codes are marked TEST and the
    way back to the platform goes nowhere. */
 let testMode = false;
 export function setTestMode(on) { testMode = on; }

@@ -2,9 +2,9 @@
 // /episodes.html?study=<id>; writes carry X-CSRF-Token = the studio_csrf cookie.
 // The URL holds the filters, the sort, the page, the episode and the step (a deep link).
 
-import { createApi, el, errorMessage, toast as showToast } from "./api.js";
-import { createExport } from "./episodes_export.js";
-import { createReplay } from "./episodes_replay.js";
+import { createApi, el, errorMessage, toast as showToast } from "../shared/api.js";
+import { createExport } from "./export.js";
+import { createReplay } from "./replay.js";
 
 const $ = (id) => document.getElementById(id);
 const STATUSES = ["completed", "rejected", "canceled", "abandoned", "failed", "recording"];
@@ -440,7 +440,7 @@ async function followBulkJob(job) {
   return { matched: job.total, changed: job.changed, skipped_recording: job.skipped_recording };
 }
 
-// --- replay viewer (web/episodes_replay.js) --------------------------------------------
+// --- replay viewer (replay.js) --------------------------------------------
 async function openEpisode(id, step = 0, { scroll = true } = {}) {
   const ep = await api("GET", `/api/episodes/${id}`);
   renderSide(ep); renderTable();

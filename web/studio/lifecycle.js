@@ -1,8 +1,8 @@
 // RLDS Studio, the designer's page: a study's lifecycle (activate, pause, resume, close,
 // delete) and its permalink (copy, rotate).
 
-import { el, toast } from "./api.js";
-import { STATE_LABELS, confirmAction } from "./app-ui.js";
+import { el, toast } from "../shared/api.js";
+import { STATE_LABELS, confirmAction } from "./ui.js";
 
 const $ = (selector) => document.querySelector(selector);
 const ctx = { api: null, selected: () => null, withDetailErrors: null, refreshAfterWrite: null, deleted: null };

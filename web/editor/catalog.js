@@ -1,7 +1,7 @@
 // RLDS Studio, study editor: the catalog (``GET /api/catalog``), its picker dialog, and the
 // catalog entry an environment of the study comes from.
 
-import { el } from "./api.js";
+import { el } from "../shared/api.js";
 
 let catalog = null; // the entries, loaded once per page
 let gymIds = null; // allowed Gymnasium ids, asked once per page

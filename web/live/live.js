@@ -2,7 +2,7 @@
 // /ws/studies/<id>/live every tick (read from the database, the same on every replica);
 // the page reconnects by itself after a restart.
 
-import { createApi, el } from "./api.js";
+import { createApi, el } from "../shared/api.js";
 
 const $ = (id) => document.getElementById(id);
 const study = Number(new URLSearchParams(location.search).get("study"));

@@ -2,7 +2,7 @@
 // and "Save as a new version" when a change alters what recorded episodes mean
 // (the server answers 409 with code needs_new_version; see docs/study-format.md).
 
-import { el } from "./api.js";
+import { el } from "../shared/api.js";
 
 export const NEEDS_NEW_VERSION = "needs_new_version";
 
@@ -53,7 +53,7 @@ export function renderVersions(study, open) {
 /**
  * The "Save as a new version" button beside the editor's Save, for studies that have left
  * the draft state (a draft saves anything in place); ``onSave`` posts the editor's study
- * (web/editor.js ``saveAsVersion``).
+ * (web/editor/editor.js ``saveAsVersion``).
  */
 export function renderVersionButton(study, onSave) {
   let button = document.getElementById("save-version");

@@ -2,12 +2,12 @@
    lobby, ready gate, episodes, completion — and the play socket (docs/protocol.md). Every
    screen has a way forward; a reload finds its place again from the server (/api/play/me,
    the session id) with the ticket kept in sessionStorage. */
-import * as crowd from "./player-crowd.js";
-import { createInput, PLAYER_KEYS } from "./player-input.js";
-import * as preview from "./player-preview.js";
-import { renderTouch } from "./player-touch.js";
-import * as views from "./player-views.js";
-import { fit, fmt, onFrame, onFrameDrawn, updateStatus } from "./player-stage.js";
+import * as crowd from "./crowd.js";
+import { createInput, PLAYER_KEYS } from "./input.js";
+import * as preview from "./preview.js";
+import { renderTouch } from "./touch.js";
+import * as views from "./views.js";
+import { fit, fmt, onFrame, onFrameDrawn, updateStatus } from "./stage.js";
 
 const PROTOCOL = 1;
 const SUBPROTOCOL = "rlds-studio";

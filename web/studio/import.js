@@ -1,6 +1,6 @@
 // RLDS Studio, the designer's page: new studies from YAML (typed in a dialog, or a file).
 
-import { showError, toast } from "./api.js";
+import { showError, toast } from "../shared/api.js";
 
 const $ = (selector) => document.querySelector(selector);
 const ctx = { api: null, signedIn: () => false, opened: async () => {} };

@@ -1,6 +1,6 @@
 /* The player's input: keyboard and gamepad to `input` messages (one step per press in sync
    mode, the held set in async mode), plus the player's own keys (start, pause, cancel). */
-import { now, readPad } from "./player-stage.js";
+import { now, readPad } from "./stage.js";
 
 export const PLAYER_KEYS = { start: "Enter", pause: "Escape", cancel: "Delete" };
 const GAMEPAD_POLL_MS = 4; // while a gamepad is connected

@@ -5,12 +5,12 @@
 // The study is held as the values the designer set (``data``): a field left empty is not
 // written, so its default applies; a value set equal to its default stays written.
 
-import { ApiError, el, showError, toast } from "./api.js";
-import { entryFor, environmentFrom, freeId, loadCatalog, pickEnvironment } from "./editor-catalog.js";
-import { renderEnvCard } from "./editor-env.js";
-import { crowdSection } from "./editor-crowd.js";
-import { flushSettings } from "./editor-settings.js";
-import { fieldBox, getIn, inputField, markdownField, setIn, uid } from "./editor-fields.js";
+import { ApiError, el, showError, toast } from "../shared/api.js";
+import { entryFor, environmentFrom, freeId, loadCatalog, pickEnvironment } from "./catalog.js";
+import { renderEnvCard } from "./env.js";
+import { crowdSection } from "./crowd.js";
+import { flushSettings } from "./settings.js";
+import { fieldBox, getIn, inputField, markdownField, setIn, uid } from "./fields.js";
 
 const $ = (selector) => document.querySelector(selector);
 

@@ -2,8 +2,8 @@
 // reward chart, keyboard stepping and step tags. Steps are read a page at a time (any
 // step of a long episode), and only a few pages are kept.
 
-import { el } from "./api.js";
-import { createChart } from "./episodes_chart.js";
+import { el } from "../shared/api.js";
+import { createChart } from "./chart.js";
 
 const $ = (id) => document.getElementById(id);
 const PAGE = 200;          // steps per request

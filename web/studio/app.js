@@ -1,12 +1,12 @@
 // RLDS Studio: the designer's pages (login, studies, study detail, users), on the JSON API.
 
-import { createApi, el, showError, toast } from "./api.js";
-import { initImport, openNewYaml } from "./app-import.js";
-import { copyLink, initLifecycle, lifecycleButtons, rotateLink } from "./app-lifecycle.js";
-import { STATE_LABELS, badge, confirmAction, timeElement } from "./app-ui.js";
-import { initUsers, loadUsers } from "./app-users.js";
-import { confirmLeave, discard, initEditor, loadStudy, save, saveAsVersion, unload, validate } from "./editor.js";
-import { needsNewVersion, offerNewVersion, renderVersionButton, renderVersions, versionNote } from "./study-versions.js";
+import { createApi, el, showError, toast } from "../shared/api.js";
+import { initImport, openNewYaml } from "./import.js";
+import { copyLink, initLifecycle, lifecycleButtons, rotateLink } from "./lifecycle.js";
+import { STATE_LABELS, badge, confirmAction, timeElement } from "./ui.js";
+import { initUsers, loadUsers } from "./users.js";
+import { confirmLeave, discard, initEditor, loadStudy, save, saveAsVersion, unload, validate } from "../editor/editor.js";
+import { needsNewVersion, offerNewVersion, renderVersionButton, renderVersions, versionNote } from "./versions.js";
 
 const $ = (selector) => document.querySelector(selector);
 

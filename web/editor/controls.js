@@ -12,7 +12,7 @@
 // marked "not for players" (``not_for_players``); a key another action holds moves only
 // once the designer says so. Returns ``{ controls, destroy }``.
 
-import { el } from "./api.js";
+import { el } from "../shared/api.js";
 
 const CAPTURE_TIMEOUT_MS = 15000;
 const PRESSED = 0.5; // a gamepad button, or an axis moved this far, counts as pressed

@@ -1,7 +1,7 @@
 // RLDS Studio, study editor: what Validate found for one environment (spaces, first frame,
 // resolved controls, game speed, warnings and problems with their field paths).
 
-import { el, problems } from "./api.js";
+import { el, problems } from "../shared/api.js";
 
 const num = (v) => (Number.isInteger(v) ? String(v) : String(+v.toPrecision(6)).replace("-", "−"));
 // JSON has no infinity: an unbounded low is null (−∞), an unbounded high null (∞)

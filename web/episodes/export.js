@@ -1,7 +1,7 @@
 // The episodes page's export dialog: before it starts, what the export writes and leaves out
 // and whether the selected environments' spaces fit one dataset (the server's preview); one
 // dataset per environment offered when they do not; then the job's progress (docs/review.md).
-import { el } from "./api.js";
+import { el } from "../shared/api.js";
 
 const $ = (id) => document.getElementById(id);
 const plural = (n) => `${n} episode${n === 1 ? "" : "s"}`;
