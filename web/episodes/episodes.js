@@ -3,10 +3,12 @@
 // The URL holds the filters, the sort, the page, the episode and the step (a deep link).
 
 import { createApi, el, errorMessage, toast as showToast } from "../shared/api.js";
+import { STUDIES, renderTopbar } from "../shared/topbar.js";
 import { createExport } from "./export.js";
 import { createReplay } from "./replay.js";
 
 const $ = (id) => document.getElementById(id);
+renderTopbar({ crumbs: [STUDIES, { id: "study-name" }, "Episodes"] });
 const STATUSES = ["completed", "rejected", "canceled", "abandoned", "failed", "recording"];
 const PAGE = 50;
 const DEFAULT_SORT = "-started_at";

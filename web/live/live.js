@@ -3,8 +3,10 @@
 // the page reconnects by itself after a restart.
 
 import { createApi, el } from "../shared/api.js";
+import { STUDIES, renderTopbar } from "../shared/topbar.js";
 
 const $ = (id) => document.getElementById(id);
+renderTopbar({ crumbs: [STUDIES, { id: "study-name" }, { id: "episodes-link", href: "#", text: "Episodes" }, "Live"] });
 const study = Number(new URLSearchParams(location.search).get("study"));
 const api = createApi({
   onUnauthorized: () => { location.href = "/"; throw new Error("Log in first."); },

@@ -2,8 +2,10 @@
 // platform's bonus and approval uploads. /participants.html?study=<id>
 
 import { createApi, el } from "../shared/api.js";
+import { STUDIES, renderTopbar } from "../shared/topbar.js";
 
 const $ = (id) => document.getElementById(id);
+renderTopbar({ crumbs: [STUDIES, { id: "study-name" }, "Participants"] });
 const study = Number(new URLSearchParams(location.search).get("study"));
 const STATUS_ORDER = ["completed", "recording", "rejected", "canceled", "abandoned", "failed"];
 const PLATFORMS = { prolific: "Prolific", mturk: "MTurk", direct: "Typed id", anonymous: "Anonymous" };

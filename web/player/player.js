@@ -8,10 +8,12 @@ import * as preview from "./preview.js";
 import { renderTouch } from "./touch.js";
 import * as views from "./views.js";
 import { fit, fmt, onFrame, onFrameDrawn, updateStatus } from "./stage.js";
+import { renderTopbar } from "../shared/topbar.js";
 
 const PROTOCOL = 1;
 const SUBPROTOCOL = "rlds-studio";
 const $ = (id) => document.getElementById(id);
+renderTopbar({ home: false, skipLink: false }); // a participant has no studies page
 const params = new URLSearchParams(location.search);
 const token = params.get("token");
 const previewId = preview.previewOf(params); // a designer's preview as a participant

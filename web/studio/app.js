@@ -1,6 +1,7 @@
 // RLDS Studio: the designer's pages (login, studies, study detail, users), on the JSON API.
 
 import { createApi, el, showError, toast } from "../shared/api.js";
+import { renderTopbar } from "../shared/topbar.js";
 import { initImport, openNewYaml } from "./import.js";
 import { copyLink, initLifecycle, lifecycleButtons, rotateLink } from "./lifecycle.js";
 import { STATE_LABELS, badge, confirmAction, timeElement } from "./ui.js";
@@ -9,6 +10,7 @@ import { confirmLeave, discard, initEditor, loadStudy, save, saveAsVersion, unlo
 import { needsNewVersion, offerNewVersion, renderVersionButton, renderVersions, versionNote } from "./versions.js";
 
 const $ = (selector) => document.querySelector(selector);
+renderTopbar();
 
 const EDITABLE = new Set(["draft", "paused"]);
 
