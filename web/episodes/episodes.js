@@ -4,7 +4,10 @@
 
 import { createApi, el, errorMessage, toast as showToast } from "../shared/api.js";
 import { STUDIES, renderTopbar } from "../shared/topbar.js";
+import { createBulk } from "./bulk.js";
 import { createExport } from "./export.js";
+import { fillFilters, filterParams, filterSelection, pageFilter } from "./filters.js";
+import { renderPlot } from "./plot.js";
 import { createReplay } from "./replay.js";
 
 const $ = (id) => document.getElementById(id);
@@ -55,35 +58,11 @@ const replay = createReplay({
   },
 });
 const exporter = createExport({ api, study, state, toast, guard, pageFilter, filterSelection });
+const list = { totalText: () => totalText(), load: () => loadEpisodes(), render: () => renderTable(),
+               refreshEpisode: () => refreshEpisode(), writeUrl: () => writeUrl() };
+const { renderBulk, clearSelection, bulk } = createBulk({ api, study, state, toast, replay, list });
 
 // --- filters and list ------------------------------------------------------------------
-function filterParams() {
-  const p = new URLSearchParams();
-  document.querySelectorAll("#status-boxes input:checked").forEach((b) => p.append("status", b.value));
-  [...$("f-env").selectedOptions].forEach((o) => p.append("env", o.value));
-  const add = (key, id) => { const v = $(id).value.trim(); if (v) p.append(key, v); };
-  add("participant", "f-participant"); add("tag", "f-tag"); add("exclude_tag", "f-exclude");
-  for (const [key, id] of [["since", "f-since"], ["until", "f-until"]]) {
-    if ($(id).value) p.append(key, new Date($(id).value).toISOString());
-  }
-  add("min_return", "f-min-return"); add("max_return", "f-max-return");
-  add("min_steps", "f-min-steps"); add("max_steps", "f-max-steps");
-  add("p99_over_ms", "f-p99-over");
-  const idle = $("f-idle-over").value.trim();  // a percentage on screen, a share in the API
-  if (idle) p.append("idle_over", String(Number(idle) / 100));
-  add("under_median", "f-under-median"); add("over_median", "f-over-median");
-  if ($("f-tests").checked) p.append("include_tests", "true");
-  document.querySelectorAll("#outcome-boxes input:checked").forEach((b) => p.append("outcome", b.value));
-  if ($("f-excluded").value) p.append("excluded", $("f-excluded").value);
-  return p;
-}
-
-// URL/API parameter -> filter field (the idle share is shown as a percentage)
-const NUMBER_FIELDS = [["min_return", "f-min-return"], ["max_return", "f-max-return"],
-                       ["min_steps", "f-min-steps"], ["max_steps", "f-max-steps"],
-                       ["p99_over_ms", "f-p99-over"], ["under_median", "f-under-median"],
-                       ["over_median", "f-over-median"]];
-
 /** The URL of this view: study, filters, sort, page offset, episode and step. */
 function writeUrl() {
   const p = new URLSearchParams({ study });
@@ -98,52 +77,11 @@ function writeUrl() {
 /** Fill the filter fields, sort and page from the URL (a deep link or a reload). */
 function readUrl() {
   const p = new URLSearchParams(location.search);
-  const statuses = p.getAll("status");
-  document.querySelectorAll("#status-boxes input").forEach((b) => { b.checked = statuses.includes(b.value); });
-  const envs = p.getAll("env");
-  [...$("f-env").options].forEach((o) => { o.selected = envs.includes(o.value); });
-  for (const [key, id] of [["participant", "f-participant"], ["tag", "f-tag"], ["exclude_tag", "f-exclude"],
-                           ...NUMBER_FIELDS]) {
-    $(id).value = p.get(key) ?? "";
-  }
-  $("f-idle-over").value = p.has("idle_over") ? String(Math.round(Number(p.get("idle_over")) * 1000) / 10) : "";
-  for (const [key, id] of [["since", "f-since"], ["until", "f-until"]]) {
-    const v = p.get(key);
-    // datetime-local wants local time without a zone
-    $(id).value = v ? new Date(new Date(v).getTime() - new Date().getTimezoneOffset() * 60000).toISOString().slice(0, 16) : "";
-  }
-  $("f-tests").checked = p.get("include_tests") === "true";
-  const outcomes = p.getAll("outcome");
-  document.querySelectorAll("#outcome-boxes input").forEach((b) => { b.checked = outcomes.includes(b.value); });
-  $("f-excluded").value = ["true", "false"].includes(p.get("excluded")) ? p.get("excluded") : "";
+  fillFilters(p);
   state.sort = p.get("sort") || DEFAULT_SORT;
   state.offset = Math.max(0, Number(p.get("offset")) || 0);
   state.after = null; state.back = [];
   return { episode: p.get("episode"), step: Math.max(0, Number(p.get("step")) || 0) };
-}
-
-/** The filter fields as the API's filter body (no status: every status, as the list shows). */
-function pageFilter() {
-  const p = filterParams();
-  return {
-    statuses: p.getAll("status"),
-    environments: p.getAll("env"), participants: p.getAll("participant"),
-    tags: p.getAll("tag"), exclude_tags: p.getAll("exclude_tag"),
-    since: p.get("since"), until: p.get("until"),
-    ...Object.fromEntries(NUMBER_FIELDS.map(([key]) => [key, p.has(key) ? Number(p.get(key)) : null])),
-    idle_over: p.has("idle_over") ? Number(p.get("idle_over")) : null,
-    include_tests: p.has("include_tests"),
-    outcomes: p.getAll("outcome"),
-    excluded: p.has("excluded") ? p.get("excluded") === "true" : null,
-  };
-}
-
-/** The export's selection of the filter: no status exports completed episodes only;
- *  excluded episodes only when the export form asks for them. */
-function filterSelection() {
-  const { excluded, ...f } = pageFilter();
-  return { ...f, statuses: f.statuses.length ? f.statuses : ["completed"],
-           include_excluded: $("ex-include-excluded").checked || excluded === true };
 }
 
 /** An outcome badge: the effective outcome, italic when it is the player's answer. */
@@ -185,7 +123,7 @@ async function loadPage() {
 async function loadPlot() {
   const p = filterParams();
   p.set("offset", 0); p.set("limit", 500); p.set("sort", "started_at");
-  renderPlot((await api("GET", `/api/studies/${study}/episodes?${p}`)).items);
+  renderPlot((await api("GET", `/api/studies/${study}/episodes?${p}`)).items, guard((id) => openEpisode(id)));
 }
 
 function renderTable() {
@@ -281,165 +219,6 @@ async function sortBy(key) {
   state.sort = key === current ? (state.sort.startsWith("-") ? key : `-${key}`) : `-${key}`;
   state.offset = 0; state.after = null; state.back = [];
   await loadPage();
-}
-
-/** Return per episode, oldest first: one series (line and dots) per environment, with axes. */
-function renderPlot(items) {
-  const box = $("returns-plot");
-  $("returns-card").hidden = items.length === 0;
-  if (!items.length) { box.replaceChildren(); return; }
-  const W = 720, H = 220, L = 56, R = 16, T = 12, B = 40;
-  const ys = items.map((e) => e.total_reward);
-  let lo = Math.min(0, ...ys), hi = Math.max(...ys);
-  if (hi === lo) hi = lo + 1;
-  const n = items.length;
-  const x = (i) => L + (n === 1 ? (W - L - R) / 2 : (i * (W - L - R)) / (n - 1));
-  const y = (v) => H - B - ((v - lo) * (H - B - T)) / (hi - lo);
-  const ns = "http://www.w3.org/2000/svg";
-  const svg = document.createElementNS(ns, "svg");
-  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
-  const add = (tag, attrs, text, parent = svg) => {
-    const node = document.createElementNS(ns, tag);
-    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-    if (text !== undefined) node.textContent = text;
-    parent.append(node); return node;
-  };
-  // axes: return (left) with its bounds and zero, episode number (bottom)
-  add("line", { x1: L, x2: L, y1: T, y2: H - B, class: "ep-axis" });
-  add("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "ep-axis" });
-  if (lo < 0) add("line", { x1: L, x2: W - R, y1: y(0), y2: y(0), class: "ep-axis ep-zero" });
-  const fmt = (v) => (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(1));
-  for (const v of new Set([lo, 0, hi])) add("text", { x: L - 6, y: y(v) + 4, class: "ep-axis-label", "text-anchor": "end" }, fmt(v));
-  for (const i of new Set([0, Math.floor((n - 1) / 2), n - 1])) {
-    add("text", { x: x(i), y: H - B + 16, class: "ep-axis-label", "text-anchor": "middle" }, String(i + 1));
-  }
-  add("text", { x: (L + W - R) / 2, y: H - 6, class: "ep-axis-title", "text-anchor": "middle" }, "episode (oldest first)");
-  add("text", { x: 12, y: (T + H - B) / 2, class: "ep-axis-title", "text-anchor": "middle",
-                transform: `rotate(-90 12 ${(T + H - B) / 2})` }, "return");
-  const envs = [...new Set(items.map((e) => e.env_key))];
-  envs.forEach((env, k) => {
-    const series = add("g", { class: `ep-series ep-series-${k % 6}`, "data-env": env });
-    const points = items.map((e, i) => [e, i]).filter(([e]) => e.env_key === env);
-    if (points.length > 1) {
-      add("polyline", { points: points.map(([e, i]) => `${x(i)},${y(e.total_reward)}`).join(" "), class: "ep-line" }, undefined, series);
-    }
-    for (const [e, i] of points) {
-      const dot = add("circle", { cx: x(i), cy: y(e.total_reward), r: 5, class: `ep-dot ep-dot-${e.status}`,
-                                  tabindex: 0, "data-id": e.id }, undefined, series);
-      add("title", {}, `${e.env_key} · ${e.status} · return ${e.total_reward.toFixed(2)} · ${e.steps} steps`, dot);
-      dot.addEventListener("click", guard(() => openEpisode(e.id)));
-    }
-  });
-  const legend = el("ul", { class: "ep-legend", "aria-label": "Environments in the plot" },
-    envs.map((env, k) => el("li", { class: `ep-series-${k % 6}` }, el("span", { class: "ep-swatch", "aria-hidden": "true" }), env)));
-  box.replaceChildren(svg, envs.length > 1 ? legend : "");
-}
-
-// --- bulk actions ----------------------------------------------------------------------
-const plural = (n) => `${n} episode${n === 1 ? "" : "s"}`;
-
-/** The bulk bar: what is selected, and the actions when something is. */
-function renderBulk() {
-  const all = state.allMatching !== null, n = all ? state.total : state.checked.size;
-  $("bulk-bar").hidden = state.total === 0 && !n;
-  $("bulk-count").textContent = all ? `All ${state.exact ? plural(n) : `${totalText()} episodes`} matching selected`
-    : n ? `${plural(n)} selected` : "Check rows, or";
-  $("bulk-all").textContent = `Select all ${totalText()} matching`;
-  $("bulk-all").hidden = all || state.total === 0;
-  const busy = state.bulkJob !== null;
-  for (const id of ["bulk-add", "bulk-remove", "bulk-delete", "bulk-clear", "bulk-set-outcome",
-                    "bulk-exclude", "bulk-include"]) $(id).disabled = !n || busy;
-  $("check-all").checked = all || (state.items.length > 0 && state.items.every((i) => state.checked.has(i.id)));
-  $("check-all").disabled = all;
-}
-
-function clearSelection() {
-  state.allMatching = null; state.checked.clear();
-  $("ex-checked-count").textContent = "(0)";
-}
-
-/** Ask before deleting; resolves true when confirmed (Esc or Cancel: false). */
-function confirmDelete(n) {
-  const dialog = $("bulk-dialog");
-  $("bulk-dialog-text").textContent = `Delete ${plural(n)} and their recordings? This cannot be undone.`;
-  dialog.returnValue = "";
-  dialog.showModal();
-  $("bulk-dialog-cancel").focus();  // a destructive default is not one Enter away
-  return new Promise((resolve) => {
-    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
-  });
-}
-
-const DONE_WORDS = {
-  add_tags: (r, b) => `Tagged ${plural(r.changed)} “${b.tags[0]}” (${r.matched} selected).`,
-  remove_tags: (r, b) => `Removed “${b.tags[0]}” from ${plural(r.changed)}.`,
-  set_outcome: (r, b) => `Outcome ${b.outcome ?? "unset"} on ${plural(r.changed)} (${r.matched} selected).`,
-  exclude: (r) => `Excluded ${plural(r.changed)} from exports.`,
-  include: (r) => `Included ${plural(r.changed)} in exports again.`,
-  delete: (r) => `Deleted ${plural(r.changed)}${r.skipped_recording ? `; ${r.skipped_recording} still recording, kept` : ""}.`,
-};
-
-async function bulk(action) {
-  const all = state.allMatching !== null;
-  let n = all ? state.total : state.checked.size;
-  if (!n || state.bulkJob) return;
-  if (all && !state.exact && action === "delete") n = await exactCount();
-  const body = { action, selection: all ? { filter: state.allMatching } : { episode_ids: [...state.checked] } };
-  if (action === "add_tags" || action === "remove_tags") {
-    const tag = $("bulk-tag").value.trim();
-    if (!tag) { toast("Type a tag first.", "error"); $("bulk-tag").focus(); return; }
-    body.tags = [tag];
-  } else if (action === "set_outcome") {
-    body.outcome = $("bulk-outcome").value || null;
-  } else if (action === "delete" && !(await confirmDelete(n))) return;
-  const res = await api("POST", `/api/studies/${study}/episodes/bulk`, { json: body });
-  // a filter or many episodes: a background job (202) whose progress shows under the bar
-  const result = res.state ? await followBulkJob(res) : res;
-  // the selection stays for the next action until cleared; deleted episodes leave it
-  const kept = state.allMatching;
-  if (!result) { await loadEpisodes(); state.allMatching = kept; renderTable(); return; }
-  toast(DONE_WORDS[action](result, body));
-  if (action === "delete") {
-    if (replay.episode && (all || state.checked.has(replay.episode.id))) { replay.close(); writeUrl(); }
-    clearSelection();
-    state.offset = 0;
-  } else if (replay.episode) await refreshEpisode();
-  await loadEpisodes();
-  if (action !== "delete") { state.allMatching = kept; renderTable(); }
-}
-
-/** Every episode the list's filters match (the list itself counts up to 10,000). */
-async function exactCount() {
-  const p = filterParams();
-  p.set("limit", 1); p.set("exact_count", "true");
-  return (await api("GET", `/api/studies/${study}/episodes?${p}`)).total;
-}
-
-function showBulkJob(job) {
-  const pct = Math.round(job.progress * 100);
-  $("bulk-job").hidden = false;
-  $("bulk-job-fill").style.width = `${pct}%`;
-  $("bulk-job-bar").setAttribute("aria-valuenow", pct);
-  $("bulk-job-state").textContent = `Bulk ${job.action.replace("_", " ")} #${job.id}: ${job.state} — ${pct}%`;
-  $("bulk-job-counts").textContent = `${job.done} / ${job.total} episodes`;
-}
-
-/** Follow a bulk job to its end: its counts when it succeeded, else null (a toast says why). */
-async function followBulkJob(job) {
-  state.bulkJob = job; renderBulk();
-  try {
-    while (true) {
-      showBulkJob(job);
-      if (!["queued", "running"].includes(job.state)) break;
-      await new Promise((r) => setTimeout(r, 300));
-      job = await api("GET", `/api/bulk-jobs/${job.id}`);
-    }
-  } finally { state.bulkJob = null; renderBulk(); }
-  if (job.state !== "succeeded") {
-    toast(`Bulk action #${job.id} ${job.state}${job.message ? `: ${job.message}` : "."}`, "error");
-    return null;
-  }
-  return { matched: job.total, changed: job.changed, skipped_recording: job.skipped_recording };
 }
 
 // --- replay viewer (replay.js) --------------------------------------------
