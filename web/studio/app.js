@@ -296,25 +296,22 @@ function saveSpec() {
 function saveAsNewVersion() {
   return withDetailErrors(async () => {
     const created = await saveAsVersion();
-    if ($("#state-filter").value && $("#state-filter").value !== "draft") $("#state-filter").value = "";
-    await loadStudies();
-    await openStudy(created.id, { asked: true });
+    await openDraft(created.id, { asked: true });
     toast(`Saved as “${created.name}”, a new draft version.`, "success");
   });
 }
 
-async function openImported(study) {
+/** Open a new draft: the list shows it (a state filter that hides drafts is cleared). */
+async function openDraft(id, options) {
   if ($("#state-filter").value && $("#state-filter").value !== "draft") $("#state-filter").value = "";
   await loadStudies();
-  await openStudy(study.id);
+  await openStudy(id, options);
 }
 
 async function afterSave(study, created) {
   if (created) {
     toast(`Created the draft “${study.name}”.`, "success");
-    if ($("#state-filter").value && $("#state-filter").value !== "draft") $("#state-filter").value = "";
-    await loadStudies();
-    await openStudy(study.id, { asked: true });
+    await openDraft(study.id, { asked: true });
   } else {
     await refreshAfterWrite(study);
     toast("Saved.", "success");
@@ -377,7 +374,7 @@ function wire() {
       await loadStudies();
     },
   });
-  initImport({ api, signedIn: () => Boolean(state.user), opened: openImported });
+  initImport({ api, signedIn: () => Boolean(state.user), opened: (study) => openDraft(study.id) });
   initUsers({ api, confirmAction, currentUser: () => state.user });
   document.addEventListener("keydown", onKey);
 }
