@@ -9,8 +9,22 @@ import pytest
 from server.core.headers import SECURITY_HEADERS
 from server.main import WEB_DIR
 
-PAGES = ["/", "/index.html", "/episodes.html", "/player.html", "/docs"]
-FILES = ["/style.css", "/app.js", "/favicon.svg", "/vendor/swagger-ui/swagger-ui-bundle.js"]
+PAGES = [
+    "/",
+    "/index.html",
+    "/episodes.html",
+    "/player.html",
+    "/live.html",
+    "/participants.html",
+    "/docs",
+]
+FILES = [
+    "/shared/style.css",
+    "/studio/app.js",
+    "/player/player.js",
+    "/favicon.svg",
+    "/vendor/swagger-ui/swagger-ui-bundle.js",
+]
 
 
 def _assert_secured(res) -> None:  # type: ignore[no-untyped-def]
@@ -52,11 +66,28 @@ def test_the_pages_have_no_inline_script_or_handler():
         assert not re.search(r"\sstyle\s*=", html), f"inline style attribute in {page.name}"
 
 
+def test_the_pages_and_modules_name_files_that_exist():
+    """Every script, style sheet and import a page or module names is a file under web/."""
+    for path in sorted(WEB_DIR.rglob("*.*")):
+        if path.suffix not in {".html", ".js"} or "vendor" in path.parts:
+            continue
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".html":
+            refs = re.findall(r'<(?:script|link)\b[^>]*(?:src|href)="([^"]+)"', text)
+        else:
+            refs = re.findall(r'(?:^import\b[^"]*|\bimport\()"(\.{1,2}/[^"]+)"', text, re.M)
+        assert refs or path.suffix == ".js" or path.name == "docs.html", path
+        for ref in refs:
+            base = WEB_DIR if ref.startswith("/") or path.suffix == ".html" else path.parent
+            target = (base / ref.lstrip("/")).resolve()
+            assert target.is_file(), f"{path.relative_to(WEB_DIR)} names {ref}"
+
+
 def test_nothing_is_loaded_from_another_origin():
     """The pages and their modules name no other origin (the vendored files are checked
     in a browser with the network limited to the app, tests/web/test_pages.py)."""
-    for path in sorted(WEB_DIR.glob("*.*")):
-        if path.suffix not in {".html", ".js", ".css"}:
+    for path in sorted(WEB_DIR.rglob("*.*")):
+        if path.suffix not in {".html", ".js", ".css"} or "vendor" in path.parts:
             continue
         text = path.read_text(encoding="utf-8")
         # the SVG namespace is a name, not something fetched

@@ -78,3 +78,33 @@ def test_a_violation_is_caught_by_the_page_fixture(live_server: str, browser) ->
     assert page.evaluate("() => window.ran") is None
     context.close()
     assert any("Content Security Policy" in text for text in seen), seen
+
+
+def test_every_page_has_the_same_top_bar(live_server: str, page: Page, factory: Factory, db):
+    """One module draws the brand, the breadcrumb and the skip link of every page."""
+    designer = factory.user()
+    study = activate(db, factory.study(designer))
+    res = page.request.post(
+        f"{live_server}/api/auth/login", data={"email": designer.email, "password": PASSWORD}
+    )
+    assert res.ok
+    trails = {
+        "episodes": f"Studies › {study.name} › Episodes",
+        "live": f"Studies › {study.name} › Episodes › Live",
+        "participants": f"Studies › {study.name} › Participants",
+    }
+    for name, trail in trails.items():
+        page.goto(f"{live_server}/{name}.html?study={study.id}")
+        crumbs = page.get_by_role("navigation", name="Breadcrumb")
+        expect(crumbs).to_have_text(trail)
+        expect(crumbs.get_by_role("link", name="Studies")).to_have_attribute("href", "/")
+        expect(page.locator("header.topbar .brand")).to_have_attribute("href", "/")
+        page.keyboard.press("Tab")  # the first stop is the skip link
+        expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    page.goto(f"{live_server}/")
+    expect(page.locator("header.topbar a.brand")).to_have_text("RLDS Studio")
+    expect(page.locator(".skip-link")).to_have_count(1)
+    page.goto(f"{live_server}/player.html?token={study.permalink_token}")
+    brand = page.locator("header.topbar .brand")
+    expect(brand).to_have_text(study.name)  # a participant sees the study, not a way out
+    expect(brand).not_to_have_attribute("href", "/")

@@ -1,0 +1,88 @@
+// RLDS Studio, study editor: the crowd settings (consent, assignment, codes and redirects,
+// requirements, the inputs participants may play with) and a table of which completion
+// applies to whom, kept up to date as the designer types.
+
+import { el } from "../shared/api.js";
+import { getIn, inputField, markdownField, selectField, setIn, switchField, uid } from "./fields.js";
+
+const INPUTS = [["keyboard", "Keyboard"], ["gamepad", "Gamepad"], ["touch", "Touch (on-screen buttons)"]];
+const DEFAULT_INPUTS = ["keyboard", "gamepad"];
+const PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"; // as the server sends
+
+/** The crowd section of the form for ``data``; ``changed()`` after every edit. */
+export function crowdSection(api, data, changed) {
+  const path = (key) => ["crowd", key];
+  const table = el("div", { id: "completion-table", role: "region", "aria-label": "Completion per platform" });
+  const onChange = () => { renderCompletion(table, data.crowd || {}); changed(); };
+  const section = el("details", { class: "form-section" },
+    el("summary", {}, "Crowd settings"),
+    markdownField(api, data, path("consent"), "Consent text", { rows: 4, onChange,
+      hint: "When set, participants must accept it before playing." }),
+    el("div", { class: "form-grid" },
+      selectField(data, path("assignment"), "Assignment", [["choice", "participants choose"], ["balanced", "balanced by the server"]],
+        { defaultValue: "choice", onChange }),
+      switchField(data, path("allow_anonymous"), "Allow anonymous participants", { onChange }),
+      inputField(data, path("completion_code"), "Completion code", { onChange }),
+      inputField(data, path("screenout_code"), "Screen-out code", { onChange }),
+      inputField(data, path("completion_url"), "Completion URL", { onChange, hint: "{code} is replaced by the code." }),
+      inputField(data, path("screenout_url"), "Screen-out URL", { onChange }),
+      inputField(data, path("full_code"), "Study-full code", { onChange,
+        hint: "For people the study filled up on before they finished (Prolific: a screen-out or no-code return). Empty: no code." }),
+      inputField(data, path("full_url"), "Study-full URL", { onChange, hint: "MTurk workers always submit the HIT." }),
+      inputField(data, ["crowd", "requirements", "min_episodes"], "Required episodes", { kind: "int", min: 0, defaultValue: 0, onChange }),
+      inputField(data, ["crowd", "requirements", "min_play_time_s"], "Required play time (s)", { kind: "number", min: 0, defaultValue: 0, onChange })),
+    inputsField(data, onChange),
+    el("h4", {}, "Completion per platform"),
+    table);
+  renderCompletion(table, data.crowd || {});
+  return section;
+}
+
+/** Checkboxes for ``crowd.inputs``: unset means keyboard and gamepad. */
+function inputsField(data, onChange) {
+  const current = getIn(data, ["crowd", "inputs"]) || DEFAULT_INPUTS;
+  const boxes = INPUTS.map(([value, label]) => {
+    const id = uid("in");
+    const box = el("input", { id, type: "checkbox", value });
+    box.checked = current.includes(value);
+    box.addEventListener("change", () => {
+      const picked = INPUTS.map(([v]) => v).filter((v) => boxes.some((b) => b.box.value === v && b.box.checked));
+      setIn(data, ["crowd", "inputs"], picked);
+      onChange();
+    });
+    return { box, row: el("label", { class: "check", for: id }, box, ` ${label}`) };
+  });
+  return el("fieldset", { class: "field inputs-field" },
+    el("legend", {}, "Participants play with"),
+    boxes.map((b) => b.row),
+    el("p", { class: "muted small hint" },
+      "A phone or tablet without a keyboard is told before consent that it cannot take part, unless Touch is ticked. " +
+      "With Touch, environments with at most 8 key bindings show a button per binding under the game."));
+}
+
+const fill = (url, code) => url.replaceAll("{code}", encodeURIComponent(code));
+
+/** What one outcome does for one platform, in words (the rules of server/services/crowd.py). */
+function describe(platform, code, url, submit) {
+  const withCode = code ? `code ${code}` : "no code";
+  if (submit && platform === "mturk") return `submits the HIT (${withCode})`;
+  if (url) return `sent to ${fill(url, code)} (${withCode} shown)`;
+  if (platform === "prolific" && code) return `sent to Prolific's completion page with ${withCode} (${PROLIFIC_COMPLETE}?cc=${encodeURIComponent(code)})`;
+  return code ? `${withCode} shown` : "no code: told they may close the page";
+}
+
+const PLATFORMS = [["prolific", "Prolific"], ["mturk", "MTurk"], ["direct", "Direct link or anonymous"]];
+
+function renderCompletion(box, crowd) {
+  const outcomes = [
+    ["Finished", crowd.completion_code || "", crowd.completion_url || "", true],
+    ["Study full for them", crowd.full_code || "", crowd.full_url || "", true],
+    ["Screened out (declined consent, or left on a device that cannot play)", crowd.screenout_code || "", crowd.screenout_url || "", false],
+  ];
+  box.replaceChildren(el("table", { class: "table completion-table" },
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Outcome"),
+      PLATFORMS.map(([, name]) => el("th", { scope: "col" }, name)))),
+    el("tbody", {}, outcomes.map(([what, code, url, submit]) => el("tr", {},
+      el("th", { scope: "row" }, what),
+      PLATFORMS.map(([platform]) => el("td", { "data-platform": platform }, describe(platform, code, url, submit))))))));
+}

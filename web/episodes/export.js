@@ -1,0 +1,121 @@
+// The episodes page's export dialog: before it starts, what the export writes and leaves out
+// and whether the selected environments' spaces fit one dataset (the server's preview); one
+// dataset per environment offered when they do not; then the job's progress (docs/review.md).
+import { el } from "../shared/api.js";
+
+const $ = (id) => document.getElementById(id);
+const plural = (n) => `${n} episode${n === 1 ? "" : "s"}`;
+
+/** The dialog on ``page = {api, study, state, toast, guard, pageFilter, filterSelection}``:
+ *  ``preview()`` after the list or the selection changed, ``bind()`` once. */
+export function createExport({ api, study, state, toast, guard, pageFilter, filterSelection }) {
+  const useChecked = () => document.querySelector("input[name=ex-sel]:checked").value === "checked";
+
+  /** What the export form selects: the checked rows, or the list's filter. */
+  function selection() {
+    return useChecked()
+      ? { episode_ids: [...state.checked], include_excluded: $("ex-include-excluded").checked }
+      : filterSelection();
+  }
+
+  /** The export's options as the form sets them ("tfds-oxe": tfds with the OXE profile). */
+  function options() {
+    const [format, profile] = $("ex-format").value.split("-");
+    const out = {
+      format, archive: $("ex-archive").value, engine: $("ex-engine").value,
+      strip_step_metadata: $("ex-strip").checked,
+      videos: $("ex-videos").checked,
+      end_tags: $("ex-end").value.split(",").map((s) => s.trim()).filter(Boolean),
+    };
+    if (profile) out.profile = profile;
+    if ($("ex-name").value.trim()) out.name = $("ex-name").value.trim();
+    return out;
+  }
+
+  let asked = 0;
+  /** How many of the listed episodes the export writes, which it leaves out and why (the
+   *  server's one definition of each: server/services/counts.py), and what it does with
+   *  environments of different spaces. The answer, or null when a newer one is coming. */
+  async function preview() {
+    const mine = ++asked;
+    const sel = selection();
+    if (sel.episode_ids && !sel.episode_ids.length) { $("ex-preview").textContent = "Check some episodes first."; return null; }
+    const out = await api("POST", `/api/studies/${study}/exports/preview`,
+      { json: { listed: pageFilter(), selection: sel, options: options() } });
+    if (mine !== asked) return null;
+    const head = `Exports ${plural(out.exported)} of the ${out.listed} ${sel.episode_ids ? "checked" : "listed"}.`;
+    const spaces = out.spaces && out.spaces.mixed
+      ? [el("span", { class: `ex-spaces ex-spaces-${out.spaces.split}` }, ` ${out.spaces.message}`)] : [];
+    $("ex-preview").replaceChildren(el("strong", {}, head), ...spaces, ...out.left_out.map((r) => el("span", { class: "ex-left-out" },
+      ` Leaves out ${plural(r.count)}, ${r.reason}: `,
+      el("span", { class: "code small" }, r.episode_ids.map((id) => id.slice(0, 8)).join(", ") + (r.count > r.episode_ids.length ? " …" : "")),
+      ".")));
+    if (!out.spaces || out.spaces.split !== "offer") $("split-offer").hidden = true;
+    return out;
+  }
+
+  /** Start: the preview first; environments one dataset cannot hold get the offer of one
+   *  dataset per environment (or the reason this format cannot), without a failing request. */
+  async function start(event, { split = false } = {}) {
+    event?.preventDefault();
+    $("split-offer").hidden = true;
+    if (useChecked() && !state.checked.size) { toast("Check some episodes first.", "error"); return; }
+    if (!split) {
+      const out = await preview();
+      if (!out) return;
+      if (out.spaces?.split === "impossible") { toast(out.spaces.message, "error"); return; }
+      if (out.spaces?.split === "offer") {
+        $("split-text").textContent = `${out.spaces.message} Export one dataset per environment?`;
+        $("split-offer").hidden = false;
+        $("split-go").focus();
+        return;
+      }
+    }
+    const opts = options();
+    if (split) opts.split_by_env = true;
+    const job = await api("POST", `/api/studies/${study}/exports`, { json: { selection: selection(), options: opts } });
+    showJob(job); pollJob(job.id);
+  }
+
+  function showJob(job) {
+    state.job = job;
+    $("job").hidden = false;
+    const pct = Math.round(job.progress * 100);
+    $("job-fill").style.width = `${pct}%`;
+    $("job-bar").setAttribute("aria-valuenow", pct);
+    const engine = job.options.engine === "beam" ? " on Apache Beam" : "";
+    $("job-state").textContent = `Export #${job.id}${engine}: ${job.state} — ${pct}%`;
+    $("job-counts").textContent =
+      `${job.episodes_done} / ${job.episodes_total} episodes · ${job.steps_done} / ${job.steps_total} steps`;
+    $("job-message").textContent = job.message || "";
+    const active = job.state === "queued" || job.state === "running";
+    $("job-cancel").hidden = !active;
+    $("ex-start").disabled = active;
+    $("job-download").hidden = !job.download_url;
+    if (job.download_url) $("job-download").href = job.download_url;
+  }
+
+  async function pollJob(id) {
+    while (true) {
+      const job = await api("GET", `/api/exports/${id}`);
+      showJob(job);
+      if (!["queued", "running"].includes(job.state)) {
+        toast(`Export #${id} ${job.state}.`, job.state === "succeeded" ? "success" : "error");
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+
+  function bind() {
+    $("export-form").addEventListener("submit", guard(start));
+    $("export-form").addEventListener("change", guard(preview));
+    $("split-go").addEventListener("click", guard(() => start(null, { split: true })));
+    $("split-dismiss").addEventListener("click", () => { $("split-offer").hidden = true; });
+    $("job-cancel").addEventListener("click", guard(async () => {
+      showJob(await api("POST", `/api/exports/${state.job.id}/cancel`));
+    }));
+  }
+
+  return { preview, bind, useChecked };
+}

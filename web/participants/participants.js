@@ -1,0 +1,99 @@
+// Participants page: who took part in a study, how far they got, and a CSV for the crowd
+// platform's bonus and approval uploads. /participants.html?study=<id>
+
+import { createApi, el } from "../shared/api.js";
+import { STUDIES, renderTopbar } from "../shared/topbar.js";
+
+const $ = (id) => document.getElementById(id);
+renderTopbar({ crumbs: [STUDIES, { id: "study-name" }, "Participants"] });
+const study = Number(new URLSearchParams(location.search).get("study"));
+const STATUS_ORDER = ["completed", "recording", "rejected", "canceled", "abandoned", "failed"];
+const PLATFORMS = { prolific: "Prolific", mturk: "MTurk", direct: "Typed id", anonymous: "Anonymous" };
+
+const api = createApi({
+  onUnauthorized: () => { location.href = "/"; throw new Error("Log in first."); },
+});
+
+function pageError(text) { $("page-error").textContent = text || ""; $("page-error").hidden = !text; }
+
+const when = (iso) => (iso ? el("time", { datetime: iso, title: iso }, new Date(iso).toLocaleString()) : "–");
+
+function duration(seconds) {
+  const s = Math.round(seconds || 0);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  return m < 60 ? `${m} min ${s % 60} s` : `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+
+function episodes(counts) {
+  const keys = Object.keys(counts || {}).filter((k) => counts[k] > 0)
+    .sort((a, b) => STATUS_ORDER.indexOf(a) - STATUS_ORDER.indexOf(b));
+  if (!keys.length) return el("span", { class: "muted" }, "none");
+  return el("span", { class: "pt-counts" },
+    keys.map((k) => el("span", { class: `badge pt-${k}` }, `${counts[k]} ${k}`)));
+}
+
+let asksConsent = false; // the study has consent text (else nobody is asked)
+
+function consent(p) {
+  if (p.screened_out_at) return el("span", { class: "badge pt-screened" }, "declined");
+  if (p.consented_at) return el("span", { title: p.consented_at }, "given");
+  return el("span", { class: "muted" }, asksConsent ? "not yet" : "not asked");
+}
+
+function completion(p) {
+  // declined consent: screened out with the platform's code, never "not yet"
+  if (!p.completed_at && !p.full_at && p.screened_out_at) return el("span", { class: "badge pt-screened" }, "screened out");
+  // "full": the study filled up before they finished; they got the full code, not completion
+  const at = p.completed_at || p.full_at;
+  if (!at) return el("span", { class: "muted" }, "not yet");
+  const label = p.completed_at ? "completed" : "full";
+  return el("span", {}, el("span", { class: `badge pt-${label}` }, label), " ", when(at),
+    el("span", { class: "pt-sub" }, p.completion_code_shown ? "code shown" : "code not shown"));
+}
+
+function row(p) {
+  const ids = [p.platform_study_id && `study ${p.platform_study_id}`,
+    p.platform_session_id && `session ${p.platform_session_id}`].filter(Boolean).join(" · ");
+  return el("tr", { "data-id": p.id },
+    el("td", { class: "pt-id" }, p.external_id, ids ? el("span", { class: "pt-sub" }, ids) : null,
+      p.last_error ? el("span", { class: "pt-error", title: p.last_error }, `last error: ${p.last_error}`) : null),
+    el("td", {}, PLATFORMS[p.platform] || p.platform || "–"),
+    el("td", {}, consent(p)),
+    el("td", {}, when(p.started_at)),
+    el("td", {}, when(p.last_seen_at)),
+    el("td", {}, episodes(p.episodes)),
+    el("td", { class: "right" }, duration(p.play_time_s)),
+    el("td", {}, completion(p)));
+}
+
+async function load() {
+  try {
+    const list = await api("GET", `/api/studies/${study}/participants`);
+    $("participants-body").replaceChildren(...list.map(row));
+    $("participants-table").hidden = list.length === 0;
+    $("empty").hidden = list.length > 0;
+    $("total").textContent = `(${list.length})`;
+    pageError("");
+  } catch (err) {
+    pageError(err.message);
+  }
+}
+
+async function main() {
+  if (!Number.isInteger(study) || study <= 0) { pageError("This page needs a study: open it from the studies page."); return; }
+  $("csv-link").href = `/api/studies/${study}/participants.csv`;
+  $("refresh").addEventListener("click", load);
+  try {
+    const s = await api("GET", `/api/studies/${study}`);
+    $("study-name").textContent = s.name;
+    asksConsent = Boolean(s.spec && s.spec.crowd && s.spec.crowd.consent);
+    document.title = `Participants · ${s.name} · RLDS Studio`;
+  } catch (err) {
+    pageError(err.message);
+    return;
+  }
+  await load();
+}
+
+main();

@@ -1,0 +1,267 @@
+/* RLDS Studio player: a participant's way through a study — entry, consent, instructions,
+   lobby, ready gate, episodes, completion — and the play socket (docs/protocol.md). Every
+   screen has a way forward. This module holds the screens after the socket's hello (lobby,
+   game, save dialog, what comes next) and the episode's phases, and wires the page; the way
+   in is entry.js, the socket socket.js, the state they share session.js. */
+import * as crowd from "./crowd.js";
+import { createInput, PLAYER_KEYS } from "./input.js";
+import * as views from "./views.js";
+import { fit, fmt } from "./stage.js";
+import { renderTopbar } from "../shared/topbar.js";
+import "./entry.js";
+import "./socket.js";
+import { $, balanced, finish, flow, isParticipant, playMessage, recall, remember, send, show, state } from "./session.js";
+
+renderTopbar({ home: false, skipLink: false }); // a participant has no studies page
+
+/* --- where to go next --------------------------------------------------------------- */
+
+/** First screen of a (new) socket with no episode running. */
+function afterHello() {
+  if (!isParticipant()) { renderLobby(); show("lobby-view"); return; }
+  const ps = state.participant;
+  if (ps.done && !state.refused) { flow.finishStudy(); return; }
+  const played = Object.values(ps.progress || {}).some((p) => p.completed > 0);
+  if (!played && !recall().instructionsSeen) {
+    crowd.showInstructions(state.study.instructions_html, () => { remember({ instructionsSeen: true }); goLobby(); });
+    return;
+  }
+  goLobby();
+}
+
+/** The lobby (choice), or straight into the assigned environment (balanced). */
+function goLobby() {
+  $("after-save").hidden = true;
+  playMessage("");
+  const ps = state.participant;
+  if (ps && ps.done && !state.refused) { flow.finishStudy(); return; }
+  if (isParticipant() && balanced()) {
+    const first = ps.assigned_env || Object.keys(state.envs)[0];
+    enterPlay(first);
+    startEpisode(null);
+    return;
+  }
+  renderLobby();
+  show("lobby-view");
+  if (state.refused) { crowd.pageError(state.refused); state.refused = null; }
+  const first = $("env-list").querySelector("button:not(:disabled)");
+  if (first) first.focus();
+}
+
+/** After an episode: one obvious way forward, reachable with Enter (``next`` from the server). */
+function showNext(next, text) {
+  const kind = next ? next.kind : isParticipant() ? "lobby" : "again";
+  const nextEnv = next && next.env_id && state.envs[next.env_id];
+  const label = { again: "Next episode", next_env: nextEnv ? `Next game: ${nextEnv.name}` : "Choose the next game",
+    done: state.participant && state.participant.ends_full ? "Continue" : "Finish and get your code", lobby: balanced() ? "Continue" : "Choose a game" }[kind] || "Continue";
+  $("next-label").textContent = label;
+  $("next-btn").dataset.kind = kind;
+  $("next-btn").dataset.env = nextEnv ? next.env_id : "";
+  $("after-save-text").textContent = text;
+  $("after-save-text").hidden = !text;
+  $("other-env-btn").hidden = kind === "done" || kind === "lobby" || (isParticipant() && balanced());
+  $("end-btn").hidden = isParticipant();
+  $("after-save").hidden = false;
+  renderLobby();
+  setPhase("idle", `${label} — press Enter`);
+  $("next-btn").focus({ preventScroll: true });
+}
+
+function goNext() {
+  const { kind, env } = $("next-btn").dataset;
+  $("after-save").hidden = true;
+  if (kind === "done") { flow.finishStudy(); return; }
+  if (kind === "again") { startEpisode(state.env); return; }
+  if (kind === "next_env" && env) { enterPlay(env); startEpisode(env); return; }
+  goLobby();
+}
+
+/* --- views ------------------------------------------------------------------------- */
+function renderLobby() {
+  views.renderLobby(state, (envId) => { enterPlay(envId); startEpisode(envId); });
+}
+
+function enterPlay(envId) {
+  const env = state.envs[envId];
+  if (!env) return;
+  state.env = envId;
+  $("env-name").textContent = env.name;
+  $("env-instructions").innerHTML = env.instructions_html || "<p class=\"muted\">No extra instructions.</p>";
+  // the designer's speed choices (none: the speed is fixed and no control is shown)
+  const choices = env.mode === "async" ? env.speed_choices || [] : [];
+  $("speed").replaceChildren(...choices.map((v) => {
+    const option = document.createElement("option");
+    option.value = String(v); option.textContent = `${v}×`; option.selected = v === env.speed;
+    return option;
+  }));
+  $("speed-field").hidden = !choices.length;
+  if ($("play-view").hidden) { show("play-view"); requestAnimationFrame(fit); }
+}
+
+const OVERLAYS = { paused: "Paused — press Esc or Resume to continue", idle: "Press Enter to start",
+  starting: "Starting…", ended: "Episode over",
+  ready: "Press Enter, any game key or gamepad A to start" };
+
+function setPhase(phase, overlay = OVERLAYS[phase]) {
+  state.phase = phase;
+  $("st-phase").textContent = phase;
+  const active = phase === "playing" || phase === "paused";
+  if (!active && state.askingCancel) closeCancelAsk(); // the episode ended meanwhile
+  $("pause-btn").disabled = !active;
+  $("cancel-btn").disabled = !active;
+  $("start-btn").disabled = !(phase === "idle" || phase === "ready");
+  $("start-btn").hidden = phase === "idle" && !$("after-save").hidden; // the panel has the way on
+  $("pause-btn").firstChild.textContent = phase === "paused" ? "Resume " : "Pause ";
+  $("overlay").hidden = !overlay;
+  $("overlay").dataset.phase = phase;
+  $("overlay-text").textContent = overlay || "";
+}
+
+function askSave(m) {
+  $("save-text").textContent = `${m.steps ?? m.step} steps, return ${fmt(m.return)}.`;
+  // the study asks whether the player succeeded: Succeeded (S) / Failed (F) save with it,
+  // Skip (Enter) saves without an answer
+  const ask = Boolean(m.ask_outcome);
+  $("save-outcome").hidden = !ask;
+  $("save-question").textContent = ask ? "Did you succeed? Your answer is saved with the episode." : "Save this episode?";
+  $("save-yes-label").textContent = ask ? "Skip" : "Save";
+  $("save-dialog").dataset.ask = ask ? "true" : "false";
+  if (!$("save-dialog").open) $("save-dialog").showModal();
+  $("save-yes").focus();
+}
+
+/* --- episodes: start, the ready gate, pause, cancel ------------------------------------ */
+function startEpisode(envId = state.env) {
+  if (state.phase !== "idle") return;
+  $("after-save").hidden = true; playMessage("");
+  setPhase("starting");
+  // balanced studies: the server picks the environment
+  send(isParticipant() && balanced() ? { type: "start" } : { type: "start", env_id: envId });
+}
+
+/** The first frame is on screen; nothing steps until the player says go. */
+function readyGate() {
+  setPhase("ready");
+  $("screen").focus();
+}
+
+function clearCountdown() { clearTimeout(state.countdown); state.countdown = null; }
+
+function go() {
+  if (state.phase !== "ready") return;
+  const env = state.envs[state.env];
+  let left = state.countdownS ?? ((env && env.mode === "async" && env.countdown_s) || 0);
+  const tick = () => {
+    if (state.phase !== "countdown" && state.phase !== "ready") return;
+    if (left <= 0) { send({ type: "go" }); setPhase("playing"); $("screen").focus(); return; }
+    setPhase("countdown", String(left));
+    left -= 1;
+    state.countdown = setTimeout(tick, 1000);
+  };
+  tick();
+}
+
+function togglePause() {
+  if (state.phase === "playing") { releaseAll(true); send({ type: "pause" }); }
+  else if (state.phase === "paused") send({ type: "resume" });
+}
+/** Delete (or the button) asks first, pausing the game meanwhile; Delete again or Enter
+ *  cancels, Esc goes back (resuming what was playing). */
+function cancelEpisode() {
+  if (state.phase !== "playing" && state.phase !== "paused") return;
+  if (state.askingCancel) { confirmCancel(); return; }
+  state.askingCancel = { resume: state.phase === "playing" };
+  if (state.phase === "playing") { releaseAll(true); send({ type: "pause" }); }
+  $("cancel-ask").hidden = false;
+  $("screen").focus(); // its keys: Delete / Enter / Esc
+}
+function closeCancelAsk() { state.askingCancel = null; $("cancel-ask").hidden = true; }
+function confirmCancel() {
+  closeCancelAsk();
+  if (state.phase === "playing" || state.phase === "paused") send({ type: "cancel" });
+  $("screen").focus();
+}
+function keepPlaying() {
+  const { resume } = state.askingCancel || {};
+  closeCancelAsk();
+  if (resume) send({ type: "resume" });
+  $("screen").focus();
+}
+/** The keys while the cancel question is on screen: all of them go to it. */
+function answerCancel(e) {
+  if (!state.askingCancel) return false;
+  if (e.code === "Delete" || e.code === "Enter" || e.code === "NumpadEnter") confirmCancel();
+  else if (e.code === "Escape") keepPlaying();
+  return true;
+}
+function primaryAction() {
+  if (state.phase === "ready") go();
+  else if (state.phase === "idle" && !$("after-save").hidden) goNext();
+  else if (state.phase === "idle") startEpisode();
+}
+
+const input = createInput(state, send, { primary: primaryAction, go, togglePause, cancel: cancelEpisode,
+  blocked: () => $("save-dialog").open || $("instructions-dialog").open, answer: answerCancel });
+const { mode, sendInput, releaseAll, onKeyDown, onKeyUp } = input;
+Object.assign(flow, { afterHello, goLobby, showNext, enterPlay, setPhase, askSave, readyGate, clearCountdown, input });
+
+/* --- wiring ------------------------------------------------------------------------- */
+function wire() {
+  const canvas = $("screen");
+  canvas.addEventListener("keydown", onKeyDown);
+  canvas.addEventListener("keyup", onKeyUp);
+  canvas.addEventListener("click", () => { canvas.focus(); if (state.phase === "ready") go(); });
+  canvas.addEventListener("focus", () => { $("stage").dataset.focused = "true"; });
+  canvas.addEventListener("blur", () => { $("stage").dataset.focused = "false"; releaseAll(true); });
+  document.addEventListener("keydown", (e) => {
+    if (!$("instructions-view").hidden && e.code === "Enter" && e.target.tagName !== "BUTTON") {
+      e.preventDefault(); $("instructions-ok").click(); return;
+    }
+    if (e.target === canvas || $("play-view").hidden || $("save-dialog").open || $("instructions-dialog").open) return;
+    if (["INPUT", "SELECT", "TEXTAREA", "BUTTON"].includes(e.target.tagName)) return;
+    onKeyDown(e);
+  });
+  $("start-btn").addEventListener("click", primaryAction);
+  $("next-btn").addEventListener("click", goNext);
+  $("pause-btn").addEventListener("click", togglePause);
+  $("cancel-btn").addEventListener("click", cancelEpisode);
+  $("cancel-yes").addEventListener("click", confirmCancel);
+  $("cancel-no").addEventListener("click", keepPlaying);
+  $("other-env-btn").addEventListener("click", () => { $("after-save").hidden = true; renderLobby(); show("lobby-view"); });
+  const endSession = () => { state.closing = true; send({ type: "end_session" }); finish("Your session has ended. You can close this page."); };
+  $("end-btn").addEventListener("click", endSession);
+  $("lobby-end").addEventListener("click", endSession);
+  $("lobby-finish").addEventListener("click", flow.finishStudy);
+  for (const id of ["lobby-instructions", "play-instructions"]) {
+    $(id).addEventListener("click", () => crowd.openInstructions(state.study.instructions_html));
+  }
+  // One answer per episode: the dialog closes at once, so a second Enter cannot answer again.
+  const answer = (keep, outcome) => {
+    if (!$("save-dialog").open) return;
+    $("save-dialog").close(); playMessage(keep ? "Saving…" : "Discarding…", true);
+    send(outcome ? { type: "save", keep, outcome } : { type: "save", keep });
+  };
+  $("save-yes").addEventListener("click", () => answer(true));
+  $("save-no").addEventListener("click", () => answer(false));
+  $("save-success").addEventListener("click", () => answer(true, "success"));
+  $("save-failure").addEventListener("click", () => answer(true, "failure"));
+  $("save-dialog").addEventListener("keydown", (e) => {
+    if ($("save-dialog").dataset.ask !== "true" || e.repeat || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.code === "KeyS") { e.preventDefault(); answer(true, "success"); }
+    else if (e.code === "KeyF") { e.preventDefault(); answer(true, "failure"); }
+  });
+  $("save-dialog").addEventListener("cancel", (e) => e.preventDefault()); // an answer is needed
+  $("speed").addEventListener("change", (e) => send({ type: "set_speed", speed: Number(e.target.value) }));
+  $("quality").addEventListener("change", (e) => send({ type: "set_quality", quality: e.target.value }));
+  $("camera").addEventListener("change", (e) => send({ type: "set_camera", camera: e.target.value }));
+  $("fullscreen-btn").addEventListener("click", () => {
+    if (document.fullscreenElement) document.exitFullscreen(); else $("stage").requestFullscreen().then(() => canvas.focus());
+  });
+  document.addEventListener("fullscreenchange", () => requestAnimationFrame(fit));
+  window.addEventListener("resize", fit);
+  window.addEventListener("gamepadconnected", () => {}); // some browsers expose pads only to listeners
+  input.pollGamepad();
+}
+
+wire();
+flow.boot();

@@ -1,0 +1,163 @@
+/* The play socket (docs/protocol.md): connect with the ticket, reconnect or explain a close,
+   and the server's control messages, each handled by moving the screens along; frames are
+   binary and go to the stage. */
+import * as crowd from "./crowd.js";
+import { renderTouch } from "./touch.js";
+import * as views from "./views.js";
+import { fmt, onFrame, onFrameDrawn, updateStatus } from "./stage.js";
+import { $, finish, flow, forgetTicket, isParticipant, params, playMessage, remember, send, state, stopPlaying } from "./session.js";
+
+const PROTOCOL = 1;
+const SUBPROTOCOL = "rlds-studio";
+
+/* --- the socket ------------------------------------------------------------------------ */
+/* A participant's ticket rides in the Sec-WebSocket-Protocol header, not in the URL, which
+   access logs and browser history keep (docs/protocol.md). */
+function connect() {
+  state.closing = false;
+  const q = new URLSearchParams();
+  if (!state.ticket) q.set("study", params.get("study"));
+  if (state.sessionId) q.set("session", state.sessionId);
+  if (state.takeover) q.set("takeover", "1");
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const protocols = state.ticket ? [SUBPROTOCOL, `ticket.${state.ticket}`] : [SUBPROTOCOL];
+  const ws = new WebSocket(`${scheme}://${location.host}/ws/play?${q}`, protocols);
+  ws.binaryType = "arraybuffer";
+  let opened = false;
+  ws.onopen = () => { opened = true; state.retries = 0; };
+  ws.onmessage = (ev) => { if (state.ws === ws) (typeof ev.data === "string" ? onControl(JSON.parse(ev.data)) : onFrame(ev.data)); };
+  ws.onclose = (ev) => { if (state.ws === ws) onClose(ev, opened); };
+  state.ws = ws;
+}
+
+function takeOver() { state.takeover = true; state.sessionId = null; connect(); }
+
+function onClose(ev, opened) {
+  state.ws = null;
+  flow.clearCountdown();
+  if (ev.code === 4002) {
+    crowd.showStatus({ title: "This study is open in another tab",
+      text: "You can take part in one tab or window at a time. Continue here to move your study to this tab (the other one will stop).",
+      button: { label: "Continue here", onClick: takeOver } });
+    return;
+  }
+  if (ev.code === 4000) {
+    stopPlaying();
+    crowd.showStatus({ title: "Continued in another tab",
+      text: "This study was opened in another tab or window, so it stopped here. Nothing you did is lost.",
+      button: { label: "Continue here", onClick: takeOver } });
+    return;
+  }
+  if (state.closing) return;
+  if (ev.code === 4001) {
+    if (!isParticipant()) { finish("Your session has ended. You can close this page."); return; }
+    crowd.showStatus({ title: "Your session has ended", text: "You can go on where you left off.",
+      button: { label: "Continue", onClick: flow.boot } });
+    return;
+  }
+  if (!opened && state.retries === 0) {
+    // refused on arrival: the session may be over (start a new one), or else the ticket
+    if (state.sessionId) { state.sessionId = null; remember(); connect(); return; }
+    if (state.ticket) { forgetTicket(); flow.boot(); return; } // expired, replaced link, study paused
+    crowd.pageError("You cannot test-play this study: log in as one of its designers first.");
+    return;
+  }
+  if (ev.code === 1008) { crowd.showUnreachable(`Disconnected: ${ev.reason || "policy violation"}.`, flow.boot); return; }
+  if (!opened && state.ticket && state.retries >= 3) { forgetTicket(); state.retries = 0; flow.boot(); return; }
+  state.retries++;
+  playMessage("Connection lost — reconnecting…");
+  setTimeout(connect, Math.min(1000 * state.retries, 5000));
+}
+
+const handlers = {
+  hello(m) {
+    if (m.protocol !== PROTOCOL) { crowd.pageError(`The server speaks protocol ${m.protocol}; reload the page.`); return; }
+    state.sessionId = m.session_id;
+    state.takeover = false;
+    remember();
+    flow.useStudy(m.study);
+    if (m.participant !== undefined) state.participant = m.participant;
+    playMessage("");
+    flow.setPhase(m.phase);
+    if (m.episode) {
+      state.episode = m.episode; state.step = m.episode.step;
+      flow.enterPlay(m.episode.env_id);
+      updateStatus({ step: m.episode.step, ret: m.episode.return });
+      if (m.phase === "ended") flow.askSave(m.episode);
+      if (m.phase === "ready" || m.episode.ready_gate) flow.readyGate();
+    } else if (!m.resumed || $("play-view").hidden) {
+      flow.afterHello(); // a reconnect in the middle of the play view keeps its screen
+    }
+  },
+  env_ready(m) {
+    state.info = m;
+    // a resumed session re-announces its worker: move to the game only when one is starting
+    if (state.envs[m.env_id] && (state.phase !== "idle" || state.episode)) flow.enterPlay(m.env_id);
+    views.renderControls(state, m);
+    renderTouch(state, m.controls, flow.input);
+  },
+  episode_started(m) {
+    state.episode = m.episode; state.step = 0; state.next = null;
+    if (m.episode.env_id && state.envs[m.episode.env_id]) flow.enterPlay(m.episode.env_id);
+    $("after-save").hidden = true; playMessage("");
+    $("screen").focus();
+    state.countdownS = m.countdown_s || 0;
+    if (m.ready_gate) flow.readyGate(); else flow.setPhase("playing");
+  },
+  started() { if (state.phase === "countdown" || state.phase === "ready") flow.setPhase("playing"); },
+  paused() { flow.setPhase("paused"); },
+  resumed() { flow.setPhase("playing"); $("screen").focus(); },
+  episode_ended(m) { flow.setPhase("ended"); flow.input.releaseAll(false); flow.askSave(m); },
+  episode_saved(m) {
+    if ($("save-dialog").open) $("save-dialog").close();
+    playMessage("");
+    flow.setPhase("idle");
+    state.episode = null;
+    if (m.participant) state.participant = m.participant;
+    for (const [key, n] of Object.entries(m.completed || {})) if (state.envs[key]) state.envs[key].completed = n;
+    const words = { completed: "Episode saved.", rejected: "Episode discarded.", canceled: "Episode canceled.",
+      abandoned: "The episode was abandoned.", failed: "The game stopped." };
+    flow.showNext(m.next, `${words[m.status] || m.status} ${m.steps} steps, return ${fmt(m.return)}.`);
+  },
+  episode_failed(m) {
+    flow.setPhase("idle"); state.episode = null;
+    // the server words it plainly for a participant (the designer finds the details with the episode)
+    playMessage(m.message);
+    flow.showNext(m.next, isParticipant() ? "" : "The environment failed; this episode is kept as failed.");
+  },
+  setting(m) {
+    if (m.speed !== undefined) $("speed").value = String(m.speed);
+    if (m.quality !== undefined) {
+      $("quality").value = m.quality;
+      $("quality").title = m.adaptive ? "Adjusted to your connection; choose another to change the most it may use" : "";
+    }
+    if (m.camera !== undefined) $("camera").value = m.camera;
+  },
+  stats(m) { $("st-latency").textContent = m.latency_ms == null ? "–" : `${Math.round(m.latency_ms)} ms`; },
+  session_ended() { state.closing = !isParticipant(); },
+  error(m) {
+    if (m.for === "input" && m.code === "wrong_state") return; // a key in flight as the state changed
+    if (m.code === "open_elsewhere") return; // the close (4002) that follows says it
+    if (m.for === "input" && m.code === "rate_limited" && flow.input.mode() === "async") {
+      // the server still holds an older input: send the current one once the limit allows
+      clearTimeout(state.resendTimer);
+      state.resendTimer = setTimeout(() => { if (state.phase === "playing") flow.input.sendInput(); }, 100);
+      return;
+    }
+    if (m.for === "start" && state.phase === "starting") {
+      flow.setPhase("idle");
+      if (isParticipant()) { flow.refusedStart(m); return; }
+    }
+    playMessage(`${m.message}`);
+  },
+  pong() {},
+};
+
+function onControl(m) { const h = handlers[m.type]; if (h) h(m); }
+
+onFrameDrawn((frame, drawn) => {
+  send({ type: "ack", episode: frame.episode, step: frame.step, drawn_ms: drawn });
+  state.step = frame.step;
+});
+
+Object.assign(flow, { connect });
