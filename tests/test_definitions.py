@@ -21,7 +21,16 @@ MODELS = {
     "Base",  # imported from server.core.db
 }  # fmt: skip
 
-EXPORTS = {"server.models": MODELS}
+STUDY_SPEC = {
+    "SLUG", "MAX_SEED", "MAX_KWARGS_DEPTH", "MAX_KWARGS_BYTES", "ActionValue",
+    "CONTROL_CHARACTER", "char_name", "Loc", "bad_char_path", "nul_path",
+    "control_char_problem", "json_data_problem", "reject_nul", "reject_control_chars",
+    "StrictModel", "KWARGS_DESCRIPTION", "GymnasiumSource", "DmEnvSource", "Source",
+    "AxisBinding", "Controls", "EnvironmentSpec", "CODE", "check_url", "Requirements", "Input",
+    "MAX_TOUCH_BUTTONS", "CrowdSettings", "StudySpec",
+}  # fmt: skip
+
+EXPORTS = {"server.models": MODELS, "server.study_spec": STUDY_SPEC}
 
 
 @pytest.mark.parametrize("package", sorted(EXPORTS))
