@@ -21,6 +21,23 @@ MODELS = {
     "Base",  # imported from server.core.db
 }  # fmt: skip
 
+SCHEMAS = {
+    "PASSWORD_RULE", "LoginIn", "LoginLimitPublic", "UserCreate", "UserUpdate", "UserPublic",
+    "LoginOut", "StudyCreate", "StudyUpdate", "StudyStateChange", "StudyEnvironmentPublic",
+    "StudyRef", "StudySummary", "StudyPublic", "HealthOut", "ErrorOut", "TagIn", "StepTagIn",
+    "NoteIn", "StepTagPublic", "NotePublic", "QualityBadge", "EpisodeSummary",
+    "EpisodeReviewIn", "OutcomeFilter", "EpisodeDetail", "EpisodeList", "MAX_BULK_IDS",
+    "MAX_BULK_TAGS", "EpisodeFilterIn", "BulkSelection", "EpisodeBulkIn", "EpisodeBulkOut",
+    "BulkJobPublic", "ExportSelection", "ExportOptionsIn", "ExportCreate", "ExportPreviewIn",
+    "SpacesPreview", "LeftOut", "ExportPreviewPublic", "ExportJobPublic", "PreviewIn",
+    "JOIN_PARAMS", "JoinIn", "PreviewAsIn", "ConsentIn", "PlayerStudyOut",
+    "CatalogEntryPublic", "ValidationIssue", "EnvValidationPublic", "StudyValidationPublic",
+    "PreviewOut", "ParticipantRow",
+    # imported from server.core.passwords, server.models and server.study_spec
+    "MIN_PASSWORD_LENGTH", "MAX_DB_INT", "EpisodeStatus", "JobState", "Role", "StudyState",
+    "StrictModel", "StudySpec",
+}  # fmt: skip
+
 STUDY_SPEC = {
     "SLUG", "MAX_SEED", "MAX_KWARGS_DEPTH", "MAX_KWARGS_BYTES", "ActionValue",
     "CONTROL_CHARACTER", "char_name", "Loc", "bad_char_path", "nul_path",
@@ -30,7 +47,7 @@ STUDY_SPEC = {
     "MAX_TOUCH_BUTTONS", "CrowdSettings", "StudySpec",
 }  # fmt: skip
 
-EXPORTS = {"server.models": MODELS, "server.study_spec": STUDY_SPEC}
+EXPORTS = {"server.models": MODELS, "server.schemas": SCHEMAS, "server.study_spec": STUDY_SPEC}
 
 
 @pytest.mark.parametrize("package", sorted(EXPORTS))
