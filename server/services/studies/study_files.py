@@ -213,6 +213,6 @@ def json_schema_text() -> str:
 
 if __name__ == "__main__":
     # Regenerates docs/study-schema.json.
-    target = Path(__file__).resolve().parents[2] / "docs" / "study-schema.json"
+    target = Path(__file__).resolve().parents[3] / "docs" / "study-schema.json"
     target.write_text(json_schema_text(), encoding="utf-8")
     print(f"wrote {target}")

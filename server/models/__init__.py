@@ -1,0 +1,64 @@
+"""Tables, one module per area. Everything a designer filters on is a real, indexed column.
+
+Schemas (Create / Update / Public) live in ``server/schemas/``; these are rows only. Every
+table is imported here, so importing ``server.models`` registers them all on ``Base.metadata``
+(Alembic's ``env.py`` relies on it).
+"""
+
+from server.core.db import Base
+from server.models.base import (
+    MAX_DB_INT,
+    NO_ID_REUSE,
+    UTCDateTime,
+    is_row_id,
+    new_uuid,
+    utcnow,
+)
+from server.models.episodes import (
+    Episode,
+    EpisodeDeletion,
+    EpisodeStatus,
+    EpisodeTag,
+    Note,
+    Outcome,
+    StepTag,
+)
+from server.models.jobs import BulkJob, ClaimableJob, ExportJob, JobState
+from server.models.participants import Participant, Platform, PlaySession
+from server.models.replicas import LiveSessionRow, Replica, SessionLease
+from server.models.studies import Study, StudyEnvironment, StudyState
+from server.models.users import AuthSession, LoginFailure, Role, User
+
+__all__ = [
+    "MAX_DB_INT",
+    "NO_ID_REUSE",
+    "AuthSession",
+    "Base",
+    "BulkJob",
+    "ClaimableJob",
+    "Episode",
+    "EpisodeDeletion",
+    "EpisodeStatus",
+    "EpisodeTag",
+    "ExportJob",
+    "JobState",
+    "LiveSessionRow",
+    "LoginFailure",
+    "Note",
+    "Outcome",
+    "Participant",
+    "Platform",
+    "PlaySession",
+    "Replica",
+    "Role",
+    "SessionLease",
+    "StepTag",
+    "Study",
+    "StudyEnvironment",
+    "StudyState",
+    "UTCDateTime",
+    "User",
+    "is_row_id",
+    "new_uuid",
+    "utcnow",
+]

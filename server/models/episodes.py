@@ -1,0 +1,150 @@
+"""Recorded episodes and what reviewers add to them (tags, step tags, notes)."""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+
+from sqlalchemy import (
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from server.core.db import Base
+from server.models.base import NO_ID_REUSE, TS, new_uuid, utcnow
+
+
+class EpisodeStatus(enum.StrEnum):
+    recording = "recording"
+    completed = "completed"
+    rejected = "rejected"
+    canceled = "canceled"
+    abandoned = "abandoned"
+    failed = "failed"
+
+
+class Outcome(enum.StrEnum):
+    success = "success"
+    failure = "failure"
+
+
+class Episode(Base):
+    __tablename__ = "episodes"
+    __table_args__ = (
+        Index("ix_episodes_study_status_env", "study_id", "status", "env_key"),
+        # the environment's median length (server/services/quality.py)
+        Index("ix_episodes_env_status_steps", "study_env_id", "status", "steps"),
+        # the list's sorts within a study (keyset order: the column, then id)
+        Index("ix_episodes_study_latency_p50", "study_id", "latency_p50_ms", "id"),
+        Index("ix_episodes_study_latency_p99", "study_id", "latency_p99_ms", "id"),
+        Index("ix_episodes_study_started", "study_id", "started_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_uuid)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    study_env_id: Mapped[int] = mapped_column(ForeignKey("study_environments.id"), index=True)
+    env_key: Mapped[str] = mapped_column(String(64), index=True)
+    session_id: Mapped[str | None] = mapped_column(
+        ForeignKey("sessions.id", ondelete="SET NULL"), index=True
+    )
+    participant_id: Mapped[int | None] = mapped_column(
+        ForeignKey("participants.id", ondelete="SET NULL"), index=True
+    )
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), index=True)
+    # a designer's test play: kept out of exports, counts, quotas and review unless asked for
+    is_test: Mapped[bool] = mapped_column(default=False, server_default=false(), index=True)
+    status: Mapped[str] = mapped_column(String(16), index=True, default=EpisodeStatus.recording)
+    end_reason: Mapped[str | None] = mapped_column(String(32))
+    error: Mapped[str | None] = mapped_column(Text)
+    seed: Mapped[int | None] = mapped_column(Integer)
+    steps: Mapped[int] = mapped_column(Integer, default=0, index=True)
+    total_reward: Mapped[float] = mapped_column(Float, default=0.0, index=True)
+    started_at: Mapped[datetime] = mapped_column(TS, default=utcnow, index=True)
+    ended_at: Mapped[datetime | None] = mapped_column(TS, index=True)
+    duration_s: Mapped[float | None] = mapped_column(Float)
+    storage_path: Mapped[str] = mapped_column(String(500))
+    latency_p50_ms: Mapped[float | None] = mapped_column(Float)
+    latency_p95_ms: Mapped[float | None] = mapped_column(Float)
+    frames_dropped: Mapped[int] = mapped_column(Integer, default=0)
+    # the app process (replica) hosting a ``recording`` episode: when its heartbeat stops,
+    # another replica abandons the episode (server/services/replicas.py)
+    replica_id: Mapped[str | None] = mapped_column(String(128), index=True)
+    # quality signals (server/services/quality.py); quality_at NULL: not computed
+    latency_p99_ms: Mapped[float | None] = mapped_column(Float)
+    idle_share: Mapped[float | None] = mapped_column(Float)
+    inputs_per_s: Mapped[float | None] = mapped_column(Float)
+    quality_at: Mapped[datetime | None] = mapped_column(TS)
+    # "success" / "failure" (Outcome) or None: the player's answer at save time, and the
+    # reviewer's, which wins (effective_outcome)
+    player_outcome: Mapped[str | None] = mapped_column(String(16))
+    outcome: Mapped[str | None] = mapped_column(String(16))
+    # kept out of exports unless an export asks for excluded episodes
+    excluded: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+
+    tags: Mapped[list[EpisodeTag]] = relationship(cascade="all, delete-orphan")
+    step_tags: Mapped[list[StepTag]] = relationship(cascade="all, delete-orphan")
+    notes: Mapped[list[Note]] = relationship(cascade="all, delete-orphan")
+
+
+class EpisodeTag(Base):
+    __tablename__ = "episode_tags"
+    __table_args__ = (UniqueConstraint("episode_id", "name"), NO_ID_REUSE)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    episode_id: Mapped[str] = mapped_column(
+        ForeignKey("episodes.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(64), index=True)
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+
+class StepTag(Base):
+    """A tag on one step (start == end) or an inclusive range of steps."""
+
+    __tablename__ = "step_tags"
+    __table_args__ = NO_ID_REUSE
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    episode_id: Mapped[str] = mapped_column(
+        ForeignKey("episodes.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(64), index=True)
+    start_step: Mapped[int] = mapped_column(Integer)
+    end_step: Mapped[int] = mapped_column(Integer)
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+
+class Note(Base):
+    __tablename__ = "notes"
+    __table_args__ = NO_ID_REUSE
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    episode_id: Mapped[str] = mapped_column(
+        ForeignKey("episodes.id", ondelete="CASCADE"), index=True
+    )
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+
+class EpisodeDeletion(Base):
+    """A record that someone deleted episodes of a study (the rows themselves are gone)."""
+
+    __tablename__ = "episode_deletions"
+    __table_args__ = NO_ID_REUSE
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), index=True)
+    count: Mapped[int] = mapped_column(Integer)
+    deleted_at: Mapped[datetime] = mapped_column(TS, default=utcnow, index=True)

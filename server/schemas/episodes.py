@@ -1,0 +1,161 @@
+"""Episodes and their review: the list, its filter, tags, notes, outcomes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from server.models import MAX_DB_INT, EpisodeStatus
+from server.study_spec import StrictModel
+
+
+class TagIn(StrictModel):
+    name: str = Field(min_length=1, max_length=64)
+
+
+class StepTagIn(StrictModel):
+    name: str = Field(min_length=1, max_length=64)
+    start: int = Field(ge=0, description="First tagged step.")
+    end: int | None = Field(default=None, ge=0, description="Last tagged step (inclusive).")
+
+
+class NoteIn(StrictModel):
+    body: str = Field(min_length=1, max_length=10_000)
+
+
+class StepTagPublic(BaseModel):
+    id: int
+    name: str
+    start: int
+    end: int
+
+
+class NotePublic(BaseModel):
+    id: int
+    body: str
+    author_id: int | None
+    created_at: datetime
+
+
+class QualityBadge(BaseModel):
+    flag: Literal["idle", "slow", "dropped", "short", "long"]
+    label: str = Field(description='What the list shows, e.g. "idle 80%", "p99 140 ms".')
+
+
+class EpisodeSummary(BaseModel):
+    id: str
+    study_id: int
+    env_key: str
+    status: EpisodeStatus
+    end_reason: str | None
+    participant: str = Field(description="External id, or user:<id> for a designer's play.")
+    is_test: bool = Field(description="A designer's test play (not a participant's episode).")
+    seed: int | None
+    steps: int
+    total_reward: float
+    started_at: datetime
+    ended_at: datetime | None
+    duration_s: float | None
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    frames_dropped: int
+    latency_p99_ms: float | None
+    idle_share: float | None = Field(description="Share of actions with no input (0-1).")
+    inputs_per_s: float | None = Field(description="Controls newly pressed per second.")
+    quality_computed: bool = Field(
+        description="False: the signals were never computed (run `rlds-studio quality`)."
+    )
+    length_ratio: float | None = Field(
+        description="Steps / the median steps of the environment's completed episodes."
+    )
+    badges: list[QualityBadge] = Field(description="Quality flags worth a reviewer's look.")
+    tags: list[str]
+    player_outcome: Literal["success", "failure"] | None = Field(
+        default=None, description="The player's answer at save time (when the study asks)."
+    )
+    reviewer_outcome: Literal["success", "failure"] | None = Field(
+        default=None, description="A reviewer's outcome; it overrides the player's."
+    )
+    outcome: Literal["success", "failure"] | None = Field(
+        default=None, description="Effective outcome: the reviewer's, else the player's."
+    )
+    excluded: bool = Field(default=False, description="Kept out of exports by default.")
+
+
+class EpisodeReviewIn(StrictModel):
+    """A reviewer's outcome (null unsets it) and/or the excluded mark; absent fields stay."""
+
+    outcome: Literal["success", "failure"] | None = None
+    excluded: bool | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> EpisodeReviewIn:
+        if not self.model_fields_set & {"outcome", "excluded"}:
+            raise ValueError("give outcome and/or excluded")
+        return self
+
+
+OutcomeFilter = Literal["success", "failure", "unset"]
+
+
+class EpisodeDetail(EpisodeSummary):
+    error: str | None
+    step_tags: list[StepTagPublic]
+    notes: list[NotePublic]
+
+
+class EpisodeList(BaseModel):
+    items: list[EpisodeSummary]
+    total: int | None = Field(
+        description="Matching episodes (at most the cap unless exact_count; null: count=false)."
+    )
+    total_exact: bool = Field(description="False: more than total match (counting stopped).")
+    offset: int
+    limit: int
+    next_cursor: str | None = Field(description="after= of the next page; None on the last.")
+    tag_names: list[str] = Field(
+        description="Every tag name used in the study (empty with count=false)."
+    )
+
+
+class EpisodeFilterIn(StrictModel):
+    """The episodes page's filter (empty fields do not filter; no status: every status).
+
+    The one filter model of the list, bulk actions and exports (:class:`ExportSelection`
+    extends it); :func:`server.services.exports.selection_filter` turns it into the review
+    filter."""
+
+    statuses: list[EpisodeStatus] = Field(default_factory=list)
+    environments: list[str] = Field(default_factory=list, description="Environment keys.")
+    participants: list[str] = Field(default_factory=list, description="External ids, user:<id>.")
+    tags: list[str] = Field(default_factory=list, description="Required episode tags (all).")
+    exclude_tags: list[str] = Field(default_factory=list)
+    since: datetime | None = Field(default=None, description="Started at or after.")
+    until: datetime | None = Field(default=None, description="Started at or before.")
+    min_return: float | None = Field(default=None, allow_inf_nan=False, description="Return >=.")
+    max_return: float | None = Field(default=None, allow_inf_nan=False, description="Return <=.")
+    min_steps: int | None = Field(default=None, ge=0, le=MAX_DB_INT, description="Steps >=.")
+    max_steps: int | None = Field(default=None, ge=0, le=MAX_DB_INT, description="Steps <=.")
+    p99_over_ms: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="Input latency p99 over this (ms)."
+    )
+    idle_over: float | None = Field(
+        default=None, ge=0, le=1, description="Share of actions with no input over this (0-1)."
+    )
+    under_median: float | None = Field(
+        default=None, gt=0, le=1000, description="Steps under this times the env's median."
+    )
+    over_median: float | None = Field(
+        default=None, gt=0, le=1000, description="Steps over this times the env's median."
+    )
+    include_tests: bool = Field(
+        default=False,
+        description="Include designers' test plays (left out by default, unless user:<id> "
+        "participants are named).",
+    )
+    outcomes: list[OutcomeFilter] = Field(
+        default_factory=list, description="Effective outcomes (unset: neither said)."
+    )
+    excluded: bool | None = Field(default=None, description="Only excluded (true) or kept.")

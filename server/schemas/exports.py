@@ -1,0 +1,128 @@
+"""Export jobs: what to export (the selection), how (the options), the preview, the job."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from server.models import EpisodeStatus, JobState
+from server.schemas.episodes import EpisodeFilterIn
+from server.study_spec import StrictModel
+
+
+class ExportSelection(EpisodeFilterIn):
+    """Explicit episode ids, or the episodes page's filter (by default: completed episodes)."""
+
+    episode_ids: list[str] | None = Field(
+        default=None, description="Export exactly these episodes (the filter is then ignored)."
+    )
+    statuses: list[EpisodeStatus] = Field(default_factory=lambda: [EpisodeStatus.completed])
+    include_excluded: bool = Field(
+        default=False, description="Export episodes marked excluded too (left out by default)."
+    )
+
+
+class ExportOptionsIn(StrictModel):
+    """How to export (see docs/export.md)."""
+
+    format: Literal["tfds", "envlogger", "minari", "lerobot"] = Field(
+        default="tfds",
+        description="tfds: RLDS; envlogger: the logs; minari: Minari (arrow); lerobot: "
+        "LeRobot v3.0 (parquet + lossless H.264 videos).",
+    )
+    strip_step_metadata: bool = False
+    step_tags: list[str] | None = Field(
+        default=None, description="Step tag names that become tag:<name> fields (None: all)."
+    )
+    end_tags: list[str] = Field(default_factory=list)
+    profile: Literal["oxe"] | None = Field(
+        default=None, description="oxe: the Open X-Embodiment profile (tfds format only)."
+    )
+    archive: Literal["folder", "zip", "tar.gz"] = "zip"
+    videos: bool = Field(
+        default=False,
+        description="Add episode_videos/<episode id>.mp4 per episode (what the player saw).",
+    )
+    name: str | None = Field(
+        default=None, max_length=64, description="Dataset name (snake_case); default from study."
+    )
+    engine: Literal["auto", "single", "beam"] = Field(
+        default="auto",
+        description="How the export runs: single (one process), beam (an Apache Beam pipeline "
+        "on the configured runner; tfds format only; same output), or auto (beam for a tfds "
+        "export of at least STUDIO_BEAM_MIN_STEPS steps). The job's options say which ran.",
+    )
+    split_by_env: bool = Field(
+        default=False,
+        description="One dataset per environment (<name>_<env>) in the one output: for "
+        "selections whose environments have different spaces.",
+    )
+
+
+class ExportCreate(StrictModel):
+    selection: ExportSelection = Field(default_factory=ExportSelection)
+    options: ExportOptionsIn = Field(default_factory=ExportOptionsIn)
+
+
+class ExportPreviewIn(StrictModel):
+    """What the episodes page lists (its filter) and what the export would select."""
+
+    listed: EpisodeFilterIn = Field(
+        default_factory=EpisodeFilterIn,
+        description="The list's filter (ignored when the selection names episode ids).",
+    )
+    selection: ExportSelection = Field(default_factory=ExportSelection)
+    options: ExportOptionsIn | None = Field(
+        default=None,
+        description="The export's options: with them, the answer's ``spaces`` says whether the "
+        "selection's environments share their spaces and what this format does when not.",
+    )
+
+
+class SpacesPreview(BaseModel):
+    """Whether one dataset can hold the selection's environments, and what to do if not."""
+
+    mixed: bool = Field(description="Two environments have different spaces.")
+    environments: list[str]
+    split: Literal["none", "automatic", "offer", "impossible"] = Field(
+        description="none: one dataset holds them; automatic: envlogger writes one folder per "
+        "environment; offer: one dataset per environment works (options.split_by_env); "
+        "impossible: not in this format, even per environment."
+    )
+    message: str
+
+
+class LeftOut(BaseModel):
+    reason: str
+    count: int
+    episode_ids: list[str] = Field(description="The first few, sorted.")
+
+
+class ExportPreviewPublic(BaseModel):
+    listed: int
+    exported: int
+    left_out: list[LeftOut]
+    spaces: SpacesPreview | None = Field(default=None, description="When options were sent.")
+
+
+class ExportJobPublic(BaseModel):
+    id: int
+    study_id: int
+    state: JobState
+    format: str
+    archive: str
+    name: str
+    episodes_total: int
+    episodes_done: int
+    steps_total: int
+    steps_done: int
+    progress: float
+    message: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    download_url: str | None
+    options: dict[str, Any]
+    selection: dict[str, Any]

@@ -1,0 +1,117 @@
+"""Studies and the study editor: specs, states, versions, the catalog, validation."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from server.models import StudyState
+from server.schemas.base import Public
+from server.study_spec import StrictModel, StudySpec
+
+
+class StudyCreate(StrictModel):
+    spec: StudySpec
+
+
+class StudyUpdate(StrictModel):
+    spec: StudySpec
+
+
+class StudyStateChange(StrictModel):
+    state: StudyState
+
+
+class StudyEnvironmentPublic(Public):
+    env_key: str
+    name: str
+    source_kind: str
+    source_ref: str
+    mode: str
+    position: int
+
+
+class StudyRef(Public):
+    """Another study, by id and name (a version's parent, or a study's versions)."""
+
+    id: int
+    name: str
+    state: StudyState
+
+
+class StudySummary(Public):
+    id: int
+    name: str
+    state: StudyState
+    owner_id: int
+    created_at: datetime
+    updated_at: datetime
+    environments: list[StudyEnvironmentPublic]
+    parent_study_id: int | None = Field(description="The study this one is a new version of.")
+    parent: StudyRef | None = None
+
+
+class StudyPublic(StudySummary):
+    spec: StudySpec
+    permalink_token: str | None
+    versions: list[StudyRef] = Field(
+        default_factory=list, description="Studies saved as new versions of this one."
+    )
+
+
+class CatalogEntryPublic(BaseModel):
+    """An environment the operator allows, with the defaults the editor starts from."""
+
+    key: str
+    name: str
+    suite: str
+    action_type: Literal["discrete", "continuous"]
+    source: dict[str, Any]
+    mode: Literal["sync", "async"]
+    fps: int
+    pace: str | None = Field(
+        None, description="Why fps is slower than the environment's real time (None: real time)."
+    )
+    controls: dict[str, Any]
+    settings_schema: dict[str, Any]
+    installed: bool
+    extra: str | None
+    thumbnail_url: str | None = Field(description="First frame (only when installed).")
+
+
+class ValidationIssue(BaseModel):
+    loc: list[str | int]
+    msg: str
+
+
+class EnvValidationPublic(BaseModel):
+    """What building one environment in a worker showed (spaces, frame, speed, issues)."""
+
+    index: int
+    id: str
+    name: str
+    ok: bool = Field(description="True when it built with no problems.")
+    cached: bool = Field(description="Served from the validation cache (no worker started).")
+    problems: list[ValidationIssue]
+    warnings: list[ValidationIssue]
+    observation_space: Any = None
+    action_space: Any = None
+    action_meanings: list[str] | None = None
+    cameras: list[str] | None = None
+    controls: dict[str, Any] | None = None
+    default_controls: dict[str, Any] | None = Field(
+        default=None, description="The catalog's controls for this source (empty if none)."
+    )
+    speed: dict[str, Any] | None = Field(
+        default=None,
+        description="mode, fps, native_fps, frameskip, effective (1 = real speed), note (why the"
+        " catalog slows it down, at its slowed default)",
+    )
+    frame_url: str | None = None
+
+
+class StudyValidationPublic(BaseModel):
+    ok: bool = Field(description="True when every environment built with no problems.")
+    environments: list[EnvValidationPublic]

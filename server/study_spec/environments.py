@@ -1,0 +1,123 @@
+"""Environments of a study: where each comes from (Gymnasium, dm_env) and how it plays."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from server.study_spec.base import StrictModel, json_data_problem
+from server.study_spec.controls import Controls
+
+SLUG = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+# Seeds are stored in an INTEGER column (32-bit on PostgreSQL) and NumPy wants them >= 0.
+MAX_SEED = 2**31 - 1
+_FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+# kwargs are data for the environment's constructor: JSON values, small and shallow.
+MAX_KWARGS_DEPTH = 8
+MAX_KWARGS_BYTES = 16 * 1024
+
+
+def _kwargs_data(value: Any) -> Any:
+    if isinstance(value, dict):
+        problem = json_data_problem(value, MAX_KWARGS_DEPTH, MAX_KWARGS_BYTES)
+        if problem is not None:
+            raise ValueError(f"kwargs must be plain JSON data: {problem}")
+    return value
+
+
+KWARGS_DESCRIPTION = (
+    f"Settings passed to the environment: JSON values, at most {MAX_KWARGS_DEPTH} levels "
+    f"deep and {MAX_KWARGS_BYTES // 1024} KiB. Catalog environments accept only the "
+    "settings of their schema."
+)
+
+
+class GymnasiumSource(StrictModel):
+    """An environment registered with Gymnasium, built with ``gymnasium.make(id, **kwargs)``.
+
+    Only ids of the catalog or registered by packages the operator allows; never
+    ``module:Env`` ids (they import a module).
+    """
+
+    kind: Literal["gymnasium"] = "gymnasium"
+    id: str = Field(min_length=1, max_length=200, examples=["CartPole-v1"])
+    kwargs: dict[str, Any] = Field(default_factory=dict, description=KWARGS_DESCRIPTION)
+
+    _bounded_kwargs = field_validator("kwargs", mode="before")(_kwargs_data)
+
+
+class DmEnvSource(StrictModel):
+    """A dm_env environment built by calling ``module:function(**kwargs)``.
+
+    Only factories of the catalog, listed by the operator, or registered by an installed
+    package (entry-point group ``rlds_studio.environments``).
+    """
+
+    kind: Literal["dm_env"] = "dm_env"
+    factory: str = Field(max_length=200, examples=["dm_control.suite:load"])
+    kwargs: dict[str, Any] = Field(default_factory=dict, description=KWARGS_DESCRIPTION)
+
+    _bounded_kwargs = field_validator("kwargs", mode="before")(_kwargs_data)
+
+    @field_validator("factory")
+    @classmethod
+    def _module_function(cls, v: str) -> str:
+        if not _FACTORY.match(v):
+            raise ValueError("factory must look like 'package.module:function'")
+        return v
+
+
+Source = Annotated[GymnasiumSource | DmEnvSource, Field(discriminator="kind")]
+
+
+class EnvironmentSpec(StrictModel):
+    """One environment of a study."""
+
+    id: str = Field(pattern=SLUG, description="Stable identifier, used in exports.")
+    name: str = Field(min_length=1, max_length=200, description="Display name.")
+    source: Source
+    instructions: str = Field(default="", max_length=20_000, description="Markdown.")
+    mode: Literal["sync", "async"] = "sync"
+    fps: int = Field(default=30, ge=1, le=120, description="Steps per second in async mode.")
+    max_steps: int | None = Field(default=None, ge=1, le=1_000_000)
+    max_duration_s: float | None = Field(default=None, gt=0, le=24 * 3600)
+    controls: Controls | None = Field(
+        default=None, description="Overrides the catalog's default controls."
+    )
+    image_quality: Literal["low", "medium", "high"] = "medium"
+    adaptive_quality: bool = Field(
+        default=False,
+        description="Lower the streamed JPEG quality (down to low) while a player's link falls "
+        "behind, and raise it again up to image_quality; recorded observations never change.",
+    )
+    camera: str | None = None
+    seeds: list[Annotated[int, Field(ge=0, le=MAX_SEED)]] | None = Field(
+        default=None, description="Seeds used in turn; a random seed per episode when empty."
+    )
+    episodes_per_participant: int = Field(default=1, ge=1, le=10_000)
+    episodes_total: int | None = Field(
+        default=None, ge=1, le=10_000_000,
+        description="Completed episodes (all participants) after which the environment is full.",
+    )  # fmt: skip
+    countdown_s: int = Field(
+        default=0, ge=0, le=10, description="Async: a countdown shown before an episode starts."
+    )
+    ask_outcome: bool | None = Field(
+        default=None,
+        description="Ask the player at save time whether they succeeded (default: the study's).",
+    )
+    speed: float = Field(
+        default=1.0, ge=0.05, le=10, description="Async: the clock speed episodes play at."
+    )
+    speed_choices: list[Annotated[float, Field(ge=0.05, le=10)]] = Field(
+        default_factory=list, max_length=10,
+        description="Async: the speeds players may choose from; empty (the default): fixed.",
+    )  # fmt: skip
+
+    @model_validator(mode="after")
+    def _speed_offered(self) -> EnvironmentSpec:
+        if self.speed_choices and self.speed not in self.speed_choices:
+            raise ValueError(f"speed {self.speed} is not one of speed_choices")
+        return self
