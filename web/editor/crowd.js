@@ -7,7 +7,7 @@ import { getIn, inputField, markdownField, selectField, setIn, switchField, uid 
 
 const INPUTS = [["keyboard", "Keyboard"], ["gamepad", "Gamepad"], ["touch", "Touch (on-screen buttons)"]];
 const DEFAULT_INPUTS = ["keyboard", "gamepad"];
-const PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"; // as the server sends
+const PROLIFIC_COMPLETE = "app.prolific.com/submissions/complete"; // where the server sends them (shown, never loaded)
 
 /** The crowd section of the form for ``data``; ``changed()`` after every edit. */
 export function crowdSection(api, data, changed) {
