@@ -40,7 +40,7 @@ class Episode(Base):
     __tablename__ = "episodes"
     __table_args__ = (
         Index("ix_episodes_study_status_env", "study_id", "status", "env_key"),
-        # the environment's median length (server/services/quality.py)
+        # the environment's median length (server/services/review/quality.py)
         Index("ix_episodes_env_status_steps", "study_env_id", "status", "steps"),
         # the list's sorts within a study (keyset order: the column, then id)
         Index("ix_episodes_study_latency_p50", "study_id", "latency_p50_ms", "id"),
@@ -75,9 +75,9 @@ class Episode(Base):
     latency_p95_ms: Mapped[float | None] = mapped_column(Float)
     frames_dropped: Mapped[int] = mapped_column(Integer, default=0)
     # the app process (replica) hosting a ``recording`` episode: when its heartbeat stops,
-    # another replica abandons the episode (server/services/replicas.py)
+    # another replica abandons the episode (server/services/live/replicas.py)
     replica_id: Mapped[str | None] = mapped_column(String(128), index=True)
-    # quality signals (server/services/quality.py); quality_at NULL: not computed
+    # quality signals (server/services/review/quality.py); quality_at NULL: not computed
     latency_p99_ms: Mapped[float | None] = mapped_column(Float)
     idle_share: Mapped[float | None] = mapped_column(Float)
     inputs_per_s: Mapped[float | None] = mapped_column(Float)

@@ -52,7 +52,7 @@ class ExportJob(ClaimableJob, Base):
 
 
 class BulkJob(ClaimableJob, Base):
-    """A bulk action over many episodes, run in the background (server/services/bulk.py)."""
+    """A bulk action over many episodes, run in the background (server/services/review/bulk.py)."""
 
     __tablename__ = "bulk_jobs"
     __table_args__ = NO_ID_REUSE

@@ -53,7 +53,7 @@ class LiveSessionRow(Base):
 
 class SessionLease(Base):
     """The one live play session a participant has, across every replica
-    (server/services/leases.py): taken atomically as the session starts, released as it
+    (server/services/crowd/leases.py): taken atomically as the session starts, released as it
     ends; free once its replica stops heartbeating or its session has ended.
 
     No foreign keys: taking a lease is one small write on the players' path, and a row of a

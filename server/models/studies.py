@@ -65,7 +65,7 @@ class StudyEnvironment(Base):
     source_kind: Mapped[str] = mapped_column(String(16), index=True)
     source_ref: Mapped[str] = mapped_column(String(200), index=True)
     mode: Mapped[str] = mapped_column(String(8))
-    # median length of its completed episodes (server/services/quality.py keeps it current)
+    # median length of its completed episodes (server/services/review/quality.py keeps it current)
     median_steps: Mapped[float | None] = mapped_column(Float)
 
     study: Mapped[Study] = relationship(back_populates="environments")

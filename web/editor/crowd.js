@@ -62,7 +62,7 @@ function inputsField(data, onChange) {
 
 const fill = (url, code) => url.replaceAll("{code}", encodeURIComponent(code));
 
-/** What one outcome does for one platform, in words (the rules of server/services/crowd.py). */
+/** What one outcome does for one platform, in words (the rules of server/services/crowd/codes.py and progress.py). */
 function describe(platform, code, url, submit) {
   const withCode = code ? `code ${code}` : "no code";
   if (submit && platform === "mturk") return `submits the HIT (${withCode})`;

@@ -34,7 +34,7 @@ export function createExport({ api, study, state, toast, guard, pageFilter, filt
 
   let asked = 0;
   /** How many of the listed episodes the export writes, which it leaves out and why (the
-   *  server's one definition of each: server/services/counts.py), and what it does with
+   *  server's one definition of each: server/services/review/counts.py), and what it does with
    *  environments of different spaces. The answer, or null when a newer one is coming. */
   async function preview() {
     const mine = ++asked;

@@ -56,7 +56,7 @@ function render(data) {
   $("sessions-table").hidden = sessions.length === 0;
   $("no-sessions").hidden = sessions.length > 0;
   $("quotas").replaceChildren(...data.quotas.map(quota));
-  // participants' episodes; the designers' test plays apart (server/services/counts.py)
+  // participants' episodes; the designers' test plays apart (server/services/review/counts.py)
   $("today").replaceChildren(...counts([...STATUSES.map((s) => [s, data.episodes_today[s] || 0]),
     ["test plays (not counted)", data.test_plays_today ?? 0]]));
   const p = data.participants;
