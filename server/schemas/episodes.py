@@ -124,8 +124,8 @@ class EpisodeFilterIn(StrictModel):
     """The episodes page's filter (empty fields do not filter; no status: every status).
 
     The one filter model of the list, bulk actions and exports (:class:`ExportSelection`
-    extends it); :func:`server.services.exports.selection_filter` turns it into the review
-    filter."""
+    extends it); :func:`server.services.jobs.export_selection.selection_filter` turns it
+    into the review filter."""
 
     statuses: list[EpisodeStatus] = Field(default_factory=list)
     environments: list[str] = Field(default_factory=list, description="Environment keys.")
