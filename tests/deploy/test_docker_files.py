@@ -38,8 +38,10 @@ def test_dockerfile_installs_the_lock_runs_start_sh_as_non_root() -> None:
     froms = [args for op, args in steps if op == "FROM"]
     assert [f.split()[0] for f in froms] == ["python:3.11-slim-bookworm"] * 2
     runs = " ".join(args for op, args in steps if op == "RUN")
+    # the lock (run.txt, or robotics.txt: run.txt's pins plus the robotics extra), no resolving
     assert "pip install -q -r /tmp/run.txt" in runs and "--no-deps -e /app" in runs
-    assert ("COPY", "requirements/run.txt /tmp/run.txt") in steps
+    assert "pip install -q -r /tmp/robotics.txt" in runs
+    assert ("COPY", "requirements/run.txt requirements/robotics.txt /tmp/") in steps
     for op, args in steps:  # every file copied from the build context exists
         if op == "COPY" and not args.startswith("--from"):
             for source in args.split()[:-1]:
