@@ -13,6 +13,7 @@ from server.player._phase import Phase
 from server.player._run import EpisodeRun
 from server.player.adaptive import QualityController
 from server.player.outbox import Outbox
+from server.player.phone import PhoneLink
 from server.player.views import env_ready
 from server.principal import Principal
 from server.runtime import EnvWorker
@@ -51,6 +52,8 @@ class SessionBase:
         self.adaptive: QualityController | None = None  # the adaptive stream's, if on
         self.camera: str | None = None
         self.lost_connection = False
+        self.phone = PhoneLink(session_id, principal.participant_id)
+        self.desktop_raw: dict[str, Any] = {}  # the player page's latest input
         self._pause_timer: asyncio.Task[None] | None = None
         self._grace_timer: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from server.models import EpisodeStatus
+from server.player import phone_pairing
 from server.player import protocol as p
 from server.player._run import EpisodeRun
 from server.player.adaptive import QualityController
@@ -24,6 +25,7 @@ from server.player.session import (
     refused,
     wrong_state,
 )
+from server.player.views import uses_phone
 from server.recording.format import now_ms
 from server.runtime import WorkerError
 from server.services.crowd.progress import FAILED_MESSAGE
@@ -116,20 +118,49 @@ async def on_input(s: LiveSession, msg: p.InputMsg) -> None:
         return  # pressed as the game ended (the two crossed): nothing to step, no error
     if s.phase != Phase.playing or run is None or s.worker is None:
         raise wrong_state(s.phase, "send input")
+    s.desktop_raw = msg.raw()
     timing = {"input_sent": msg.client_ms, "input_recv": now_ms(), "seen_step": msg.seen_step}
+    await forward_input(s, timing)
+
+
+async def forward_input(s: LiveSession, timing: dict[str, Any]) -> None:
+    """Hand the player page's latest input, with the phone's, to the worker (lock held)."""
+    run, worker = s.run, s.worker
+    assert run is not None and worker is not None
+    raw = s.phone.merged(s.desktop_raw)
     try:
-        event = await s.worker.send_input(msg.raw(), timing, run.take_acks())
+        event = await worker.send_input(raw, timing, run.take_acks())
     except WorkerError as exc:
         await s.fail(exc)
         return
-    held = quality.held_controls(msg.raw())
+    held = quality.held_controls(raw)
     if event is None:  # async: applied at the next tick
-        run.pending_input_ms, run.forwarded_ms = msg.client_ms, now_ms()
+        run.pending_input_ms, run.forwarded_ms = timing["input_sent"], now_ms()
         run.pending_held = held
     else:
         run.held = held
-        run.applied(event.step, msg.client_ms)
+        run.applied(event.step, timing["input_sent"])
         await s.on_event(event)
+
+
+async def on_phone_pair(s: LiveSession, msg: p.PhonePairMsg) -> None:
+    """A new pairing for the panel: a QR code of the phone page's address and a code."""
+    if not any(uses_phone(env) for env in s.spec.environments):
+        raise PlayError("no_phone", "this study's controls do not use a phone")
+    if phone_pairing.page_url(msg.origin, "") is None:
+        raise PlayError("invalid", "phone_pair: origin: give the page's location.origin")
+    ticket, code, ttl = s.phone.pair(s.settings.secret_key)
+    url = phone_pairing.page_url(msg.origin, ticket)
+    assert url is not None
+    s.send({"type": "phone_pairing", "code": code, "url": url,
+            "qr": phone_pairing.qr_svg(url), "expires_s": ttl})  # fmt: skip
+
+
+async def on_phone_confirm(s: LiveSession, msg: p.PhoneConfirmMsg) -> None:
+    """Let a second phone replace the connected one (or refuse it)."""
+    if s.phone.pending is None or s.phone.pending.done():
+        raise PlayError("no_request", "no other phone is waiting to connect")
+    s.phone.pending.set_result(msg.accept)
 
 
 async def on_ack(s: LiveSession, msg: p.AckMsg) -> None:
@@ -250,6 +281,7 @@ HANDLERS: dict[str, Callable[[LiveSession, Any], Awaitable[None]]] = {
     "pause": on_pause, "resume": on_resume, "cancel": on_cancel, "save": on_save,
     "set_speed": on_set_speed,
     "set_quality": on_set_quality, "set_camera": on_set_camera, "end_session": on_end_session,
+    "phone_pair": on_phone_pair, "phone_confirm": on_phone_confirm,
 }  # fmt: skip
 
 

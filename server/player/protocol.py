@@ -44,6 +44,8 @@ FrameIndex = Annotated[int, Field(ge=0, le=2**32 - 1)]
 ButtonIndex = Annotated[int, Field(ge=0, le=63)]  # standard gamepads have 17
 ButtonValue = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 AxisValue = Annotated[float, Field(ge=-1, le=1, allow_inf_nan=False)]
+Device = Literal["mouse", "spacemouse", "phone"]
+DeviceAxes = Annotated[list[AxisValue], Field(max_length=8)]
 
 
 class _Msg(BaseModel):
@@ -57,12 +59,14 @@ class InputMsg(_Msg):
     keys: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list, max_length=32)
     buttons: dict[ButtonIndex, ButtonValue] = Field(default_factory=dict, max_length=32)
     axes: list[AxisValue] = Field(default_factory=list, max_length=16)
+    devices: dict[Device, DeviceAxes] = Field(default_factory=dict)
     client_ms: ClientMs
     seen_step: int = Field(default=-1, ge=-1, le=2**32 - 1)  # -1: no frame on screen yet
 
     def raw(self) -> dict[str, Any]:
         """The raw input as the runtime's input mapping and the recording take it."""
-        return {"keys": self.keys, "buttons": self.buttons, "axes": self.axes}
+        return {"keys": self.keys, "buttons": self.buttons, "axes": self.axes,
+                "devices": dict(self.devices)}  # fmt: skip
 
 
 class AckMsg(_Msg):
@@ -135,6 +139,20 @@ class CameraMsg(_Msg):
     camera: str = Field(min_length=1, max_length=64)
 
 
+class PhonePairMsg(_Msg):
+    """Show a phone pairing (QR code of ``<origin>/phone.html#ticket=...`` and a code)."""
+
+    type: Literal["phone_pair"]
+    origin: str = Field(min_length=8, max_length=200)  # the page's location.origin
+
+
+class PhoneConfirmMsg(_Msg):
+    """Answer to ``phone`` with ``request``: let the new phone replace the connected one."""
+
+    type: Literal["phone_confirm"]
+    accept: bool
+
+
 class EndSessionMsg(_Msg):
     """End the play session."""
 
@@ -161,6 +179,8 @@ ClientMessage = Annotated[
     | QualityMsg
     | CameraMsg
     | EndSessionMsg
+    | PhonePairMsg
+    | PhoneConfirmMsg
     | PingMsg,
     Field(discriminator="type"),
 ]
@@ -168,7 +188,7 @@ _ADAPTER: TypeAdapter[Any] = TypeAdapter(ClientMessage)
 CLIENT_TYPES = frozenset(
     m.model_fields["type"].annotation.__args__[0]  # type: ignore[union-attr]
     for m in (InputMsg, AckMsg, StartMsg, GoMsg, PauseMsg, ResumeMsg, CancelMsg, SaveMsg, SpeedMsg,
-              QualityMsg, CameraMsg, EndSessionMsg, PingMsg)
+              QualityMsg, CameraMsg, EndSessionMsg, PhonePairMsg, PhoneConfirmMsg, PingMsg)
 )  # fmt: skip
 
 

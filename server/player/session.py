@@ -62,6 +62,8 @@ class LiveSession(EpisodeEndings):
             env = self._env_view()
             if env is not None:
                 outbox.send(env)
+            if self.phone.nonce is not None:
+                outbox.send(self.phone.status())
             run = self.run
             if run is not None and run.last_frame is not None:
                 outbox.frame(Frame(run.index, run.step, run.last_frame))
@@ -317,6 +319,7 @@ class LiveSession(EpisodeEndings):
         await self._close_worker()
         self.phase = Phase.closed
         self.disarm_pause_timer()
+        self.phone.end(reason)
         await self.db(episodes.end_session, self.id)
         if self.outbox is not None:
             self.outbox.send({"type": "session_ended", "reason": reason})

@@ -6,6 +6,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
+from server.runtime.catalog import default_controls
 from server.study_spec import MAX_TOUCH_BUTTONS, EnvironmentSpec, StudySpec
 
 # html disabled: raw HTML in a study's markdown is shown as text, never run.
@@ -17,9 +18,18 @@ def render_markdown(text: str) -> str:
     return _md.render(text or "")
 
 
+def uses_phone(env: EnvironmentSpec) -> bool:
+    """True when the environment's controls read a paired phone (its axes or buttons)."""
+    controls = env.controls if env.controls is not None else default_controls(env.source)
+    return any(ax.source == "phone" for ax in controls.axes) or any(
+        part.startswith("Phone") for combo in controls.keys for part in combo.split("+")
+    )
+
+
 def environment_view(env: EnvironmentSpec, completed: int = 0) -> dict[str, Any]:
     """One environment as the page lists it."""
     return {
+        "phone": uses_phone(env),
         "id": env.id,
         "name": env.name,
         "mode": env.mode,
@@ -49,6 +59,7 @@ def study_view(
         "assignment": spec.crowd.assignment,
         "allow_anonymous": spec.crowd.allow_anonymous,
         "inputs": spec.crowd.inputs,
+        "phone": any(uses_phone(e) for e in spec.environments),
         "environments": [environment_view(e, done.get(e.id, 0)) for e in spec.environments],
     }
 

@@ -193,15 +193,21 @@ FETCH_CONTROLS = Controls(
     keys={"ArrowUp": [-FETCH_STEP, 0.0, 0.0, 0.0], "ArrowDown": [FETCH_STEP, 0.0, 0.0, 0.0],
           "ArrowLeft": [0.0, -FETCH_STEP, 0.0, 0.0], "ArrowRight": [0.0, FETCH_STEP, 0.0, 0.0],
           "KeyW": [0.0, 0.0, FETCH_STEP, 0.0], "KeyS": [0.0, 0.0, -FETCH_STEP, 0.0],
-          "Space": [0.0, 0.0, 0.0, -2.0]},
-    toggle=["Space"],
+          "Space": [0.0, 0.0, 0.0, -2.0], "PhoneGrip": [0.0, 0.0, 0.0, -2.0]},
+    toggle=["Space", "PhoneGrip"],
     axes=[AxisBinding(axis=0, dim=1, scale=FETCH_STEP),
           AxisBinding(axis=1, dim=0, scale=FETCH_STEP),
-          AxisBinding(axis=3, dim=2, scale=-FETCH_STEP)],
+          AxisBinding(axis=3, dim=2, scale=-FETCH_STEP),
+          # a paired phone (docs/study-format.md): tilt forward = away, right = right,
+          # twist left (counter-clockwise) = up
+          AxisBinding(source="phone", axis=0, dim=0, scale=-FETCH_STEP),
+          AxisBinding(source="phone", axis=1, dim=1, scale=FETCH_STEP),
+          AxisBinding(source="phone", axis=2, dim=2, scale=FETCH_STEP)],
     noop=[0.0, 0.0, 0.0, 1.0],  # the fingers open unless Space closed them
     labels={"ArrowUp": "hand away (toward the robot)", "ArrowDown": "hand nearer",
             "ArrowLeft": "hand left", "ArrowRight": "hand right", "KeyW": "hand up",
-            "KeyS": "hand down", "Space": "close / open the gripper (toggle)"},
+            "KeyS": "hand down", "Space": "close / open the gripper (toggle)",
+            "PhoneGrip": "phone: close / open the gripper (toggle)"},
 )  # fmt: skip
 # A view from the front of the table, facing the robot (the env's own is from its side).
 FETCH_CAMERA = {"distance": 1.5, "azimuth": 180.0, "elevation": -35.0,

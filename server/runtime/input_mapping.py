@@ -1,8 +1,10 @@
 """Browser input → environment action.
 
 Input is what the player page sends: ``{"keys": [KeyboardEvent.code, ...], "buttons":
-{index: value}, "axes": [float, ...]}``. :class:`ActionMapper` turns it into an action of the
-environment's dm_env action spec:
+{index: value}, "axes": [float, ...], "devices": {"phone": [float, ...], ...}}`` (an axis
+binding's ``source`` says whether it reads ``axes``, the gamepad's, or a device's values;
+device buttons arrive in ``keys`` under reserved codes such as ``PhoneGrip``).
+:class:`ActionMapper` turns it into an action of the environment's dm_env action spec:
 
 - scalar integer spec (Gymnasium ``Discrete``): the *most specific* active binding wins - a
   ``+`` combo such as ``ArrowUp+Space`` beats ``ArrowUp`` when both keys are held; ties go to
@@ -35,6 +37,7 @@ from server.study_spec import Controls
 
 _MAX_KEYS = 32
 _MAX_AXES = 16
+_MAX_DEVICE_AXES = 8
 _PRESSED = 0.5  # a gamepad button counts as pressed above this value
 
 
@@ -112,8 +115,9 @@ class ActionMapper:
                 for sign, field, bound in (("-", "negative", ax.negative),
                                            ("+", "positive", ax.positive)):  # fmt: skip
                     if bound is not None:
-                        self._bind(frozenset({f"axis:{ax.axis}{sign}"}), bound,
-                                   f"axis {ax.axis}{sign}", ("axes", i, field))  # fmt: skip
+                        token = f"{_axis_token(ax.source, ax.axis)}{sign}"
+                        self._bind(frozenset({token}), bound, token.replace(":", " "),
+                                   ("axes", i, field))  # fmt: skip
             elif ax.dim >= self.size:
                 self._problem(("axes", i, "dim"), f"axis {ax.axis}: dim {ax.dim} out of range "
                               f"(the action has {self.size} dimensions)")  # fmt: skip
@@ -161,10 +165,11 @@ class ActionMapper:
                           f"{self.high[dim]}]")  # fmt: skip
         return np.where(low > high, self.low, low), np.where(low > high, self.high, high)
 
-    def _deadzone(self, axis: int) -> float:
-        """The dead zone of gamepad axis ``axis`` (its bindings' own, else the controls')."""
+    def _deadzone(self, axis: int, source: str = "gamepad") -> float:
+        """The dead zone of axis ``axis`` of ``source`` (its bindings' own, else the
+        controls')."""
         for ax in self.controls.axes:
-            if ax.axis == axis and ax.deadzone is not None:
+            if ax.axis == axis and ax.source == source and ax.deadzone is not None:
                 return ax.deadzone
         return self.controls.deadzone
 
@@ -247,18 +252,27 @@ class ActionMapper:
             for idx, value in list(buttons.items())[:_MAX_KEYS]:
                 if _number(value) > _PRESSED:
                     tokens.append(f"button:{idx}")
-        for i, value in enumerate(self.axes(raw)):
-            if abs(value) > self._deadzone(i):
-                tokens.append(f"axis:{i}{'-' if value < 0 else '+'}")
+        for source in ("gamepad", *sorted({ax.source for ax in self.controls.axes} - {"gamepad"})):
+            for i, value in enumerate(self.axes(raw, source)):
+                if abs(value) > self._deadzone(i, source):
+                    tokens.append(f"{_axis_token(source, i)}{'-' if value < 0 else '+'}")
         return tokens
 
     @staticmethod
-    def axes(raw: Any) -> list[float]:
-        """Axis values clamped to [-1, 1]; NaN and non-numbers become 0."""
-        axes = raw.get("axes") if isinstance(raw, dict) else None
+    def axes(raw: Any, source: str = "gamepad") -> list[float]:
+        """Axis values of ``source`` (the gamepad's ``axes``, else ``devices[source]``)
+        clamped to [-1, 1]; NaN and non-numbers become 0."""
+        if not isinstance(raw, dict):
+            return []
+        limit = _MAX_AXES
+        axes = raw.get("axes")
+        if source != "gamepad":
+            devices = raw.get("devices")
+            axes = devices.get(source) if isinstance(devices, dict) else None
+            limit = _MAX_DEVICE_AXES
         if not isinstance(axes, list | tuple):
             return []
-        return [max(-1.0, min(1.0, _number(v))) for v in axes[:_MAX_AXES]]
+        return [max(-1.0, min(1.0, _number(v))) for v in axes[:limit]]
 
     def _active(self, tokens: list[str]) -> list[_Binding]:
         held = set(tokens)
@@ -279,8 +293,8 @@ class ActionMapper:
         for binding in [*self._latch(set(tokens)), *active]:
             if binding.name not in self.toggles:
                 vec += binding.value
-        axes = self.axes(raw)
         for ax in self.controls.axes:
+            axes = self.axes(raw, ax.source)
             if ax.axis < len(axes) and ax.dim < self.size:
                 value = axes[ax.axis]
                 deadzone = self.controls.deadzone if ax.deadzone is None else ax.deadzone
@@ -360,6 +374,11 @@ class ActionMapper:
                 moved[ax.dim] = True
         fixed = self.low == self.high
         return [int(i) for i in np.flatnonzero(~moved & ~fixed)]
+
+
+def _axis_token(source: str, axis: int) -> str:
+    """The input token of an axis pushed one way (``axis:0``, ``phone:2``; then ``+``/``-``)."""
+    return f"axis:{axis}" if source == "gamepad" else f"{source}:{axis}"
 
 
 def _number(value: Any) -> float:

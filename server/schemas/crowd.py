@@ -98,3 +98,15 @@ class ParticipantRow(BaseModel):
     completion_code_shown: bool
     assigned_env: str | None
     last_error: str | None = Field(description="The last environment failure they met.")
+
+
+class PhoneCodeIn(StrictModel):
+    """The code the player page shows, as typed on the phone."""
+
+    code: str = Field(min_length=1, max_length=20, examples=["KX4-7RA"])
+
+
+class PhoneTicketOut(BaseModel):
+    """The phone's ticket: offer it as the ``ticket.<ticket>`` subprotocol of ``/ws/phone``."""
+
+    ticket: str

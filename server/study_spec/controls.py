@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -14,8 +14,14 @@ ActionValue = int | float | list[int] | list[float] | str
 
 
 class AxisBinding(StrictModel):
-    """A gamepad axis driving one dimension of a Box action (or two discrete actions)."""
+    """An axis of a gamepad (or of another device) driving one dimension of a Box action (or
+    two discrete actions)."""
 
+    source: Literal["gamepad", "mouse", "spacemouse", "phone"] = Field(
+        default="gamepad",
+        description="The device whose axis this is: the gamepad's axes, or a device's values "
+        "(the phone: 0 tilt forward, 1 tilt right, 2 twist left; docs/study-format.md).",
+    )
     axis: int = Field(ge=0, le=15)
     dim: int = Field(default=0, ge=0)
     scale: float = Field(default=1.0, allow_inf_nan=False)
