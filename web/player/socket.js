@@ -2,6 +2,7 @@
    and the server's control messages, each handled by moving the screens along; frames are
    binary and go to the stage. */
 import * as crowd from "./crowd.js";
+import { phoneHandlers } from "./phone.js";
 import { renderTouch } from "./touch.js";
 import * as views from "./views.js";
 import { fmt, onFrame, onFrameDrawn, updateStatus } from "./stage.js";
@@ -76,6 +77,7 @@ const handlers = {
     state.takeover = false;
     remember();
     flow.useStudy(m.study);
+    phoneHandlers.phone_study(m.study);
     if (m.participant !== undefined) state.participant = m.participant;
     playMessage("");
     flow.setPhase(m.phase);
@@ -151,6 +153,8 @@ const handlers = {
     playMessage(`${m.message}`);
   },
   pong() {},
+  phone_pairing: phoneHandlers.phone_pairing,
+  phone: phoneHandlers.phone,
 };
 
 function onControl(m) { const h = handlers[m.type]; if (h) h(m); }

@@ -1,0 +1,149 @@
+"""A paired phone drives Fetch's arm (real Chromium, two browser contexts): the participant's
+computer shows the pairing code, a phone (390×844, touch, a phone's user agent) types it,
+holds "Hold to move" and tilts (the test dispatches the orientation events a phone's sensors
+would); the recorded actions and the hand follow the tilt. The phone page is closed (lost:
+the episode goes on), a new code pairs it again, and the episode saves with every step."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+from playwright.sync_api import expect
+
+from server.models import Episode, EpisodeStatus
+from server.recording.writer import open_reader
+from server.runtime.catalog import CATALOG
+from tests.player.conftest import activate, spec
+
+ENTRY = CATALOG["FetchPickAndPlace"]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not ENTRY.installed(), reason="the robotics extra is not installed"),
+]
+
+PHONE = {
+    "viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
+    "device_scale_factor": 3,
+    "user_agent": "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like "
+                  "Gecko) Chrome/126.0.0.0 Mobile Safari/537.36",
+}  # fmt: skip
+MAX_STEPS = 600  # 24 s at 25 Hz: room to pair the phone again in the middle
+SHOTS = os.environ.get("STUDIO_TEST_SHOTS")
+
+
+def _steps(page) -> int:
+    return int(page.locator("#st-step").text_content() or 0)
+
+
+def _wait_steps(page, steps: int) -> None:
+    start = _steps(page)
+    page.wait_for_function(
+        f"() => Number(document.getElementById('st-step').textContent) >= {start + steps}",
+        polling=20,
+    )
+
+
+def _orient(phone, alpha: float, beta: float, gamma: float) -> None:
+    """What the phone's sensors report as it is held at this angle."""
+    phone.evaluate(
+        "([alpha, beta, gamma]) => window.dispatchEvent(new DeviceOrientationEvent("
+        "'deviceorientation', {alpha, beta, gamma}))",
+        [alpha, beta, gamma],
+    )
+
+
+def _pair(desktop, phone, base: str) -> None:
+    """Type the code the computer shows into the phone page."""
+    code = desktop.locator("#phone-code")
+    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{3} [A-Z0-9]{3}$"))
+    phone.goto(f"{base}/phone.html")
+    phone.get_by_label("Code").fill(code.text_content() or "")
+    phone.get_by_role("button", name="Pair").click()
+    expect(phone.locator("#link-status")).to_have_text("Phone connected")
+    expect(desktop.locator("#phone-state")).to_have_text("Phone connected")
+    phone.get_by_role("button", name="Use motion sensors").click()  # asks the permission
+    expect(phone.locator("#motion-btn")).to_be_hidden()
+
+
+def _tilt_and_hold(desktop, phone, pose: tuple[float, float, float], steps: int) -> None:
+    """Hold "Hold to move" level, tilt to ``pose`` and keep it for ``steps`` steps."""
+    _orient(phone, 0, 0, 0)
+    box = phone.locator("#clutch").bounding_box()
+    assert box is not None
+    phone.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    phone.mouse.down()
+    expect(phone.locator("#clutch")).to_have_attribute("aria-pressed", "true")
+    _orient(phone, *pose)
+    _wait_steps(desktop, steps)
+    phone.mouse.up()
+    expect(phone.locator("#ax-0")).to_have_text("0.00")
+
+
+def test_a_phone_drives_the_arm_and_survives_being_lost(live_server, page, browser, factory,
+                                                        db):  # fmt: skip
+    env = {"id": "fetch", "name": "Fetch", "source": ENTRY.source().model_dump(),
+           "mode": ENTRY.mode, "fps": ENTRY.fps, "seeds": [7], "max_steps": MAX_STEPS}  # fmt: skip
+    study = activate(db, factory.study(factory.user(), spec(env)))
+    desktop = page
+    desktop.goto(f"{live_server}/player.html?token={study.permalink_token}")
+    desktop.get_by_label("Participant ID").fill("P-phone")
+    desktop.get_by_role("button", name="Continue").click()
+    expect(desktop.locator("#instructions-text h1")).to_have_text("Hi")
+    desktop.get_by_role("button", name="Continue").click()
+    desktop.get_by_role("button", name="Play Fetch").click()
+    expect(desktop.locator("#overlay")).to_contain_text("Press Enter")  # the ready gate
+    expect(desktop.locator("#phone-panel")).to_be_visible()
+    qr = desktop.locator("#phone-qr")
+    expect(qr).to_have_attribute("src", re.compile(r"^data:image/svg\+xml"))
+    if SHOTS:
+        desktop.locator("#phone-panel").screenshot(path=f"{SHOTS}/player-phone-panel.png")
+
+    context = browser.new_context(**PHONE)
+    phone = context.new_page()
+    _pair(desktop, phone, live_server)
+    if SHOTS:
+        phone.screenshot(path=f"{SHOTS}/phone-controller.png")
+    desktop.locator("#screen").click()  # past the ready gate
+    expect(desktop.locator("#st-phase")).to_have_text("playing")
+
+    _tilt_and_hold(desktop, phone, (0, -20, 0), 25)  # tipped forward: the hand goes away
+    phone.close()  # the phone is lost: its input is zero, the episode goes on
+    expect(desktop.locator("#phone-state")).to_have_text("Phone lost — reconnecting…")
+    _wait_steps(desktop, 5)
+    expect(desktop.locator("#st-phase")).to_have_text("playing")
+
+    phone = context.new_page()
+    _pair(desktop, phone, live_server)  # a fresh code pairs it again
+    _tilt_and_hold(desktop, phone, (0, 0, 20), 25)  # tipped right: the hand goes right
+
+    dialog = desktop.locator("#save-dialog")
+    expect(dialog).to_be_visible(timeout=60_000)  # max_steps ends the episode
+    desktop.get_by_role("button", name="Save").click()
+    expect(desktop.locator("#after-save-text")).to_contain_text("Episode saved.")
+    context.close()
+
+    (row,) = db.query(Episode).filter_by(study_id=study.id).all()
+    db.refresh(row)
+    assert row.status == EpisodeStatus.completed and row.steps == MAX_STEPS + 1
+    with open_reader(row.storage_path) as reader:
+        steps = list(reader.steps)
+    assert len(steps) == MAX_STEPS + 1
+    inputs = [json.loads(s.custom_data["input"] or "null") for s in steps]
+    actions = np.array([s.action for s in steps[1:]])
+    hand = np.array([s.timestep.observation["observation"][0:3] for s in steps])
+    phone_axes = [((i or {}).get("devices") or {}).get("phone") or [0, 0, 0] for i in inputs]
+    forward = [n for n, ax in enumerate(phone_axes[1:]) if ax[0] > 0.5]
+    right = [n for n, ax in enumerate(phone_axes[1:]) if ax[1] > 0.5]
+    assert forward and right, "the phone's tilts were not recorded"
+    assert all("PhoneClutch" in inputs[n + 1]["keys"] for n in forward + right)
+    assert (actions[forward, 0] < 0).all() and (actions[right, 1] > 0).all()
+    # the hand followed: away from the viewer (x falls), then to the right (y rises)
+    assert hand[forward[-1] + 1, 0] - hand[forward[0], 0] < -0.02
+    assert hand[right[-1] + 1, 1] - hand[right[0], 1] > 0.02
+    # between the two holds (the phone lost, then paired again) the phone moved nothing
+    idle = range(forward[-1] + 2, right[0] + 1)
+    assert all(phone_axes[n] == [0, 0, 0] for n in idle)

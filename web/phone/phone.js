@@ -1,0 +1,140 @@
+/* The phone page: pair (a QR code's #ticket, or the code typed), then a controller on its
+   own socket (/ws/phone): the motion axes while "Hold to move" is held, PhoneClutch and
+   PhoneGrip while their buttons are down, sent at 20 Hz; zeros once let go. The socket
+   reconnects by itself when it drops ("Phone lost — reconnecting"). docs/study-format.md. */
+import { createApi } from "../shared/api.js";
+import { renderTopbar } from "../shared/topbar.js";
+import { createMotion } from "./motion.js";
+
+renderTopbar({ home: false, skipLink: false });
+
+const $ = (id) => document.getElementById(id);
+const api = createApi();
+const SEND_MS = 50; // 20 Hz
+const KEY = "rlds-phone-ticket";
+const CLOSES = {
+  4000: "Another phone is used for this study now.",
+  4001: "The study session ended. To go on, pair again from the computer.",
+};
+
+const state = { ticket: null, ws: null, connected: false, retries: 0, error: null, grip: false, slider: null, sentZero: true };
+const sliderAxes = [0, 0, 0];
+const motion = createMotion((text, offer) => {
+  $("motion-text").textContent = text || $("motion-text").dataset.help;
+  if (offer) showSliders();
+});
+
+/* --- screens ------------------------------------------------------------------------- */
+function view(id) { for (const v of ["pair-view", "wait-view", "pad-view"]) $(v).hidden = v !== id; }
+function setLink(stateName, text) { $("link-status").dataset.state = stateName; $("link-status").textContent = text; }
+function showError(text) { $("phone-error").textContent = text || ""; $("phone-error").hidden = !text; }
+function showSliders() { $("sliders").hidden = false; $("sliders-btn").hidden = true; }
+
+/* --- the socket ---------------------------------------------------------------------- */
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const ws = new WebSocket(`${scheme}://${location.host}/ws/phone`, ["rlds-studio-phone", `ticket.${state.ticket}`]);
+  state.ws = ws;
+  state.error = null;
+  ws.onmessage = (ev) => { if (state.ws === ws) onMessage(JSON.parse(ev.data)); };
+  ws.onclose = (ev) => { if (state.ws === ws) onClose(ev); };
+}
+
+function onMessage(m) {
+  if (m.type === "phone_hello") {
+    state.connected = true; state.retries = 0;
+    showError(""); setLink("connected", "Phone connected");
+    $("pad-study").textContent = m.study;
+    view("pad-view");
+  } else if (m.type === "waiting_confirm") {
+    setLink("none", "Waiting for the computer");
+    $("wait-text").textContent = m.message;
+    view("wait-view");
+  } else if (m.type === "error") {
+    state.error = m;
+  }
+}
+
+function onClose(ev) {
+  state.ws = null;
+  const was = state.connected;
+  state.connected = false;
+  release();
+  const refused = ev.code === 1008 || ev.code === 4000 || ev.code === 4001;
+  if (refused || (!was && state.retries >= 3)) {
+    forget();
+    showError(CLOSES[ev.code] || (state.error && capital(state.error.message)) || "The phone could not connect. Pair again from the computer.");
+    setLink("none", "Not paired");
+    view("pair-view");
+    return;
+  }
+  state.retries++;
+  setLink("lost", "Phone lost — reconnecting…");
+  setTimeout(connect, Math.min(500 * state.retries, 4000));
+}
+
+const capital = (text) => text.charAt(0).toUpperCase() + text.slice(1) + ".";
+function forget() { state.ticket = null; sessionStorage.removeItem(KEY); }
+function use(ticket) { state.ticket = ticket; sessionStorage.setItem(KEY, ticket); connect(); }
+
+/* --- input --------------------------------------------------------------------------- */
+function axes() { return state.slider !== null ? sliderAxes : motion.axes; }
+function keys() { return [...(motion.held ? ["PhoneClutch"] : []), ...(state.grip ? ["PhoneGrip"] : [])]; }
+
+function tick() {
+  const values = axes().map((v) => Math.round(v * 1000) / 1000);
+  for (let i = 0; i < 3; i++) $(`ax-${i}`).textContent = values[i].toFixed(2);
+  const active = motion.held || state.grip || state.slider !== null;
+  if (!state.connected || !state.ws || (!active && state.sentZero)) return;
+  state.ws.send(JSON.stringify({ type: "phone_input", axes: values, keys: keys() }));
+  state.sentZero = !active;
+}
+
+function release() { motion.up(); state.grip = false; state.slider = null; sliderAxes.fill(0); }
+
+/** A button held with a finger (pointer capture: sliding off it does not let go). */
+function hold(button, down, up) {
+  button.addEventListener("pointerdown", (e) => { e.preventDefault(); button.setPointerCapture(e.pointerId); down(); });
+  for (const kind of ["pointerup", "pointercancel", "lostpointercapture"]) button.addEventListener(kind, up);
+  button.addEventListener("contextmenu", (e) => e.preventDefault()); // a long press is no menu
+}
+
+function wire() {
+  $("motion-text").dataset.help = $("motion-text").textContent;
+  hold($("clutch"), () => { motion.down(); $("clutch").setAttribute("aria-pressed", "true"); },
+    () => { motion.up(); $("clutch").setAttribute("aria-pressed", "false"); });
+  hold($("grip"), () => { state.grip = true; $("grip").classList.add("down"); },
+    () => { state.grip = false; $("grip").classList.remove("down"); });
+  for (let i = 0; i < 3; i++) {
+    const slider = $(`sl-${i}`);
+    slider.addEventListener("pointerdown", () => { state.slider = i; });
+    slider.addEventListener("input", () => { sliderAxes[i] = Number(slider.value); });
+    const back = () => { slider.value = "0"; sliderAxes[i] = 0; if (state.slider === i) state.slider = null; };
+    for (const kind of ["pointerup", "pointercancel", "change"]) slider.addEventListener(kind, back);
+  }
+  $("sliders-btn").addEventListener("click", showSliders);
+  $("motion-btn").hidden = !motion.needsPermission;
+  $("motion-btn").addEventListener("click", () => { $("motion-btn").hidden = true; motion.enable(); });
+  if (!motion.available) {
+    $("motion-text").textContent = "This browser has no motion sensors: use the on-screen sliders.";
+    showSliders();
+  } else if (!motion.needsPermission) motion.listen();
+  $("pair-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    showError("");
+    try {
+      const { ticket } = await api("POST", "/api/phone/pair", { json: { code: $("pair-code").value } });
+      use(ticket);
+    } catch (err) {
+      showError(err.message);
+    }
+  });
+  setInterval(tick, SEND_MS);
+  setInterval(() => { if (state.connected && state.ws) state.ws.send('{"type":"ping"}'); }, 15000);
+}
+
+wire();
+const fromLink = new URLSearchParams(location.hash.slice(1)).get("ticket");
+if (fromLink) history.replaceState(null, "", location.pathname); // the ticket leaves the address bar
+const ticket = fromLink || sessionStorage.getItem(KEY);
+if (ticket) { setLink("none", "Connecting…"); use(ticket); } else $("pair-code").focus();

@@ -1,0 +1,45 @@
+/* The "Use your phone" panel: on a study whose controls read a paired phone, a QR code of
+   the phone page's address (with its pairing ticket) and a short code to type instead; the
+   phone's state (connected, lost), and the question when a second phone asks to take over.
+   The server holds the pairing with the session, so a reload shows the phone still paired. */
+import { $, send, state } from "./session.js";
+
+const WORDS = { none: "No phone connected yet", connected: "Phone connected", lost: "Phone lost — reconnecting…" };
+let expiry = null;
+
+function pair() { clearTimeout(expiry); send({ type: "phone_pair", origin: location.origin }); }
+
+function setState(phone) {
+  $("phone-state").dataset.state = phone;
+  $("phone-state").textContent = WORDS[phone] || phone;
+  $("phone-pairing").hidden = phone === "connected"; // a new code only when one is wanted
+  $("phone-new").textContent = phone === "connected" ? "Pair another phone" : "New code";
+}
+
+export const phoneHandlers = {
+  /** On every hello: show the panel for a study that binds the phone and get a code. */
+  phone_study(study) {
+    $("phone-panel").hidden = !study.phone;
+    if (study.phone && !state.phone) { state.phone = "none"; setState("none"); }
+    if (study.phone && state.phone !== "connected") pair();
+  },
+  phone_pairing(m) {
+    $("phone-qr").src = m.qr;
+    $("phone-code").textContent = `${m.code.slice(0, 3)} ${m.code.slice(3)}`;
+    $("phone-address").textContent = `${location.host}/phone.html`;
+    $("phone-expiry").textContent = `The code works once, for ${Math.round(m.expires_s / 60)} minutes.`;
+    clearTimeout(expiry);
+    expiry = setTimeout(() => { if (state.phone !== "connected") pair(); }, m.expires_s * 1000);
+  },
+  phone(m) {
+    const was = state.phone;
+    state.phone = m.state;
+    setState(m.state);
+    $("phone-request").hidden = !m.request;
+    if (was === "connected" && m.state === "lost") pair(); // ready for a re-pairing too
+  },
+};
+
+$("phone-new").addEventListener("click", () => { $("phone-pairing").hidden = false; pair(); });
+$("phone-accept").addEventListener("click", () => { $("phone-request").hidden = true; send({ type: "phone_confirm", accept: true }); });
+$("phone-refuse").addEventListener("click", () => { $("phone-request").hidden = true; send({ type: "phone_confirm", accept: false }); });
