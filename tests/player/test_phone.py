@@ -3,6 +3,7 @@ second phone, the end of the session, and what the phone may send."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -33,6 +34,20 @@ def joined(factory, designer, db):
     return client, res.json()["ticket"]
 
 
+@contextlib.contextmanager
+def _page(client, ticket):
+    """The player page's socket, past its hello."""
+    with ticket_socket(client, ticket) as ws:
+        player = Player(ws)
+        player.until("hello")
+        yield player
+
+
+def _phone_ticket(player: Player) -> str:
+    """A new pairing's ticket, as the QR code's link carries it."""
+    return str(_pairing(player)["url"].split("#ticket=")[1])
+
+
 def _pairing(player: Player) -> dict:
     player.send(type="phone_pair", origin=ORIGIN)
     return player.until("phone_pairing")
@@ -61,9 +76,7 @@ def _until_closed(ws) -> list[dict]:
 
 def test_right_code_pairs_and_the_player_page_sees_the_phone(joined):
     client, ticket = joined
-    with ticket_socket(client, ticket) as ws:
-        player = Player(ws)
-        player.until("hello")
+    with _page(client, ticket) as player:
         pairing = _pairing(player)
         code = pairing["code"]
         assert len(code) == 6 and set(code) <= set(CODE_ALPHABET)
@@ -89,11 +102,27 @@ def test_right_code_pairs_and_the_player_page_sees_the_phone(joined):
             assert player.until("phone")["state"] == "connected"
 
 
-def test_wrong_codes_are_refused_then_limited(joined):
+def test_the_phone_stays_paired_across_a_reload_of_the_player_page(joined):
     client, ticket = joined
     with ticket_socket(client, ticket) as ws:
         player = Player(ws)
-        player.until("hello")
+        session = player.until("hello")["session_id"]
+        phone_ticket = _phone_ticket(player)
+        with _phone(client, phone_ticket) as phone_ws:
+            assert _recv(phone_ws)["type"] == "phone_hello"
+            player.until("phone")
+            ws.close()  # the page reloads: the same session, the phone still on it
+            with ticket_socket(client, ticket, f"session={session}") as again:
+                reloaded = Player(again)
+                assert reloaded.until("hello")["resumed"] is True
+                assert reloaded.until("phone")["state"] == "connected"
+                phone_ws.send_text(json.dumps({"type": "ping"}))
+                assert _recv(phone_ws)["type"] == "pong"
+
+
+def test_wrong_codes_are_refused_then_limited(joined):
+    client, ticket = joined
+    with _page(client, ticket) as player:
         code = _pairing(player)["code"]
         not_it = next(c for c in CODE_ALPHABET if c != code[0]) + code[1:]
         wrong = client.post("/api/phone/pair", json={"code": not_it})
@@ -112,9 +141,7 @@ def test_wrong_codes_are_refused_then_limited(joined):
 def test_an_expired_pairing_is_refused(joined, monkeypatch):
     client, ticket = joined
     monkeypatch.setattr(phone, "PAIRING_TTL_S", -1.0)
-    with ticket_socket(client, ticket) as ws:
-        player = Player(ws)
-        player.until("hello")
+    with _page(client, ticket) as player:
         pairing = _pairing(player)
         res = client.post("/api/phone/pair", json={"code": pairing["code"]})
         assert res.status_code == 404
@@ -128,11 +155,9 @@ def test_an_expired_pairing_is_refused(joined, monkeypatch):
 
 def test_a_second_phone_waits_for_the_participant(joined):
     client, ticket = joined
-    with ticket_socket(client, ticket) as ws:
-        player = Player(ws)
-        player.until("hello")
-        first = _pairing(player)["url"].split("#ticket=")[1]
-        second = _pairing(player)["url"].split("#ticket=")[1]
+    with _page(client, ticket) as player:
+        first = _phone_ticket(player)
+        second = _phone_ticket(player)
         with _phone(client, first) as one:
             assert _recv(one)["type"] == "phone_hello"
             with _phone(client, second) as two:
@@ -156,9 +181,7 @@ def test_a_second_phone_waits_for_the_participant(joined):
 
 def test_the_session_end_revokes_the_pairing(joined):
     client, ticket = joined
-    with ticket_socket(client, ticket) as ws:
-        player = Player(ws)
-        player.until("hello")
+    with _page(client, ticket) as player:
         pairing = _pairing(player)
         spare = _pairing(player)  # a code still unused when the session ends
         phone_ticket = pairing["url"].split("#ticket=")[1]
@@ -174,10 +197,8 @@ def test_the_session_end_revokes_the_pairing(joined):
 
 def test_bad_phone_messages_get_errors(joined):
     client, ticket = joined
-    with ticket_socket(client, ticket) as ws:
-        player = Player(ws)
-        player.until("hello")
-        phone_ticket = _pairing(player)["url"].split("#ticket=")[1]
+    with _page(client, ticket) as player:
+        phone_ticket = _phone_ticket(player)
         player.send(type="phone_pair", origin="javascript:alert(1)")
         assert player.until("error")["code"] == "invalid"
         with _phone(client, phone_ticket) as phone_ws:
