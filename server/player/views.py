@@ -73,8 +73,16 @@ AXIS_NAMES = {0: "left stick", 1: "left stick", 2: "right stick", 3: "right stic
 AXIS_DIRECTIONS = {0: ("←", "→"), 1: ("↑", "↓"), 2: ("←", "→"), 3: ("↑", "↓")}
 
 
+# Device buttons travel as reserved key codes (docs/study-format.md, "Other devices"): no
+# keyboard has them, so they get no on-screen button and are not the page's keys.
+DEVICE_KEYS = {"PhoneClutch": "phone: Hold to move", "PhoneGrip": "phone: Grip"}
+DEVICE_PREFIXES = ("Phone", "Mouse", "SpaceMouse")
+
+
 def input_name(name: str) -> str:
     """How a player calls a binding: ``button 0`` is ``gamepad A``, ``axis 0-`` ``left stick ←``."""
+    if name in DEVICE_KEYS:
+        return DEVICE_KEYS[name]
     if name.startswith("button "):
         index = int(name.removeprefix("button "))
         return f"gamepad {BUTTON_NAMES.get(index, f'button {index}')}"
@@ -103,7 +111,7 @@ def controls_legend(info: dict[str, Any]) -> dict[str, Any]:
         if label is None and isinstance(value, int) and 0 <= value < len(meanings):
             label = meanings[value].replace("_", " ").lower()
         rows.append({"input": input_name(name), "label": label or f"action {value}"})
-        if not name.startswith(("button ", "axis ")):
+        if not name.startswith(("button ", "axis ", *DEVICE_PREFIXES)):
             parts = [p for p in name.split("+") if p]
             keys.update(parts)
             pads.append({"keys": parts, "input": name, "label": label or f"action {value}"})

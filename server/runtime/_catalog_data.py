@@ -207,7 +207,7 @@ FETCH_CONTROLS = Controls(
     labels={"ArrowUp": "hand away (toward the robot)", "ArrowDown": "hand nearer",
             "ArrowLeft": "hand left", "ArrowRight": "hand right", "KeyW": "hand up",
             "KeyS": "hand down", "Space": "close / open the gripper (toggle)",
-            "PhoneGrip": "phone: close / open the gripper (toggle)"},
+            "PhoneGrip": "close / open the gripper (toggle)"},
 )  # fmt: skip
 # A view from the front of the table, facing the robot (the env's own is from its side).
 FETCH_CAMERA = {"distance": 1.5, "azimuth": 180.0, "elevation": -35.0,

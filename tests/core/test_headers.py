@@ -16,6 +16,7 @@ PAGES = [
     "/player.html",
     "/live.html",
     "/participants.html",
+    "/phone.html",
     "/docs",
 ]
 FILES = [

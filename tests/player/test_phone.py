@@ -12,6 +12,7 @@ from server.player import phone
 from server.player.phone import PHONE_SUBPROTOCOL, PhoneLink, parse_phone
 from server.player.phone_pairing import CODE_ALPHABET, normalize_code, read_ticket
 from server.player.protocol import BadMessage
+from server.player.views import controls_legend
 from tests.player.conftest import Player, activate, counter_env, spec, ticket_socket
 
 ORIGIN = "http://testserver"
@@ -240,3 +241,11 @@ def test_phone_input_is_merged_into_the_page_input():
     assert read_ticket("k", "phone.a.0.b.1.sig") is None
     with pytest.raises(BadMessage):
         parse_phone('{"type": "phone_input", "axes": [1e400]}')
+
+
+def test_phone_buttons_are_named_in_the_legend_and_are_no_page_keys():
+    info = {"controls": {"bindings": {"Space": [0, 0, 0, -2], "PhoneGrip": [0, 0, 0, -2]},
+                         "labels": {"PhoneGrip": "close / open"}}}  # fmt: skip
+    legend = controls_legend(info)
+    assert {"input": "phone: Grip", "label": "close / open"} in legend["legend"]
+    assert legend["keys"] == ["Space"] and [b["input"] for b in legend["touch"]] == ["Space"]

@@ -11,6 +11,7 @@ from server.main import WEB_DIR
 PAGES = {
     "index.html": "studio",
     "player.html": "player",
+    "phone.html": "phone",
     "episodes.html": "episodes",
     "live.html": "live",
     "participants.html": "participants",
@@ -54,4 +55,4 @@ def test_every_page_draws_its_top_bar_with_the_shared_module():
         assert 'class="brand"' not in html and "Breadcrumb" not in html, page
         assert "skip-link" not in html, page
     users = {p.parent.name for p in _own_files() if "renderTopbar(" in p.read_text("utf-8")}
-    assert users >= {"studio", "player", "episodes", "live", "participants", "shared"}
+    assert users >= {"studio", "player", "phone", "episodes", "live", "participants", "shared"}

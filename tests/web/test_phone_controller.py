@@ -56,6 +56,13 @@ def _orient(phone, alpha: float, beta: float, gamma: float) -> None:
     )
 
 
+def _watch(phone, errors: list[str]) -> None:
+    """Script errors and CSP violations on the phone page fail the test (as on ``page``)."""
+    phone.on("pageerror", lambda exc: errors.append(str(exc)))
+    phone.on("console", lambda msg: errors.append(msg.text)
+             if "Content Security Policy" in msg.text else None)  # fmt: skip
+
+
 def _pair(desktop, phone, base: str) -> None:
     """Type the code the computer shows into the phone page."""
     code = desktop.locator("#phone-code")
@@ -103,7 +110,9 @@ def test_a_phone_drives_the_arm_and_survives_being_lost(live_server, page, brows
         desktop.locator("#phone-panel").screenshot(path=f"{SHOTS}/player-phone-panel.png")
 
     context = browser.new_context(**PHONE)
+    errors: list[str] = []
     phone = context.new_page()
+    _watch(phone, errors)
     _pair(desktop, phone, live_server)
     if SHOTS:
         phone.screenshot(path=f"{SHOTS}/phone-controller.png")
@@ -117,6 +126,7 @@ def test_a_phone_drives_the_arm_and_survives_being_lost(live_server, page, brows
     expect(desktop.locator("#st-phase")).to_have_text("playing")
 
     phone = context.new_page()
+    _watch(phone, errors)
     _pair(desktop, phone, live_server)  # a fresh code pairs it again
     _tilt_and_hold(desktop, phone, (0, 0, 20), 25)  # tipped right: the hand goes right
 
@@ -125,6 +135,7 @@ def test_a_phone_drives_the_arm_and_survives_being_lost(live_server, page, brows
     desktop.get_by_role("button", name="Save").click()
     expect(desktop.locator("#after-save-text")).to_contain_text("Episode saved.")
     context.close()
+    assert not errors, f"JavaScript errors or CSP violations on the phone: {errors}"
 
     (row,) = db.query(Episode).filter_by(study_id=study.id).all()
     db.refresh(row)
