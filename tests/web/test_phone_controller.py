@@ -2,7 +2,8 @@
 computer shows the pairing code, a phone (390×844, touch, a phone's user agent) types it,
 holds "Hold to move" and tilts (the test dispatches the orientation events a phone's sensors
 would); the recorded actions and the hand follow the tilt. The phone page is closed (lost:
-the episode goes on), a new code pairs it again, and the episode saves with every step."""
+the episode goes on), a new code pairs it again, as a phone without motion sensors: its
+on-screen slider moves the hand too, and the episode saves with every step."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def _watch(phone, errors: list[str]) -> None:
              if "Content Security Policy" in msg.text else None)  # fmt: skip
 
 
-def _pair(desktop, phone, base: str) -> None:
+def _pair(desktop, phone, base: str, sensors: bool = True) -> None:
     """Type the code the computer shows into the phone page."""
     code = desktop.locator("#phone-code")
     expect(code).to_have_text(re.compile(r"^[A-Z0-9]{3} [A-Z0-9]{3}$"))
@@ -72,8 +73,9 @@ def _pair(desktop, phone, base: str) -> None:
     phone.get_by_role("button", name="Pair").click()
     expect(phone.locator("#link-status")).to_have_text("Phone connected")
     expect(desktop.locator("#phone-state")).to_have_text("Phone connected")
-    phone.get_by_role("button", name="Use motion sensors").click()  # asks the permission
-    expect(phone.locator("#motion-btn")).to_be_hidden()
+    if sensors:
+        phone.get_by_role("button", name="Use motion sensors").click()  # asks the permission
+        expect(phone.locator("#motion-btn")).to_be_hidden()
 
 
 def _tilt_and_hold(desktop, phone, pose: tuple[float, float, float], steps: int) -> None:
@@ -125,10 +127,26 @@ def test_a_phone_drives_the_arm_and_survives_being_lost(live_server, page, brows
     _wait_steps(desktop, 5)
     expect(desktop.locator("#st-phase")).to_have_text("playing")
 
-    phone = context.new_page()
+    phone = context.new_page()  # paired again, now as a phone without motion sensors
+    phone.add_init_script("delete window.DeviceOrientationEvent")
     _watch(phone, errors)
-    _pair(desktop, phone, live_server)  # a fresh code pairs it again
-    _tilt_and_hold(desktop, phone, (0, 0, 20), 25)  # tipped right: the hand goes right
+    _pair(desktop, phone, live_server, sensors=False)  # a fresh code pairs it again
+    expect(phone.locator("#motion-text")).to_have_text(
+        "This browser has no motion sensors: use the on-screen sliders."
+    )
+    expect(phone.locator("#clutch")).to_be_hidden()  # it would do nothing here
+    if SHOTS:
+        phone.screenshot(path=f"{SHOTS}/phone-sliders.png")
+    slider = phone.get_by_label("Left / right")  # held to the right: the hand goes right
+    box = slider.bounding_box()
+    assert box is not None
+    phone.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    phone.mouse.down()
+    phone.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2, steps=5)
+    expect(phone.locator("#ax-1")).to_have_text("1.00")
+    _wait_steps(desktop, 25)
+    phone.mouse.up()
+    expect(phone.locator("#ax-1")).to_have_text("0.00")  # it springs back
 
     dialog = desktop.locator("#save-dialog")
     expect(dialog).to_be_visible(timeout=60_000)  # max_steps ends the episode
@@ -150,11 +168,10 @@ def test_a_phone_drives_the_arm_and_survives_being_lost(live_server, page, brows
     forward = [n for n, ax in enumerate(phone_axes[1:]) if ax[0] > 0.5]
     right = [n for n, ax in enumerate(phone_axes[1:]) if ax[1] > 0.5]
     assert forward and right, "the phone's tilts were not recorded"
-    assert all("PhoneClutch" in inputs[n + 1]["keys"] for n in forward + right)
+    assert all("PhoneClutch" in inputs[n + 1]["keys"] for n in forward)  # the tilt's clutch
     assert (actions[forward, 0] < 0).all() and (actions[right, 1] > 0).all()
     # the hand followed: away from the viewer (x falls), then to the right (y rises)
     assert hand[forward[-1] + 1, 0] - hand[forward[0], 0] < -0.02
     assert hand[right[-1] + 1, 1] - hand[right[0], 1] > 0.02
-    # between the two holds (the phone lost, then paired again) the phone moved nothing
-    idle = range(forward[-1] + 2, right[0] + 1)
-    assert all(phone_axes[n] == [0, 0, 0] for n in idle)
+    # let go (and then lost), the tilt moved nothing more; the slider only moved right
+    assert all(ax[0] == 0 and ax[2] == 0 and ax[1] >= 0 for ax in phone_axes[forward[-1] + 2 :])

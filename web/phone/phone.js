@@ -21,6 +21,7 @@ const state = { ticket: null, ws: null, connected: false, retries: 0, error: nul
 const sliderAxes = [0, 0, 0];
 const motion = createMotion((text, offer) => {
   $("motion-text").textContent = text || $("motion-text").dataset.help;
+  $("pad-view").classList.toggle("no-motion", offer);
   if (offer) showSliders();
 });
 
@@ -44,6 +45,7 @@ function onMessage(m) {
   if (m.type === "phone_hello") {
     state.connected = true; state.retries = 0;
     showError(""); setLink("connected", "Phone connected");
+    $("pair-code").value = ""; // used up: a new pairing needs a new code
     $("pad-study").textContent = m.study;
     view("pad-view");
   } else if (m.type === "waiting_confirm") {
@@ -117,6 +119,7 @@ function wire() {
   $("motion-btn").addEventListener("click", () => { $("motion-btn").hidden = true; motion.enable(); });
   if (!motion.available) {
     $("motion-text").textContent = "This browser has no motion sensors: use the on-screen sliders.";
+    $("pad-view").classList.add("no-motion");
     showSliders();
   } else if (!motion.needsPermission) motion.listen();
   $("pair-form").addEventListener("submit", async (e) => {
