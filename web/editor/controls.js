@@ -49,13 +49,14 @@ export function mountControlsEditor(container, { actions = null, meanings = null
       if (row.matches(value)) out.push({ kind: "button", name: button });
     }
     current.axes.forEach((axis, i) => {
+      const device = onPad(axis) ? "" : `${axis.source} `; // a phone's axis: "phone axis 0 +"
       if (model.discrete) {
-        if (axis.negative !== null && axis.negative !== undefined && row.matches(axis.negative)) out.push({ kind: "axis", index: i, side: "negative", name: `axis ${axis.axis} −` });
-        if (axis.positive !== null && axis.positive !== undefined && row.matches(axis.positive)) out.push({ kind: "axis", index: i, side: "positive", name: `axis ${axis.axis} +` });
+        if (axis.negative !== null && axis.negative !== undefined && row.matches(axis.negative)) out.push({ kind: "axis", index: i, side: "negative", name: `${device}axis ${axis.axis} −` });
+        if (axis.positive !== null && axis.positive !== undefined && row.matches(axis.positive)) out.push({ kind: "axis", index: i, side: "positive", name: `${device}axis ${axis.axis} +` });
       } else if ((axis.dim ?? 0) === row.dim && (axis.scale ?? 1) !== 0) {
         // a stick drives its dimension both ways: the direction that moves this row's way
         const direction = row.sign * Math.sign(axis.scale ?? 1);
-        out.push({ kind: "axis", index: i, name: `axis ${axis.axis} ${direction > 0 ? "+" : "−"}` });
+        out.push({ kind: "axis", index: i, name: `${device}axis ${axis.axis} ${direction > 0 ? "+" : "−"}` });
       }
     });
     return out;
@@ -239,16 +240,19 @@ export function mountControlsEditor(container, { actions = null, meanings = null
     stopCapture = () => { stop(); };
   }
 
+  /** A gamepad's axis (the default source), not another device's. */
+  function onPad(axis) { return (axis.source ?? "gamepad") === "gamepad"; }
+
   function bindAxis(model, row, axisIndex, direction) {
     if (model.discrete) {
-      let axis = current.axes.find((a) => a.axis === axisIndex);
+      let axis = current.axes.find((a) => a.axis === axisIndex && onPad(a));
       if (!axis) {
         axis = { axis: axisIndex, negative: null, positive: null };
         current.axes.push(axis);
       }
       axis[direction > 0 ? "positive" : "negative"] = row.value;
     } else {
-      current.axes = current.axes.filter((a) => a.axis !== axisIndex);
+      current.axes = current.axes.filter((a) => a.axis !== axisIndex || !onPad(a)); // a phone's stays
       current.axes.push({ axis: axisIndex, dim: row.dim, scale: row.sign * direction * row.magnitude });
     }
   }
