@@ -65,8 +65,10 @@ class InputMsg(_Msg):
 
     def raw(self) -> dict[str, Any]:
         """The raw input as the runtime's input mapping and the recording take it."""
-        return {"keys": self.keys, "buttons": self.buttons, "axes": self.axes,
-                "devices": dict(self.devices)}  # fmt: skip
+        raw: dict[str, Any] = {"keys": self.keys, "buttons": self.buttons, "axes": self.axes}
+        if self.devices:  # left out when empty: the recording of keyboard play is unchanged
+            raw["devices"] = dict(self.devices)
+        return raw
 
 
 class AckMsg(_Msg):
