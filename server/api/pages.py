@@ -5,12 +5,14 @@ document, served as it is (``docs.html``: Swagger UI, without the studio's style
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 from fastapi.responses import HTMLResponse
-from fastapi.staticfiles import StaticFiles
+from starlette.datastructures import Headers
 from starlette.responses import Response
+from starlette.staticfiles import NotModifiedResponse, StaticFiles
 from starlette.types import Scope
 
 SHELL = Path("shared") / "page.html"
@@ -32,5 +34,10 @@ class PageFiles(StaticFiles):
             page = path.read_text(encoding="utf-8")
             if not page.lstrip().lower().startswith("<!doctype"):
                 shell = (root / SHELL).read_text(encoding="utf-8")
-                return HTMLResponse(shell + page, status_code=status_code)
+                response = HTMLResponse(shell + page, status_code=status_code)
+                # revalidated like the files it is made of: a 304 while neither changed
+                response.headers["etag"] = f'"{hashlib.md5(response.body).hexdigest()}"'
+                if self.is_not_modified(response.headers, Headers(scope=scope)):
+                    return NotModifiedResponse(response.headers)
+                return response
         return super().file_response(full_path, stat_result, scope, status_code)

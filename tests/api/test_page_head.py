@@ -22,6 +22,8 @@ def test_each_page_has_the_common_head_once_then_its_own(client):
         assert len(re.findall(r"<title>[^<]*RLDS Studio</title>", head)) == 1, path
         own = (WEB_DIR / (path.strip("/") or "index.html")).read_text(encoding="utf-8")
         assert html.endswith(own), path
+        again = client.get(path, headers={"If-None-Match": res.headers["etag"]})
+        assert again.status_code == 304 and again.content == b"", path
 
 
 def test_a_whole_document_and_other_files_are_served_as_they_are(client):
