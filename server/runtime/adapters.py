@@ -165,7 +165,9 @@ class GymnasiumAdapter(EnvAdapter):
         obs, info = self.env.reset(seed=seed)
         self.last_info = dict(info)
         self._last_obs = _specs.to_spec_value(obs, self._obs_spec)
-        self._frame_is_obs = self._rgb_atari and np.array_equal(self.env.render(), self._last_obs)
+        self._frame_is_obs = self._rgb_atari and np.array_equal(
+            np.asarray(self.env.render()), self._last_obs
+        )
         return dm_env.restart(self._last_obs)
 
     def _step(self, action: Any) -> dm_env.TimeStep:
@@ -193,7 +195,7 @@ class GymnasiumAdapter(EnvAdapter):
 
     def frame(self) -> np.ndarray:
         if self._frame_is_obs:
-            return self._last_obs  # type: ignore[no-any-return]
+            return self._last_obs
         if self.env.render_mode == "rgb_array":
             return _as_rgb(self.env.render())
         # Suites without rgb_array rendering (NetHack's "pixel" observation): use the image
