@@ -138,12 +138,14 @@ def test_spacemouse_and_gamepad_drive_the_arm(live_server, page, factory, db):
     page.evaluate("window.__axis(1, -1)")
     _wait(page, 5)
     page.evaluate("window.__axis(1, 0)")
+    _wait(page, 2)  # the stick is back (the page polls the pad every few ms)
     page.evaluate(
         "window.__pad.buttons[7] = { pressed: true, touched: true, value: 0.5 };"
         "window.__pad.timestamp += 1"
     )
     _wait(page, 5)
     page.evaluate("window.__press(7, false)")
+    expect(page.locator("#gamepad-status")).to_have_attribute("data-buttons", "")  # polled
     # the SpaceMouse's left button: the gripper shuts and stays shut
     page.evaluate("window.__hidReport(3, [1], true)")
     _wait(page, 3)
