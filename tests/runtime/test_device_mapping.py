@@ -10,12 +10,13 @@ import math
 import numpy as np
 import pytest
 from dm_env import specs
+from pydantic import ValidationError
 
 from server.player.protocol import BadMessage, parse_client
 from server.player.views import controls_legend
 from server.runtime.catalog import CATALOG
 from server.runtime.input_mapping import ActionMapper
-from server.study_spec import AxisBinding, Controls
+from server.study_spec import AxisBinding, Controls, StudySpec
 
 FETCH = specs.BoundedArray((4,), np.float32, -1.0, 1.0)
 STEP = 0.3
@@ -173,3 +174,14 @@ def test_the_protocol_takes_devices_into_the_raw_input():
     assert raw["devices"] == {"mouse": [0.5, -1, 0], "spacemouse": [1] * 6}
     assert parse_client('{"type": "input", "client_ms": 1}').raw()["devices"] == {}
     np.testing.assert_allclose(fetch()(raw), [0, 1.5 * STEP, -STEP, 1], rtol=1e-6)
+
+
+def test_the_study_file_refuses_an_unknown_source_with_its_path():
+    source = CATALOG["FetchPickAndPlace"].source().model_dump()
+    axes = [{"axis": 0}, {"axis": 1, "source": "mouse"}, {"axis": 0, "source": "keyboard"}]
+    with pytest.raises(ValidationError) as refused:
+        StudySpec(name="S", environments=[
+            {"id": "e", "name": "E", "source": source, "controls": {"axes": axes}}])  # fmt: skip
+    (error,) = refused.value.errors()
+    assert ".".join(map(str, error["loc"])) == "environments.0.controls.axes.2.source"
+    assert "mouse" in error["msg"] and "spacemouse" in error["msg"]
