@@ -109,6 +109,10 @@ class ActionMapper:
         self.noop = self._noop()
         self.toggles = self._toggles()
         self.analog = self._analog()
+        self._devices = sorted({ax.source for ax in controls.axes} - {"gamepad"})
+        # the latch each toggle binding shares with every other of the same vector
+        self._groups = {b.name: repr(np.asarray(b.value).tolist())
+                        for b in self.bindings if b.name in self.toggles}  # fmt: skip
         self.clamp_low, self.clamp_high = self._clamp()
         self._latched: set[str] = set()  # toggles on (by their vector)
         self._toggle_held: set[str] = set()  # toggles whose keys were down at the last call
@@ -246,7 +250,7 @@ class ActionMapper:
         for i, value in enumerate(read.axes(raw)):
             if abs(value) > self._deadzone(i):
                 tokens.append(_axis_token("gamepad", i, "-" if value < 0 else "+"))
-        for source in sorted({ax.source for ax in self.controls.axes} - {"gamepad"}):
+        for source in self._devices:
             for i, value in enumerate(read.axes(raw, source)):
                 if abs(value) > self._deadzone(i, source):
                     tokens.append(_axis_token(source, i, "-" if value < 0 else "+"))
@@ -291,9 +295,13 @@ class ActionMapper:
         for binding in [*self._latch(set(tokens)), *active]:
             if binding.name not in self.toggles and binding.name not in self.analog:
                 vec += binding.value
-        vec += self._analog_sum(raw)
+        if self.analog:
+            vec += self._analog_sum(raw)
+        sources: dict[str, list[float]] = {}
         for ax in self.controls.axes:
-            axes = read.axes(raw, ax.source)
+            if ax.source not in sources:
+                sources[ax.source] = read.axes(raw, ax.source)
+            axes = sources[ax.source]
             if ax.axis < len(axes) and ax.dim < self.size:
                 value = axes[ax.axis]
                 deadzone = self.controls.deadzone if ax.deadzone is None else ax.deadzone
@@ -306,8 +314,6 @@ class ActionMapper:
     def _analog_sum(self, raw: Any) -> np.ndarray:
         """The analog buttons' vectors, each scaled by how far it is pressed."""
         total = np.zeros(self.size)
-        if not self.analog:
-            return total
         values = read.buttons(raw)
         for b in self.bindings:
             if b.name in self.analog:
@@ -321,9 +327,9 @@ class ActionMapper:
         (returned under another name, so that the caller adds them once). Toggles with the same
         vector share one latch: Space and the SpaceMouse's button both shut and open one
         gripper."""
-        toggles = {_latch_group(b.value): b for b in self.bindings if b.name in self.toggles}
-        down = {_latch_group(b.value) for b in self.bindings
-                if b.name in self.toggles and b.parts <= held}  # fmt: skip
+        toggles = {self._groups[b.name]: b for b in self.bindings if b.name in self._groups}
+        down = {self._groups[b.name] for b in self.bindings
+                if b.name in self._groups and b.parts <= held}  # fmt: skip
         self._latched ^= down - self._toggle_held
         self._toggle_held = down
         return [
@@ -375,11 +381,6 @@ class ActionMapper:
                 moved[ax.dim] = True
         fixed = self.low == self.high
         return [int(i) for i in np.flatnonzero(~moved & ~fixed)]
-
-
-def _latch_group(value: Any) -> str:
-    """The latch a toggle binding shares with every other of the same vector."""
-    return repr(np.asarray(value).tolist())
 
 
 def _axis_token(source: str, axis: int, sign: str) -> str:
