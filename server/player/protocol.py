@@ -44,6 +44,8 @@ FrameIndex = Annotated[int, Field(ge=0, le=2**32 - 1)]
 ButtonIndex = Annotated[int, Field(ge=0, le=63)]  # standard gamepads have 17
 ButtonValue = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 AxisValue = Annotated[float, Field(ge=-1, le=1, allow_inf_nan=False)]
+# Devices the page reads besides keyboard and gamepad, each normalised to [-1, 1] per axis;
+# their buttons travel in ``keys`` as reserved codes (``MouseLeft``, ``SpaceMouseLeft``, ...).
 Device = Literal["mouse", "spacemouse", "phone"]
 DeviceAxes = Annotated[list[AxisValue], Field(max_length=8)]
 
@@ -53,7 +55,8 @@ class _Msg(BaseModel):
 
 
 class InputMsg(_Msg):
-    """Keys held, gamepad buttons and axes; the client time and the step on screen."""
+    """Keys held (device buttons as reserved codes), gamepad buttons and axes, device axes;
+    the client time and the step on screen."""
 
     type: Literal["input"]
     keys: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list, max_length=32)
@@ -65,10 +68,8 @@ class InputMsg(_Msg):
 
     def raw(self) -> dict[str, Any]:
         """The raw input as the runtime's input mapping and the recording take it."""
-        raw: dict[str, Any] = {"keys": self.keys, "buttons": self.buttons, "axes": self.axes}
-        if self.devices:  # left out when empty: the recording of keyboard play is unchanged
-            raw["devices"] = dict(self.devices)
-        return raw
+        return {"keys": self.keys, "buttons": self.buttons, "axes": self.axes,
+                "devices": self.devices}  # fmt: skip
 
 
 class AckMsg(_Msg):

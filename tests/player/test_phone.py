@@ -243,9 +243,13 @@ def test_phone_input_is_merged_into_the_page_input():
         parse_phone('{"type": "phone_input", "axes": [1e400]}')
 
 
-def test_phone_buttons_are_named_in_the_legend_and_are_no_page_keys():
+def test_the_phone_is_named_in_the_legend_and_gives_no_page_keys():
+    tilt = {"source": "phone", "axis": 0, "dim": 0, "scale": -0.3}
     info = {"controls": {"bindings": {"Space": [0, 0, 0, -2], "PhoneGrip": [0, 0, 0, -2]},
-                         "labels": {"PhoneGrip": "close / open"}}}  # fmt: skip
+                         "labels": {"PhoneGrip": "close / open", "phone 0": "hand away"},
+                         "axes": [tilt]}}  # fmt: skip
     legend = controls_legend(info)
-    assert {"input": "phone: Grip", "label": "close / open"} in legend["legend"]
+    assert {"input": "phone grip", "label": "close / open"} in legend["legend"]
+    assert {"input": "phone tilt forward / back", "label": "hand away"} in legend["legend"]
     assert legend["keys"] == ["Space"] and [b["input"] for b in legend["touch"]] == ["Space"]
+    assert legend["devices"] == ["phone"]
