@@ -260,6 +260,24 @@ class ActionMapper:
             return []
         return [max(-1.0, min(1.0, _number(v))) for v in axes[:_MAX_AXES]]
 
+    def human_active(self, raw: Any) -> bool:
+        """Whether the player holds any key or button, or a bound axis past its dead zone."""
+        bound = {f"axis:{ax.axis}" for ax in self.controls.axes}
+        return any(not t.startswith("axis:") or t[:-1] in bound for t in self.pressed(raw))
+
+    def flatten(self, action: Any, spec: Any = None) -> np.ndarray:
+        """An action (this spec's shape, or already flat) as one float64 vector."""
+        spec = self.spec if spec is None else spec
+        if isinstance(spec, dict) and isinstance(action, dict):
+            return np.concatenate([self.flatten(action[k], spec[k]) for k in spec])
+        if isinstance(spec, tuple | list) and isinstance(action, tuple | list):
+            return np.concatenate([self.flatten(a, s) for a, s in zip(action, spec, strict=True)])
+        return np.asarray(action, dtype=np.float64).reshape(-1)
+
+    def unflatten(self, vec: np.ndarray) -> Any:
+        """A flat vector as an action of the spec (rounded where the spec is integer)."""
+        return self._unflatten(np.where(self._integer, np.round(vec), vec))
+
     def _active(self, tokens: list[str]) -> list[_Binding]:
         held = set(tokens)
         active = [b for b in self.bindings if b.parts <= held]
