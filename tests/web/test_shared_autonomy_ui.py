@@ -18,6 +18,7 @@ from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
 from tests.export.conftest import CONSUMER_PYTHON, ROOT
+from tests.factories import PASSWORD
 from tests.player.conftest import activate, spec
 from tests.web.test_robot_teleop import _wait
 
@@ -32,6 +33,7 @@ pytestmark = [
 SCRIPTED = "fetch-pick-place-scripted=server.runtime.scripted_policies:fetch_pick_place"
 ROBOT, YOU = "Robot driving — move to take over", "You are driving"
 MAX_STEPS = 120  # 4.8 s at 25 Hz
+SHOTS = Path("/tmp/shots/autonomy")
 CHECK = Path(__file__).resolve().parents[1] / "export" / "control_check.py"
 VENVS = {"rlds": CONSUMER_PYTHON, "lerobot": ROOT / ".consumer-venv-lerobot" / "bin" / "python",
          "minari": ROOT / ".consumer-venv-minari" / "bin" / "python"}  # fmt: skip
@@ -66,12 +68,14 @@ def _loaded(fmt: str, out: Path) -> dict:
 def test_the_player_takes_over_twice_and_the_exports_say_so(
     live_server, page, factory, db, tmp_path
 ):
+    SHOTS.mkdir(parents=True, exist_ok=True)
     env = {
         "id": "fetch", "name": "Fetch", "source": ENTRY.source().model_dump(),
         "mode": ENTRY.mode, "fps": ENTRY.fps, "seeds": [7], "max_steps": MAX_STEPS,
         "policy": {"id": "fetch-pick-place-scripted", "takeover": {"release_delay_s": 0.4}},
     }  # fmt: skip
-    study = activate(db, factory.study(factory.user(), spec(env)))
+    designer = factory.user()
+    study = activate(db, factory.study(designer, spec(env)))
     page.goto(f"{live_server}/player.html?token={study.permalink_token}")
     page.get_by_label("Participant ID").fill("T-1")
     page.get_by_role("button", name="Continue").click()
@@ -88,10 +92,11 @@ def test_the_player_takes_over_twice_and_the_exports_say_so(
         page.keyboard.down(key)
         expect(driver).to_have_text(YOU)
         _wait(page, 6)
+        page.locator("#stage").screenshot(path=str(SHOTS / "player-you.png"))
         page.keyboard.up(key)
         expect(driver).to_have_text(ROBOT)  # let go: the robot again after the delay
         _wait(page, 5)
-    page.screenshot(path=str(tmp_path / "player.png"))
+    page.screenshot(path=str(SHOTS / "player-robot.png"))
     expect(page.locator("#save-dialog")).to_be_visible(timeout=30_000)
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
@@ -113,6 +118,22 @@ def test_the_player_takes_over_twice_and_the_exports_say_so(
     executed = np.array([s.action for s in steps], dtype=np.float64)
     chosen = [r["policy"] if r["source"] == "policy" else r["human"] for r in records]
     np.testing.assert_allclose(executed, np.array(chosen), atol=1e-6)
+
+    # the designer's list and replay: takeovers, and who drove along the reward chart
+    page.request.post(
+        f"{live_server}/api/auth/login", data={"email": designer.email, "password": PASSWORD}
+    )
+    page.goto(f"{live_server}/episodes.html?study={study.id}")
+    listed = page.locator(f"#episodes-body tr[data-id='{row.id}']")
+    share = round(row.intervention_share * 100)
+    expect(listed.locator(".ep-q-intervened")).to_have_text(f"took over 2× ({share}%)")
+    listed.get_by_role("button", name="Replay").click()
+    human = len(sources) - sum(sources)
+    legend = page.locator("#chart-control")
+    expect(legend).to_contain_text(f"robot drove {sum(sources)} steps")
+    expect(legend).to_contain_text(f"player drove {human} steps")
+    expect(legend).to_contain_text("taken over 2×")
+    page.locator("#viewer").screenshot(path=str(SHOTS / "replay-control.png"))
 
     want = [*sources, 0]  # the last step has no action: zero-filled, the player's
     episode = EpisodeInput(log_dir=Path(row.storage_path), episode_id=row.id, agent_id="a")

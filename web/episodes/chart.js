@@ -5,8 +5,9 @@
 const TAG_FILL = "rgba(37, 99, 235, 0.16)";
 const MARK_FILL = "rgba(245, 158, 11, 0.30)";
 const CURSOR = "#111827";
-// shared autonomy: who drove, a strip along the top of the plot (and its legend under it)
-export const DRIVER_FILL = { policy: "rgba(29, 78, 216, 0.85)", human: "rgba(194, 65, 12, 0.85)" };
+// shared autonomy: who drove, a strip along the top of the plot (its legend, under the chart,
+// uses the same colours: episodes.css .ep-swatch-*)
+const DRIVER_FILL = { policy: "rgba(29, 78, 216, 0.85)", human: "rgba(194, 65, 12, 0.85)" };
 const DRIVER_BAND = { policy: "rgba(29, 78, 216, 0.07)", human: "rgba(194, 65, 12, 0.10)" };
 const STRIP = 10; // px (device pixels are scaled below)
 

@@ -3,7 +3,7 @@
 // step of a long episode), and only a few pages are kept.
 
 import { el } from "../shared/api.js";
-import { DRIVER_FILL, createChart } from "./chart.js";
+import { createChart } from "./chart.js";
 
 const $ = (id) => document.getElementById(id);
 const PAGE = 200;          // steps per request
@@ -274,14 +274,15 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
     box.hidden = !runs && !ep.policy_error;
     if (box.hidden) return box.replaceChildren();
     const swatch = (who, text) => el("span", { class: "ep-driver" },
-      el("span", { class: "ep-swatch", style: `background:${DRIVER_FILL[who]}` }), text);
+      el("span", { class: `ep-swatch ep-swatch-${who}` }), text);
     const steps = (who) => (runs || []).filter((r) => r[2] === who).reduce((n, r) => n + r[1] - r[0] + 1, 0);
-    const taken = ep.interventions == null ? "" : ` · taken over ${ep.interventions}×`;
+    const taken = ep.interventions == null ? "" : `taken over ${ep.interventions}×`;
     const share = ep.intervention_share == null ? "" : ` (the player drove ${Math.round(ep.intervention_share * 100)}% of steps)`;
-    box.replaceChildren(
+    box.replaceChildren(...[
       swatch("policy", `robot drove ${steps("policy")} steps`), swatch("human", `player drove ${steps("human")} steps`),
       el("span", {}, taken + share),
-      ep.policy_error ? el("strong", { class: "ep-policy-error" }, `Policy failed: ${ep.policy_error}`) : null);
+      ep.policy_error ? el("strong", { class: "ep-policy-error" }, `Policy failed: ${ep.policy_error}`) : null,
+    ].filter(Boolean));
   }
 
   function close() {
