@@ -11,9 +11,8 @@ Step metadata moves the same way: ``frame`` and ``info`` describe o_t and stay w
 timing of that action moves with it, and the frame acknowledgements are mapped back to the
 steps whose frames they are; ``control`` (shared autonomy: who chose the action, the player's
 mapped action, the policy's proposal) moves with its action like ``input``. What the worker
-recorded about o_t itself stays with it: the
-stream's JPEG quality of its frame and the clock's speed factor in force (``timing`` keys
-``jpeg_quality`` and ``speed``).
+recorded about o_t itself stays with it: the stream's JPEG quality of its frame and the
+clock's speed factor in force (``timing`` keys ``jpeg_quality`` and ``speed``).
 """
 
 from __future__ import annotations
