@@ -104,7 +104,10 @@ class SharedAutonomy:
         self.source = POLICY if self.error is None else HUMAN
         reset = getattr(self.policy, "reset", None)
         if self.error is None and callable(reset):
-            self._call(reset)
+            try:
+                self._call(reset)
+            except Exception as exc:
+                self.error, self.source = _reason(exc), HUMAN
 
     @property
     def failed(self) -> bool:
@@ -147,7 +150,7 @@ class SharedAutonomy:
                 raise PolicyFailure("proposed an action that is not finite")
             return np.clip(vec, self.low, self.high)
         except Exception as exc:
-            self.error = f"{type(exc).__name__}: {exc}"[:500]
+            self.error = _reason(exc)
             return None
 
     def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -158,6 +161,11 @@ class SharedAutonomy:
             raise PolicyFailure(
                 f"the policy took longer than its {self.budget_s * 1000:.0f} ms budget"
             ) from None
+
+
+def _reason(exc: BaseException) -> str:
+    """Why the policy stopped, for the designer (``policy_error``)."""
+    return f"{type(exc).__name__}: {exc}"[:500]
 
 
 class _Runner:

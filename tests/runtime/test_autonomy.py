@@ -127,6 +127,17 @@ def test_a_failing_policy_hands_over_for_the_rest_of_the_episode(policy, reason)
         policy.release.set()
 
 
+class ResetRaises(Forward):
+    def reset(self) -> None:
+        raise RuntimeError("no connection to the planner")
+
+
+def test_a_policy_whose_reset_raises_leaves_the_player_driving():
+    auto, mapper = arbiter(ResetRaises(), Clock())
+    assert auto.source == HUMAN and "no connection to the planner" in (auto.error or "")
+    assert drive(auto, mapper, IDLE)[1] == {"source": "human", "human": [0.0, 0.0], "policy": None}
+
+
 def test_only_allowed_policies_are_built():
     allowed = AllowedEnvironments.of(policies=["fwd=tests.runtime.test_autonomy:_forward"])
     mapper = ActionMapper(SPEC, CONTROLS)
