@@ -18,7 +18,7 @@ clock's speed factor in force (``timing`` keys ``jpeg_quality`` and ``speed``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -110,27 +110,9 @@ class RldsEpisode:
         if last == len(self) - 1 and not self.is_terminal[-1]:
             return self
         n = last + 1
-        cut = RldsEpisode(
-            specs=self.specs,
-            log_metadata=self.log_metadata,
-            observations=self.observations[:n],
-            actions=self.actions[:n],
-            rewards=self.rewards[:n],
-            discounts=self.discounts[:n],
-            is_first=self.is_first[:n],
-            is_last=self.is_last[:n],
-            is_terminal=self.is_terminal[:n],
-            frames=self.frames[:n],
-            inputs=self.inputs[:n],
-            infos=self.infos[:n],
-            timings=self.timings[:n],
-            observed_ms=self.observed_ms[:n],
-            control_sources=self.control_sources[:n],
-            human_actions=self.human_actions[:n],
-            policy_actions=self.policy_actions[:n],
-            has_policy_action=self.has_policy_action[:n],
-            autonomous=self.autonomous,
-        )
+        whole = ("specs", "log_metadata", "autonomous")  # the episode's; the rest: lists by step
+        steps = {f.name: getattr(self, f.name)[:n] for f in fields(self) if f.name not in whole}
+        cut = replace(self, **steps)
         cut.timings[-1] = dict(cut.timings[-1])
         _zero_fill_last(cut)
         cut.is_terminal[-1] = False

@@ -188,20 +188,43 @@ def _mujoco_controls(dims: int, amount: float) -> Controls:
 # the gripper's value is added to its fingers' position each step: +1 opens, -1 closes).
 # Seen from the front of the table (FETCH_CAMERA), the arrows move the hand on the screen's
 # plane over the table, W/S raise and lower it; Space toggles the gripper shut and open.
+# The same moves from a gamepad (left stick over the table, right stick up/down, RT squeezes
+# the gripper as far as it is pulled), the mouse (drag on the picture over the table, the
+# wheel or Shift+drag up/down, the right button toggles the gripper) and a SpaceMouse (its
+# cap moves the hand as it is pushed: 3Dconnexion's axes are x right, y toward you, z down;
+# its left button toggles the gripper).
 FETCH_STEP = 0.3  # 1.5 cm per step at 25 steps/s: 37 cm/s, slow enough to line up a 5 cm cube
+FETCH_SHUT = [0.0, 0.0, 0.0, -2.0]
 FETCH_CONTROLS = Controls(
     keys={"ArrowUp": [-FETCH_STEP, 0.0, 0.0, 0.0], "ArrowDown": [FETCH_STEP, 0.0, 0.0, 0.0],
           "ArrowLeft": [0.0, -FETCH_STEP, 0.0, 0.0], "ArrowRight": [0.0, FETCH_STEP, 0.0, 0.0],
           "KeyW": [0.0, 0.0, FETCH_STEP, 0.0], "KeyS": [0.0, 0.0, -FETCH_STEP, 0.0],
-          "Space": [0.0, 0.0, 0.0, -2.0]},
-    toggle=["Space"],
+          "Space": FETCH_SHUT, "MouseRight": FETCH_SHUT, "SpaceMouseLeft": FETCH_SHUT},
+    toggle=["Space", "MouseRight", "SpaceMouseLeft"],
+    buttons={7: FETCH_SHUT},  # RT
+    analog=[7],
     axes=[AxisBinding(axis=0, dim=1, scale=FETCH_STEP),
           AxisBinding(axis=1, dim=0, scale=FETCH_STEP),
-          AxisBinding(axis=3, dim=2, scale=-FETCH_STEP)],
+          AxisBinding(axis=3, dim=2, scale=-FETCH_STEP),
+          AxisBinding(source="mouse", axis=0, dim=1, scale=FETCH_STEP),
+          AxisBinding(source="mouse", axis=1, dim=0, scale=FETCH_STEP),
+          AxisBinding(source="mouse", axis=2, dim=2, scale=FETCH_STEP),
+          AxisBinding(source="mouse", axis=4, dim=2, scale=-FETCH_STEP),
+          AxisBinding(source="spacemouse", axis=0, dim=1, scale=FETCH_STEP, deadzone=0.05),
+          AxisBinding(source="spacemouse", axis=1, dim=0, scale=FETCH_STEP, deadzone=0.05),
+          AxisBinding(source="spacemouse", axis=2, dim=2, scale=-FETCH_STEP, deadzone=0.05)],
     noop=[0.0, 0.0, 0.0, 1.0],  # the fingers open unless Space closed them
     labels={"ArrowUp": "hand away (toward the robot)", "ArrowDown": "hand nearer",
             "ArrowLeft": "hand left", "ArrowRight": "hand right", "KeyW": "hand up",
-            "KeyS": "hand down", "Space": "close / open the gripper (toggle)"},
+            "KeyS": "hand down", "Space": "close / open the gripper (toggle)",
+            "MouseRight": "close / open the gripper (toggle)",
+            "SpaceMouseLeft": "close / open the gripper (toggle)",
+            "7": "close the gripper (as far as pulled)",
+            "axis 0": "hand left / right", "axis 1": "hand away / nearer",
+            "axis 3": "hand up / down", "mouse 0": "hand left / right",
+            "mouse 1": "hand away / nearer", "mouse 2": "hand up / down",
+            "mouse 4": "hand up / down", "spacemouse 0": "hand left / right",
+            "spacemouse 1": "hand away / nearer", "spacemouse 2": "hand up / down"},
 )  # fmt: skip
 # A view from the front of the table, facing the robot (the env's own is from its side).
 FETCH_CAMERA = {"distance": 1.5, "azimuth": 180.0, "elevation": -35.0,

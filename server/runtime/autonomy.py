@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -197,6 +198,35 @@ class _Runner:
         return value
 
 
+def flatten(action: Any, spec: Any) -> np.ndarray:
+    """An action (the spec's shape, or already flat) as one float64 vector, leaves in the
+    spec's order (the input mapper's)."""
+    if isinstance(spec, dict) and isinstance(action, dict):
+        return np.concatenate([flatten(action[k], spec[k]) for k in spec])
+    if isinstance(spec, tuple | list) and isinstance(action, tuple | list):
+        return np.concatenate([flatten(a, s) for a, s in zip(action, spec, strict=True)])
+    return np.asarray(action, dtype=np.float64).reshape(-1)
+
+
+def unflatten(vec: np.ndarray, spec: Any) -> Any:
+    """A flat vector as an action of the spec (rounded where the spec is integer)."""
+    pos = 0
+
+    def build(leaf: Any) -> Any:
+        nonlocal pos
+        if isinstance(leaf, dict):
+            return {k: build(sub) for k, sub in leaf.items()}
+        if isinstance(leaf, tuple | list):
+            return type(leaf)(build(sub) for sub in leaf)
+        n = int(np.prod(leaf.shape))
+        part, dtype = vec[pos : pos + n], np.dtype(leaf.dtype)
+        pos += n
+        part = np.round(part) if dtype.kind in "iub" else part
+        return part.astype(dtype).reshape(leaf.shape)
+
+    return build(spec)
+
+
 def control_record(decision: Decision) -> str:
     """The step's ``control`` metadata (JSON text; ``server/recording/format.py``)."""
     proposal = None if decision.proposal is None else decision.proposal.tolist()
@@ -224,7 +254,8 @@ def shared_autonomy(
     except Exception as exc:
         error = f"cannot build policy {policy.id!r}: {type(exc).__name__}: {exc}"[:500]
     return SharedAutonomy(
-        built, mapper.flatten, mapper.unflatten, (mapper.low, mapper.high),
+        built, partial(flatten, spec=mapper.spec), partial(unflatten, spec=mapper.spec),
+        (mapper.low, mapper.high),
         release_delay_s=policy.takeover.release_delay_s,
         budget_s=allowed.policy_budget_ms / 1000.0, build_error=error,
     )  # fmt: skip

@@ -5,13 +5,21 @@ from __future__ import annotations
 
 import json
 import threading
+from functools import partial
 
 import numpy as np
 import pytest
 from dm_env import specs
 
 from server.runtime.allowlist import AllowedEnvironments, NotAllowed
-from server.runtime.autonomy import HUMAN, POLICY, SharedAutonomy, shared_autonomy
+from server.runtime.autonomy import (
+    HUMAN,
+    POLICY,
+    SharedAutonomy,
+    flatten,
+    shared_autonomy,
+    unflatten,
+)
 from server.runtime.input_mapping import ActionMapper
 from server.study_spec import Controls, PolicySpec
 
@@ -46,7 +54,8 @@ def arbiter(
 ) -> tuple[SharedAutonomy, ActionMapper]:
     mapper = ActionMapper(SPEC, CONTROLS)
     auto = SharedAutonomy(
-        policy, mapper.flatten, mapper.unflatten, (mapper.low, mapper.high),
+        policy, partial(flatten, spec=SPEC), partial(unflatten, spec=SPEC),
+        (mapper.low, mapper.high),
         release_delay_s=1.0, budget_s=budget_s, clock=clock,
     )  # fmt: skip
     auto.reset()

@@ -60,10 +60,11 @@ def _wait(page, steps: int) -> None:
     )
 
 
-def test_keyboard_teleoperator_picks_up_the_cube(live_server, page, factory, db):
+def open_fetch(page, live_server, factory, db, max_steps: int):
+    """A participant at the ready gate of a Fetch study (seed :data:`SEED`); its study."""
     env = {
         "id": "fetch", "name": "Fetch", "source": ENTRY.source().model_dump(),
-        "mode": ENTRY.mode, "fps": ENTRY.fps, "seeds": [SEED], "max_steps": MAX_STEPS,
+        "mode": ENTRY.mode, "fps": ENTRY.fps, "seeds": [SEED], "max_steps": max_steps,
         "instructions": "Pick up the black cube.",
     }  # fmt: skip
     study = activate(db, factory.study(factory.user(), spec(env)))
@@ -74,6 +75,11 @@ def test_keyboard_teleoperator_picks_up_the_cube(live_server, page, factory, db)
     page.get_by_role("button", name="Continue").click()
     page.get_by_role("button", name="Play Fetch").click()
     expect(page.locator("#overlay")).to_contain_text("Press Enter")  # the ready gate
+    return study
+
+
+def test_keyboard_teleoperator_picks_up_the_cube(live_server, page, factory, db):
+    study = open_fetch(page, live_server, factory, db, MAX_STEPS)
     legend = page.locator("#legend")
     expect(legend).to_contain_text("close / open the gripper (toggle)")  # keys on screen
     expect(legend).to_contain_text("hand up")
