@@ -44,7 +44,7 @@ STUDY_SPEC = {
     "control_char_problem", "json_data_problem", "reject_nul", "reject_control_chars",
     "StrictModel", "KWARGS_DESCRIPTION", "GymnasiumSource", "DmEnvSource", "Source",
     "AxisBinding", "Controls", "EnvironmentSpec", "CODE", "check_url", "Requirements", "Input",
-    "MAX_TOUCH_BUTTONS", "CrowdSettings", "StudySpec",
+    "MAX_TOUCH_BUTTONS", "CrowdSettings", "StudySpec", "PolicySpec", "Takeover",
 }  # fmt: skip
 
 EXPORTS = {"server.models": MODELS, "server.schemas": SCHEMAS, "server.study_spec": STUDY_SPEC}

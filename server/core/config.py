@@ -58,9 +58,11 @@ def _load_or_create_secret(data_root: Path) -> str:
 
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _FACTORY = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+_POLICY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}=[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 _NAME_LISTS = {
     "gym_packages": (_MODULE, "module names"),
     "dm_env_factories": (_FACTORY, "'package.module:function' names"),
+    "policies": (_POLICY, "'policy-id=package.module:function' pairs"),
 }
 
 
@@ -219,7 +221,19 @@ class Settings(BaseSettings):
         description="dm_env factories ('package.module:function') designers may use.",
     )
 
-    @field_validator("gym_packages", "dm_env_factories", mode="before")
+    # Shared-autonomy policies designers may name (docs/runtime.md, "Policies"): installed
+    # packages' entry points (group rlds_studio.policies) and these.
+    policies: Annotated[list[str], NoDecode] = Field(
+        default=[],
+        description="Policies ('policy-id=package.module:function') designers may name.",
+    )
+    policy_step_budget_ms: float = Field(
+        default=20.0, gt=0, le=1000,
+        description="A policy slower than this on a step hands control to the player for "
+        "the rest of the episode.",
+    )  # fmt: skip
+
+    @field_validator("gym_packages", "dm_env_factories", "policies", mode="before")
     @classmethod
     def _name_lists(cls, value: Any, info: ValidationInfo) -> Any:
         pattern, what = _NAME_LISTS[info.field_name or ""]

@@ -17,7 +17,7 @@ from dm_env import specs as dm_specs
 from PIL import Image
 from tensorflow_datasets.core import example_serializer
 
-from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, RldsEpisode
+from server.export.episode import HUMAN, TIMING_FLOAT_KEYS, TIMING_KEYS, RldsEpisode
 from server.export.errors import ExportError, ValueOutOfRangeError
 from server.export.features import OUTCOME_FIELDS, is_image_spec, tag_field
 
@@ -98,6 +98,19 @@ def timing_column(timings: list[dict[str, int | float]], key: str) -> np.ndarray
     return np.asarray(values, dtype=np.int64)
 
 
+def control_values(episode: RldsEpisode, name: str) -> np.ndarray:
+    """A per-step shared-autonomy column: ``source`` (int8), ``is_intervention`` (float32, 1
+    where the player drove) or ``has_policy_action`` (bool)."""
+    sources = np.asarray(episode.control_sources, dtype=np.int8)
+    if name == "source":
+        return sources
+    if name == "is_intervention":
+        return (sources == HUMAN).astype(np.float32)
+    if name == "has_policy_action":
+        return np.asarray(episode.has_policy_action, dtype=bool)
+    raise ExportError(f"no control field {name!r}")
+
+
 def _leaf_column(values: list[Any], spec: Any, where: str) -> list[Any]:
     """Per-step values of one array spec, checked and ready for ``encode_example``."""
     dtype = np.int64 if isinstance(spec, dm_specs.DiscreteArray) else np.dtype(spec.dtype)
@@ -153,6 +166,12 @@ def episode_example(
         steps["info"] = list(episode.infos)
         steps["timing"] = {
             key: timing_column(episode.timings, key) for key in (*TIMING_KEYS, *TIMING_FLOAT_KEYS)
+        }
+        steps["control"] = {
+            "source": control_values(episode, "source"),
+            "human_action": spec_column(episode.human_actions, specs.action, "control/human"),
+            "policy_action": spec_column(episode.policy_actions, specs.action, "control/policy"),
+            "has_policy_action": list(episode.has_policy_action),
         }
     for name, column in tag_columns.items():
         if len(column) != len(episode):

@@ -9,9 +9,10 @@ environment terminated (dm_env LAST with discount 0; a truncation is LAST with d
 Step metadata moves the same way: ``frame`` and ``info`` describe o_t and stay with it;
 ``input`` produced the action stored in timestep t+1, so it moves to step t with a_t; the
 timing of that action moves with it, and the frame acknowledgements are mapped back to the
-steps whose frames they are. What the worker recorded about o_t itself stays with it: the
-stream's JPEG quality of its frame and the clock's speed factor in force (``timing`` keys
-``jpeg_quality`` and ``speed``).
+steps whose frames they are; ``control`` (shared autonomy: who chose the action, the player's
+mapped action, the policy's proposal) moves with its action like ``input``. What the worker
+recorded about o_t itself stays with it: the stream's JPEG quality of its frame and the
+clock's speed factor in force (``timing`` keys ``jpeg_quality`` and ``speed``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from server.recording._envlogger import envlogger
 
 NO_INPUT = "null"
 UNKNOWN = -1
+HUMAN, POLICY = 0, 1  # control sources (server/runtime/autonomy.py)
 # A step recorded without a speed (sync mode, or a log from before speeds were recorded)
 # ran at the environment's own fps.
 DEFAULT_SPEED = 1.0
@@ -79,6 +81,14 @@ class RldsEpisode:
     # when the worker produced o_t (``applied`` of timestep t, ms since the epoch; -1 unknown):
     # the step's real time (LeRobot timestamps, episode videos)
     observed_ms: list[float] = field(default_factory=list)
+    # shared autonomy, per step (its action's): who chose it (HUMAN 0 / POLICY 1), the
+    # player's mapped action, the policy's proposal (zeros where it proposed none) and
+    # whether there was one. Without a policy: the player, the executed action, zeros.
+    control_sources: list[int] = field(default_factory=list)
+    human_actions: list[Any] = field(default_factory=list)
+    policy_actions: list[Any] = field(default_factory=list)
+    has_policy_action: list[bool] = field(default_factory=list)
+    autonomous: bool = False  # some step recorded a policy
 
     def __len__(self) -> int:
         return len(self.observations)
@@ -100,7 +110,7 @@ class RldsEpisode:
         if last == len(self) - 1 and not self.is_terminal[-1]:
             return self
         n = last + 1
-        whole = ("specs", "log_metadata")  # the episode's; every other field is a list by step
+        whole = ("specs", "log_metadata", "autonomous")  # the episode's; the rest: lists by step
         steps = {f.name: getattr(self, f.name)[:n] for f in fields(self) if f.name not in whole}
         cut = replace(self, **steps)
         cut.timings[-1] = dict(cut.timings[-1])
@@ -125,6 +135,10 @@ def _zero_fill_last(episode: RldsEpisode) -> None:
     episode.discounts[-1] = zeros_like_spec(specs.discount)
     episode.is_last[-1] = True
     episode.inputs[-1] = NO_INPUT
+    episode.control_sources[-1] = HUMAN
+    episode.human_actions[-1] = zeros_like_spec(specs.action)
+    episode.policy_actions[-1] = zeros_like_spec(specs.action)
+    episode.has_policy_action[-1] = False
     timing = episode.timings[-1]
     for key in ("input_sent_ms", "input_recv_ms", "applied_ms", "seen_step", "input_latency_ms"):
         timing[key] = UNKNOWN
@@ -243,11 +257,64 @@ def realign(steps: list[Any], specs: EnvSpecs, log_metadata: dict[str, Any]) -> 
             episode.rewards.append(np.asarray(nxt.timestep.reward, dtype=specs.reward.dtype))
             episode.discounts.append(np.asarray(nxt.timestep.discount, dtype=specs.discount.dtype))
             episode.inputs.append(str((nxt.custom_data or {}).get("input", NO_INPUT)))
+        _append_control(episode, t, None if nxt is None else nxt)
     raw = [step_timing(s) for s in steps]
     episode.timings = realign_timings(raw)
     episode.observed_ms = [time_or_unknown(r.get("applied")) for r in raw]
     _zero_fill_last(episode)
     return episode
+
+
+def unflatten_action(values: Any, spec: Any, where: str) -> Any:
+    """A flattened action (a list of numbers) in the shape and dtypes of the action spec."""
+    try:
+        flat = np.asarray(values, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise InvalidEpisodeError(f"{where}: not a list of numbers ({exc})") from exc
+    pos = 0
+
+    def build(leaf: Any) -> Any:
+        nonlocal pos
+        if isinstance(leaf, dict):
+            return {k: build(sub) for k, sub in leaf.items()}
+        n = int(np.prod(leaf.shape))
+        part = flat[pos : pos + n]
+        pos += n
+        dtype = np.dtype(leaf.dtype)
+        if dtype.kind in "iub":
+            part = np.round(part)
+        return part.astype(dtype).reshape(leaf.shape)
+
+    action = build(spec)
+    if pos != flat.size or not np.all(np.isfinite(flat)):
+        raise InvalidEpisodeError(f"{where}: {flat.size} values (not all finite?) for the action")
+    return action
+
+
+def _append_control(episode: RldsEpisode, t: int, nxt: Any) -> None:
+    """Step ``t``'s control fields from the record stored with its action (see the doc)."""
+    spec = episode.specs.action
+    text = None if nxt is None else (nxt.custom_data or {}).get("control")
+    try:
+        record = json.loads(text) if text else None
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or "human" not in record:
+        episode.control_sources.append(HUMAN)
+        action = zeros_like_spec(spec) if nxt is None else nxt.action
+        episode.human_actions.append(action)
+        episode.policy_actions.append(zeros_like_spec(spec))
+        episode.has_policy_action.append(False)
+        return
+    episode.autonomous = True
+    proposal = record.get("policy")
+    episode.control_sources.append(POLICY if record.get("source") == "policy" else HUMAN)
+    episode.human_actions.append(unflatten_action(record["human"], spec, f"step {t} control"))
+    episode.has_policy_action.append(proposal is not None)
+    episode.policy_actions.append(
+        zeros_like_spec(spec) if proposal is None
+        else unflatten_action(proposal, spec, f"step {t} control")
+    )  # fmt: skip
 
 
 def read_specs(reader: Any) -> EnvSpecs:

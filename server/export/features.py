@@ -26,7 +26,7 @@ from server.export.errors import ExportError
 tfds_features = tfds.features
 
 TAG_PREFIX = "tag:"
-STEP_METADATA_FIELDS = ("frame", "input", "timing", "info")
+STEP_METADATA_FIELDS = ("frame", "input", "timing", "info", "control")
 EPISODE_TEXT_FIELDS = ("episode_id", "agent_id", "study_id", "env_id", "env_config", "status")
 # "success", "failure" or "" (unset): effective (the reviewer's, else the player's), and each
 OUTCOME_FIELDS = ("outcome", "player_outcome", "reviewer_outcome")
@@ -104,9 +104,23 @@ def step_features(
             }
         )
         step["info"] = tfds_features.Text()
+        step["control"] = control_features(env_specs)
     for name in sorted(set(step_tag_names)):
         step[tag_field(name)] = np.bool_
     return step
+
+
+def control_features(env_specs: EnvSpecs) -> Any:
+    """Shared autonomy per step: ``source`` (int8: 0 the player, 1 the policy), the player's
+    mapped action, the policy's proposal (zeros where there was none) and whether there was."""
+    return tfds_features.FeaturesDict(
+        {
+            "source": tfds_features.Scalar(dtype=np.int8),
+            "human_action": spec_to_feature(env_specs.action, "control/human_action"),
+            "policy_action": spec_to_feature(env_specs.action, "control/policy_action"),
+            "has_policy_action": np.bool_,
+        }
+    )
 
 
 def episode_fields() -> dict[str, Any]:

@@ -48,6 +48,8 @@ VIDEO_PATH = "videos/{video_key}/" + CHUNK_FILE + ".mp4"
 EPISODES_PATH = "meta/episodes/" + CHUNK_FILE + ".parquet"
 CHUNKS_SIZE = 1000  # files per chunk folder (lerobot's default)
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
+HIL = "complementary_info"  # lerobot's prefix for human-in-the-loop fields
+INTERVENTION_KEY = f"{HIL}.is_intervention"
 DEFAULT_FEATURES = ("timestamp", "frame_index", "episode_index", "index", "task_index")
 
 
@@ -131,6 +133,21 @@ def _walk(spec: Any, source: str, prefix: str, single_name: str) -> list[Column]
     return out
 
 
+def control_columns(specs: EnvSpecs) -> list[Column]:
+    """Shared autonomy, the way LeRobot's human-in-the-loop recording marks it:
+    ``complementary_info.is_intervention`` (float32, 1 where the player drove) and
+    ``complementary_info.policy_action``; besides them the player's mapped action, the
+    control source (int8: 0 the player, 1 the policy) and whether the policy proposed one."""
+    cols = [
+        Column(INTERVENTION_KEY, "control", ("is_intervention",), "float32", (1,)),
+        Column(f"{HIL}.control_source", "control", ("source",), "int8", (1,)),
+        Column(f"{HIL}.has_policy_action", "control", ("has_policy_action",), "bool", (1,)),
+    ]
+    for source in ("human_action", "policy_action"):
+        cols += _walk(specs.action, source, f"{HIL}.{source}", f"{HIL}.{source}")
+    return cols
+
+
 def features_of(
     specs: EnvSpecs, *, keep_step_metadata: bool, tag_names: Sequence[str]
 ) -> list[Column]:
@@ -158,6 +175,7 @@ def features_of(
         ]
         cols += [Column(f"timing.{k}", "timing", (k,), "int64", (1,)) for k in TIMING_KEYS]
         cols += [Column(f"timing.{k}", "timing", (k,), "float64", (1,)) for k in TIMING_FLOAT_KEYS]
+        cols += control_columns(specs)
         cols.append(Column(FRAME_KEY, "frame", (), "video", (0, 0, 3)))
     for name in sorted(set(tag_names)):
         if "/" in name:

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 from dm_env import specs as dm_specs
 
-from server.export.encoding import check_range, timing_column
+from server.export.encoding import check_range, control_values, timing_column
 from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, EnvSpecs, RldsEpisode
 from server.export.errors import ExportError
 from server.export.features import tag_field
@@ -119,6 +119,11 @@ def _infos(
         fields["input"] = pa.array(episode.inputs, type=pa.string())
         for key in (*TIMING_KEYS, *TIMING_FLOAT_KEYS):
             fields[f"timing/{key}"] = pa.array(timing_column(episode.timings, key))
+        for name in ("source", "has_policy_action"):
+            fields[f"control/{name}"] = pa.array(control_values(episode, name))
+        for name, actions in (("human_action", episode.human_actions),
+                              ("policy_action", episode.policy_actions)):  # fmt: skip
+            fields[f"control/{name}"] = _column(actions, episode.specs.action, f"control/{name}")
     for name, tagged in tag_cols.items():
         fields[tag_field(name)] = pa.array(tagged, type=pa.bool_())
     if not fields:

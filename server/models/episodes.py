@@ -81,6 +81,11 @@ class Episode(Base):
     latency_p99_ms: Mapped[float | None] = mapped_column(Float)
     idle_share: Mapped[float | None] = mapped_column(Float)
     inputs_per_s: Mapped[float | None] = mapped_column(Float)
+    # shared autonomy (NULL: no policy drove): takeovers, share of actions the player drove,
+    # why the policy stopped (NULL while it worked)
+    interventions: Mapped[int | None] = mapped_column(Integer)
+    intervention_share: Mapped[float | None] = mapped_column(Float)
+    policy_error: Mapped[str | None] = mapped_column(Text)
     quality_at: Mapped[datetime | None] = mapped_column(TS)
     # "success" / "failure" (Outcome) or None: the player's answer at save time, and the
     # reviewer's, which wins (effective_outcome)

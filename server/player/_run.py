@@ -31,6 +31,8 @@ class EpisodeRun:
     held: frozenset[str] = frozenset()  # the controls the input being applied holds
     pending_held: frozenset[str] = frozenset()  # async: of the input not yet applied
     counted_step: int = 0  # actions counted so far (the last step counted)
+    driven_step: int = 0  # shared autonomy: the last step whose driver was counted
+    policy_error: str | None = None  # why the policy stopped driving (shared autonomy)
     last_frame: bytes | None = None
     # client time of the input not yet applied (async) / of the input applied at a step
     pending_input_ms: float | None = None

@@ -33,7 +33,7 @@ class EpisodeEndings(SessionBase):
             end_reason=end_reason or run.end_reason, error=error,
             latencies_ms=run.latencies_ms, frames_dropped=run.frames_dropped, ended_at=run.ended_at,
             inputs=run.inputs,
-            player_outcome=player_outcome,
+            player_outcome=player_outcome, policy_error=run.policy_error,
         )  # fmt: skip
         try:
             await self.db(episodes.finish_episode, run.id, result)

@@ -23,8 +23,9 @@ TICKET_PREFIX = "ticket."
 TAKEOVER = "takeover"
 
 # episode index (u32), step index (u32), server time in ms since the epoch (f64),
-# episode return so far (f64); network byte order.
-FRAME_HEADER = struct.Struct("!IIdd")
+# episode return so far (f64), who drives (u8: 0 no policy, 1 the player, 2 the policy:
+# server/runtime/autonomy.py); network byte order.
+FRAME_HEADER = struct.Struct("!IIddB")
 
 # Close codes (RFC 6455 and the 4000-4999 private range).
 CLOSE_POLICY = 1008  # abuse: oversize message, flood, too many errors, not allowed
@@ -231,12 +232,19 @@ def parse_client(text: str) -> Any:
         raise BadMessage("invalid", f"{kind}: {where}: {first['msg']}", for_=kind) from None
 
 
-def pack_frame(episode: int, step: int, server_ms: float, return_: float, jpeg: bytes) -> bytes:
+def pack_frame(
+    episode: int, step: int, server_ms: float, return_: float, jpeg: bytes, control: int = 0
+) -> bytes:
     """A binary frame message."""
-    return FRAME_HEADER.pack(episode, step, server_ms, return_) + jpeg
+    return FRAME_HEADER.pack(episode, step, server_ms, return_, control) + jpeg
 
 
 def unpack_frame(data: bytes) -> tuple[int, int, float, float, bytes]:
     """(episode, step, server_ms, return, jpeg) of a binary frame message."""
-    episode, step, server_ms, return_ = FRAME_HEADER.unpack_from(data)
+    episode, step, server_ms, return_, _ = FRAME_HEADER.unpack_from(data)
     return episode, step, server_ms, return_, data[FRAME_HEADER.size :]
+
+
+def frame_control(data: bytes) -> int:
+    """Who drives at a binary frame: 0 no policy, 1 the player, 2 the policy."""
+    return int(FRAME_HEADER.unpack_from(data)[4])

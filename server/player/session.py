@@ -27,6 +27,7 @@ from server.player.outbox import Frame, Outbox
 from server.player.views import study_view
 from server.recording.format import now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
+from server.runtime.autonomy import FRAME_POLICY
 from server.services.crowd import episodes, progress, quotas
 from server.services.live import replicas
 from server.services.studies.env_check import allowed_environments
@@ -292,6 +293,7 @@ class LiveSession(EpisodeEndings):
                 run.held = run.pending_held
                 run.applied(event.step, run.pending_input_ms)
         run.count_actions(event.step)
+        self._control(run, event)
         run.step, run.return_ = event.step, event.return_
         self._show(event)
         if event.done:
@@ -301,6 +303,20 @@ class LiveSession(EpisodeEndings):
             await self.db(episodes.record_progress, run.id, run.steps, run.return_)
             self.send(self._ended_message(run))
 
+    def _control(self, run: EpisodeRun, event: StepEvent) -> None:
+        """Shared autonomy: count who drove the step; tell a designer once that the policy
+        stopped (a participant sees only the badge turn to "You are driving")."""
+        if not event.control:
+            return
+        if event.step > run.driven_step:
+            run.inputs.drove(event.control == FRAME_POLICY, event.interventions)
+            run.driven_step = event.step
+        if event.policy_error and run.policy_error is None:
+            run.policy_error = event.policy_error
+            if self.principal.participant_id is None:
+                message = f"The policy stopped driving: {event.policy_error}"
+                self.send({"type": "policy_failed", "episode_id": run.id, "message": message})
+
     def _ended_message(self, run: EpisodeRun) -> dict[str, Any]:
         return {"type": "episode_ended", "episode_id": run.id, "index": run.index,
                 "steps": run.steps, "return": run.return_, "end_reason": run.end_reason,
@@ -309,7 +325,9 @@ class LiveSession(EpisodeEndings):
     def _show(self, event: StepEvent) -> None:
         run = self.run
         assert run is not None
-        data = p.pack_frame(run.index, event.step, now_ms(), event.return_, event.frame)
+        data = p.pack_frame(
+            run.index, event.step, now_ms(), event.return_, event.frame, event.control
+        )
         run.last_frame = data
         run.step = max(run.step, event.step)
         if self.outbox is None:

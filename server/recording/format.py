@@ -26,6 +26,13 @@ Each recorded dm_env timestep carries step metadata with :data:`STEP_METADATA_KE
     times arrive later). Unknown times are absent.
 ``info``
     JSON text of the environment's ``info`` dict (non-JSON values as ``repr``).
+``control``
+    Shared autonomy (``server/runtime/autonomy.py``): JSON text about the action stored in
+    this timestep, like ``input`` - ``{"source": "human" | "policy", "human": [...],
+    "policy": [...] | null}``: who chose it, the player's mapped action and the policy's
+    proposal (both flattened; ``policy`` null when it proposed nothing). ``"null"`` on FIRST
+    and in episodes without a policy (absent in logs from before it existed): the player
+    drove every step.
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ EPISODE_METADATA_KEYS = (
     "env_config",  # JSON text of the EnvironmentSpec
     "seed",
 )
-STEP_METADATA_KEYS = ("frame", "input", "timing", "info")
+STEP_METADATA_KEYS = ("frame", "input", "timing", "info", "control")
 
 # Envlogger *episode* metadata (``Reader.episode_metadata()``), written when the worker
 # finalizes the episode; absent when the worker was killed before that (read such a log by

@@ -27,6 +27,7 @@ from server.runtime import _specs
 from server.runtime._frames import QUALITY, check_observation, checked_frame, encode_jpeg
 from server.runtime.adapters import EnvAdapter, build_adapter
 from server.runtime.allowlist import AllowedEnvironments
+from server.runtime.autonomy import NO_AUTONOMY, shared_autonomy
 from server.runtime.catalog import default_controls, find_entry
 from server.runtime.input_mapping import ActionMapper
 from server.study_spec import EnvironmentSpec
@@ -51,7 +52,8 @@ class Session:
     """State of one worker: its env, the current episode and the async clock."""
 
     def __init__(self, conn: Connection, spec: EnvironmentSpec, adapter: EnvAdapter,
-                 study_id: str, data_root: Path, flush_interval_s: float) -> None:  # fmt: skip
+                 study_id: str, data_root: Path, flush_interval_s: float,
+                 allowed: AllowedEnvironments) -> None:  # fmt: skip
         self.conn = conn
         self.spec = spec
         self.env = adapter
@@ -65,6 +67,10 @@ class Session:
             adapter.action_spec(), controls, adapter.action_meanings,
             strict=spec.controls is not None,
         )  # fmt: skip
+        # shared autonomy (None without a policy): who drove the last step, its record
+        self.autonomy = shared_autonomy(spec.policy, adapter, self.mapper, allowed)
+        self.observation: Any = None
+        self.control = "null"
         self.quality = QUALITY[spec.image_quality]
         if spec.camera:
             adapter.set_camera(spec.camera)
@@ -142,6 +148,7 @@ class Session:
             "input": to_json(self.held_input),
             "timing": to_json(timing),
             "info": info_json(self.env.last_info),
+            "control": self.control,
         }
 
     def begin_episode(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -163,9 +170,13 @@ class Session:
         self.episode_id, self.ended, self.step_index, self.total = episode_id, False, 0, 0.0
         self.held_input, self.held_timing, self.acks = None, {}, []
         self.mapper.reset()  # toggles off
+        self.control = "null"
+        if self.autonomy is not None:
+            self.autonomy.reset()
         try:
             timestep = self.writer.reset()
             check_observation(timestep.observation)
+            self.observation = timestep.observation
         except BaseException:
             self._fail()
             raise
@@ -181,11 +192,15 @@ class Session:
             raise ProtocolError("no episode is running: call begin_episode first")
         started = time.perf_counter()
         action = self.mapper(self.held_input)
+        if self.autonomy is not None:
+            active = self.mapper.human_active(self.held_input)
+            action, self.control = self.autonomy.step(self.observation, action, active)
         try:
             timestep = self.writer.step(action)
         except BaseException:
             self._fail()
             raise
+        self.observation = timestep.observation
         self.step_index += 1
         self.total += float(timestep.reward or 0.0)
         if timestep.last():
@@ -206,6 +221,7 @@ class Session:
             "frame": self.jpeg,
             "worker_ms": fmt.now_ms(),
             "work_ms": 0.0 if started is None else (time.perf_counter() - started) * 1000,
+            **(NO_AUTONOMY if self.autonomy is None else self.autonomy.event()),
         }
 
     def _finalize(self, reason: str) -> dict[str, Any]:
@@ -361,7 +377,9 @@ def worker_main(conn: Connection, spec_json: str, allowed: AllowedEnvironments, 
         try:
             spec = EnvironmentSpec.model_validate_json(spec_json)
             adapter = build_adapter(spec.source, allowed)
-            session = Session(conn, spec, adapter, study_id, Path(data_root), flush_interval_s)
+            session = Session(
+                conn, spec, adapter, study_id, Path(data_root), flush_interval_s, allowed
+            )
             conn.send(("ready", session.info()))
         except Exception as exc:
             conn.send(("failed", error_tuple(exc)))

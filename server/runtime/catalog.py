@@ -151,7 +151,7 @@ def validate_environment(env_spec: EnvironmentSpec, allowed: AllowedEnvironments
 
 def _validate(env_spec: EnvironmentSpec, allowed: AllowedEnvironments) -> list[Problem]:
     source = env_spec.source
-    problems = allowed.source_problems(source)
+    problems = allowed.source_problems(source) + allowed.policy_problems(env_spec.policy)
     if problems:
         return problems
     entry = find_entry(source)

@@ -60,6 +60,11 @@ class StepEvent:
     frame: bytes  # JPEG
     worker_ms: float  # wall clock (ms since the epoch) when the event left the worker
     work_ms: float  # time the worker spent on this step: map, step, render, encode, record
+    # shared autonomy (server/runtime/autonomy.py): the frame header's control byte (0: no
+    # policy, 1: the player drives, 2: the policy), takeovers so far, why the policy stopped
+    control: int = 0
+    interventions: int = 0
+    policy_error: str | None = None
 
     @property
     def done(self) -> bool:

@@ -40,7 +40,7 @@ class NotePublic(BaseModel):
 
 
 class QualityBadge(BaseModel):
-    flag: Literal["idle", "slow", "dropped", "short", "long"]
+    flag: Literal["idle", "slow", "dropped", "short", "long", "intervened", "policy_failed"]
     label: str = Field(description='What the list shows, e.g. "idle 80%", "p99 140 ms".')
 
 
@@ -64,6 +64,15 @@ class EpisodeSummary(BaseModel):
     latency_p99_ms: float | None
     idle_share: float | None = Field(description="Share of actions with no input (0-1).")
     inputs_per_s: float | None = Field(description="Controls newly pressed per second.")
+    interventions: int | None = Field(
+        default=None, description="Shared autonomy: times the player took over (null: no policy)."
+    )
+    intervention_share: float | None = Field(
+        default=None, description="Shared autonomy: share of actions the player drove (0-1)."
+    )
+    policy_error: str | None = Field(
+        default=None, description="Why the policy stopped driving (it raised or was too slow)."
+    )
     quality_computed: bool = Field(
         description="False: the signals were never computed (run `rlds-studio quality`)."
     )

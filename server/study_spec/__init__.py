@@ -36,7 +36,9 @@ from server.study_spec.environments import (
     DmEnvSource,
     EnvironmentSpec,
     GymnasiumSource,
+    PolicySpec,
     Source,
+    Takeover,
 )
 from server.study_spec.study import StudySpec
 
@@ -58,10 +60,12 @@ __all__ = [
     "GymnasiumSource",
     "Input",
     "Loc",
+    "PolicySpec",
     "Requirements",
     "Source",
     "StrictModel",
     "StudySpec",
+    "Takeover",
     "bad_char_path",
     "char_name",
     "check_url",

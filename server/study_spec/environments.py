@@ -72,6 +72,28 @@ class DmEnvSource(StrictModel):
 Source = Annotated[GymnasiumSource | DmEnvSource, Field(discriminator="kind")]
 
 
+class Takeover(StrictModel):
+    """How control passes between the policy and the player."""
+
+    release_delay_s: float = Field(
+        default=1.0, ge=0, le=10,
+        description="Seconds after the player lets go of every control before the policy "
+        "drives again.",
+    )  # fmt: skip
+
+
+class PolicySpec(StrictModel):
+    """Shared autonomy: a policy the operator allows drives; the player takes over at will.
+
+    ``id`` names a policy installed on the server (entry-point group
+    ``rlds_studio.policies``, or the operator's ``STUDIO_POLICIES``); nothing else is
+    imported. Checked at activation (422 naming ``environments.N.policy.id``).
+    """
+
+    id: str = Field(pattern=SLUG, examples=["fetch-pick-place-scripted"])
+    takeover: Takeover = Field(default_factory=Takeover)
+
+
 class EnvironmentSpec(StrictModel):
     """One environment of a study."""
 
@@ -85,6 +107,10 @@ class EnvironmentSpec(StrictModel):
     max_duration_s: float | None = Field(default=None, gt=0, le=24 * 3600)
     controls: Controls | None = Field(
         default=None, description="Overrides the catalog's default controls."
+    )
+    policy: PolicySpec | None = Field(
+        default=None,
+        description="Shared autonomy: this policy drives until the player presses a control.",
     )
     image_quality: Literal["low", "medium", "high"] = "medium"
     adaptive_quality: bool = Field(

@@ -94,6 +94,7 @@ def expected_episode(
             steps[f"steps/timing/{key}"] = np.asarray(value_list, dtype=np.int64)
         speeds = [rec.timings[t].get("speed", 1.0) for t in range(last + 1)]
         steps["steps/timing/speed"] = np.asarray(speeds, dtype=np.float64)
+        steps.update(_control(rec, actions, last))
     for name in sorted(set(tag_names)):
         column = np.zeros(n, dtype=bool)
         for tag in step_tags:
@@ -115,6 +116,36 @@ def expected_episode(
         "_return": float(sum(rewards)),
         "_length": last + 1,
     }
+
+
+def _control(rec: Recording, actions: list[Any], last: int) -> dict[str, np.ndarray]:
+    """Shared autonomy per step: what the recording's control records say (without one: the
+    player chose every action, the executed one; no proposal), zeros on the last step."""
+    zero = np.zeros_like(np.asarray(actions[0]))
+
+    def shape_of(values: list[float]) -> np.ndarray:
+        return np.asarray(values, dtype=zero.dtype).reshape(zero.shape)
+
+    sources, human, policy, has = [], [], [], []
+    for t in range(last + 1):
+        record = rec.controls[t] if t < last and rec.controls else None
+        if record is None:
+            sources.append(0)
+            human.append(actions[t] if t < last else zero)
+            policy.append(zero)
+            has.append(False)
+            continue
+        sources.append(1 if record["source"] == "policy" else 0)
+        human.append(shape_of(record["human"]))
+        policy.append(zero if record["policy"] is None else shape_of(record["policy"]))
+        has.append(record["policy"] is not None)
+    out = {
+        "steps/control/source": np.asarray(sources, dtype=np.int8),
+        "steps/control/has_policy_action": np.asarray(has, dtype=bool),
+    }
+    out.update(_flat("steps/control/human_action", human))
+    out.update(_flat("steps/control/policy_action", policy))
+    return out
 
 
 def save_expected(path: Path, episodes: list[dict[str, Any]]) -> None:

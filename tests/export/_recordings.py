@@ -108,6 +108,7 @@ class Recording:
     infos: list[str] = field(default_factory=list)  # one per observation
     frame_times: list[tuple[int, int]] = field(default_factory=list)  # (sent, drawn) per obs
     timings: list[dict[str, Any]] = field(default_factory=list)  # as recorded per timestep
+    controls: list[dict[str, Any] | None] = field(default_factory=list)  # of a_t (autonomy)
 
     @property
     def num_steps(self) -> int:
@@ -137,6 +138,7 @@ def record_episode(
     speed: Callable[[int], float] | None = None,
     bad_timing: dict[int, dict[str, Any]] | None = None,
     raw_input: Any = None,
+    control: Callable[[int, Any], dict[str, Any]] | None = None,
 ) -> Recording:
     """Play one seeded random-policy episode of ``make_env()`` into an envlogger log.
 
@@ -146,7 +148,8 @@ def record_episode(
     gives the browser input recorded with a_t (default: a made-up key per action).
     ``jpeg_quality`` (or ``jpeg_quality(t)``) is the quality timestep t's frame is encoded at,
     recorded in its timing as the worker does; ``speed(t)`` the clock's speed factor recorded
-    with timestep t (None: none recorded, as in sync mode).
+    with timestep t (None: none recorded, as in sync mode). ``control(t, action)`` gives the
+    shared-autonomy record of a_t (``server/recording/format.py``; None: no policy).
     """
     gym_env = make_env()
     config = env_config if env_config is not None else {"env_id": env_id, "kwargs": {}}
@@ -160,6 +163,7 @@ def record_episode(
 
     def on_step(action: Any, info: dict[str, Any]) -> None:
         t = len(rec.frames)  # index of the observation this timestep carries
+        record = None
         if action is None:
             raw: Any = None
             timing: dict[str, Any] = {"applied": now(), "seen_step": -1}
@@ -174,6 +178,8 @@ def record_episode(
             timing = {"input_sent": now(), "input_recv": now(), "applied": now()}
             timing["seen_step"] = t - 1
             rec.inputs.append(raw)
+            record = None if control is None else control(t - 1, action)
+            rec.controls.append(record)
         quality = jpeg_quality(t) if callable(jpeg_quality) else jpeg_quality
         timing["jpeg_quality"] = quality
         if speed is not None:
@@ -189,6 +195,7 @@ def record_episode(
             "input": json.dumps(raw),
             "timing": json.dumps(timing),
             "info": info_text,
+            "control": json.dumps(record),
         }
         rec.frames.append(jpeg)
         rec.infos.append(info_text)

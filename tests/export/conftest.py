@@ -10,6 +10,7 @@ from typing import Any
 import ale_py
 import gymnasium as gym
 import minigrid.wrappers
+import numpy as np
 import pytest
 
 from server.export import EpisodeInput, StepTag
@@ -50,6 +51,17 @@ def make_lunar() -> gym.Env:
     )
 
 
+def shared_autonomy(t: int, action: Any) -> dict[str, Any]:
+    """The control record of a_t in a shared-autonomy episode: the policy chose two actions,
+    the player the next two; the player's own action is the noop while the policy drives,
+    the policy proposed ones while the player drove, and nothing at every fifth action."""
+    flat = np.asarray(action, dtype=np.float64).reshape(-1).tolist()
+    if t % 4 < 2:
+        return {"source": "policy", "human": [0.0] * len(flat), "policy": flat}
+    proposal = None if t % 5 == 4 else [1.0] * len(flat)
+    return {"source": "human", "human": flat, "policy": proposal}
+
+
 @pytest.fixture(scope="session")
 def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recording]]:
     """Recorded episodes per environment, shared by the tests (they never modify them)."""
@@ -71,7 +83,7 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recor
     return {
         # seed 1 terminates by itself; seed 2 is cut by a 9-step time limit (truncated).
         "cartpole": [
-            rec("CartPole-v1", make_cartpole(), "cp-1", 1, **changing),
+            rec("CartPole-v1", make_cartpole(), "cp-1", 1, control=shared_autonomy, **changing),
             rec("CartPole-v1", make_cartpole(9), "cp-2", 2),
             rec("CartPole-v1", make_cartpole(), "cp-3", 3, jpeg_quality=90),
         ],
@@ -80,7 +92,16 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recor
             rec("ALE/Pong-v5", make_pong(12), "pong-2", 12),
         ],
         "minigrid": [rec("MiniGrid-Empty-5x5-v0", make_minigrid, "grid-1", 21, **changing)],
-        "lunar": [rec("LunarLander-v3", make_lunar, "lunar-1", 31, jpeg_quality=50)],
+        "lunar": [
+            rec(
+                "LunarLander-v3",
+                make_lunar,
+                "lunar-1",
+                31,
+                jpeg_quality=50,
+                control=shared_autonomy,
+            ),
+        ],  # fmt: skip
     }
 
 

@@ -152,6 +152,7 @@ def _reference_builder(data_dir: str, logs_root: str, work_dir: str) -> Any:
         "input": tfds.features.Text(),
         "timing": tfds.features.Text(),
         "info": tfds.features.Text(),
+        "control": tfds.features.Text(),  # raw JSON there (shared autonomy; "null" without)
     }
 
     class ReferenceRlds(tfds.core.GeneratorBasedBuilder):

@@ -56,6 +56,9 @@ def feature_name(key: str, video_keys: set[str]) -> str | None:
         return RENAMED[rest]
     if rest.startswith("timing/"):
         return "timing." + rest[len("timing/") :]
+    if rest.startswith("control/"):  # shared autonomy, as lerobot's human-in-the-loop marks it
+        name = rest[len("control/") :].replace("/", ".")
+        return "complementary_info." + ("control_source" if name == "source" else name)
     if rest.startswith("tag:"):
         return rest
     for source in ("observation", "action"):
@@ -165,6 +168,11 @@ def main(doc_path: str, export_dir: str, name: str, expected_path: str, frames_o
             # integers -> int64): equal to the recorded value in that dtype
             got = np.stack([np.asarray(as_numpy(item[feature])) for item in items])
             compare(f"{eid} {feature} (item)", got.reshape(value.shape), value.astype(got.dtype))
+        if "steps/control/source" in want:  # 1 where the player drove, as lerobot's HIL marks
+            player = (np.asarray(want["steps/control/source"]) == 0).astype(np.float32)
+            key = "complementary_info.is_intervention"
+            got = np.stack([np.asarray(as_numpy(item[key])) for item in items]).reshape(-1)
+            compare(f"{eid} {key}", got, player)
         done = np.stack([bool(item["next.done"]) for item in items])
         compare(f"{eid} next.done", done, np.arange(n) == n - 1)
         for key in video_keys:

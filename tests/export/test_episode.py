@@ -123,3 +123,33 @@ def test_interrupted_log_ends_unterminated(tmp_path) -> None:
     ep = read_episode(tmp_path / "log")
     assert len(ep) == 4 and ep.is_last[-1] and not ep.is_terminal[-1]
     assert ep.discounts[-2] == 1.0 and ep.actions[-1] == 0
+
+
+def test_control_moves_with_its_action_and_gives_the_intervention_signals(
+    recordings: dict[str, list[Recording]],
+) -> None:
+    from server.services.review import quality
+
+    rec = recordings["lunar"][0]  # recorded with a policy (tests/export/conftest.py)
+    episode = read_episode(rec.log_dir)
+    assert episode.autonomous
+    n = len(rec.actions)
+    want = [1 if rec.controls[t]["source"] == "policy" else 0 for t in range(n)]
+    assert episode.control_sources == [*want, 0]
+    for t in range(n):
+        record = rec.controls[t]
+        np.testing.assert_array_equal(episode.human_actions[t], np.float32(record["human"]))
+        assert episode.has_policy_action[t] == (record["policy"] is not None)
+    assert not episode.has_policy_action[-1] and not episode.human_actions[-1].any()
+    # takeovers: policy → player where the policy still proposed (t % 5 == 4 it did not)
+    takeovers = sum(
+        1
+        for t in range(1, n)
+        if want[t - 1] == 1 and want[t] == 0 and rec.controls[t]["policy"] is not None
+    )
+    signals = quality.from_recorded(episode, None)
+    assert signals.interventions == takeovers and takeovers > 0
+    assert signals.intervention_share == pytest.approx(want.count(0) / n)
+    plain = read_episode(recordings["cartpole"][1].log_dir)  # no policy: the player's
+    assert not plain.autonomous and set(plain.control_sources) == {0}
+    assert quality.from_recorded(plain, None).interventions is None

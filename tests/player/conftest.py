@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from server.models import Episode, Study, StudyState, User
-from server.player.protocol import SUBPROTOCOL, unpack_frame
+from server.player.protocol import SUBPROTOCOL, frame_control, unpack_frame
 from server.services.studies import studies
 from tests.factories import Factory
 
@@ -72,6 +72,7 @@ class Player:
     def __init__(self, ws: Any, auto_go: bool = True) -> None:
         self.ws = ws
         self.frames: list[tuple[int, int, float, float, bytes]] = []
+        self.controls: list[int] = []  # each frame's control byte (shared autonomy)
         self.seen: list[dict[str, Any]] = []
         # pass every ready gate at once (tests of the gate itself turn this off)
         self.auto_go = auto_go
@@ -86,6 +87,7 @@ class Player:
         if message.get("bytes") is not None:
             frame = unpack_frame(message["bytes"])
             self.frames.append(frame)
+            self.controls.append(frame_control(message["bytes"]))
             return frame
         data = json.loads(message["text"])
         self.seen.append(data)

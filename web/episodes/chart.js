@@ -5,6 +5,11 @@
 const TAG_FILL = "rgba(37, 99, 235, 0.16)";
 const MARK_FILL = "rgba(245, 158, 11, 0.30)";
 const CURSOR = "#111827";
+// shared autonomy: who drove, a strip along the top of the plot (its legend, under the chart,
+// uses the same colours: episodes.css .ep-swatch-*)
+const DRIVER_FILL = { policy: "rgba(29, 78, 216, 0.85)", human: "rgba(194, 65, 12, 0.85)" };
+const DRIVER_BAND = { policy: "rgba(29, 78, 216, 0.07)", human: "rgba(194, 65, 12, 0.10)" };
+const STRIP = 10; // px (device pixels are scaled below)
 
 /** Points ``[[step, value], ...]`` of two series on one x axis (uPlot's aligned data). */
 function align(reward, cumulative) {
@@ -28,6 +33,12 @@ export function createChart(box, profile, { view, onJump, onRange }) {
   const draw = (u) => {
     const v = view();
     u.ctx.save();
+    for (const [a, b, who] of profile.control || []) {
+      band(u, a, b, DRIVER_BAND[who]);
+      const x0 = u.valToPos(a - 0.5, "x", true), x1 = u.valToPos(b + 0.5, "x", true);
+      u.ctx.fillStyle = DRIVER_FILL[who];
+      u.ctx.fillRect(x0, u.bbox.top, Math.max(1, x1 - x0), STRIP * devicePixelRatio);
+    }
     v.tags.forEach((t) => band(u, t.start, t.end, TAG_FILL));
     if (v.mark) band(u, v.mark[0], v.mark[1], MARK_FILL);
     const x = Math.round(u.valToPos(v.step, "x", true));

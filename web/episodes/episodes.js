@@ -184,7 +184,9 @@ function badges(e) {
   }
   const titles = { idle: "Share of actions with no input", slow: "Input latency, 99th percentile",
                    dropped: "Frames the player never got", short: "Under half the environment's median length",
-                   long: "Over twice the environment's median length" };
+                   long: "Over twice the environment's median length",
+                   intervened: "Shared autonomy: times the player took over from the policy (share of steps they drove)",
+                   policy_failed: e.policy_error ? `The policy stopped driving: ${e.policy_error}` : "The policy stopped driving" };
   return el("span", { class: "ep-badges" }, ...e.badges.map((b) =>
     el("span", { class: `badge ep-q ep-q-${b.flag}`, title: titles[b.flag] }, b.label)));
 }

@@ -126,6 +126,12 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
     return el("div", { class: "sd-obs" }, head, ...body);
   }
 
+  function controlCell(c) {
+    const who = c.source === "policy" ? "robot (policy)" : "player";
+    return el("span", {}, el("strong", {}, who), " · player ", code(c.human), " · policy ",
+      c.policy ? code(c.policy) : el("span", { class: "muted" }, "none"));
+  }
+
   function renderStep(item) {
     const flags = ["is_first", "is_last", "is_terminal"].map((f) =>
       el("span", { class: `sd-flag ${item[f] ? "on" : ""}` }, `${f} ${item[f] ? "✓" : "·"}`));
@@ -142,6 +148,7 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
         ? el("span", { class: "muted" }, `not measured${item.latency_note ? `: ${item.latency_note}` : ""}`)
         : `${item.latency_ms} ms`),
       ...(item.speed == null ? [] : [row("Speed", item.speed === 1 ? "1× (the environment's fps)" : `${item.speed}×`)]),
+      ...(item.control ? [row("Control", controlCell(item.control))] : []),
       row("Stream quality", item.stream_quality == null ? el("span", { class: "muted" }, "not recorded (an older log)") : `JPEG ${item.stream_quality}`),
       row("Info", code(item.info)),
       row("Observation", ...item.observation.map((o) => observationCell(item, o))),
@@ -248,6 +255,7 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
     $("video-btn").href = `/api/episodes/${encodeURIComponent(ep.id)}/video.mp4`;
     $("step-detail").replaceChildren();
     $("reward-chart").replaceChildren();
+    showDrivers(ep, null);
     show(step);
     if (!ep.steps) return;
     $("chart-return").textContent = "loading…";
@@ -255,11 +263,30 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
     const profile = await api("GET", `/api/episodes/${ep.id}/rewards?buckets=${buckets}`);
     if (state.episode !== ep) return;  // another episode was opened meanwhile
     $("chart-return").textContent = `return ${(+profile.return).toFixed(2)} over ${profile.total} steps`;
+    showDrivers(ep, profile.control);
     state.chart = createChart($("reward-chart"), profile, {
       view: () => ({ step: state.step, tags: state.episode.step_tags, mark: range() }),
       onJump: (s) => { pause(); show(s); },
       onRange: markRange,
     });
+  }
+
+  /** Shared autonomy under the chart: who drove (the chart's strip), takeovers, a policy's
+      failure. Hidden for episodes without a policy. */
+  function showDrivers(ep, runs) {
+    const box = $("chart-control");
+    box.hidden = !runs && !ep.policy_error;
+    if (box.hidden) return box.replaceChildren();
+    const swatch = (who, text) => el("span", { class: "ep-driver" },
+      el("span", { class: `ep-swatch ep-swatch-${who}` }), text);
+    const steps = (who) => (runs || []).filter((r) => r[2] === who).reduce((n, r) => n + r[1] - r[0] + 1, 0);
+    const taken = ep.interventions == null ? "" : `taken over ${ep.interventions}×`;
+    const share = ep.intervention_share == null ? "" : ` (the player drove ${Math.round(ep.intervention_share * 100)}% of steps)`;
+    box.replaceChildren(...[
+      swatch("policy", `robot drove ${steps("policy")} steps`), swatch("human", `player drove ${steps("human")} steps`),
+      el("span", {}, taken + share),
+      ep.policy_error ? el("strong", { class: "ep-policy-error" }, `Policy failed: ${ep.policy_error}`) : null,
+    ].filter(Boolean));
   }
 
   function close() {

@@ -122,6 +122,7 @@ const handlers = {
       abandoned: "The episode was abandoned.", failed: "The game stopped." };
     flow.showNext(m.next, `${words[m.status] || m.status} ${m.steps} steps, return ${fmt(m.return)}.`);
   },
+  policy_failed(m) { playMessage(m.message); }, // a designer's: the policy stopped driving
   episode_failed(m) {
     flow.setPhase("idle"); state.episode = null;
     // the server words it plainly for a participant (the designer finds the details with the episode)

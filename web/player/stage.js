@@ -1,7 +1,10 @@
 /* The player's stage: binary frames decoded and drawn on the canvas, the status bar, the
    frames-per-second count, and reading a gamepad (docs/protocol.md, "Frames"). */
 
-const HEADER_BYTES = 24; // episode u32, step u32, server ms f64, return f64 (big-endian)
+// episode u32, step u32, server ms f64, return f64, who drives u8 (big-endian)
+const HEADER_BYTES = 25;
+// the header's control byte (shared autonomy): 0 no policy, 1 the player, 2 the policy
+const DRIVERS = { 1: ["human", "You are driving"], 2: ["policy", "Robot driving — move to take over"] };
 const $ = (id) => document.getElementById(id);
 
 export const now = () => performance.timeOrigin + performance.now();
@@ -17,7 +20,7 @@ export function onFrameDrawn(fn) { onDrawn = fn; }
 export function onFrame(buffer) {
   const view = new DataView(buffer);
   pending = { episode: view.getUint32(0), step: view.getUint32(4), ret: view.getFloat64(16),
-    jpeg: new Uint8Array(buffer, HEADER_BYTES) };
+    control: view.getUint8(24), jpeg: new Uint8Array(buffer, HEADER_BYTES) };
   if (!decoding) decodeNext();
 }
 
@@ -34,6 +37,7 @@ async function decodeNext() {
     drawnTimes.push(drawn);
     drawnTimes = drawnTimes.filter((t) => t > drawn - 1000);
     updateStatus({ episode: frame.episode, step: frame.step, ret: frame.ret });
+    showDriver(frame.control);
     onDrawn(frame, drawn);
   } catch (err) {
     console.warn("frame not drawn", err);
@@ -80,6 +84,16 @@ export function updateStatus({ episode, step, ret }) {
   if (episode !== undefined) $("st-episode").textContent = episode;
   if (step !== undefined) $("st-step").textContent = step;
   if (ret !== undefined) $("st-return").textContent = fmt(ret);
+}
+
+/** The badge saying who drives this frame (hidden without shared autonomy). */
+export function showDriver(control) {
+  const badge = $("driver");
+  const driver = DRIVERS[control];
+  badge.hidden = !driver;
+  if (!driver || badge.dataset.driver === driver[0]) return;
+  badge.dataset.driver = driver[0];
+  badge.textContent = driver[1];
 }
 
 setInterval(() => {

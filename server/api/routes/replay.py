@@ -148,7 +148,8 @@ def read_rewards(
     buckets: Annotated[int, Query(ge=1, le=replay.MAX_BUCKETS)] = 1000,
 ) -> dict[str, Any]:
     """``[step, value]`` points of reward and cumulative return; each of at most ``buckets``
-    buckets keeps its extremes, so spikes survive."""
+    buckets keeps its extremes, so spikes survive. ``control``: shared autonomy's
+    ``[first step, last step, "human" | "policy"]`` runs of who drove (null: no policy)."""
     _, log, version = _log(episode_id, db, principal, settings)
     return replay.reward_profile(_cache(request), log, buckets, version)
 

@@ -27,7 +27,7 @@ from server.export.base import (
     WriteJob,
     card_lines,
 )
-from server.export.encoding import check_range, timing_column
+from server.export.encoding import check_range, control_values, timing_column
 from server.export.episode import EnvSpecs, RldsEpisode
 from server.export.errors import ExportError
 from server.export.registry import Format, register
@@ -176,8 +176,12 @@ class LeRobotWriter:
         col: fmt.Column, episode: RldsEpisode, tag_cols: dict[str, np.ndarray], where: str
     ) -> Any:
         src = col.source
-        if src in ("observation", "action"):
-            seq = episode.observations if src == "observation" else episode.actions
+        sequences = {
+            "observation": episode.observations, "action": episode.actions,
+            "human_action": episode.human_actions, "policy_action": episode.policy_actions,
+        }  # fmt: skip
+        if src in sequences:
+            seq = sequences[src]
             if col.dtype == "string":
                 return [_leaf(v, col.path) for v in seq]
             return np.stack([np.asarray(_leaf(v, col.path)) for v in seq])
@@ -195,6 +199,8 @@ class LeRobotWriter:
             return timing_column(episode.timings, col.path[0])
         if src == "tag":
             return tag_cols[col.path[0]]
+        if src == "control":
+            return control_values(episode, col.path[0])
         raise ExportError(f"no values for {where}")
 
     def _frames(self, col: fmt.Column, episode: RldsEpisode) -> list[np.ndarray]:

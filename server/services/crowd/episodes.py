@@ -52,6 +52,7 @@ class EpisodeResult:
     ended_at: datetime | None = None  # when the env ended it (before the save question)
     inputs: quality.InputCounts = field(default_factory=quality.InputCounts)
     player_outcome: str | None = None  # "success" / "failure": the player's answer, if asked
+    policy_error: str | None = None  # shared autonomy: why the policy stopped driving
 
 
 def find_or_create_participant(db: Session, study: Study, external_id: str) -> Participant:
@@ -212,6 +213,7 @@ def finish_episode(db: Session, episode_id: str, result: EpisodeResult) -> Episo
     episode.total_reward = result.total_reward
     episode.end_reason = result.end_reason
     episode.error = result.error
+    episode.policy_error = result.policy_error
     episode.ended_at = ended
     episode.duration_s = max(0.0, (ended - episode.started_at).total_seconds())
     episode.frames_dropped = result.frames_dropped

@@ -223,3 +223,12 @@ def input_latency(sent: Any, drawn: float | None) -> float | None:
         return None
     latency = drawn - float(sent)
     return round(latency, 1) if np.isfinite(latency) and latency >= 0 else None
+
+
+def control_source(text: Any) -> int:
+    """Who chose a recorded action: 1 the policy, 0 the player, -1 no policy (its record's
+    ``source``; ``server/recording/format.py``)."""
+    record = parse_json(text) if isinstance(text, str | bytes) and text != "null" else None
+    if not isinstance(record, dict):
+        return -1
+    return {"policy": 1, "human": 0}.get(record.get("source"), -1)  # type: ignore[arg-type]

@@ -17,6 +17,9 @@ computed", an episode recorded before they existed - ``rlds-studio quality`` com
     holds (the last frames' may be missing).
 ``frames_dropped``
     Frames the player never got (counted by the session; the log does not know them).
+``interventions`` / ``intervention_share``
+    Shared autonomy (NULL without a policy): times the player took control from a working
+    policy, and the share of actions the player drove (0 to 1).
 
 The median length of an environment's completed episodes is cached on its
 ``study_environments`` row (``median_steps``): refreshed whenever an episode of it ends or
@@ -61,6 +64,18 @@ class InputCounts:
     idle: int = 0  # actions taken with nothing held
     presses: int = 0  # controls newly held since the previous action
     held: frozenset[str] = frozenset()  # what the previous action held
+    # shared autonomy: actions each drove, takeovers from a working policy
+    human_driven: int = 0
+    policy_driven: int = 0
+    takeovers: int = 0
+
+    def drove(self, policy: bool, takeovers: int) -> None:
+        """One more action under shared autonomy, by the policy or the player."""
+        if policy:
+            self.policy_driven += 1
+        else:
+            self.human_driven += 1
+        self.takeovers = max(self.takeovers, takeovers)
 
     def add(self, held: frozenset[str], actions: int = 1) -> None:
         """``actions`` more actions, all taken with ``held``."""
@@ -74,7 +89,10 @@ class InputCounts:
     def signals(self, latencies_ms: Sequence[float], duration_s: float | None) -> Signals:
         """The episode's signals from these counts."""
         per_s = self.presses / duration_s if duration_s and duration_s > 0 else None
+        driven = self.human_driven + self.policy_driven
         return Signals(
+            interventions=self.takeovers if driven else None,
+            intervention_share=self.human_driven / driven if driven else None,
             idle_share=self.idle / self.actions if self.actions else None,
             inputs_per_s=per_s,
             latency_p50_ms=percentile(latencies_ms, 50),
@@ -97,6 +115,8 @@ class Signals:
     latency_p50_ms: float | None
     latency_p95_ms: float | None
     latency_p99_ms: float | None
+    interventions: int | None = None
+    intervention_share: float | None = None
 
     def columns(self) -> dict[str, float | None]:
         """The episode columns these signals fill (names are the fields' own)."""
@@ -144,7 +164,17 @@ def from_recorded(recorded: RldsEpisode, duration_s: float | None) -> Signals:
         if (value := finite(timing.get("input_latency_ms"))) is not None and value >= 0
     ]
     # the last RLDS step has no action (its input is a zero-filled "null")
-    return from_steps(recorded.inputs[:-1], latencies, duration_s)
+    counts = InputCounts()
+    for raw in recorded.inputs[:-1]:
+        counts.add(held_controls(raw))
+    if recorded.autonomous:
+        previous = None
+        for t in range(len(recorded) - 1):
+            policy = recorded.control_sources[t] == 1
+            taken = not policy and previous is True and recorded.has_policy_action[t]
+            counts.drove(policy, counts.takeovers + int(taken))
+            previous = policy
+    return counts.signals(latencies, duration_s)
 
 
 def from_log(storage_path: Path | str, duration_s: float | None) -> Signals | None:
@@ -210,6 +240,13 @@ def badges(episode: Episode, median: float | None) -> list[dict[str, str]]:
         out.append({"flag": "slow", "label": f"p99 {round(episode.latency_p99_ms)} ms"})
     if episode.frames_dropped:
         out.append({"flag": "dropped", "label": f"{episode.frames_dropped} dropped"})
+    if episode.interventions:
+        share = round((episode.intervention_share or 0) * 100)
+        out.append(
+            {"flag": "intervened", "label": f"took over {episode.interventions}× ({share}%)"}
+        )
+    if episode.policy_error:
+        out.append({"flag": "policy_failed", "label": "policy failed"})
     if median and episode.status != EpisodeStatus.recording:
         if episode.steps < SHORT_RATIO * median:
             out.append({"flag": "short", "label": "short"})

@@ -50,7 +50,7 @@ class ReaderCache:
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         # per-step rewards of recently charted logs, by (log folder, version)
-        self.rewards: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self.rewards: OrderedDict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     @contextmanager
     def reader(self, log_dir: Path, version: Any = None) -> Iterator[tuple[Any, int]]:
@@ -193,6 +193,10 @@ def steps_page(
                     # async: the clock's speed factor the step was played at (1 = the fps)
                     "speed": own.get("speed"),
                     "has_frame": bool(data.get("frame")),
+                    # shared autonomy: who chose this step's action, what each proposed
+                    "control": None
+                    if nxt is None
+                    else step.parse_json((nxt.custom_data or {}).get("control")),
                 }
             )
     return {"start": start, "total": length, "items": items}
@@ -211,8 +215,10 @@ def observation(
     return np.array(array)
 
 
-def _rewards(cache: ReaderCache, log_dir: Path, version: Any) -> np.ndarray:
-    """r_0 .. r_{T-1} and the last step's 0 (see the module doc), cached per log version."""
+def _rewards(cache: ReaderCache, log_dir: Path, version: Any) -> tuple[np.ndarray, np.ndarray]:
+    """r_0 .. r_{T-1} and the last step's 0 (see the module doc), and who chose each step's
+    action (shared autonomy: 0 the player, 1 the policy, -1 no policy), cached per log
+    version."""
     key = (str(log_dir), repr(version))
     with cache._lock:
         cached = cache.rewards.get(key)
@@ -225,17 +231,31 @@ def _rewards(cache: ReaderCache, log_dir: Path, version: Any) -> np.ndarray:
     try:
         length = len(reader.steps)
         out = np.zeros(length, dtype=np.float64)
+        control = np.full(length, -1, dtype=np.int8)
         # r_t is recorded with timestep t+1; iterating decodes each step once, in order
         for t, recorded in enumerate(reader.steps):
             if 1 <= t < length:
                 out[t - 1] = float(np.sum(recorded.timestep.reward))
+                control[t - 1] = step.control_source((recorded.custom_data or {}).get("control"))
     finally:
         reader.close()
     with cache._lock:
-        cache.rewards[key] = out
+        cache.rewards[key] = (out, control)
         while len(cache.rewards) > cache.size:
             cache.rewards.popitem(last=False)
-    return out
+    return out, control
+
+
+def control_runs(control: np.ndarray) -> list[list[Any]] | None:
+    """``[first step, last step, "human" | "policy"]`` runs of who drove (None: no policy)."""
+    if not (control >= 0).any():
+        return None
+    runs: list[list[Any]] = []
+    edges = np.flatnonzero(np.diff(control)) + 1
+    for a, b in zip([0, *edges], [*edges, control.size], strict=True):
+        if control[a] >= 0:
+            runs.append([int(a), int(b) - 1, "policy" if control[a] == 1 else "human"])
+    return runs
 
 
 def reward_profile(
@@ -252,13 +272,14 @@ def reward_profile(
             f"buckets must be 1..{MAX_BUCKETS}.",
             detail=[{"loc": ["query", "buckets"], "msg": f"1..{MAX_BUCKETS}"}],
         )
-    rewards = _rewards(cache, log_dir, version)
+    rewards, control = _rewards(cache, log_dir, version)
     returns = np.cumsum(rewards)
     return {
         "total": int(rewards.size),
         "return": float(returns[-1]) if rewards.size else 0.0,
         "reward": _downsample(rewards, buckets),
         "cumulative": _downsample(returns, buckets),
+        "control": control_runs(control),
     }
 
 

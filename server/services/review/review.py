@@ -46,6 +46,7 @@ SORTS: dict[str, Any] = {
     "latency_p99_ms": Episode.latency_p99_ms,
     "idle_share": Episode.idle_share,
     "inputs_per_s": Episode.inputs_per_s,
+    "intervention_share": Episode.intervention_share,
     "frames_dropped": Episode.frames_dropped,
     "status": Episode.status,
     "env_key": Episode.env_key,
@@ -53,8 +54,9 @@ SORTS: dict[str, Any] = {
     "participant": Participant.external_id,
 }
 NULLABLE_SORTS = frozenset(
-    {"ended_at", "duration_s", "latency_p50_ms", "latency_p99_ms", "idle_share", "inputs_per_s"}
-)
+    {"ended_at", "duration_s", "latency_p50_ms", "latency_p99_ms", "idle_share", "inputs_per_s",
+     "intervention_share"}
+)  # fmt: skip
 DEFAULT_SORT = "-started_at"
 MAX_PAGE = 500
 COUNT_CAP = 10_000  # the list counts matches up to this (exact_count=true counts them all)

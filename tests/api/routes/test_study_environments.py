@@ -255,3 +255,17 @@ def test_an_unbound_action_blocks_activation_until_marked_not_for_players(client
     assert _activate(client, study_id).status_code == 200
     stored = client.get(f"/api/studies/{study_id}").json()["spec"]["environments"][0]
     assert stored["controls"]["not_for_players"] == [1]
+
+
+def test_a_policy_not_installed_blocks_activation_with_its_path(client, factory, owner):
+    study = factory.study(owner, spec_dict(policy={"id": "no-such-policy"}))
+    res = _activate(client, study.id)
+    assert res.status_code == 422, res.text
+    assert _locs(res) == [["spec", "environments", 0, "policy", "id"]]
+    assert "'no-such-policy' is not installed" in res.json()["detail"][0]["msg"]
+    assert db_state(factory, study) == StudyState.draft
+
+
+def db_state(factory: Factory, study: Study) -> str:
+    factory.db.refresh(study)
+    return study.state

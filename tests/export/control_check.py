@@ -1,0 +1,75 @@
+"""Who drove each step, as a researcher loads it: run with a consumer venv's python.
+
+Usage:
+    control_check.py rlds <data_dir>
+    control_check.py lerobot|minari <docs/export.md> <export_dir> <name>
+
+``rlds`` loads with tensorflow-datasets and rlds (.consumer-venv), ``lerobot`` and ``minari``
+run the loading snippet of docs/export.md (.consumer-venv-lerobot, .consumer-venv-minari).
+Prints one JSON line: ``{"sources": [[0 the player / 1 the policy per step], ...]}`` per
+episode in dataset order (LeRobot: also ``is_intervention``; Minari: per observation).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def rlds_sources(data_dir: str) -> dict[str, Any]:
+    import rlds
+    import tensorflow_datasets as tfds
+
+    out = []
+    for episode in tfds.builder_from_directory(data_dir).as_dataset(split="train"):
+        steps = episode["steps"]
+        length = int(rlds.transformations.episode_length(steps))
+        sources = [int(step["control"]["source"]) for step in steps]
+        assert len(sources) == length
+        out.append(sources)
+    return {"sources": out}
+
+
+def lerobot_sources(doc_path: str, export_dir: str, name: str) -> dict[str, Any]:
+    from lerobot_check import doc_snippet
+
+    code = doc_snippet(Path(doc_path).read_text())
+    scope: dict[str, Any] = {}
+    exec(code.replace("<export>", export_dir).replace("<name>", name), scope)
+    dataset = scope["dataset"]
+    sources: dict[int, list[int]] = {}
+    intervention: dict[int, list[float]] = {}
+    for i in range(dataset.num_frames):
+        item = dataset[i]
+        episode = int(item["episode_index"])
+        value = np.asarray(item["complementary_info.control_source"]).reshape(-1)[0]
+        sources.setdefault(episode, []).append(int(value))
+        flag = np.asarray(item["complementary_info.is_intervention"]).reshape(-1)[0]
+        intervention.setdefault(episode, []).append(float(flag))
+    keys = sorted(sources)
+    return {
+        "sources": [sources[k] for k in keys],
+        "is_intervention": [intervention[k] for k in keys],
+    }
+
+
+def minari_sources(doc_path: str, export_dir: str, name: str) -> dict[str, Any]:
+    from minari_check import doc_snippet
+
+    code = doc_snippet(Path(doc_path).read_text())
+    scope: dict[str, Any] = {}
+    exec(code.replace("<export>", export_dir).replace("<name>-v1", name), scope)
+    episodes = scope["dataset"].iterate_episodes()
+    return {"sources": [np.asarray(e.infos["control/source"]).tolist() for e in episodes]}
+
+
+if __name__ == "__main__":
+    mode, *args = sys.argv[1:]
+    report = {"rlds": rlds_sources, "lerobot": lerobot_sources, "minari": minari_sources}[mode]
+    print(json.dumps(report(*args)))
