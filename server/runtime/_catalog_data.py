@@ -214,6 +214,48 @@ FETCH_SCHEMA = _schema(
     default_camera_config={"type": "object"},
 )
 
+
+# Our pick-cube (server/envs/pick_cube.py): [dx, dy, dz, droll, dpitch, dyaw, gripper] in
+# [-1, 1]; gripper -1 open, +1 shut. Seen from its ``front`` camera: arrows move the hand over
+# the table, W/S up and down, A/D turn it, Q/E and R/F tilt it; Space toggles the gripper shut.
+def _pick_cube_controls(move: float = 0.5, turn: float = 0.5) -> Controls:
+    keys: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    for code, dim, sign, label in (
+        ("ArrowRight", 0, 1, "hand right"),
+        ("ArrowLeft", 0, -1, "hand left"),
+        ("ArrowUp", 1, 1, "hand away"),
+        ("ArrowDown", 1, -1, "hand nearer"),
+        ("KeyW", 2, 1, "hand up"),
+        ("KeyS", 2, -1, "hand down"),
+        ("KeyQ", 3, 1, "tilt fingers away (roll)"),
+        ("KeyE", 3, -1, "tilt fingers nearer (roll)"),
+        ("KeyR", 4, 1, "tilt fingers left (pitch)"),
+        ("KeyF", 4, -1, "tilt fingers right (pitch)"),
+        ("KeyA", 5, 1, "turn left (yaw)"),
+        ("KeyD", 5, -1, "turn right (yaw)"),
+    ):
+        vector = [0.0] * 7
+        vector[dim] = sign * (move if dim < 3 else turn)
+        keys[code], labels[code] = vector, label
+    keys["Space"] = [0.0] * 6 + [2.0]
+    labels["Space"] = "close / open the gripper (toggle)"
+    return Controls(
+        keys=keys, toggle=["Space"], labels=labels,
+        axes=[AxisBinding(axis=0, dim=0, scale=move), AxisBinding(axis=1, dim=1, scale=-move),
+              AxisBinding(axis=3, dim=2, scale=-move), AxisBinding(axis=2, dim=5, scale=-turn)],
+        noop=[0.0] * 6 + [-1.0],  # the fingers open unless Space closed them
+    )  # fmt: skip
+
+
+PICK_CUBE_SCHEMA = _schema(
+    reward_type={"type": "string", "enum": ["sparse", "dense"]},
+    max_episode_steps=integer(1),
+    render_size=integer(64, 1024),
+    image_size=integer(0, 512),
+    terminate_on_success=BOOL,
+)
+
 # Each entry: key, suite, Gymnasium id or dm_env factory, fixed kwargs, mode, fps, controls,
 # settings schema, and ``defaults``: settings its source starts with (the editor's; a study
 # may change or drop them). An async entry's fps is the environment's real pace (Gymnasium's
@@ -310,6 +352,10 @@ ENTRIES: list[dict[str, Any]] = [
          fps=25, controls=FETCH_CONTROLS, schema=FETCH_SCHEMA,
          defaults={"max_episode_steps": 1500, "width": 256, "height": 256,
                    "default_camera_config": FETCH_CAMERA}),
+    # ours: 25 Hz like Fetch; step + 2 images of 128 px + a 256 px frame cost ~5 ms
+    # (docs/runtime.md, "Robot manipulation")
+    _entry(key="PickCube", suite="studio", id="RLDSStudio/PickCube-v0", mode="async", fps=25,
+         controls=_pick_cube_controls(), schema=PICK_CUBE_SCHEMA),
     _entry(key="Crafter", suite="crafter", factory="server.runtime.suites:crafter_env",
          mode="sync", fps=10,
          controls=Controls(
@@ -343,6 +389,7 @@ SUITES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "atari": (("ale_py",), None),
     "mujoco": (("mujoco",), "mujoco"),
     "robotics": (("gymnasium_robotics", "mujoco"), "robotics"),
+    "studio": (("mujoco",), "robotics"),  # server/envs/: ours, with mujoco from that extra
     "crafter": (("crafter",), "crafter"),
     "nethack": (("nle", "minihack"), "nethack"),
     "dm_control": (("dm_control",), "dm-control"),

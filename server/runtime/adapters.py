@@ -140,9 +140,18 @@ class GymnasiumAdapter(EnvAdapter):
         self._image = _image_path(self._obs_spec)  # where frame() looks without rgb_array
         self._act_spec = _specs.space_to_spec(self.space, "action")
         self._last_obs: Any = None
-        meanings = getattr(self.env.unwrapped, "get_action_meanings", None)
+        unwrapped = self.env.unwrapped
+        meanings = getattr(unwrapped, "get_action_meanings", None)
         if callable(meanings):
             self.action_meanings = list(meanings())
+        # an env with several cameras names them (``camera_names``) and draws any of them
+        # (``render_from(name)``), as server/envs/ do
+        names = getattr(unwrapped, "camera_names", None)
+        self._render_from = callable(getattr(unwrapped, "render_from", None)) and bool(names)
+        if self._render_from and self.env.render_mode == "rgb_array":
+            self.cameras = [str(c) for c in names or ()]
+            start = getattr(unwrapped, "render_camera", None)
+            self.camera = start if start in self.cameras else self.cameras[0]
 
     def observation_spec(self) -> Any:
         return self._obs_spec
@@ -180,6 +189,8 @@ class GymnasiumAdapter(EnvAdapter):
         return (float(fps), None) if isinstance(fps, int | float) and fps > 0 else (None, None)
 
     def frame(self) -> np.ndarray:
+        if self.env.render_mode == "rgb_array" and self._render_from:
+            return _as_rgb(getattr(self.env.unwrapped, "render_from")(self.camera))  # noqa: B009
         if self.env.render_mode == "rgb_array":
             return _as_rgb(self.env.render())
         # Suites without rgb_array rendering (NetHack's "pixel" observation): use the image
