@@ -138,6 +138,7 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
         ? el("span", { class: "muted" }, `not measured${item.latency_note ? `: ${item.latency_note}` : ""}`)
         : `${item.latency_ms} ms`),
       ...(item.speed == null ? [] : [row("Speed", item.speed === 1 ? "1× (the environment's fps)" : `${item.speed}×`)]),
+      ...(item.camera == null ? [] : [row("Camera", `${item.camera} (the frame's view; the observation is the same for every view)`)]),
       row("Stream quality", item.stream_quality == null ? el("span", { class: "muted" }, "not recorded (an older log)") : `JPEG ${item.stream_quality}`),
       row("Info", code(item.info)),
       row("Observation", ...item.observation.map((o) => observationCell(item, o))),
