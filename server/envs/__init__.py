@@ -7,7 +7,12 @@ over a table lifts a cube; 7-D end-effector action, two cameras. Needs only ``mu
 
 from __future__ import annotations
 
+import os
+
 import gymnasium as gym
+
+# headless: EGL unless the operator chose otherwise (mujoco reads it when first imported)
+os.environ.setdefault("MUJOCO_GL", "egl")
 
 PICK_CUBE_ID = "RLDSStudio/PickCube-v0"
 

@@ -118,8 +118,7 @@ class PickCubeEnv(gym.Env[dict[str, Any], np.ndarray]):
         terminate_on_success: bool = True,
         camera: str = "front",
     ) -> None:
-        # headless: EGL unless the operator chose otherwise (read when mujoco is imported)
-        os.environ.setdefault("MUJOCO_GL", "egl")
+        os.environ.setdefault("MUJOCO_GL", "egl")  # as server/envs/__init__ does
         import mujoco
 
         if render_mode not in (None, "rgb_array"):

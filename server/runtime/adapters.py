@@ -122,9 +122,6 @@ class GymnasiumAdapter(EnvAdapter):
 
     def __init__(self, env_id: str, kwargs: dict[str, Any]) -> None:
         super().__init__()
-        # MuJoCo renders offscreen through EGL (Mesa's, on the CPU without a GPU) unless the
-        # operator chose otherwise: its default, GLFW, needs a display. Read at its import.
-        os.environ.setdefault("MUJOCO_GL", "egl")
         import gymnasium as gym
 
         kwargs = dict(kwargs)
@@ -309,6 +306,10 @@ def build_adapter(
     if problems:
         raise NotAllowed(problems)
     if isinstance(source, GymnasiumSource):
+        # MuJoCo renders offscreen through EGL (Mesa's, on the CPU without a GPU) unless the
+        # operator chose otherwise: its default, GLFW, needs a display. Read when mujoco is
+        # first imported, which registering a suite may do (gymnasium_robotics).
+        os.environ.setdefault("MUJOCO_GL", "egl")
         ensure_registered(source.id, allowed.gym_packages)
         return GymnasiumAdapter(source.id, source.kwargs)
     return DmEnvAdapter(source.factory, source.kwargs)

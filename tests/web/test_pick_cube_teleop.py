@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from server.export.encoding import episode_example
-from server.export.episode import read_episode
+from server.export import EpisodeInput, ExportFormat, ExportOptions, export_dataset
+from server.export.tfrecord import read_records
 from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
@@ -29,7 +29,7 @@ MAX_STEPS = 75  # 3 s: the episode ends by itself
 
 
 def test_keyboard_teleoperator_moves_the_gripper_and_switches_camera(
-    live_server, page, factory, db
+    live_server, page, factory, db, tmp_path
 ):
     env = {
         "id": "cube", "name": "Cube", "source": ENTRY.source().model_dump(),
@@ -82,7 +82,9 @@ def test_keyboard_teleoperator_moves_the_gripper_and_switches_camera(
     assert state[-1, 2] - state[0, 2] > 0.03  # up
     w, z = state[-1, 3], state[-1, 6]
     assert 2 * np.arctan2(z, w) > 0.1  # turned left
-    # the episode reads as exports read it (the camera rides in the log's timing)
-    episode = read_episode(row.storage_path)
-    example = episode_example(episode, {"seed": 4}, keep_step_metadata=True, tag_columns={})
-    assert len(example["steps"]["is_first"]) == MAX_STEPS + 1
+    # it exports (the camera rides in the log's timing, which the exporters read)
+    episode = EpisodeInput(log_dir=row.storage_path, episode_id=row.id, agent_id="a")
+    (shard,) = export_dataset([episode], ExportOptions(name="cube"), tmp_path / "rlds").shard_paths
+    assert len(list(read_records(shard))) == 1
+    minari = ExportOptions(name="cube", format=ExportFormat.MINARI)
+    assert export_dataset([episode], minari, tmp_path / "minari").num_episodes == 1
