@@ -17,8 +17,7 @@ from server.export.tfrecord import read_records
 from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
-from tests.player.conftest import activate, spec
-from tests.web.test_robot_teleop import _hold
+from tests.web._teleop import hold, open_game
 
 ENTRY = CATALOG["PickCube"]
 pytestmark = [
@@ -31,18 +30,8 @@ MAX_STEPS = 75  # 3 s: the episode ends by itself
 def test_keyboard_teleoperator_moves_the_gripper_and_switches_camera(
     live_server, page, factory, db, tmp_path
 ):
-    env = {
-        "id": "cube", "name": "Cube", "source": ENTRY.source().model_dump(),
-        "mode": ENTRY.mode, "fps": ENTRY.fps, "seeds": [4], "max_steps": MAX_STEPS,
-    }  # fmt: skip
-    study = activate(db, factory.study(factory.user(), spec(env)))
-    page.goto(f"{live_server}/player.html?token={study.permalink_token}")
-    page.get_by_label("Participant ID").fill("T-1")
-    page.get_by_role("button", name="Continue").click()
-    expect(page.locator("#instructions-text h1")).to_have_text("Hi")  # the study's own
-    page.get_by_role("button", name="Continue").click()
-    page.get_by_role("button", name="Play Cube").click()
-    expect(page.locator("#overlay")).to_contain_text("Press Enter")
+    study = open_game(page, live_server, factory, db, ENTRY, name="Cube", seeds=[4],
+                      max_steps=MAX_STEPS)  # fmt: skip
     legend = page.locator("#legend")
     for label in ("hand up", "turn left (yaw)", "tilt fingers away (roll)", "gripper (toggle)"):
         expect(legend).to_contain_text(label)
@@ -54,11 +43,11 @@ def test_keyboard_teleoperator_moves_the_gripper_and_switches_camera(
     page.keyboard.press("Enter")
     expect(page.locator("#st-phase")).to_have_text("playing")
 
-    _hold(page, "ArrowRight", 8)  # 8 steps of 1 cm
+    hold(page, "ArrowRight", 8)  # 8 steps of 1 cm
     page.keyboard.press("KeyC")
     expect(camera).to_have_value("wrist")
-    _hold(page, "KeyW", 5)
-    _hold(page, "KeyA", 5)  # yaw
+    hold(page, "KeyW", 5)
+    hold(page, "KeyA", 5)  # yaw
 
     expect(page.locator("#save-dialog")).to_be_visible(timeout=30_000)
     page.get_by_role("button", name="Save").click()

@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
-from tests.player.conftest import activate, spec
+from tests.web._teleop import hold, open_game, wait_steps
 
 ENTRY = CATALOG["FetchPickAndPlace"]
 pytestmark = [
@@ -36,44 +36,9 @@ NEARER, RIGHT, DOWN, SHUT, UP = 4, 10, 16, 10, 20
 MAX_STEPS = 200  # 8 s: the episode ends by itself after the lift
 
 
-def _steps(page) -> int:
-    return int(page.locator("#st-step").text_content() or 0)
-
-
-def _hold(page, key: str, steps: int) -> None:
-    """Hold ``key`` while the picture moves on ``steps`` steps, then let go."""
-    start = _steps(page)
-    page.keyboard.down(key)
-    page.wait_for_function(
-        f"() => Number(document.getElementById('st-step').textContent) >= {start + steps}",
-        polling=5,
-    )
-    page.keyboard.up(key)
-
-
-def _wait(page, steps: int) -> None:
-    start = _steps(page)
-    expect(page.locator("#st-step")).not_to_have_text(str(start))
-    page.wait_for_function(
-        f"() => Number(document.getElementById('st-step').textContent) >= {start + steps}",
-        polling=20,
-    )
-
-
 def test_keyboard_teleoperator_picks_up_the_cube(live_server, page, factory, db):
-    env = {
-        "id": "fetch", "name": "Fetch", "source": ENTRY.source().model_dump(),
-        "mode": ENTRY.mode, "fps": ENTRY.fps, "seeds": [SEED], "max_steps": MAX_STEPS,
-        "instructions": "Pick up the black cube.",
-    }  # fmt: skip
-    study = activate(db, factory.study(factory.user(), spec(env)))
-    page.goto(f"{live_server}/player.html?token={study.permalink_token}")
-    page.get_by_label("Participant ID").fill("T-1")
-    page.get_by_role("button", name="Continue").click()
-    expect(page.locator("#instructions-text h1")).to_have_text("Hi")  # the study's own
-    page.get_by_role("button", name="Continue").click()
-    page.get_by_role("button", name="Play Fetch").click()
-    expect(page.locator("#overlay")).to_contain_text("Press Enter")  # the ready gate
+    study = open_game(page, live_server, factory, db, ENTRY, name="Fetch", seeds=[SEED],
+                      max_steps=MAX_STEPS, instructions="Pick up the black cube.")  # fmt: skip
     legend = page.locator("#legend")
     expect(legend).to_contain_text("close / open the gripper (toggle)")  # keys on screen
     expect(legend).to_contain_text("hand up")
@@ -81,15 +46,15 @@ def test_keyboard_teleoperator_picks_up_the_cube(live_server, page, factory, db)
     expect(page.locator("#st-phase")).to_have_text("playing")
     expect(page.locator("#screen")).to_be_focused()
 
-    _hold(page, "ArrowDown", NEARER)  # toward the viewer
-    _hold(page, "ArrowRight", RIGHT)
-    _wait(page, 10)  # the arm settles over the cube
-    _hold(page, "KeyS", DOWN)
+    hold(page, "ArrowDown", NEARER)  # toward the viewer
+    hold(page, "ArrowRight", RIGHT)
+    wait_steps(page, 10)  # the arm settles over the cube
+    hold(page, "KeyS", DOWN)
     page.keyboard.down("Space")  # a tap: the gripper stays shut
     page.wait_for_timeout(120)
     page.keyboard.up("Space")
-    _wait(page, SHUT)
-    _hold(page, "KeyW", UP)
+    wait_steps(page, SHUT)
+    hold(page, "KeyW", UP)
 
     dialog = page.locator("#save-dialog")
     expect(dialog).to_be_visible(timeout=30_000)  # max_steps ends the episode
