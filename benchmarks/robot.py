@@ -50,8 +50,9 @@ ALLOWED = AllowedEnvironments.of()
 WARMUP = 20
 
 
-def cases() -> dict[str, tuple[Any, Any]]:
-    """name → (catalog entry, source) for the installed robot entries."""
+def cases(smoke: bool) -> dict[str, tuple[Any, Any]]:
+    """name → (catalog entry, source) for the installed robot entries (``smoke``: one
+    PickCube case)."""
     out: dict[str, tuple[Any, Any]] = {}
     fetch = CATALOG["FetchPickAndPlace"]
     if fetch.installed():
@@ -59,8 +60,9 @@ def cases() -> dict[str, tuple[Any, Any]]:
     cube = CATALOG["PickCube"]
     if cube.installed():
         out["pick_cube"] = (cube, cube.source())
-        no_images = cube.source().model_copy(update={"kwargs": {"image_size": 0}})
-        out["pick_cube_no_obs_images"] = (cube, no_images)
+        if not smoke:
+            no_images = cube.source().model_copy(update={"kwargs": {"image_size": 0}})
+            out["pick_cube_no_obs_images"] = (cube, no_images)
     return out
 
 
@@ -133,7 +135,7 @@ def main() -> None:
         "steps": steps, "smoke": args.smoke, "cores": cores,
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }  # fmt: skip
-    for name, (entry, source) in cases().items():
+    for name, (entry, source) in cases(args.smoke).items():
         local = in_process(source, steps)
         spec = EnvironmentSpec(id="bench", name=name, source=source, mode="sync", fps=entry.fps)
         with tempfile.TemporaryDirectory() as tmp:
