@@ -305,10 +305,15 @@ def main() -> None:
     started = time.monotonic()
     with studio_server(PONG) as server:
         rounds = [asyncio.run(run_round(server, n, args.seconds)) for n in counts]
-    print(json.dumps({"benchmark": "player_concurrency", "env": "ALE/Pong-v5 async 60 fps",
-                      "cores": os.cpu_count(), "seconds_per_round": args.seconds,
-                      "rounds": rounds, "total_s": round(time.monotonic() - started, 1),
-                      "smoke": args.smoke}, indent=2))  # fmt: skip
+    report("player_concurrency", args, started, rounds=rounds)
+
+
+def report(benchmark: str, args: argparse.Namespace, started: float, **results: Any) -> None:
+    """Print the JSON of a run of Pong rounds (this benchmark's and benchmarks/replicas.py's)."""
+    print(json.dumps({"benchmark": benchmark, "env": "ALE/Pong-v5 async 60 fps",
+                      "cores": os.cpu_count(), "seconds_per_round": args.seconds, **results,
+                      "total_s": round(time.monotonic() - started, 1), "smoke": args.smoke},
+                     indent=2))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import tempfile
@@ -30,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.concurrency import PONG, run_round  # noqa: E402
+from benchmarks.concurrency import PONG, report, run_round  # noqa: E402
 from tests.deploy.harness import Deployment, deployment  # noqa: E402
 
 LATE_LIMIT_PCT = 1.0
@@ -102,10 +101,7 @@ def main() -> None:
     counts = [int(x) for x in args.sessions.split(",")]
     started = time.monotonic()
     results = [measure(int(r), counts, args.seconds) for r in args.replicas.split(",")]
-    print(json.dumps({"benchmark": "replicas_behind_haproxy", "env": "ALE/Pong-v5 async 60 fps",
-                      "cores": os.cpu_count(), "seconds_per_round": args.seconds,
-                      "results": results, "total_s": round(time.monotonic() - started, 1),
-                      "smoke": args.smoke}, indent=2))  # fmt: skip
+    report("replicas_behind_haproxy", args, started, results=results)
 
 
 if __name__ == "__main__":

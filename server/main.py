@@ -15,13 +15,13 @@ from urllib.parse import unquote_to_bytes
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
-from fastapi.staticfiles import StaticFiles
 from sqlalchemy.orm import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from server import __version__
+from server.api.pages import PageFiles
 from server.api.routes import (
     auth,
     bulk,
@@ -350,5 +350,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def api_docs() -> FileResponse:
         return FileResponse(WEB_DIR / "docs.html")
 
-    app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
+    app.mount("/", PageFiles(directory=WEB_DIR, html=True), name="web")
     return app

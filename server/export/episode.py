@@ -17,7 +17,7 @@ stream's JPEG quality of its frame and the clock's speed factor in force (``timi
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,22 +100,9 @@ class RldsEpisode:
         if last == len(self) - 1 and not self.is_terminal[-1]:
             return self
         n = last + 1
-        cut = RldsEpisode(
-            specs=self.specs,
-            log_metadata=self.log_metadata,
-            observations=self.observations[:n],
-            actions=self.actions[:n],
-            rewards=self.rewards[:n],
-            discounts=self.discounts[:n],
-            is_first=self.is_first[:n],
-            is_last=self.is_last[:n],
-            is_terminal=self.is_terminal[:n],
-            frames=self.frames[:n],
-            inputs=self.inputs[:n],
-            infos=self.infos[:n],
-            timings=self.timings[:n],
-            observed_ms=self.observed_ms[:n],
-        )
+        whole = ("specs", "log_metadata")  # the episode's; every other field is a list by step
+        steps = {f.name: getattr(self, f.name)[:n] for f in fields(self) if f.name not in whole}
+        cut = replace(self, **steps)
         cut.timings[-1] = dict(cut.timings[-1])
         _zero_fill_last(cut)
         cut.is_terminal[-1] = False

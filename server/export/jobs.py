@@ -31,7 +31,6 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.core.budget import ProcessBudget
 from server.core.claim_runner import ClaimRunner, Handle, JobRefused, Outcome
 from server.errors import DomainError
 from server.export.base import CancelFn, EpisodeInput, ExportOptions, ProgressFn
@@ -185,17 +184,10 @@ class JobManager(ClaimRunner):
         factory: sessionmaker[Session],
         payload_of: PayloadFn,
         workers: int = 1,
-        *,
-        poll_s: float = 1.0,
-        heartbeat_s: float = 2.0,
-        stale_s: float = 30.0,
-        replica: str,
-        budget: ProcessBudget | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            data_root, factory, workers, poll_s=poll_s, heartbeat_s=heartbeat_s,
-            stale_s=stale_s, replica=replica, budget=budget,
-        )  # fmt: skip
+        """``options``: :class:`ClaimRunner`'s keyword arguments (poll_s, replica, budget…)."""
+        super().__init__(data_root, factory, workers, **options)
         self.payload_of = payload_of
 
     def prepare(self, db: Session, job: ExportJob) -> JobPayload:

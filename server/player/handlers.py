@@ -176,11 +176,7 @@ async def on_resume(s: LiveSession, _msg: p.ResumeMsg) -> None:
     """Restart the clock."""
     if s.phase != Phase.paused or s.worker is None:
         raise wrong_state(s.phase, "resume")
-    s.disarm_pause_timer()
-    try:
-        await s.worker.resume()
-    except WorkerError as exc:
-        await s.fail(exc)
+    if not await s.resume_clock():
         return
     s.phase = Phase.playing
     s.send({"type": "resumed"})

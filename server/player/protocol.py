@@ -44,6 +44,10 @@ FrameIndex = Annotated[int, Field(ge=0, le=2**32 - 1)]
 ButtonIndex = Annotated[int, Field(ge=0, le=63)]  # standard gamepads have 17
 ButtonValue = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 AxisValue = Annotated[float, Field(ge=-1, le=1, allow_inf_nan=False)]
+# Devices the page reads besides keyboard and gamepad, each normalised to [-1, 1] per axis;
+# their buttons travel in ``keys`` as reserved codes (``MouseLeft``, ``SpaceMouseLeft``, ...).
+Device = Literal["mouse", "spacemouse", "phone"]
+DeviceAxes = Annotated[list[AxisValue], Field(max_length=8)]
 
 
 class _Msg(BaseModel):
@@ -51,18 +55,21 @@ class _Msg(BaseModel):
 
 
 class InputMsg(_Msg):
-    """Keys held, gamepad buttons and axes; the client time and the step on screen."""
+    """Keys held (device buttons as reserved codes), gamepad buttons and axes, device axes;
+    the client time and the step on screen."""
 
     type: Literal["input"]
     keys: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list, max_length=32)
     buttons: dict[ButtonIndex, ButtonValue] = Field(default_factory=dict, max_length=32)
     axes: list[AxisValue] = Field(default_factory=list, max_length=16)
+    devices: dict[Device, DeviceAxes] = Field(default_factory=dict)
     client_ms: ClientMs
     seen_step: int = Field(default=-1, ge=-1, le=2**32 - 1)  # -1: no frame on screen yet
 
     def raw(self) -> dict[str, Any]:
         """The raw input as the runtime's input mapping and the recording take it."""
-        return {"keys": self.keys, "buttons": self.buttons, "axes": self.axes}
+        return {"keys": self.keys, "buttons": self.buttons, "axes": self.axes,
+                "devices": self.devices}  # fmt: skip
 
 
 class AckMsg(_Msg):

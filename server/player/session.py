@@ -149,16 +149,24 @@ class LiveSession(EpisodeEndings):
     async def go(self) -> None:
         """The player is ready: start the clock; the episode's time counts from now."""
         run = self.run
-        assert self.worker is not None and run is not None
+        assert run is not None
+        if not await self.resume_clock():
+            return
+        await self.db(episodes.mark_started, run.id)
+        self.phase = Phase.playing
+        self.send({"type": "started", "episode_id": run.id})
+
+    async def resume_clock(self) -> bool:
+        """Drop the pause timer and restart the worker's clock; False: the worker failed (the
+        session has ended with an error)."""
+        assert self.worker is not None
         self.disarm_pause_timer()
         try:
             await self.worker.resume()
         except WorkerError as exc:
             await self.fail(exc)
-            return
-        await self.db(episodes.mark_started, run.id)
-        self.phase = Phase.playing
-        self.send({"type": "started", "episode_id": run.id})
+            return False
+        return True
 
     def _reserve(self, db: Session, env_id: str, extra: bool) -> tuple[Any, int]:
         """The seed and the episode row, in one database session (a burst of starts waits on

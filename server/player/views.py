@@ -60,6 +60,20 @@ BUTTON_NAMES = {
 }  # fmt: skip
 AXIS_NAMES = {0: "left stick", 1: "left stick", 2: "right stick", 3: "right stick"}
 AXIS_DIRECTIONS = {0: ("←", "→"), 1: ("↑", "↓"), 2: ("←", "→"), 3: ("↑", "↓")}
+# The devices' axes as the player page sends them (docs/study-format.md, "Devices"), and the
+# reserved codes their buttons travel as in ``keys``.
+DEVICE_AXIS_NAMES = {
+    "mouse": ["mouse drag ←→", "mouse drag ↑↓", "mouse wheel", "Shift + mouse drag ←→",
+              "Shift + mouse drag ↑↓"],
+    "spacemouse": ["SpaceMouse ←→", "SpaceMouse push / pull", "SpaceMouse up / down",
+                   "SpaceMouse tilt", "SpaceMouse roll", "SpaceMouse twist"],
+}  # fmt: skip
+DEVICE_BUTTONS = {
+    "MouseLeft": ("mouse", "left mouse button"), "MouseRight": ("mouse", "right mouse button"),
+    "SpaceMouseLeft": ("spacemouse", "SpaceMouse left button"),
+    "SpaceMouseRight": ("spacemouse", "SpaceMouse right button"),
+    "PhoneClutch": ("phone", "phone clutch"), "PhoneGrip": ("phone", "phone grip"),
+}  # fmt: skip
 
 
 def input_name(name: str) -> str:
@@ -75,7 +89,19 @@ def input_name(name: str) -> str:
             neg, pos = AXIS_DIRECTIONS.get(index, ("−", "+"))
             return f"{stick} {pos if rest.endswith('+') else neg}"
         return stick
-    return name
+    if name.startswith(tuple(f"{d} axis " for d in ("mouse", "spacemouse", "phone"))):
+        device, _, rest = name.split(" ", 2)
+        return f"{axis_name(device, int(rest.rstrip('+-')))} {rest[-1]}"
+    return "+".join(DEVICE_BUTTONS.get(part, ("", part))[1] for part in name.split("+"))
+
+
+def axis_name(source: str, axis: int) -> str:
+    """How a player calls an axis: ``left stick ←→``, ``mouse wheel``, ``SpaceMouse tilt``."""
+    if source == "gamepad":
+        neg, pos = AXIS_DIRECTIONS.get(axis, ("−", "+"))
+        return f"{AXIS_NAMES.get(axis, f'gamepad axis {axis}')} {neg}{pos}"
+    names = DEVICE_AXIS_NAMES.get(source, [])
+    return names[axis] if axis < len(names) else f"{source} axis {axis}"
 
 
 def controls_legend(info: dict[str, Any]) -> dict[str, Any]:
@@ -86,17 +112,36 @@ def controls_legend(info: dict[str, Any]) -> dict[str, Any]:
     rows = []
     keys: set[str] = set()
     pads: list[dict[str, Any]] = []  # on-screen buttons: one per key binding
+    devices: set[str] = set()  # devices some binding reads (besides keyboard and gamepad)
     for name, value in (controls.get("bindings") or {}).items():
         short = name.removeprefix("button ")
         label = labels.get(name) or labels.get(short)
         if label is None and isinstance(value, int) and 0 <= value < len(meanings):
             label = meanings[value].replace("_", " ").lower()
         rows.append({"input": input_name(name), "label": label or f"action {value}"})
-        if not name.startswith(("button ", "axis ")):
-            parts = [p for p in name.split("+") if p]
-            keys.update(parts)
-            pads.append({"keys": parts, "input": name, "label": label or f"action {value}"})
-    return {"legend": rows, "keys": sorted(keys), "deadzone": controls.get("deadzone", 0.15),
+        parts = [p for p in name.split("+") if p]
+        devices.update(DEVICE_BUTTONS[p][0] for p in parts if p in DEVICE_BUTTONS)
+        if not name.startswith(("button ", "axis ", *(f"{d} " for d in DEVICE_AXIS_NAMES))):
+            keys.update(p for p in parts if p not in DEVICE_BUTTONS)
+            if not any(p in DEVICE_BUTTONS for p in parts):  # a device's button is no tap
+                pads.append({"keys": parts, "input": name, "label": label or f"action {value}"})
+    deadzone = controls.get("deadzone", 0.15)
+    for axis in controls.get("axes") or []:
+        source = axis.get("source", "gamepad")
+        if source != "gamepad":
+            devices.add(source)
+        elif axis.get("deadzone") is not None:  # the page zeroes only what no binding reads
+            deadzone = min(deadzone, axis["deadzone"])
+        if axis.get("negative") is None and axis.get("positive") is None:  # a vector's axis
+            key = f"axis {axis['axis']}" if source == "gamepad" else f"{source} {axis['axis']}"
+            rows.append(
+                {
+                    "input": axis_name(source, axis["axis"]),
+                    "label": labels.get(key) or f"action dimension {axis.get('dim', 0)}",
+                }
+            )
+    return {"legend": rows, "keys": sorted(keys), "deadzone": deadzone,
+            "devices": sorted(devices),  # which device hints and buttons the page shows
             # a tap sends exactly the keys of its binding; none when too many for a thumb
             "touch": pads if len(pads) <= MAX_TOUCH_BUTTONS else []}  # fmt: skip
 

@@ -91,6 +91,11 @@ class Journal:
         """Every step journaled so far is flushed in the log: overwrite from the start."""
         self.offset = self.start
 
+    @property
+    def size(self) -> int:
+        """Bytes of step records in the current lap."""
+        return self.offset - self.start
+
     def close(self) -> None:
         """The log is closed (it holds every step): the journal goes, then its lock."""
         if self.fd < 0:

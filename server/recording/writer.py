@@ -13,6 +13,7 @@ leaves a readable log that lacks at most the last :data:`MAX_LOSS_S` of steps, w
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -39,6 +40,9 @@ WRITER_OPTIONS = "zstd:1,chunk_size:256K"
 # is not an option; the journal's write without fsync is.
 FLUSH_INTERVAL_S = 0.2
 MAX_LOSS_S = 0.25
+# A background flush restarts the journal only when no step waited for it; past this size
+# the next flush runs in the worker's thread, so the journal stays short.
+MAX_JOURNAL_BYTES = 64 * 2**20
 
 StepFn = Callable[[dm_env.TimeStep, Any, dm_env.Environment], dict[str, Any]]
 
@@ -101,63 +105,141 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
     With ``defer`` set, steps are kept until :meth:`commit` so the worker can reply to the
     player first and encode + write the step right after. With ``journal`` set, every step
     is first written to the episode's step journal (:mod:`server.recording.journal`), which
-    starts again after each flush that leaves nothing pending.
+    starts again after each flush. With ``background`` set, a due flush (its ``fsync``,
+    2-20 ms) runs in a thread of its own while the worker keeps stepping: steps recorded
+    meanwhile wait in :attr:`pending` (they are in the journal) and are written after it.
     """
 
-    def __init__(self, *, journal: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, journal: bool = False, background: bool = False, **kwargs: Any) -> None:
         self._closed = False
         self.defer = False
         self.dirty = False  # records written since the last flush
-        self.pending: list[tuple[Any, bool]] = []
+        self.pending: list[tuple[Any, bool, Any]] = []  # (data, is_new, encoded or None)
+        self.flusher = _Flusher(self) if background else None
         super().__init__(**kwargs)
         self.journal = Journal(kwargs["data_directory"], self._metadata) if journal else None
 
     def _record_step(self, data: Any, is_new_episode: bool) -> None:
         if self.journal is not None:
             self.journal.append(data, is_new_episode)
-        if self.defer:
-            self.pending.append((data, is_new_episode))
+        if self.defer or self.flusher is not None:
+            self.pending.append((data, is_new_episode, None))
+            if not self.defer:
+                self.commit()
         else:
             self._write(data, is_new_episode)
 
-    def _write(self, data: Any, is_new_episode: bool) -> None:
+    def _write(self, data: Any, is_new_episode: bool, encoded: Any = None) -> None:
         # envlogger's own _record_step, with our in-place encoder (same bytes, less CPU).
-        if not self._data_writer.add_step(codec.encode(data), is_new_episode):
+        if encoded is None:
+            encoded = codec.encode(data)
+        if not self._data_writer.add_step(encoded, is_new_episode):
             raise RuntimeError("envlogger could not write the step")
-        flushed = self._flush_scheduler(data)
-        if flushed:
-            self._flushed()
-        self.dirty = not flushed
+        if self._flush_scheduler(data):
+            journal = self.journal
+            if self.flusher is not None and (journal is None or journal.size < MAX_JOURNAL_BYTES):
+                self.flusher.start()
+            else:  # no flusher, or a journal grown too long: flush now, restart the journal
+                self._flushed()
+                self.dirty = False
+                return
+        self.dirty = True
 
     def _flushed(self) -> None:
         self._data_writer.flush()
         if self.journal is not None and not self.pending:
             self.journal.restart()
 
-    def commit(self) -> None:
+    def commit(self, wait: bool = False) -> None:
+        """Write the pending steps; without ``wait``, not while a background flush runs."""
+        flusher = self.flusher
         while self.pending and not self._closed:
+            if flusher is not None and not flusher.settle(wait):
+                # A flush runs: encode the steps now (an environment may reuse its arrays
+                # for the next step) and write them after it.
+                self.pending = [(d, new, e or codec.encode(d)) for d, new, e in self.pending]
+                return
             self._write(*self.pending.pop(0))
+        if wait and flusher is not None:
+            flusher.settle(True)
 
     def flush(self) -> None:
-        self.commit()
+        """Everything recorded so far is durable when this returns."""
+        self.commit(wait=True)
         if not self._closed:
             self._flushed()
             self._flush_scheduler.last = time.monotonic()
             self.dirty = False
 
-    def set_episode_metadata(self, data: Any) -> None:
+    def flush_soon(self) -> None:
+        """Start a flush: in the background where there is a flusher, else now."""
+        if self.flusher is None:
+            self.flush()
+            return
+        self.flusher.settle(False)
         self.commit()
+        if not self._closed and not self.flusher.running and self.dirty:
+            self._flush_scheduler.last = time.monotonic()
+            self.flusher.start()
+
+    def set_episode_metadata(self, data: Any) -> None:
+        self.commit(wait=True)
         super().set_episode_metadata(data)
 
     def close(self) -> None:
         if not self._closed:
             try:
-                self.commit()
+                self.commit(wait=True)
             finally:
                 self._closed = True
                 super().close()
                 if self.journal is not None:  # the log holds every step now
                     self.journal.close()
+
+
+class _Flusher:
+    """One background flush at a time for a :class:`_Backend` (``fsync`` releases the GIL).
+
+    Only the flush runs in the thread; the worker's thread sees it done (:meth:`settle`)
+    before it writes any later step, and restarts the journal when no step waited meanwhile
+    (else the journal goes on growing until a flush covers every step it holds, or past
+    :data:`MAX_JOURNAL_BYTES` a flush in the worker's thread does), so the journal always
+    holds every step the flushed log lacks.
+    """
+
+    def __init__(self, backend: _Backend) -> None:
+        self.backend = backend
+        self.running = False
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        self.running, self.error = True, None
+        self.done.clear()
+        threading.Thread(target=self._run, name="log-flush", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self.backend._data_writer.flush()
+        except BaseException as exc:  # reported to the worker by settle()
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def settle(self, wait: bool) -> bool:
+        """True when no flush runs (any finished one is accounted for); waits if ``wait``."""
+        if not self.running:
+            return True
+        if not self.done.wait(None if wait else 0):
+            return False
+        self.running = False
+        if self.error is not None:
+            raise RuntimeError(f"the episode log could not be flushed: {self.error}")
+        backend = self.backend
+        backend.dirty = bool(backend.pending)
+        if backend.journal is not None and not backend.pending:
+            backend.journal.restart()  # else it keeps growing until a flush covers it all
+        return True
 
 
 def open_reader(directory: Path | str) -> Any:
@@ -172,7 +254,9 @@ class EpisodeWriter:
     :data:`format.STEP_METADATA_KEYS`); it is called for every timestep, FIRST included.
     With ``defer_records`` each step is encoded and written at the next :meth:`commit`
     (or flush / finalize) instead of inside :meth:`step`. With ``journal`` (the default)
-    each step is in the step journal before :meth:`step` returns.
+    each step is in the step journal before :meth:`step` returns. With ``background_flush``
+    the periodic flush (an ``fsync``) runs in a thread while stepping goes on; :meth:`flush`
+    still returns only once everything recorded is durable.
     """
 
     def __init__(
@@ -185,6 +269,7 @@ class EpisodeWriter:
         flush_interval_s: float = FLUSH_INTERVAL_S,
         defer_records: bool = False,
         journal: bool = True,
+        background_flush: bool = False,
     ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -193,7 +278,7 @@ class EpisodeWriter:
         self._finalized = False
 
         def make_backend(**kwargs: Any) -> _Backend:
-            self._backend = _Backend(journal=journal, **kwargs)
+            self._backend = _Backend(journal=journal, background=background_flush, **kwargs)
             return self._backend
 
         self.logger = environment_logger.EnvLogger(
@@ -248,9 +333,11 @@ class EpisodeWriter:
             self._backend.flush()
 
     def flush_if_due(self) -> None:
-        """Flush when the last flush is older than the flush interval (idle workers)."""
+        """Flush when the last flush is older than the flush interval (idle workers); in the
+        background where the writer has ``background_flush``."""
         if self.dirty and time.monotonic() - self._scheduler.last >= self._scheduler.interval:
-            self.flush()
+            assert self._backend is not None
+            self._backend.flush_soon()
 
     def seconds_to_flush(self) -> float | None:
         """Seconds until unflushed steps are due a flush (None when nothing is pending)."""

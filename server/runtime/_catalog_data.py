@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from server.runtime._catalog_pick_cube import PICK_CUBE_CONTROLS, PICK_CUBE_SCHEMA
 from server.study_spec import AxisBinding, Controls
 
 
@@ -188,20 +189,43 @@ def _mujoco_controls(dims: int, amount: float) -> Controls:
 # the gripper's value is added to its fingers' position each step: +1 opens, -1 closes).
 # Seen from the front of the table (FETCH_CAMERA), the arrows move the hand on the screen's
 # plane over the table, W/S raise and lower it; Space toggles the gripper shut and open.
+# The same moves from a gamepad (left stick over the table, right stick up/down, RT squeezes
+# the gripper as far as it is pulled), the mouse (drag on the picture over the table, the
+# wheel or Shift+drag up/down, the right button toggles the gripper) and a SpaceMouse (its
+# cap moves the hand as it is pushed: 3Dconnexion's axes are x right, y toward you, z down;
+# its left button toggles the gripper).
 FETCH_STEP = 0.3  # 1.5 cm per step at 25 steps/s: 37 cm/s, slow enough to line up a 5 cm cube
+FETCH_SHUT = [0.0, 0.0, 0.0, -2.0]
 FETCH_CONTROLS = Controls(
     keys={"ArrowUp": [-FETCH_STEP, 0.0, 0.0, 0.0], "ArrowDown": [FETCH_STEP, 0.0, 0.0, 0.0],
           "ArrowLeft": [0.0, -FETCH_STEP, 0.0, 0.0], "ArrowRight": [0.0, FETCH_STEP, 0.0, 0.0],
           "KeyW": [0.0, 0.0, FETCH_STEP, 0.0], "KeyS": [0.0, 0.0, -FETCH_STEP, 0.0],
-          "Space": [0.0, 0.0, 0.0, -2.0]},
-    toggle=["Space"],
+          "Space": FETCH_SHUT, "MouseRight": FETCH_SHUT, "SpaceMouseLeft": FETCH_SHUT},
+    toggle=["Space", "MouseRight", "SpaceMouseLeft"],
+    buttons={7: FETCH_SHUT},  # RT
+    analog=[7],
     axes=[AxisBinding(axis=0, dim=1, scale=FETCH_STEP),
           AxisBinding(axis=1, dim=0, scale=FETCH_STEP),
-          AxisBinding(axis=3, dim=2, scale=-FETCH_STEP)],
+          AxisBinding(axis=3, dim=2, scale=-FETCH_STEP),
+          AxisBinding(source="mouse", axis=0, dim=1, scale=FETCH_STEP),
+          AxisBinding(source="mouse", axis=1, dim=0, scale=FETCH_STEP),
+          AxisBinding(source="mouse", axis=2, dim=2, scale=FETCH_STEP),
+          AxisBinding(source="mouse", axis=4, dim=2, scale=-FETCH_STEP),
+          AxisBinding(source="spacemouse", axis=0, dim=1, scale=FETCH_STEP, deadzone=0.05),
+          AxisBinding(source="spacemouse", axis=1, dim=0, scale=FETCH_STEP, deadzone=0.05),
+          AxisBinding(source="spacemouse", axis=2, dim=2, scale=-FETCH_STEP, deadzone=0.05)],
     noop=[0.0, 0.0, 0.0, 1.0],  # the fingers open unless Space closed them
     labels={"ArrowUp": "hand away (toward the robot)", "ArrowDown": "hand nearer",
             "ArrowLeft": "hand left", "ArrowRight": "hand right", "KeyW": "hand up",
-            "KeyS": "hand down", "Space": "close / open the gripper (toggle)"},
+            "KeyS": "hand down", "Space": "close / open the gripper (toggle)",
+            "MouseRight": "close / open the gripper (toggle)",
+            "SpaceMouseLeft": "close / open the gripper (toggle)",
+            "7": "close the gripper (as far as pulled)",
+            "axis 0": "hand left / right", "axis 1": "hand away / nearer",
+            "axis 3": "hand up / down", "mouse 0": "hand left / right",
+            "mouse 1": "hand away / nearer", "mouse 2": "hand up / down",
+            "mouse 4": "hand up / down", "spacemouse 0": "hand left / right",
+            "spacemouse 1": "hand away / nearer", "spacemouse 2": "hand up / down"},
 )  # fmt: skip
 # A view from the front of the table, facing the robot (the env's own is from its side).
 FETCH_CAMERA = {"distance": 1.5, "azimuth": 180.0, "elevation": -35.0,
@@ -214,47 +238,6 @@ FETCH_SCHEMA = _schema(
     default_camera_config={"type": "object"},
 )
 
-
-# Our pick-cube (server/envs/pick_cube.py): [dx, dy, dz, droll, dpitch, dyaw, gripper] in
-# [-1, 1]; gripper -1 open, +1 shut. Seen from its ``front`` camera: arrows move the hand over
-# the table, W/S up and down, A/D turn it, Q/E and R/F tilt it; Space toggles the gripper shut.
-def _pick_cube_controls(move: float = 0.5, turn: float = 0.5) -> Controls:
-    keys: dict[str, Any] = {}
-    labels: dict[str, str] = {}
-    for code, dim, sign, label in (
-        ("ArrowRight", 0, 1, "hand right"),
-        ("ArrowLeft", 0, -1, "hand left"),
-        ("ArrowUp", 1, 1, "hand away"),
-        ("ArrowDown", 1, -1, "hand nearer"),
-        ("KeyW", 2, 1, "hand up"),
-        ("KeyS", 2, -1, "hand down"),
-        ("KeyQ", 3, 1, "tilt fingers away (roll)"),
-        ("KeyE", 3, -1, "tilt fingers nearer (roll)"),
-        ("KeyR", 4, 1, "tilt fingers left (pitch)"),
-        ("KeyF", 4, -1, "tilt fingers right (pitch)"),
-        ("KeyA", 5, 1, "turn left (yaw)"),
-        ("KeyD", 5, -1, "turn right (yaw)"),
-    ):
-        vector = [0.0] * 7
-        vector[dim] = sign * (move if dim < 3 else turn)
-        keys[code], labels[code] = vector, label
-    keys["Space"] = [0.0] * 6 + [2.0]
-    labels["Space"] = "close / open the gripper (toggle)"
-    return Controls(
-        keys=keys, toggle=["Space"], labels=labels,
-        axes=[AxisBinding(axis=0, dim=0, scale=move), AxisBinding(axis=1, dim=1, scale=-move),
-              AxisBinding(axis=3, dim=2, scale=-move), AxisBinding(axis=2, dim=5, scale=-turn)],
-        noop=[0.0] * 6 + [-1.0],  # the fingers open unless Space closed them
-    )  # fmt: skip
-
-
-PICK_CUBE_SCHEMA = _schema(
-    reward_type={"type": "string", "enum": ["sparse", "dense"]},
-    max_episode_steps=integer(1),
-    render_size=integer(64, 1024),
-    image_size=integer(0, 512),
-    terminate_on_success=BOOL,
-)
 
 # Each entry: key, suite, Gymnasium id or dm_env factory, fixed kwargs, mode, fps, controls,
 # settings schema, and ``defaults``: settings its source starts with (the editor's; a study
@@ -355,7 +338,7 @@ ENTRIES: list[dict[str, Any]] = [
     # ours: 25 Hz like Fetch; step + 2 images of 128 px + a 256 px frame cost ~5 ms
     # (docs/runtime.md, "Robot manipulation")
     _entry(key="PickCube", suite="studio", id="RLDSStudio/PickCube-v0", mode="async", fps=25,
-         controls=_pick_cube_controls(), schema=PICK_CUBE_SCHEMA),
+         controls=PICK_CUBE_CONTROLS, schema=PICK_CUBE_SCHEMA),
     _entry(key="Crafter", suite="crafter", factory="server.runtime.suites:crafter_env",
          mode="sync", fps=10,
          controls=Controls(

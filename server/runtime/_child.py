@@ -160,6 +160,7 @@ class Session:
         self.writer = EpisodeWriter(
             self.env, directory, meta, self.step_metadata,
             flush_interval_s=self.flush_interval_s, defer_records=True,
+            background_flush=True,
         )  # fmt: skip
         self.episode_id, self.ended, self.step_index, self.total = episode_id, False, 0, 0.0
         self.held_input, self.held_timing, self.acks = None, {}, []

@@ -137,7 +137,17 @@ class GymnasiumAdapter(EnvAdapter):
         self._image = _image_path(self._obs_spec)  # where frame() looks without rgb_array
         self._act_spec = _specs.space_to_spec(self.space, "action")
         self._last_obs: Any = None
+        # An Atari game observed in RGB renders exactly its observation: the frame is then
+        # the observation's copy (no second palette pass and copy per step). Checked again at
+        # every reset, so a wrapper that changes observations turns it off.
         unwrapped = self.env.unwrapped
+        self._rgb_atari = (
+            hasattr(unwrapped, "ale")
+            and getattr(unwrapped, "_obs_type", None) == "rgb"
+            and self.env.observation_space == unwrapped.observation_space
+            and self.env.render_mode == "rgb_array"
+        )
+        self._frame_is_obs = False
         meanings = getattr(unwrapped, "get_action_meanings", None)
         if callable(meanings):
             self.action_meanings = list(meanings())
@@ -160,6 +170,9 @@ class GymnasiumAdapter(EnvAdapter):
         obs, info = self.env.reset(seed=seed)
         self.last_info = dict(info)
         self._last_obs = _specs.to_spec_value(obs, self._obs_spec)
+        self._frame_is_obs = self._rgb_atari and np.array_equal(
+            np.asarray(self.env.render()), self._last_obs
+        )
         return dm_env.restart(self._last_obs)
 
     def _step(self, action: Any) -> dm_env.TimeStep:
@@ -186,6 +199,8 @@ class GymnasiumAdapter(EnvAdapter):
         return (float(fps), None) if isinstance(fps, int | float) and fps > 0 else (None, None)
 
     def frame(self) -> np.ndarray:
+        if self._frame_is_obs:
+            return self._last_obs
         if self.env.render_mode == "rgb_array" and self._render_from:
             return _as_rgb(getattr(self.env.unwrapped, "render_from")(self.camera))  # noqa: B009
         if self.env.render_mode == "rgb_array":

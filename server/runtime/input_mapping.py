@@ -1,8 +1,9 @@
 """Browser input → environment action.
 
 Input is what the player page sends: ``{"keys": [KeyboardEvent.code, ...], "buttons":
-{index: value}, "axes": [float, ...]}``. :class:`ActionMapper` turns it into an action of the
-environment's dm_env action spec:
+{index: value}, "axes": [float, ...], "devices": {"mouse" | "spacemouse" | "phone": [float,
+...]}}`` (device buttons ride in ``keys`` as reserved codes such as ``MouseLeft``).
+:class:`ActionMapper` turns it into an action of the environment's dm_env action spec:
 
 - scalar integer spec (Gymnasium ``Discrete``): the *most specific* active binding wins - a
   ``+`` combo such as ``ArrowUp+Space`` beats ``ArrowUp`` when both keys are held; ties go to
@@ -10,7 +11,9 @@ environment's dm_env action spec:
   indices or, for envs that name their actions (Atari), action meanings such as ``"FIRE"``.
 - anything else (Box, MultiDiscrete, MultiBinary, Dict, Tuple): the action is the flattened
   vector of all leaves; active key/button bindings add their vectors to the noop vector
-  (a binding covered by an active combo is skipped), axes add ``value * scale`` to their
+  (a binding covered by an active combo is skipped); buttons listed in ``analog`` add their
+  vector scaled by the button's value (a trigger) outside the controls' dead zone; axes - of
+  the gamepad or of the device their ``source`` names - add ``value * scale`` to their
   ``dim`` outside the dead zone (the axis's own ``deadzone``, else the controls'); key
   bindings named in ``toggle`` latch instead: a press turns them on until the next press (the
   mapper keeps that state: :meth:`ActionMapper.reset` at each episode's start). The result
@@ -24,18 +27,15 @@ dropped and listed in :attr:`ActionMapper.issues` with their field path inside `
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from dm_env import specs
 
+from server.runtime import _input_raw as read
+from server.runtime._action_spec import flat_leaves, leaf_bounds, unflatten
 from server.study_spec import Controls
-
-_MAX_KEYS = 32
-_MAX_AXES = 16
-_PRESSED = 0.5  # a gamepad button counts as pressed above this value
+from server.study_spec.controls import DEVICE_AXES
 
 
 @dataclass(frozen=True)
@@ -43,24 +43,6 @@ class _Binding:
     parts: frozenset[str]
     value: Any  # int (discrete) or np.ndarray (vector)
     name: str
-
-
-def _leaves(spec: Any) -> list[Any]:
-    if isinstance(spec, dict):
-        return [leaf for k in spec for leaf in _leaves(spec[k])]
-    if isinstance(spec, tuple | list):
-        return [leaf for s in spec for leaf in _leaves(s)]
-    return [spec]
-
-
-def _bounds(spec: Any) -> tuple[np.ndarray, np.ndarray]:
-    shape = spec.shape
-    if isinstance(spec, specs.BoundedArray):
-        lo = np.broadcast_to(np.asarray(spec.minimum, dtype=np.float64), shape)
-        hi = np.broadcast_to(np.asarray(spec.maximum, dtype=np.float64), shape)
-        return lo.reshape(-1), hi.reshape(-1)
-    size = int(np.prod(shape))
-    return np.full(size, -np.inf), np.full(size, np.inf)
 
 
 class ActionMapper:
@@ -82,7 +64,7 @@ class ActionMapper:
         self.strict = strict
         self.issues: list[tuple[tuple[str | int, ...], str]] = []  # (field path, message)
         self.unused: dict[str, Any] = {}  # generic bindings naming actions this env lacks
-        leaves = _leaves(action_spec)
+        leaves = flat_leaves(action_spec)
         self.discrete = (
             len(leaves) == 1
             and leaves[0] is action_spec
@@ -90,7 +72,7 @@ class ActionMapper:
             and np.issubdtype(np.dtype(action_spec.dtype), np.integer)
         )
         self._leaves = leaves
-        los, his = zip(*(_bounds(leaf) for leaf in leaves), strict=True)
+        los, his = zip(*(leaf_bounds(leaf) for leaf in leaves), strict=True)
         self.low = np.concatenate(los)
         self.high = np.concatenate(his)
         self.size = self.low.size
@@ -108,19 +90,31 @@ class ActionMapper:
             self._bind(frozenset({f"button:{button}"}), value, f"button {button}",
                        ("buttons", button))  # fmt: skip
         for i, ax in enumerate(controls.axes):
-            if self.discrete:
+            if ax.source != "gamepad" and ax.axis >= DEVICE_AXES:
+                self._problem(
+                    ("axes", i, "axis"),
+                    f"{ax.source} axis {ax.axis} out of range "
+                    f"(a device sends at most {DEVICE_AXES} axes: 0..{DEVICE_AXES - 1})",
+                )
+            elif self.discrete:
                 for sign, field, bound in (("-", "negative", ax.negative),
                                            ("+", "positive", ax.positive)):  # fmt: skip
                     if bound is not None:
-                        self._bind(frozenset({f"axis:{ax.axis}{sign}"}), bound,
-                                   f"axis {ax.axis}{sign}", ("axes", i, field))  # fmt: skip
+                        self._bind(frozenset({_axis_token(ax.source, ax.axis, sign)}), bound,
+                                   _axis_name(ax.source, ax.axis, sign),
+                                   ("axes", i, field))  # fmt: skip
             elif ax.dim >= self.size:
                 self._problem(("axes", i, "dim"), f"axis {ax.axis}: dim {ax.dim} out of range "
                               f"(the action has {self.size} dimensions)")  # fmt: skip
         self.noop = self._noop()
         self.toggles = self._toggles()
+        self.analog = self._analog()
+        self._devices = sorted({ax.source for ax in controls.axes} - {"gamepad"})
+        # the latch each toggle binding shares with every other of the same vector
+        self._groups = {b.name: repr(np.asarray(b.value).tolist())
+                        for b in self.bindings if b.name in self.toggles}  # fmt: skip
         self.clamp_low, self.clamp_high = self._clamp()
-        self._latched: set[str] = set()  # toggles on
+        self._latched: set[str] = set()  # toggles on (by their vector)
         self._toggle_held: set[str] = set()  # toggles whose keys were down at the last call
 
     def reset(self) -> None:
@@ -139,6 +133,21 @@ class ActionMapper:
                 self._problem(("toggle", i), f"toggle {name!r} is not a key of 'keys'")
             elif name in bound:
                 names.add(name)
+        return names
+
+    def _analog(self) -> set[str]:
+        """Names of the button bindings read as analog (``controls.analog``)."""
+        names = set()
+        bound = {b.name for b in self.bindings}
+        for i, button in enumerate(self.controls.analog):
+            if self.discrete:
+                self._problem(("analog", i), f"analog button {button}: analog buttons scale a "
+                              "vector action; this action is discrete")  # fmt: skip
+            elif button not in self.controls.buttons:
+                self._problem(("analog", i), f"analog button {button} is not a button of "
+                              "'buttons'")  # fmt: skip
+            elif f"button {button}" in bound:
+                names.add(f"button {button}")
         return names
 
     def _clamp(self) -> tuple[np.ndarray, np.ndarray]:
@@ -161,10 +170,11 @@ class ActionMapper:
                           f"{self.high[dim]}]")  # fmt: skip
         return np.where(low > high, self.low, low), np.where(low > high, self.high, high)
 
-    def _deadzone(self, axis: int) -> float:
-        """The dead zone of gamepad axis ``axis`` (its bindings' own, else the controls')."""
+    def _deadzone(self, axis: int, source: str = "gamepad") -> float:
+        """The dead zone of ``source``'s axis ``axis`` (its bindings' own, else the
+        controls')."""
         for ax in self.controls.axes:
-            if ax.axis == axis and ax.deadzone is not None:
+            if ax.axis == axis and ax.source == source and ax.deadzone is not None:
                 return ax.deadzone
         return self.controls.deadzone
 
@@ -233,32 +243,38 @@ class ActionMapper:
 
     # -- mapping ------------------------------------------------------------------------
     def pressed(self, raw: Any) -> list[str]:
-        """Active input tokens in press order (keys, ``button:i``, ``axis:i±``)."""
-        if not isinstance(raw, dict):
-            return []
-        tokens: list[str] = []
-        keys = raw.get("keys")
-        if isinstance(keys, list | tuple):
-            tokens += [k for k in keys[:_MAX_KEYS] if isinstance(k, str) and len(k) <= 64]
-        buttons = raw.get("buttons")
-        if isinstance(buttons, list):
-            buttons = dict(enumerate(buttons))
-        if isinstance(buttons, dict):
-            for idx, value in list(buttons.items())[:_MAX_KEYS]:
-                if _number(value) > _PRESSED:
-                    tokens.append(f"button:{idx}")
-        for i, value in enumerate(self.axes(raw)):
+        """Active input tokens in press order (keys, ``button:i``, ``axis:i±`` and
+        ``<device>:i±`` past their dead zones)."""
+        tokens = read.keys(raw)
+        tokens += [f"button:{i}" for i, v in read.buttons(raw).items() if v > read.PRESSED]
+        for i, value in enumerate(read.axes(raw)):
             if abs(value) > self._deadzone(i):
-                tokens.append(f"axis:{i}{'-' if value < 0 else '+'}")
+                tokens.append(_axis_token("gamepad", i, "-" if value < 0 else "+"))
+        for source in self._devices:
+            for i, value in enumerate(read.axes(raw, source)):
+                if abs(value) > self._deadzone(i, source):
+                    tokens.append(_axis_token(source, i, "-" if value < 0 else "+"))
         return tokens
 
     @staticmethod
-    def axes(raw: Any) -> list[float]:
-        """Axis values clamped to [-1, 1]; NaN and non-numbers become 0."""
-        axes = raw.get("axes") if isinstance(raw, dict) else None
-        if not isinstance(axes, list | tuple):
-            return []
-        return [max(-1.0, min(1.0, _number(v))) for v in axes[:_MAX_AXES]]
+    def axes(raw: Any, source: str = "gamepad") -> list[float]:
+        """``source``'s axis values clamped to [-1, 1]; NaN and non-numbers become 0."""
+        return read.axes(raw, source)
+
+    def human_active(self, raw: Any) -> bool:
+        """Whether a person is driving: a key or button pressed (an analog one past the dead
+        zone), or an axis some binding reads, of any source, past its dead zone."""
+        if read.keys(raw):
+            return True
+        deadzone = self.controls.deadzone
+        for i, value in read.buttons(raw).items():
+            if value > read.PRESSED or (f"button {i}" in self.analog and value > deadzone):
+                return True
+        for ax in self.controls.axes:
+            values = read.axes(raw, ax.source)
+            if ax.axis < len(values) and abs(values[ax.axis]) > self._deadzone(ax.axis, ax.source):
+                return True
+        return False
 
     def _active(self, tokens: list[str]) -> list[_Binding]:
         held = set(tokens)
@@ -277,10 +293,15 @@ class ActionMapper:
             return np.int64(best.value)
         vec = np.array(self.noop, dtype=np.float64)
         for binding in [*self._latch(set(tokens)), *active]:
-            if binding.name not in self.toggles:
+            if binding.name not in self.toggles and binding.name not in self.analog:
                 vec += binding.value
-        axes = self.axes(raw)
+        if self.analog:
+            vec += self._analog_sum(raw)
+        sources: dict[str, list[float]] = {}
         for ax in self.controls.axes:
+            if ax.source not in sources:
+                sources[ax.source] = read.axes(raw, ax.source)
+            axes = sources[ax.source]
             if ax.axis < len(axes) and ax.dim < self.size:
                 value = axes[ax.axis]
                 deadzone = self.controls.deadzone if ax.deadzone is None else ax.deadzone
@@ -288,35 +309,34 @@ class ActionMapper:
                     vec[ax.dim] += value * ax.scale
         vec = np.clip(vec, self.clamp_low, self.clamp_high)
         vec = np.where(self._integer, np.round(vec), vec)
-        return self._unflatten(vec)
+        return unflatten(self.spec, vec)
+
+    def _analog_sum(self, raw: Any) -> np.ndarray:
+        """The analog buttons' vectors, each scaled by how far it is pressed."""
+        total = np.zeros(self.size)
+        values = read.buttons(raw)
+        for b in self.bindings:
+            if b.name in self.analog:
+                value = values.get(int(b.name.removeprefix("button ")), 0.0)
+                if value > self.controls.deadzone:
+                    total += value * np.asarray(b.value)
+        return total
 
     def _latch(self, held: set[str]) -> list[_Binding]:
         """Flip the toggles whose keys went down since the last call; the vectors of those on
-        (returned under another name, so that the caller adds them once)."""
-        down = {b.name for b in self.bindings if b.name in self.toggles and b.parts <= held}
+        (returned under another name, so that the caller adds them once). Toggles with the same
+        vector share one latch: Space and the SpaceMouse's button both shut and open one
+        gripper."""
+        toggles = {self._groups[b.name]: b for b in self.bindings if b.name in self._groups}
+        down = {self._groups[b.name] for b in self.bindings
+                if b.name in self._groups and b.parts <= held}  # fmt: skip
         self._latched ^= down - self._toggle_held
         self._toggle_held = down
         return [
             _Binding(b.parts, b.value, f"latched:{b.name}")
-            for b in self.bindings
-            if b.name in self._latched
+            for group, b in toggles.items()
+            if group in self._latched
         ]
-
-    def _unflatten(self, vec: np.ndarray) -> Any:
-        pos = 0
-
-        def build(spec: Any) -> Any:
-            nonlocal pos
-            if isinstance(spec, dict):
-                return {k: build(s) for k, s in spec.items()}
-            if isinstance(spec, tuple | list):
-                return type(spec)(build(s) for s in spec)
-            n = int(np.prod(spec.shape))
-            leaf = vec[pos : pos + n].astype(spec.dtype).reshape(spec.shape)
-            pos += n
-            return leaf
-
-        return build(self.spec)
 
     def resolved(self) -> dict[str, Any]:
         """The bindings in force, JSON-able (for the player's legend)."""
@@ -331,6 +351,7 @@ class ActionMapper:
             "deadzone": self.controls.deadzone,
             "axes": [a.model_dump() for a in self.controls.axes],
             "toggle": sorted(self.toggles),
+            "analog": sorted(self.analog),
             "clamp": None if self.controls.clamp is None else self.controls.clamp,
             "problems": self.problems,
             "issues": [{"loc": list(loc), "msg": msg} for loc, msg in self.issues],
@@ -362,9 +383,11 @@ class ActionMapper:
         return [int(i) for i in np.flatnonzero(~moved & ~fixed)]
 
 
-def _number(value: Any) -> float:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float) and math.isfinite(value):
-        return float(value)
-    return 0.0
+def _axis_token(source: str, axis: int, sign: str) -> str:
+    """The token of an axis pushed one way: ``axis:0+`` (gamepad), ``mouse:2-``."""
+    return f"{'axis' if source == 'gamepad' else source}:{axis}{sign}"
+
+
+def _axis_name(source: str, axis: int, sign: str) -> str:
+    """A discrete axis binding's name: ``axis 0+`` (gamepad), ``spacemouse axis 2-``."""
+    return f"axis {axis}{sign}" if source == "gamepad" else f"{source} axis {axis}{sign}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -11,12 +11,22 @@ from server.study_spec.base import StrictModel
 # A value a control produces: a discrete action index, a vector added to a Box action
 # (or MultiDiscrete/MultiBinary values), or a character typed into a text-like action.
 ActionValue = int | float | list[int] | list[float] | str
+# Where an axis comes from: the gamepad's ``axes``, or one of the ``devices`` the player page
+# reads (each normalised to [-1, 1] per axis; docs/study-format.md "Devices").
+AxisSource = Literal["gamepad", "mouse", "spacemouse", "phone"]
+DEVICE_AXES = 8  # axes a device sends at most (a gamepad: 16)
 
 
 class AxisBinding(StrictModel):
-    """A gamepad axis driving one dimension of a Box action (or two discrete actions)."""
+    """An axis of a gamepad or a device driving one dimension of a Box action (or two
+    discrete actions)."""
 
-    axis: int = Field(ge=0, le=15)
+    source: AxisSource = Field(
+        default="gamepad",
+        description="gamepad (its axes), mouse ([x, y, wheel, shift-x, shift-y]), spacemouse "
+        "([x, y, z, rx, ry, rz]) or phone.",
+    )
+    axis: int = Field(ge=0, le=15, description="The axis's index in its source's list.")
     dim: int = Field(default=0, ge=0)
     scale: float = Field(default=1.0, allow_inf_nan=False)
     deadzone: float | None = Field(
@@ -43,6 +53,12 @@ class Controls(StrictModel):
     buttons: dict[int, ActionValue] = Field(default_factory=dict)
     axes: list[AxisBinding] = Field(default_factory=list)
     deadzone: float = Field(default=0.15, ge=0.0, lt=1.0)
+    analog: list[Annotated[int, Field(ge=0, le=63)]] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Gamepad buttons of 'buttons' read as analog (triggers): their vector is "
+        "scaled by how far the button is pressed (0..1) instead of on/off. Vector actions only.",
+    )
     noop: ActionValue | None = None
     toggle: list[str] = Field(
         default_factory=list,

@@ -61,7 +61,7 @@ def test_async_cartpole_plays_by_the_clock(factory, designer, db):
         steps = list(reader.steps)
     assert len(steps) == row.steps  # every step recorded, whatever reached the screen
     inputs = [json.loads(s.custom_data["input"]) for s in steps[1:]]
-    assert {"keys": ["ArrowRight"], "buttons": {}, "axes": []} in inputs
+    assert {"keys": ["ArrowRight"], "buttons": {}, "axes": [], "devices": {}} in inputs
     sent = [json.loads(s.custom_data["timing"]).get("input_sent") for s in steps]
     assert 1.9e12 in sent  # the fresh input's client time, on the step that applied it
     # the speed in force, step by step: 1 until the player chose 2

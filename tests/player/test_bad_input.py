@@ -55,6 +55,9 @@ OUT_OF_RANGE = [
     ({"type": "input", "client_ms": 1, "buttons": {str(2**70): 1}}, "buttons"),
     ({"type": "input", "client_ms": 1, "buttons": {"-1": 1}}, "buttons"),
     ({"type": "input", "client_ms": 1, "axes": [float("inf")]}, "axes"),
+    ({"type": "input", "client_ms": 1, "devices": {"mouse": [float("nan")]}}, "devices"),
+    ({"type": "input", "client_ms": 1, "devices": {"spacemouse": [0, 1.01]}}, "devices"),
+    ({"type": "input", "client_ms": 1, "devices": {"phone": [-2]}}, "devices"),
     ({"type": "ack", "episode": 1, "step": 10**30, "drawn_ms": 1}, "step"),
     ({"type": "ack", "episode": 2**40, "step": 1, "drawn_ms": 1}, "episode"),
     ({"type": "ack", "episode": 1, "step": 1, "drawn_ms": float("inf")}, "drawn_ms"),
@@ -81,7 +84,8 @@ def test_json_numbers_that_are_not_finite_are_refused(number):
 
 def test_parse_accepts_every_client_message():
     samples = [
-        {"type": "input", "keys": ["KeyA"], "buttons": {"0": 1.0}, "axes": [0.5], "client_ms": 1,
+        {"type": "input", "keys": ["KeyA", "MouseLeft"], "buttons": {"0": 1.0}, "axes": [0.5],
+         "devices": {"mouse": [0.5, -1, 0], "spacemouse": [0] * 6, "phone": [1]}, "client_ms": 1,
          "seen_step": 3},
         {"type": "ack", "episode": 1, "step": 2, "drawn_ms": 3.5},
         {"type": "start", "env_id": "x"}, {"type": "pause"}, {"type": "resume"},
@@ -127,7 +131,9 @@ def test_soft_errors_keep_the_socket_open(factory, designer, db):
     try:
         player.step(["KeyA"])
         for text, code in [("{oops", "bad_json"), ('{"type": "warp"}', "unknown_type"),
-                           ('{"type": "pause", "x": 1}', "invalid")]:  # fmt: skip
+                           ('{"type": "pause", "x": 1}', "invalid"),
+                           ('{"type": "input", "client_ms": 1, "devices": {"mouse": [NaN]}}',
+                            "invalid")]:  # fmt: skip
             player.ws.send_text(text)
             assert player.until("error")["code"] == code
         player.ws.send_bytes(b"\x00\x01")

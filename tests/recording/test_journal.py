@@ -20,9 +20,10 @@ from server.recording.writer import open_reader
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# A worker's life in a child process: record STEPS steps (deferred, as workers do, and no
-# timed flush after the first step), print each step's index once step() returned (the
-# moment its frame may be sent), commit some of them, then die by SIGKILL without finalizing.
+# A worker's life in a child process: record STEPS steps (deferred, as workers do; no timed
+# flush after the first step, or one every few ms in the background), print each step's
+# index once step() returned (the moment its frame may be sent), commit some of them, then
+# die by SIGKILL without finalizing.
 CHILD = """
 import os, signal, sys
 import numpy as np
@@ -35,21 +36,23 @@ def step_fn(timestep, action, env):
 
 meta = episode_metadata(episode_id="e1", study_id=1, env_id="counter", env_config="{}", seed=3)
 writer = EpisodeWriter(CounterEnv(episode_len=10_000), Path(sys.argv[1]), meta, step_fn,
-                       flush_interval_s=3600, defer_records=True)
+                       flush_interval_s=float(sys.argv[3]), defer_records=True,
+                       background_flush=sys.argv[4] == "1")
 writer.reset()
 writer.commit()  # the first step is flushed at once
 print(0, flush=True)
 for i in range(1, int(sys.argv[2])):
     writer.step(np.int64(i % 3))
     print(i, flush=True)
-    if i % 2:
+    if i % 2 or sys.argv[4] == "1":  # a worker commits each step before the next one
         writer.commit()  # in the Riegeli writer's buffer, not yet flushed
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
-def _die_after(directory: Path, steps: int) -> list[int]:
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(directory), str(steps)],
+def _die_after(directory: Path, steps: int, flush_s: float = 3600, bg: bool = False) -> list[int]:
+    args = [str(directory), str(steps), str(flush_s), "1" if bg else "0"]
+    proc = subprocess.run([sys.executable, "-c", CHILD, *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
@@ -64,12 +67,21 @@ def _logged(directory: Path) -> list[step_data.StepData]:
         return []
 
 
-def test_a_killed_worker_loses_no_step_whose_frame_could_be_sent(tmp_path):
+@pytest.mark.parametrize(
+    ("steps", "flush_s", "background"),
+    [(40, 3600, False), (300, 0.001, True)],
+    ids=["unflushed", "background-flushes"],
+)
+def test_a_killed_worker_loses_no_step_whose_frame_could_be_sent(
+    tmp_path, steps, flush_s, background
+):
+    """Also with a flush in the background every millisecond: steps recorded while one ran
+    wait, journaled again at the journal's start once it is done; the kill lands anywhere."""
     directory = tmp_path / "episode"
-    sent = _die_after(directory, 40)
-    assert sent == list(range(40))
+    sent = _die_after(directory, steps, flush_s, background)
+    assert sent == list(range(steps))
     before = _logged(directory)
-    assert len(before) < len(sent)  # the log alone lost steps: what the journal is for
+    assert len(before) < len(sent) or background  # the log alone lost steps: the journal's job
     assert journal.journal_path(directory).exists()
 
     assert recover(directory) == len(sent) - len(before)

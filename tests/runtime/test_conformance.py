@@ -159,7 +159,8 @@ def control_inputs(controls: Any) -> list[tuple[str, dict[str, Any]]]:
         for value in (-1.0, 1.0):
             axes = [0.0] * (ax.axis + 1)
             axes[ax.axis] = value
-            inputs.append((f"axis {ax.axis} {value:+g}", {"axes": axes}))
+            raw = {"axes": axes} if ax.source == "gamepad" else {"devices": {ax.source: axes}}
+            inputs.append((f"{ax.source} axis {ax.axis} {value:+g}", raw))
     return inputs
 
 

@@ -105,7 +105,7 @@ def test_a_phone_plays_a_touch_study_with_on_screen_buttons(live_server, phone, 
     assert row.status == EpisodeStatus.completed and row.steps == 3
     with open_reader(row.storage_path) as reader:
         inputs = [json.loads(s.custom_data["input"]) for s in list(reader.steps)[1:]]
-    assert inputs == [{"keys": ["KeyA"], "buttons": {}, "axes": []}] * 2
+    assert inputs == [{"keys": ["KeyA"], "buttons": {}, "axes": [], "devices": {}}] * 2
     expect(phone.locator("#next-btn")).to_be_in_viewport()  # the way on, without scrolling
     phone.locator("#next-btn").tap()
     expect(phone.locator("#st-phase")).to_have_text("ready")

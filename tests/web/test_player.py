@@ -70,7 +70,7 @@ def test_keyboard_episode_to_the_end_and_saved(live_server, page, factory, desig
         steps = list(reader.steps)
     assert len(steps) == 6
     assert [json.loads(s.custom_data["input"]) for s in steps[1:]] == [
-        {"keys": ["KeyA"], "buttons": {}, "axes": []}
+        {"keys": ["KeyA"], "buttons": {}, "axes": [], "devices": {}}
     ] * 5
     timing = [json.loads(s.custom_data["timing"]) for s in steps]
     assert all("input_sent" in t and "input_recv" in t for t in timing[1:])

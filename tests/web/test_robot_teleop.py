@@ -36,9 +36,14 @@ NEARER, RIGHT, DOWN, SHUT, UP = 4, 10, 16, 10, 20
 MAX_STEPS = 200  # 8 s: the episode ends by itself after the lift
 
 
+def open_fetch(page, live_server, factory, db, max_steps: int):
+    """A participant at the ready gate of a Fetch study (seed :data:`SEED`); its study."""
+    return open_game(page, live_server, factory, db, ENTRY, name="Fetch", seeds=[SEED],
+                     max_steps=max_steps, instructions="Pick up the black cube.")  # fmt: skip
+
+
 def test_keyboard_teleoperator_picks_up_the_cube(live_server, page, factory, db):
-    study = open_game(page, live_server, factory, db, ENTRY, name="Fetch", seeds=[SEED],
-                      max_steps=MAX_STEPS, instructions="Pick up the black cube.")  # fmt: skip
+    study = open_fetch(page, live_server, factory, db, MAX_STEPS)
     legend = page.locator("#legend")
     expect(legend).to_contain_text("close / open the gripper (toggle)")  # keys on screen
     expect(legend).to_contain_text("hand up")

@@ -175,7 +175,7 @@ def test_a_study_made_with_forms_only(live_server: str, page: Page, factory: Fac
     with open_reader(played.storage_path) as reader:
         inputs = [json.loads(step.custom_data["input"]) for step in reader.steps]
     # (the first step has no input) the key bound in the editor reached the game
-    assert {"keys": ["KeyJ"], "buttons": {}, "axes": []} in inputs[1:]
+    assert {"keys": ["KeyJ"], "buttons": {}, "axes": [], "devices": {}} in inputs[1:]
     player.close()
 
     # Activate: the participants' link appears.

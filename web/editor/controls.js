@@ -49,13 +49,14 @@ export function mountControlsEditor(container, { actions = null, meanings = null
       if (row.matches(value)) out.push({ kind: "button", name: button });
     }
     current.axes.forEach((axis, i) => {
+      const name = axisName(axis);
       if (model.discrete) {
-        if (axis.negative !== null && axis.negative !== undefined && row.matches(axis.negative)) out.push({ kind: "axis", index: i, side: "negative", name: `axis ${axis.axis} −` });
-        if (axis.positive !== null && axis.positive !== undefined && row.matches(axis.positive)) out.push({ kind: "axis", index: i, side: "positive", name: `axis ${axis.axis} +` });
+        if (axis.negative !== null && axis.negative !== undefined && row.matches(axis.negative)) out.push({ kind: "axis", index: i, side: "negative", name: `${name} −` });
+        if (axis.positive !== null && axis.positive !== undefined && row.matches(axis.positive)) out.push({ kind: "axis", index: i, side: "positive", name: `${name} +` });
       } else if ((axis.dim ?? 0) === row.dim && (axis.scale ?? 1) !== 0) {
         // a stick drives its dimension both ways: the direction that moves this row's way
         const direction = row.sign * Math.sign(axis.scale ?? 1);
-        out.push({ kind: "axis", index: i, name: `axis ${axis.axis} ${direction > 0 ? "+" : "−"}` });
+        out.push({ kind: "axis", index: i, name: `${name} ${direction > 0 ? "+" : "−"}` });
       }
     });
     return out;
@@ -241,14 +242,14 @@ export function mountControlsEditor(container, { actions = null, meanings = null
 
   function bindAxis(model, row, axisIndex, direction) {
     if (model.discrete) {
-      let axis = current.axes.find((a) => a.axis === axisIndex);
+      let axis = current.axes.find((a) => a.axis === axisIndex && isPad(a));
       if (!axis) {
         axis = { axis: axisIndex, negative: null, positive: null };
         current.axes.push(axis);
       }
       axis[direction > 0 ? "positive" : "negative"] = row.value;
     } else {
-      current.axes = current.axes.filter((a) => a.axis !== axisIndex);
+      current.axes = current.axes.filter((a) => a.axis !== axisIndex || !isPad(a)); // a device's axis stays
       current.axes.push({ axis: axisIndex, dim: row.dim, scale: row.sign * direction * row.magnitude });
     }
   }
@@ -333,8 +334,8 @@ export function mountControlsEditor(container, { actions = null, meanings = null
       ...Object.entries(c.keys).map(([k, v]) => `${k} → ${valueText(v)}`),
       ...Object.entries(c.buttons).map(([b, v]) => `button ${b} → ${valueText(v)}`),
       ...c.axes.map((a) => ((a.negative ?? null) !== null || (a.positive ?? null) !== null
-        ? `axis ${a.axis} → ${valueText(a.negative ?? null)} / ${valueText(a.positive ?? null)}`
-        : `axis ${a.axis} → dimension ${a.dim ?? 0} × ${a.scale ?? 1}`)),
+        ? `${axisName(a)} → ${valueText(a.negative ?? null)} / ${valueText(a.positive ?? null)}`
+        : `${axisName(a)} → dimension ${a.dim ?? 0} × ${a.scale ?? 1}`)),
     ];
     return parts.join("; ");
   }
@@ -346,3 +347,8 @@ export function mountControlsEditor(container, { actions = null, meanings = null
     destroy() { stopCapture(); root.remove(); },
   };
 }
+
+// An axis of the gamepad (bound here by moving a stick) or of a device the study file binds
+// (mouse, spacemouse, phone: docs/study-format.md, "Devices"), shown and kept as it is.
+const isPad = (axis) => (axis.source ?? "gamepad") === "gamepad";
+const axisName = (axis) => (isPad(axis) ? `axis ${axis.axis}` : `${axis.source} axis ${axis.axis}`);

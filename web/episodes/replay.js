@@ -91,6 +91,10 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
     if (buttons.length) parts.push(el("span", {}, ` buttons ${buttons.map(([b, v]) => `${b}=${v}`).join(", ")}`));
     const axes = (raw.axes || []).map((v, i) => [i, v]).filter(([, v]) => v !== 0);
     if (axes.length) parts.push(el("span", {}, ` axes ${axes.map(([i, v]) => `${i}: ${v}`).join(", ")}`));
+    for (const [device, values] of Object.entries(raw.devices || {})) { // mouse, spacemouse, phone
+      const pushed = (Array.isArray(values) ? values : []).map((v, i) => [i, v]).filter(([, v]) => v !== 0);
+      if (pushed.length) parts.push(el("span", {}, ` ${device} ${pushed.map(([i, v]) => `${i}: ${v}`).join(", ")}`));
+    }
     if (!parts.length) parts.push(el("span", { class: "muted" }, "nothing pressed"));
     return parts;
   }

@@ -1,10 +1,13 @@
-/* The player's input: keyboard and gamepad to `input` messages (one step per press in sync
-   mode, the held set in async mode), plus the player's own keys (start, pause, cancel). */
+/* The player's input: keyboard, gamepad and devices (mouse.js, spacemouse.js) to `input`
+   messages (one step per press in sync mode, the held set in async mode), plus the player's
+   own keys (start, pause, cancel). Analog input (sticks, triggers, devices) is sent at most
+   once per tick of the environment's control rate, whose clock applies the latest input. */
 import { now, readPad } from "./stage.js";
 
 export const PLAYER_KEYS = { start: "Enter", pause: "Escape", cancel: "Delete", camera: "KeyC" };
 const GAMEPAD_POLL_MS = 4; // while a gamepad is connected
 const GAMEPAD_SEARCH_MS = 250; // looking for one
+const MAX_ANALOG_HZ = 100; // under the server's 120 inputs/s, keys included
 const $ = (id) => document.getElementById(id);
 
 /** Input for the page's ``state``; ``act`` = {primary, go, togglePause, cancel, blocked,
@@ -14,12 +17,28 @@ export function createInput(state, send, act) {
   function mode() { return state.env && state.envs[state.env] ? state.envs[state.env].mode : "sync"; }
   function sendInput() {
     const pad = state.pad;
+    clearTimeout(soon); soon = null; lastSent = now();
     send({ type: "input", keys: [...state.held], buttons: pad.buttons, axes: pad.axes,
-      client_ms: now(), seen_step: state.step });
+      devices: { ...state.devices }, client_ms: now(), seen_step: state.step });
+  }
+  /** One tick of the environment's clock, in ms (its fps at the speed in force). */
+  function period() {
+    const env = state.envs[state.env];
+    const hz = env && env.mode === "async" ? env.fps * (Number($("speed").value) || env.speed || 1) : 60;
+    return 1000 / Math.min(Math.max(hz, 1), MAX_ANALOG_HZ);
+  }
+  let soon = null, lastSent = 0;
+  /** Analog input changed: async, sent within a tick (sync: it rides on the next step). */
+  function deviceChanged() {
+    if (mode() !== "async" || state.phase !== "playing" || soon) return;
+    const wait = lastSent + period() - now();
+    if (wait <= 0) sendInput();
+    else soon = setTimeout(() => { soon = null; if (state.phase === "playing") sendInput(); }, wait);
   }
   function releaseAll(notify) {
-    const had = state.held.length > 0;
+    const had = state.held.length > 0 || Object.keys(state.devices).length > 0;
     state.held = [];
+    for (const device of devices) device.reset();
     if (notify && had && mode() === "async" && state.phase === "playing") sendInput();
   }
 
@@ -72,14 +91,23 @@ export function createInput(state, send, act) {
     const before = state.pad;
     state.pad = next;
     if (next.signature === before.signature) return;
-    const pressed = Object.keys(next.buttons).filter((i) => next.buttons[i] > 0.5 && !(before.buttons[i] > 0.5));
+    const down = (pad, i) => pad.buttons[i] > 0.5;
+    const pressed = Object.keys(next.buttons).filter((i) => down(next, i) && !down(before, i));
     if (state.phase === "ready" && pressed.includes("0")) { act.go(); return; } // gamepad A
     if (state.phase !== "playing") return;
-    if (mode() === "async") { sendInput(); return; }
-    // sync: a step per newly pressed button or axis pushed past the dead zone
     const pushed = next.axes.some((v, i) => v !== 0 && !before.axes[i]);
+    if (mode() === "async") {
+      // a button or stick going on or off is sent at once; moves in between once a tick
+      const crossed = pushed || pressed.length || Object.keys(before.buttons).some((i) => down(before, i) && !down(next, i))
+        || before.axes.some((v, i) => v !== 0 && !next.axes[i]);
+      if (crossed) sendInput(); else deviceChanged();
+      return;
+    }
+    // sync: a step per newly pressed button or axis pushed past the dead zone
     if (pressed.length || pushed) sendInput();
   }
 
-  return { mode, sendInput, releaseAll, onKeyDown, onKeyUp, press, release, pollGamepad };
+  const devices = []; // each with reset(): let go of everything
+  return { mode, sendInput, releaseAll, onKeyDown, onKeyUp, press, release, pollGamepad, deviceChanged,
+    period, addDevice: (device) => { devices.push(device); return device; } };
 }

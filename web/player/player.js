@@ -5,6 +5,8 @@
    in is entry.js, the socket socket.js, the state they share session.js. */
 import * as crowd from "./crowd.js";
 import { createInput, PLAYER_KEYS } from "./input.js";
+import { createMouse, mouseHint } from "./mouse.js";
+import { createSpaceMouse } from "./spacemouse.js";
 import * as views from "./views.js";
 import { fit, fmt } from "./stage.js";
 import { renderTopbar } from "../shared/topbar.js";
@@ -212,7 +214,21 @@ function nextCamera() {
 const input = createInput(state, send, { primary: primaryAction, go, togglePause, cancel: cancelEpisode,
   blocked: () => $("save-dialog").open || $("instructions-dialog").open, answer: answerCancel, nextCamera });
 const { mode, sendInput, releaseAll, onKeyDown, onKeyUp } = input;
-Object.assign(flow, { afterHello, goLobby, showNext, enterPlay, setPhase, askSave, readyGate, clearCountdown, input });
+input.addDevice(createMouse(state, input));
+const spaceMouse = input.addDevice(createSpaceMouse(state, input));
+
+/** The devices the environment's controls bind: the mouse's hint, the SpaceMouse's button. */
+function renderDevices(controls) {
+  state.devicesBound = new Set(controls.devices || []);
+  const items = state.devicesBound.has("mouse") ? mouseHint(controls.legend) : [];
+  const intro = document.createElement("strong");
+  intro.textContent = "Mouse: press on the picture and drag, like a joystick (farther is faster; let go to stop).";
+  $("mouse-hint").replaceChildren(intro, ...items.map((text) => Object.assign(document.createElement("span"), { textContent: text })));
+  $("mouse-hint").hidden = !items.length;
+  $("stage").dataset.mouse = items.length ? "true" : "false";
+  spaceMouse.render();
+}
+Object.assign(flow, { afterHello, goLobby, showNext, enterPlay, setPhase, askSave, readyGate, clearCountdown, input, renderDevices });
 
 /* --- wiring ------------------------------------------------------------------------- */
 function wire() {

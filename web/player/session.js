@@ -18,6 +18,7 @@ export const state = {
   ws: null, sessionId: null, ticket: null, study: null, envs: {}, env: null, info: null,
   participant: null, phase: "idle", episode: null, step: -1, next: null,
   held: [], boundKeys: new Set(), deadzone: 0.15,
+  devices: {}, devicesBound: new Set(), // devices' axes ({mouse: [...]}); devices the study binds
   pad: { index: null, buttons: {}, axes: [], signature: "" },
   retries: 0, closing: false, takeover: false, resendTimer: null, countdown: null, refused: null,
   countdownS: null,

@@ -95,6 +95,7 @@ const handlers = {
     if (state.envs[m.env_id] && (state.phase !== "idle" || state.episode)) flow.enterPlay(m.env_id);
     views.renderControls(state, m);
     renderTouch(state, m.controls, flow.input);
+    flow.renderDevices(m.controls);
   },
   episode_started(m) {
     state.episode = m.episode; state.step = 0; state.next = null;

@@ -12,16 +12,22 @@ export function initUsers({ api, confirmAction, currentUser }) {
   $("#user-form").addEventListener("submit", createUser);
 }
 
+/** GET ``path``; its error (or none) shown in the box ``errorBox``; null when it failed. */
+async function fetchShowingError(path, errorBox) {
+  try {
+    const body = await ctx.api("GET", path);
+    showError($(errorBox), null);
+    return body;
+  } catch (error) {
+    showError($(errorBox), error);
+    return null;
+  }
+}
+
 export async function loadUsers() {
   loadLoginLimits();
-  let users;
-  try {
-    users = await ctx.api("GET", "/api/users");
-    showError($("#users-error"), null);
-  } catch (error) {
-    showError($("#users-error"), error);
-    return;
-  }
+  const users = await fetchShowingError("/api/users", "#users-error");
+  if (!users) return;
   $("#users-body").replaceChildren(
     ...users.map((user) => {
       const me = ctx.currentUser();
@@ -88,14 +94,8 @@ async function createUser(event) {
 }
 
 async function loadLoginLimits() {
-  let limits;
-  try {
-    limits = await ctx.api("GET", "/api/users/login-limits");
-    showError($("#login-limits-error"), null);
-  } catch (error) {
-    showError($("#login-limits-error"), error);
-    return;
-  }
+  const limits = await fetchShowingError("/api/users/login-limits", "#login-limits-error");
+  if (!limits) return;
   const rows = limits.map((limit) => el(
     "tr",
     {},

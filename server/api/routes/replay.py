@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi import Path as Path_
 from fastapi.responses import FileResponse
 from sqlalchemy.orm import Session
@@ -34,6 +34,24 @@ def _log(
 ) -> tuple[Episode, Path, tuple[str, int]]:
     episode = review.get_episode(db, principal, episode_id)
     return episode, review.log_dir(episode, settings.data_root), (episode.status, episode.steps)
+
+
+def _observation(
+    episode_id: str,
+    step: Annotated[int, Path_(ge=0, le=MAX_DB_INT)],
+    request: Request,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+    key: Annotated[str, Query(max_length=200, description="a/b inside a dict observation")] = "",
+) -> tuple[Episode, str, Any]:
+    """The episode, ``key`` and the array of its step's observation ``key`` (both observation
+    routes' parameters)."""
+    episode, log, version = _log(episode_id, db, principal, settings)
+    return episode, key, replay.observation(_cache(request), log, step, key, version)
+
+
+ObservationDep = Annotated[tuple[Episode, str, Any], Depends(_observation)]
 
 
 def _jpeg(episode: Episode, jpeg: bytes) -> Response:
@@ -87,18 +105,9 @@ def read_steps(
     summary="Every value of one observation array",
     responses=NOT_FOUND,
 )
-def read_observation(
-    episode_id: str,
-    step: Annotated[int, Path_(ge=0, le=MAX_DB_INT)],
-    request: Request,
-    db: SessionDep,
-    principal: CurrentPrincipal,
-    settings: SettingsDep,
-    key: Annotated[str, Query(max_length=200, description="a/b inside a dict observation")] = "",
-) -> dict[str, Any]:
+def read_observation(observation: ObservationDep) -> dict[str, Any]:
     """The full values of a large observation array (the steps page summarises it)."""
-    _, log, version = _log(episode_id, db, principal, settings)
-    array = replay.observation(_cache(request), log, step, key, version)
+    _, key, array = observation
     if array.size > MAX_OBSERVATION_VALUES:
         raise Invalid(
             f"The array has {array.size} values; at most {MAX_OBSERVATION_VALUES} are listed.",
@@ -114,18 +123,9 @@ def read_observation(
     summary="An image observation as a JPEG",
     responses=JPEG,
 )
-def read_observation_image(
-    episode_id: str,
-    step: Annotated[int, Path_(ge=0, le=MAX_DB_INT)],
-    request: Request,
-    db: SessionDep,
-    principal: CurrentPrincipal,
-    settings: SettingsDep,
-    key: Annotated[str, Query(max_length=200)] = "",
-) -> Response:
+def read_observation_image(observation: ObservationDep) -> Response:
     """An image observation (uint8 H×W or H×W×C) of step ``step``, encoded as JPEG."""
-    episode, log, version = _log(episode_id, db, principal, settings)
-    array = replay.observation(_cache(request), log, step, key, version)
+    episode, _, array = observation
     if not _replay_step.is_image(array):
         raise Invalid(
             "That observation array is not an image.",

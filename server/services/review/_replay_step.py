@@ -21,6 +21,7 @@ from server.study_spec import Controls, EnvironmentSpec
 
 INLINE_VALUES = 64  # larger arrays are summarised (min/max/mean) with a way to expand
 PRESSED = 0.5  # a gamepad button counts as pressed above this value (as input_mapping)
+DEVICE_PUSHED = 0.15  # a device axis counts as pushed past this (the default dead zone)
 
 
 def controls_of(env_config: str | None) -> Controls:
@@ -130,6 +131,12 @@ def pressed(raw: Any) -> list[str]:
         for index, value in enumerate(axes):
             if isinstance(value, int | float) and abs(value) > 0.5:
                 names.append(f"axis {index}{'+' if value > 0 else '-'}")
+    devices = raw.get("devices") or {}
+    for device, values in devices.items() if isinstance(devices, dict) else ():
+        for index, value in enumerate(values if isinstance(values, list) else []):
+            # a mouse or SpaceMouse rests at 0: any push past the default dead zone is input
+            if isinstance(value, int | float) and abs(value) > DEVICE_PUSHED:
+                names.append(f"{device} axis {index}{'+' if value > 0 else '-'}")
     return names
 
 

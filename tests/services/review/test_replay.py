@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from server.services.review.quality import held_controls
 from server.services.review.replay import ReaderCache
 
 
@@ -20,3 +21,10 @@ def test_a_new_version_replaces_the_folders_reader(recorded):
     assert list(cache._entries) == [str(second), str(third)]  # least recently used evicted
     cache.close()
     assert not cache._entries
+
+
+def test_a_device_pushed_is_input_for_the_quality_signals():
+    raw = {"keys": [], "buttons": {}, "axes": [], "devices": {"mouse": [0.5, 0.1, -0.2]}}
+    assert held_controls(raw) == {"mouse axis 0+", "mouse axis 2-"}
+    assert held_controls({**raw, "devices": {"spacemouse": [0.1] * 6}}) == frozenset()
+    assert held_controls({**raw, "devices": {"mouse": "junk"}}) == frozenset()
