@@ -8,7 +8,8 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from server.models import Study
+from server.models import Episode, EpisodeStatus, Study
+from server.recording.writer import open_reader
 from server.runtime.catalog import CatalogEntry
 from tests.player.conftest import activate, spec
 
@@ -53,3 +54,15 @@ def wait_steps(page, steps: int) -> None:
         f"() => Number(document.getElementById('st-step').textContent) >= {start + steps}",
         polling=20,
     )
+
+
+def save_episode(page, db, study: Study) -> tuple[Episode, list[Any]]:
+    """The episode ends by itself: save it; its row (completed) and its logged steps."""
+    expect(page.locator("#save-dialog")).to_be_visible(timeout=30_000)
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
+    (row,) = db.query(Episode).filter_by(study_id=study.id).all()
+    db.refresh(row)
+    assert row.status == EpisodeStatus.completed
+    with open_reader(row.storage_path) as reader:
+        return row, list(reader.steps)

@@ -14,10 +14,8 @@ from playwright.sync_api import expect
 
 from server.export import EpisodeInput, ExportFormat, ExportOptions, export_dataset
 from server.export.tfrecord import read_records
-from server.models import Episode, EpisodeStatus
-from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
-from tests.web._teleop import hold, open_game
+from tests.web._teleop import hold, open_game, save_episode
 
 ENTRY = CATALOG["PickCube"]
 pytestmark = [
@@ -49,15 +47,8 @@ def test_keyboard_teleoperator_moves_the_gripper_and_switches_camera(
     hold(page, "KeyW", 5)
     hold(page, "KeyA", 5)  # yaw
 
-    expect(page.locator("#save-dialog")).to_be_visible(timeout=30_000)
-    page.get_by_role("button", name="Save").click()
-    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
-
-    (row,) = db.query(Episode).filter_by(study_id=study.id).all()
-    db.refresh(row)
-    assert row.status == EpisodeStatus.completed and row.steps == MAX_STEPS + 1
-    with open_reader(row.storage_path) as reader:
-        steps = list(reader.steps)
+    row, steps = save_episode(page, db, study)  # max_steps ends the episode
+    assert row.steps == MAX_STEPS + 1
     inputs = [json.loads(s.custom_data["input"]) for s in steps[1:]]
     held = {k for i in inputs if i for k in i["keys"]}
     assert held == {"ArrowRight", "KeyW", "KeyA"}  # C switched the view, it moved nothing

@@ -17,9 +17,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from server.models import Episode, EpisodeStatus
-from server.recording.writer import open_reader
-from tests.web._teleop import steps_on_screen, wait_steps
+from tests.web._teleop import save_episode, steps_on_screen, wait_steps
 from tests.web.test_player import FAKE_GAMEPAD
 from tests.web.test_robot_teleop import ENTRY, open_fetch
 
@@ -64,15 +62,8 @@ def _start(page):
 
 
 def _saved_steps(page, db, study):
-    expect(page.locator("#save-dialog")).to_be_visible(timeout=30_000)
-    page.get_by_role("button", name="Save").click()
-    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
-    (row,) = db.query(Episode).filter_by(study_id=study.id).all()
-    db.refresh(row)
-    assert row.status == EpisodeStatus.completed
-    with open_reader(row.storage_path) as reader:
-        steps = list(reader.steps)[1:]
-    return [(json.loads(s.custom_data["input"]), np.asarray(s.action)) for s in steps]
+    _, steps = save_episode(page, db, study)
+    return [(json.loads(s.custom_data["input"]), np.asarray(s.action)) for s in steps[1:]]
 
 
 def _mouse(raw) -> list[float]:

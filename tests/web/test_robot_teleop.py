@@ -14,10 +14,8 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from server.models import Episode, EpisodeStatus
-from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
-from tests.web._teleop import hold, open_game, wait_steps
+from tests.web._teleop import hold, open_game, save_episode, wait_steps
 
 ENTRY = CATALOG["FetchPickAndPlace"]
 pytestmark = [
@@ -61,16 +59,8 @@ def test_keyboard_teleoperator_picks_up_the_cube(live_server, page, factory, db)
     wait_steps(page, SHUT)
     hold(page, "KeyW", UP)
 
-    dialog = page.locator("#save-dialog")
-    expect(dialog).to_be_visible(timeout=30_000)  # max_steps ends the episode
-    page.get_by_role("button", name="Save").click()
-    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
-
-    (row,) = db.query(Episode).filter_by(study_id=study.id).all()
-    db.refresh(row)
-    assert row.status == EpisodeStatus.completed and row.steps == MAX_STEPS + 1
-    with open_reader(row.storage_path) as reader:
-        steps = list(reader.steps)
+    row, steps = save_episode(page, db, study)  # max_steps ends the episode
+    assert row.steps == MAX_STEPS + 1
     first = np.asarray(steps[0].timestep.observation["observation"])
     np.testing.assert_allclose(first[0:3], START["hand"], atol=2e-3)
     np.testing.assert_allclose(first[3:6], START["cube"], atol=2e-3)
