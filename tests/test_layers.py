@@ -22,6 +22,7 @@ LAYERS = {  # the package (or module) under server/ → its layer
     "services": 4,
     "export": 3,
     "runtime": 3,
+    "envs": 3,
     "models": 2,
     "schemas": 2,
     "study_spec": 2,

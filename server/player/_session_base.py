@@ -104,7 +104,9 @@ class SessionBase:
         if self.worker is None or self.env_id is None:
             return None
         env = self.spec.environment(self.env_id)
-        return env_ready(env.id, self.worker.info, self.speed, self.quality or env.image_quality)
+        info = self.worker.info  # the camera the player switched to, not the first one
+        info = info if self.camera is None else {**info, "camera": self.camera}
+        return env_ready(env.id, info, self.speed, self.quality or env.image_quality)
 
     def disarm_pause_timer(self) -> None:
         """Stop the pause countdown."""

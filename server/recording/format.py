@@ -68,7 +68,9 @@ END_CLOSED = "closed"  # the worker was closed mid-episode
 # Extra ``timing`` keys written by the worker besides the ones above: ``worker_recv``
 # (ms since the epoch when the worker received the input) and ``jpeg_quality`` (the JPEG
 # quality this timestep's frame was encoded and streamed at: 50, 75 or 90; it changes with
-# the player's choice and the adaptive stream, never the observation); in async mode
+# the player's choice and the adaptive stream, never the observation); ``camera`` (the
+# name of the camera this timestep's frame was rendered from, in environments with several:
+# the player may switch; the observation is the same whichever is shown); in async mode
 # ``speed``, the clock's speed factor in force (1 = the environment's fps).
 
 EPISODES_DIR = "episodes"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from server.runtime._catalog_pick_cube import PICK_CUBE_CONTROLS, PICK_CUBE_SCHEMA
 from server.study_spec import AxisBinding, Controls
 
 
@@ -245,6 +246,7 @@ FETCH_SCHEMA = _schema(
     default_camera_config={"type": "object"},
 )
 
+
 # Each entry: key, suite, Gymnasium id or dm_env factory, fixed kwargs, mode, fps, controls,
 # settings schema, and ``defaults``: settings its source starts with (the editor's; a study
 # may change or drop them). An async entry's fps is the environment's real pace (Gymnasium's
@@ -341,6 +343,10 @@ ENTRIES: list[dict[str, Any]] = [
          fps=25, controls=FETCH_CONTROLS, schema=FETCH_SCHEMA,
          defaults={"max_episode_steps": 1500, "width": 256, "height": 256,
                    "default_camera_config": FETCH_CAMERA}),
+    # ours: 25 Hz like Fetch; step + 2 images of 128 px + a 256 px frame cost ~5 ms
+    # (docs/runtime.md, "Robot manipulation")
+    _entry(key="PickCube", suite="studio", id="RLDSStudio/PickCube-v0", mode="async", fps=25,
+         controls=PICK_CUBE_CONTROLS, schema=PICK_CUBE_SCHEMA),
     _entry(key="Crafter", suite="crafter", factory="server.runtime.suites:crafter_env",
          mode="sync", fps=10,
          controls=Controls(
@@ -374,6 +380,7 @@ SUITES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "atari": (("ale_py",), None),
     "mujoco": (("mujoco",), "mujoco"),
     "robotics": (("gymnasium_robotics", "mujoco"), "robotics"),
+    "studio": (("mujoco",), "robotics"),  # server/envs/: ours, with mujoco from that extra
     "crafter": (("crafter",), "crafter"),
     "nethack": (("nle", "minihack"), "nethack"),
     "dm_control": (("dm_control",), "dm-control"),

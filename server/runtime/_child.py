@@ -139,6 +139,8 @@ class Session:
         timing, self.held_timing = self.held_timing, {}
         timing["applied"] = fmt.now_ms()
         timing["jpeg_quality"] = self.quality  # the stream's, which may adapt (never the obs)
+        if len(self.env.cameras) > 1:
+            timing["camera"] = self.env.camera  # the frame's view (never the observation's)
         if self.spec.mode == "async":
             timing["speed"] = self.speed  # the clock's speed factor in force (1 = its fps)
         if self.acks:

@@ -79,6 +79,21 @@ _DOCS: dict[str, dict[str, tuple[str, Any]]] = {
             {"distance": 2.5, "azimuth": 132.0, "elevation": -14.0, "lookat": [1.3, 0.75, 0.55]},
         ),
     },
+    "studio": {
+        "reward_type": (
+            "Reward per step: 'sparse' (1 once the cube is lifted 8 cm) or 'dense' (that, "
+            "minus the fingertips' distance to the cube, plus the cube's height).",
+            "sparse",
+        ),
+        "max_episode_steps": ("Steps before the episode is cut (25 a second: a minute).", 1500),
+        "render_size": ("Side of the streamed frame, in pixels (CPU work).", 256),
+        "image_size": (
+            "Side of each camera's image in the observation (front and wrist); 0 records "
+            "no images, only the state vector.",
+            128,
+        ),
+        "terminate_on_success": ("End the episode as soon as the cube is lifted.", True),
+    },
     "crafter": {
         "area": ("Side of the square world, in cells.", 64),
         "size": ("Side of the rendered image, in pixels.", 256),

@@ -122,9 +122,6 @@ class GymnasiumAdapter(EnvAdapter):
 
     def __init__(self, env_id: str, kwargs: dict[str, Any]) -> None:
         super().__init__()
-        # MuJoCo renders offscreen through EGL (Mesa's, on the CPU without a GPU) unless the
-        # operator chose otherwise: its default, GLFW, needs a display. Read at its import.
-        os.environ.setdefault("MUJOCO_GL", "egl")
         import gymnasium as gym
 
         kwargs = dict(kwargs)
@@ -151,9 +148,17 @@ class GymnasiumAdapter(EnvAdapter):
             and self.env.render_mode == "rgb_array"
         )
         self._frame_is_obs = False
-        meanings = getattr(self.env.unwrapped, "get_action_meanings", None)
+        meanings = getattr(unwrapped, "get_action_meanings", None)
         if callable(meanings):
             self.action_meanings = list(meanings())
+        # an env with several cameras names them (``camera_names``) and draws any of them
+        # (``render_from(name)``), as server/envs/ do
+        names = getattr(unwrapped, "camera_names", None)
+        self._render_from = callable(getattr(unwrapped, "render_from", None)) and bool(names)
+        if self._render_from and self.env.render_mode == "rgb_array":
+            self.cameras = [str(c) for c in names or ()]
+            start = getattr(unwrapped, "render_camera", None)
+            self.camera = start if start in self.cameras else self.cameras[0]
 
     def observation_spec(self) -> Any:
         return self._obs_spec
@@ -196,6 +201,8 @@ class GymnasiumAdapter(EnvAdapter):
     def frame(self) -> np.ndarray:
         if self._frame_is_obs:
             return self._last_obs
+        if self.env.render_mode == "rgb_array" and self._render_from:
+            return _as_rgb(getattr(self.env.unwrapped, "render_from")(self.camera))  # noqa: B009
         if self.env.render_mode == "rgb_array":
             return _as_rgb(self.env.render())
         # Suites without rgb_array rendering (NetHack's "pixel" observation): use the image
@@ -314,6 +321,10 @@ def build_adapter(
     if problems:
         raise NotAllowed(problems)
     if isinstance(source, GymnasiumSource):
+        # MuJoCo renders offscreen through EGL (Mesa's, on the CPU without a GPU) unless the
+        # operator chose otherwise: its default, GLFW, needs a display. Read when mujoco is
+        # first imported, which registering a suite may do (gymnasium_robotics).
+        os.environ.setdefault("MUJOCO_GL", "egl")
         ensure_registered(source.id, allowed.gym_packages)
         return GymnasiumAdapter(source.id, source.kwargs)
     return DmEnvAdapter(source.factory, source.kwargs)

@@ -34,6 +34,8 @@ def suite_modules(env_id: str) -> list[str]:
         return ["nle"]
     if env_id.startswith(("Fetch", "HandManipulate", "HandReach", "AdroitHand")):
         return ["gymnasium_robotics"]
+    if env_id.startswith("RLDSStudio/"):
+        return ["server.envs"]  # the project's own environments
     return []
 
 

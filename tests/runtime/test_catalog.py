@@ -122,10 +122,10 @@ def test_catalog_lists_the_action_type():
     assert types["CarRacingDiscrete"] == "discrete" and types["HalfCheetah"] == "continuous"
 
 
-# gas, brake and the main engine only go one way (their noop is "off"); Fetch's gripper opens
-# by itself (its noop) and a key closes it
+# gas, brake and the main engine only go one way (their noop is "off"); the grippers open
+# by themselves (their noop) and a key closes them
 ONE_WAY = {("CarRacing", 1), ("CarRacing", 2), ("LunarLanderContinuous", 0),
-           ("FetchPickAndPlace", 3)}  # fmt: skip
+           ("FetchPickAndPlace", 3), ("PickCube", 6)}  # fmt: skip
 
 
 def test_every_entry_plays_from_the_keyboard():

@@ -17,10 +17,9 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from server.models import Episode, EpisodeStatus
-from server.recording.writer import open_reader
+from tests.web._teleop import save_episode, steps_on_screen, wait_steps
 from tests.web.test_player import FAKE_GAMEPAD
-from tests.web.test_robot_teleop import ENTRY, _steps, _wait, open_fetch
+from tests.web.test_robot_teleop import ENTRY, open_fetch
 
 pytestmark = [
     pytest.mark.browser,
@@ -63,15 +62,8 @@ def _start(page):
 
 
 def _saved_steps(page, db, study):
-    expect(page.locator("#save-dialog")).to_be_visible(timeout=30_000)
-    page.get_by_role("button", name="Save").click()
-    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
-    (row,) = db.query(Episode).filter_by(study_id=study.id).all()
-    db.refresh(row)
-    assert row.status == EpisodeStatus.completed
-    with open_reader(row.storage_path) as reader:
-        steps = list(reader.steps)[1:]
-    return [(json.loads(s.custom_data["input"]), np.asarray(s.action)) for s in steps]
+    _, steps = save_episode(page, db, study)
+    return [(json.loads(s.custom_data["input"]), np.asarray(s.action)) for s in steps[1:]]
 
 
 def _mouse(raw) -> list[float]:
@@ -89,19 +81,19 @@ def test_mouse_drag_on_the_picture_moves_the_gripper(live_server, page, factory,
     _start(page)
     box = page.locator("#screen").bounding_box()
     cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-    start_step = _steps(page)
+    start_step = steps_on_screen(page)
     page.mouse.move(cx, cy)
     page.mouse.down()
     page.mouse.move(cx + box["width"] / 2, cy, steps=4)  # far right: full speed right
     expect(page.locator("#mouse-stick")).to_be_visible()  # the joystick's ring
-    _wait(page, 8)
+    wait_steps(page, 8)
     page.mouse.move(cx, cy + box["height"] / 10, steps=4)  # back, then a little down
-    _wait(page, 8)
+    wait_steps(page, 8)
     page.mouse.up()  # let go: still
     expect(page.locator("#mouse-stick")).to_be_hidden()
     page.mouse.wheel(0, -100)  # one notch away: up, for a moment
-    _wait(page, 10)
-    assert _steps(page) > start_step
+    wait_steps(page, 10)
+    assert steps_on_screen(page) > start_step
 
     inputs = _saved_steps(page, db, study)
     sent = [(_mouse(raw), action) for raw, action in inputs if raw]
@@ -132,25 +124,25 @@ def test_spacemouse_and_gamepad_drive_the_arm(live_server, page, factory, db):
 
     # the cap pushed right and lifted (z up is negative): six axes in report 1
     page.evaluate("window.__hidReport(1, [350, 0, -350, 0, 0, 0])")
-    _wait(page, 5)
+    wait_steps(page, 5)
     page.evaluate("window.__hidReport(1, [0, 0, 0, 0, 0, 0])")
     # the left stick pushed up (hand away), then RT pulled halfway
     page.evaluate("window.__axis(1, -1)")
-    _wait(page, 5)
+    wait_steps(page, 5)
     page.evaluate("window.__axis(1, 0)")
-    _wait(page, 2)  # the stick is back (the page polls the pad every few ms)
+    wait_steps(page, 2)  # the stick is back (the page polls the pad every few ms)
     page.evaluate(
         "window.__pad.buttons[7] = { pressed: true, touched: true, value: 0.5 };"
         "window.__pad.timestamp += 1"
     )
-    _wait(page, 5)
+    wait_steps(page, 5)
     page.evaluate("window.__press(7, false)")
     expect(page.locator("#gamepad-status")).to_have_attribute("data-buttons", "")  # polled
     # the SpaceMouse's left button: the gripper shuts and stays shut
     page.evaluate("window.__hidReport(3, [1], true)")
-    _wait(page, 3)
+    wait_steps(page, 3)
     page.evaluate("window.__hidReport(3, [0], true)")
-    _wait(page, 5)
+    wait_steps(page, 5)
 
     inputs = _saved_steps(page, db, study)
     sent = [(raw, a) for raw, a in inputs if raw]

@@ -14,10 +14,8 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from server.models import Episode, EpisodeStatus
-from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
-from tests.player.conftest import activate, spec
+from tests.web._teleop import hold, open_game, save_episode, wait_steps
 
 ENTRY = CATALOG["FetchPickAndPlace"]
 pytestmark = [
@@ -36,46 +34,10 @@ NEARER, RIGHT, DOWN, SHUT, UP = 4, 10, 16, 10, 20
 MAX_STEPS = 200  # 8 s: the episode ends by itself after the lift
 
 
-def _steps(page) -> int:
-    return int(page.locator("#st-step").text_content() or 0)
-
-
-def _hold(page, key: str, steps: int) -> None:
-    """Hold ``key`` while the picture moves on ``steps`` steps, then let go."""
-    start = _steps(page)
-    page.keyboard.down(key)
-    page.wait_for_function(
-        f"() => Number(document.getElementById('st-step').textContent) >= {start + steps}",
-        polling=5,
-    )
-    page.keyboard.up(key)
-
-
-def _wait(page, steps: int) -> None:
-    start = _steps(page)
-    expect(page.locator("#st-step")).not_to_have_text(str(start))
-    page.wait_for_function(
-        f"() => Number(document.getElementById('st-step').textContent) >= {start + steps}",
-        polling=20,
-    )
-
-
 def open_fetch(page, live_server, factory, db, max_steps: int):
     """A participant at the ready gate of a Fetch study (seed :data:`SEED`); its study."""
-    env = {
-        "id": "fetch", "name": "Fetch", "source": ENTRY.source().model_dump(),
-        "mode": ENTRY.mode, "fps": ENTRY.fps, "seeds": [SEED], "max_steps": max_steps,
-        "instructions": "Pick up the black cube.",
-    }  # fmt: skip
-    study = activate(db, factory.study(factory.user(), spec(env)))
-    page.goto(f"{live_server}/player.html?token={study.permalink_token}")
-    page.get_by_label("Participant ID").fill("T-1")
-    page.get_by_role("button", name="Continue").click()
-    expect(page.locator("#instructions-text h1")).to_have_text("Hi")  # the study's own
-    page.get_by_role("button", name="Continue").click()
-    page.get_by_role("button", name="Play Fetch").click()
-    expect(page.locator("#overlay")).to_contain_text("Press Enter")  # the ready gate
-    return study
+    return open_game(page, live_server, factory, db, ENTRY, name="Fetch", seeds=[SEED],
+                     max_steps=max_steps, instructions="Pick up the black cube.")  # fmt: skip
 
 
 def test_keyboard_teleoperator_picks_up_the_cube(live_server, page, factory, db):
@@ -87,26 +49,18 @@ def test_keyboard_teleoperator_picks_up_the_cube(live_server, page, factory, db)
     expect(page.locator("#st-phase")).to_have_text("playing")
     expect(page.locator("#screen")).to_be_focused()
 
-    _hold(page, "ArrowDown", NEARER)  # toward the viewer
-    _hold(page, "ArrowRight", RIGHT)
-    _wait(page, 10)  # the arm settles over the cube
-    _hold(page, "KeyS", DOWN)
+    hold(page, "ArrowDown", NEARER)  # toward the viewer
+    hold(page, "ArrowRight", RIGHT)
+    wait_steps(page, 10)  # the arm settles over the cube
+    hold(page, "KeyS", DOWN)
     page.keyboard.down("Space")  # a tap: the gripper stays shut
     page.wait_for_timeout(120)
     page.keyboard.up("Space")
-    _wait(page, SHUT)
-    _hold(page, "KeyW", UP)
+    wait_steps(page, SHUT)
+    hold(page, "KeyW", UP)
 
-    dialog = page.locator("#save-dialog")
-    expect(dialog).to_be_visible(timeout=30_000)  # max_steps ends the episode
-    page.get_by_role("button", name="Save").click()
-    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
-
-    (row,) = db.query(Episode).filter_by(study_id=study.id).all()
-    db.refresh(row)
-    assert row.status == EpisodeStatus.completed and row.steps == MAX_STEPS + 1
-    with open_reader(row.storage_path) as reader:
-        steps = list(reader.steps)
+    row, steps = save_episode(page, db, study)  # max_steps ends the episode
+    assert row.steps == MAX_STEPS + 1
     first = np.asarray(steps[0].timestep.observation["observation"])
     np.testing.assert_allclose(first[0:3], START["hand"], atol=2e-3)
     np.testing.assert_allclose(first[3:6], START["cube"], atol=2e-3)

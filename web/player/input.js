@@ -4,14 +4,15 @@
    once per tick of the environment's control rate, whose clock applies the latest input. */
 import { now, readPad } from "./stage.js";
 
-export const PLAYER_KEYS = { start: "Enter", pause: "Escape", cancel: "Delete" };
+export const PLAYER_KEYS = { start: "Enter", pause: "Escape", cancel: "Delete", camera: "KeyC" };
 const GAMEPAD_POLL_MS = 4; // while a gamepad is connected
 const GAMEPAD_SEARCH_MS = 250; // looking for one
 const MAX_ANALOG_HZ = 100; // under the server's 120 inputs/s, keys included
 const $ = (id) => document.getElementById(id);
 
 /** Input for the page's ``state``; ``act`` = {primary, go, togglePause, cancel, blocked,
- *  answer(e): true when a question on screen took the key}. */
+ *  answer(e): true when a question on screen took the key, nextCamera(): true when it
+ *  switched the view}. */
 export function createInput(state, send, act) {
   function mode() { return state.env && state.envs[state.env] ? state.envs[state.env].mode : "sync"; }
   function sendInput() {
@@ -47,6 +48,8 @@ export function createInput(state, send, act) {
     if (e.code === PLAYER_KEYS.start && (state.phase === "idle" || state.phase === "ready")) { e.preventDefault(); act.primary(); return; }
     if (e.code === PLAYER_KEYS.pause) { e.preventDefault(); act.togglePause(); return; }
     if (e.code === PLAYER_KEYS.cancel) { e.preventDefault(); act.cancel(); return; }
+    // the camera key, unless the game binds it (the game's keys come first)
+    if (e.code === PLAYER_KEYS.camera && !state.boundKeys.has(e.code) && !e.repeat && act.nextCamera()) { e.preventDefault(); return; }
     if (!state.boundKeys.has(e.code)) return;
     e.preventDefault();
     if (!e.repeat) press([e.code]);

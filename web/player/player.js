@@ -202,8 +202,17 @@ function primaryAction() {
   else if (state.phase === "idle") startEpisode();
 }
 
+/** Render from the environment's next camera (C or the button); false when it has one. */
+function nextCamera() {
+  const select = $("camera");
+  if ($("camera-field").hidden || select.options.length < 2) return false;
+  const next = select.options[(select.selectedIndex + 1) % select.options.length].value;
+  send({ type: "set_camera", camera: next }); // the server's ``setting`` answer selects it
+  return true;
+}
+
 const input = createInput(state, send, { primary: primaryAction, go, togglePause, cancel: cancelEpisode,
-  blocked: () => $("save-dialog").open || $("instructions-dialog").open, answer: answerCancel });
+  blocked: () => $("save-dialog").open || $("instructions-dialog").open, answer: answerCancel, nextCamera });
 const { mode, sendInput, releaseAll, onKeyDown, onKeyUp } = input;
 input.addDevice(createMouse(state, input));
 const spaceMouse = input.addDevice(createSpaceMouse(state, input));
@@ -270,6 +279,7 @@ function wire() {
   $("speed").addEventListener("change", (e) => send({ type: "set_speed", speed: Number(e.target.value) }));
   $("quality").addEventListener("change", (e) => send({ type: "set_quality", quality: e.target.value }));
   $("camera").addEventListener("change", (e) => send({ type: "set_camera", camera: e.target.value }));
+  $("camera-btn").addEventListener("click", () => { nextCamera(); canvas.focus(); }); // keys go on to the game
   $("fullscreen-btn").addEventListener("click", () => {
     if (document.fullscreenElement) document.exitFullscreen(); else $("stage").requestFullscreen().then(() => canvas.focus());
   });

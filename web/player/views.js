@@ -63,7 +63,10 @@ export function renderControls(state, info) {
   $("quality").value = info.quality;
   $("speed").value = String(info.speed);
   const cams = info.cameras || [];
-  $("camera-field").hidden = cams.length < 2;
+  for (const id of ["camera-field", "camera-btn", "camera-key-hint"]) $(id).hidden = cams.length < 2;
+  // the C key is the game's when its controls bind it
+  $("camera-btn").querySelector("kbd").hidden = state.boundKeys.has("KeyC");
+  $("camera-key-hint").hidden ||= state.boundKeys.has("KeyC");
   $("camera").replaceChildren(...cams.map((c) => new Option(c, c, false, c === info.camera)));
 }
 

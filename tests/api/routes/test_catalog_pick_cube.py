@@ -1,0 +1,38 @@
+"""Our PickCube in the editor's catalog: listed with a first frame, validated with its 7-D
+action and both cameras, and a study using it activates."""
+
+from __future__ import annotations
+
+import pytest
+import simplejpeg
+
+from server.runtime.catalog import CATALOG
+from tests.factories import spec_dict
+
+ENTRY = CATALOG["PickCube"]
+pytestmark = pytest.mark.skipif(not ENTRY.installed(), reason="the robotics extra is not installed")
+
+
+def test_pick_cube_is_offered_validated_and_activates(factory):
+    owner = factory.user()
+    client = factory.client(owner)
+    (entry,) = [e for e in client.get("/api/catalog").json() if e["key"] == "PickCube"]
+    assert entry["installed"] is True and entry["action_type"] == "continuous"
+    assert entry["source"] == {"kind": "gymnasium", "id": "RLDSStudio/PickCube-v0", "kwargs": {}}
+    assert entry["controls"]["toggle"] == ["Space"] and len(entry["controls"]["keys"]) == 13
+    thumbnail = client.get(entry["thumbnail_url"])  # the first frame, from the front camera
+    assert thumbnail.status_code == 200
+    assert simplejpeg.decode_jpeg(thumbnail.content).shape == (256, 256, 3)
+
+    env = {"id": "cube", "name": "Cube", "source": entry["source"], "mode": "async", "fps": 25}
+    study = factory.study(owner, spec_dict(**env))
+    res = client.post(f"/api/studies/{study.id}/validate")
+    assert res.status_code == 200, res.text
+    (report,) = res.json()["environments"]
+    assert report["problems"] == [] and report["warnings"] == []  # 25 fps is its real pace
+    assert report["cameras"] == ["front", "wrist"]
+    assert report["action_space"] == {
+        "shape": [7], "dtype": "float32", "minimum": [-1.0] * 7, "maximum": [1.0] * 7
+    }  # fmt: skip
+    res = client.post(f"/api/studies/{study.id}/state", json={"state": "active"})
+    assert res.status_code == 200, res.text

@@ -1,0 +1,68 @@
+"""Helpers of the robot teleoperation browser tests: a participant opens a catalog robot
+environment at its ready gate, and holds keys as a person does (down, watch the step counter
+on screen for as long as the move takes, up)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.sync_api import expect
+
+from server.models import Episode, EpisodeStatus, Study
+from server.recording.writer import open_reader
+from server.runtime.catalog import CatalogEntry
+from tests.player.conftest import activate, spec
+
+
+def open_game(page, live_server: str, factory, db, entry: CatalogEntry, **env: Any) -> Study:
+    """An active study of ``entry`` (its catalog source, mode and fps; ``env`` adds fields,
+    ``name`` among them), opened by a participant up to the game's ready gate."""
+    fields = {"id": "robot", "source": entry.source().model_dump(), "mode": entry.mode,
+              "fps": entry.fps, **env}  # fmt: skip
+    study = activate(db, factory.study(factory.user(), spec(fields)))
+    page.goto(f"{live_server}/player.html?token={study.permalink_token}")
+    page.get_by_label("Participant ID").fill("T-1")
+    page.get_by_role("button", name="Continue").click()
+    expect(page.locator("#instructions-text h1")).to_have_text("Hi")  # the study's own
+    page.get_by_role("button", name="Continue").click()
+    page.get_by_role("button", name=f"Play {fields['name']}").click()
+    expect(page.locator("#overlay")).to_contain_text("Press Enter")  # the ready gate
+    return study
+
+
+def steps_on_screen(page) -> int:
+    """The step counter the player shows."""
+    return int(page.locator("#st-step").text_content() or 0)
+
+
+def hold(page, key: str, steps: int) -> None:
+    """Hold ``key`` while the picture moves on ``steps`` steps, then let go."""
+    start = steps_on_screen(page)
+    page.keyboard.down(key)
+    page.wait_for_function(
+        f"() => Number(document.getElementById('st-step').textContent) >= {start + steps}",
+        polling=5,
+    )
+    page.keyboard.up(key)
+
+
+def wait_steps(page, steps: int) -> None:
+    """Let ``steps`` steps go by with no key held."""
+    start = steps_on_screen(page)
+    expect(page.locator("#st-step")).not_to_have_text(str(start))
+    page.wait_for_function(
+        f"() => Number(document.getElementById('st-step').textContent) >= {start + steps}",
+        polling=20,
+    )
+
+
+def save_episode(page, db, study: Study) -> tuple[Episode, list[Any]]:
+    """The episode ends by itself: save it; its row (completed) and its logged steps."""
+    expect(page.locator("#save-dialog")).to_be_visible(timeout=30_000)
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
+    (row,) = db.query(Episode).filter_by(study_id=study.id).all()
+    db.refresh(row)
+    assert row.status == EpisodeStatus.completed
+    with open_reader(row.storage_path) as reader:
+        return row, list(reader.steps)
