@@ -103,6 +103,9 @@ def _leaf_column(values: list[Any], spec: Any, where: str) -> list[Any]:
     dtype = np.int64 if isinstance(spec, dm_specs.DiscreteArray) else np.dtype(spec.dtype)
     if np.dtype(dtype).kind in "OUS":
         return [str(v) for v in values]
+    if is_image_spec(spec) and all(_is_image(v, spec) for v in values):
+        # what the checks below let through unchanged: encode without stacking a copy
+        return [encode_png(v) for v in values]
     try:
         stacked = np.stack([np.asarray(v) for v in values])
     except ValueError as exc:
@@ -115,6 +118,15 @@ def _leaf_column(values: list[Any], spec: Any, where: str) -> list[Any]:
     if is_image_spec(spec):
         return [encode_png(np.asarray(image, dtype=np.uint8)) for image in stacked]
     return list(stacked.astype(dtype, copy=False))
+
+
+def _is_image(value: Any, spec: Any) -> bool:
+    """Whether ``value`` is already an image of ``spec`` (uint8 array of its shape)."""
+    return (
+        isinstance(value, np.ndarray)
+        and value.dtype == np.uint8
+        and value.shape == tuple(spec.shape)
+    )
 
 
 def spec_column(values: list[Any], spec: Any, where: str) -> Any:
