@@ -182,10 +182,26 @@ def for_each_episode(
     return summaries
 
 
+MAX_EXPORT_THREADS = 64
+
+
 def export_threads() -> int:
-    """Episodes read and encoded at once by :func:`for_each_encoded`: the cores this process
-    may use, at most 4 (each episode in flight is held in memory whole)."""
-    return max(1, min(4, len(os.sched_getaffinity(0))))
+    """Episodes read and encoded at once by :func:`for_each_encoded` (each one in flight is
+    held in memory whole): ``STUDIO_EXPORT_THREADS`` when set (1 to 64), else the cores this
+    process may use, at most 4."""
+    text = os.environ.get("STUDIO_EXPORT_THREADS", "").strip()
+    if text:
+        if not text.isdigit() or not 1 <= int(text) <= MAX_EXPORT_THREADS:
+            raise ExportError(
+                f"STUDIO_EXPORT_THREADS={text!r}: give a whole number from 1 to "
+                f"{MAX_EXPORT_THREADS}"
+            )
+        return int(text)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))
 
 
 def for_each_encoded(
