@@ -59,7 +59,7 @@ class Rlds(Format):
         def encode(ep: EpisodeInput, episode: RldsEpisode) -> EncodedEpisode:
             return encode_episode(ep, episode, options, tag_names, serializer)  # in a thread
 
-        def write(_i: int, _ep: EpisodeInput, _episode: RldsEpisode, encoded: EncodedEpisode):
+        def write(_i: int, _ep: EpisodeInput, _e: RldsEpisode, encoded: EncodedEpisode) -> None:
             writer.add(encoded.record)  # in order: the shards are as one at a time
             if encoded.statistics is not None:
                 stats.add(encoded.statistics)
