@@ -7,7 +7,8 @@ profile, envlogger, minari, lerobot, and the episode videos alone) and times TFD
 builder (``tensorflow_datasets.rlds.rlds_base`` over the same envlogger logs, which needs
 TensorFlow) in .consumer-venv as a subprocess. Prints one JSON object per environment: steps/s
 per format (wall clock; ``cpu_steps_per_s``: per CPU second of this process, all its threads)
-and ``rlds_vs_reference``, our RLDS export's speed over the TFDS builder's.
+and ``rlds_vs_reference``, our RLDS export's speed over the TFDS builder's (and
+``rlds_vs_reference_cpu``, the same per CPU second, TF's threads included).
 
 The machine may be shared: each figure is the best of ``--repeat`` rounds, every format and
 the TFDS builder once per round, so that a busy moment hits all of them alike;
@@ -70,8 +71,9 @@ FORMATS = {
 }
 
 
-def reference_seconds(data_dir: Path, logs: Path, work: Path) -> float | None:
-    """Seconds TFDS's own builder takes on the same logs (None without the consumer venv)."""
+def reference_seconds(data_dir: Path, logs: Path, work: Path) -> tuple[float, float] | None:
+    """Wall and CPU seconds TFDS's own builder takes on the same logs (None without the
+    consumer venv)."""
     if not CONSUMER_PYTHON.exists():
         return None
     proc = subprocess.run(
@@ -82,7 +84,8 @@ def reference_seconds(data_dir: Path, logs: Path, work: Path) -> float | None:
         check=True,
         env={"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"},
     )
-    return float(json.loads(proc.stdout.strip().splitlines()[-1])["seconds"])
+    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    return float(doc["seconds"]), float(doc["cpu_seconds"])
 
 
 def bench(env_id: str, root: Path, episodes: int, max_steps: int, repeat: int) -> dict[str, Any]:
@@ -118,8 +121,9 @@ def bench(env_id: str, root: Path, episodes: int, max_steps: int, repeat: int) -
         data_dir = root / f"out-rlds-{round_}" / "bench" / "1.0.0"
         ref = reference_seconds(data_dir, logs, root / f"ref-{round_}")
         if ref is not None:
-            seconds["reference"] = min(seconds.get("reference", math.inf), ref)
-    ref_s = seconds.pop("reference", None)
+            seconds["reference"] = min(seconds.get("reference", math.inf), ref[0])
+            cpu["reference"] = min(cpu.get("reference", math.inf), ref[1])
+    ref_s, ref_cpu = seconds.pop("reference", None), cpu.pop("reference", None)
     return {
         "env": env_id,
         "episodes": len(recs),
@@ -130,6 +134,10 @@ def bench(env_id: str, root: Path, episodes: int, max_steps: int, repeat: int) -
         "cpu_steps_per_s": {k: round(steps / v, 1) if v > 0 else None for k, v in cpu.items()},
         "reference_steps_per_s": None if ref_s is None else round(steps / ref_s, 1),
         "rlds_vs_reference": None if ref_s is None else round(ref_s / seconds["rlds"], 2),
+        # per CPU second (all threads of each process): what the load changes least
+        "rlds_vs_reference_cpu": None
+        if ref_cpu is None or cpu["rlds"] <= 0
+        else round(ref_cpu / cpu["rlds"], 2),
         "reference": "tensorflow_datasets.rlds.rlds_base builder (TF 2.15, .consumer-venv)"
         if ref_s is not None
         else "skipped: run `make consumer-venv`",
