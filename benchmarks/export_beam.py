@@ -8,8 +8,12 @@ single-process one, and prints one JSON object per run and a summary line.
 
     python benchmarks/export_beam.py [episodes] [steps_per_episode] [--smoke]
 
-``fixed_seconds`` is a one-episode Beam export: the pipeline's own start-up and tear-down
-(worker processes, gRPC, shuffles), which a large export pays once. ``cpu_seconds`` counts
+``fixed_seconds`` is a one-episode export: for Beam, mostly the pipeline's own start-up and
+tear-down (worker processes, gRPC, shuffles), which a large export pays once. From it and the
+whole export each run models its time as fixed seconds plus seconds per step and prints
+``overtakes_single_at_steps``, the export size from which that Beam run is faster than one
+process (None: never, its per-step cost is not lower); the summary's
+``beam_worth_it_from_steps`` is the smallest of them. ``cpu_seconds`` counts
 this process and its finished children (worker processes). The machine may be shared:
 ``load_average_1m`` says how busy it was; compare rows of one run only.
 
@@ -77,6 +81,25 @@ def timed(
     return time.perf_counter() - started, _cpu() - cpu, result
 
 
+def overtakes_at(
+    first_steps: int,
+    steps: int,
+    single: tuple[float, float],
+    beam: tuple[float, float],
+) -> int | None:
+    """The export size (steps) from which Beam is faster than one process, each modelled as
+    fixed seconds plus seconds per step from its one-episode (``first_steps``) and whole
+    (``steps``) exports, given as (one-episode seconds, whole seconds); None when Beam's
+    per-step cost is not lower (it never overtakes)."""
+    if steps <= first_steps:
+        return None
+    per_single = (single[1] - single[0]) / (steps - first_steps)
+    per_beam = (beam[1] - beam[0]) / (steps - first_steps)
+    if per_beam >= per_single:
+        return None
+    return max(first_steps, round(first_steps + (beam[0] - single[0]) / (per_single - per_beam)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("episodes", type=int, nargs="?", default=24)
@@ -104,6 +127,8 @@ def main() -> None:
         options = ExportOptions(name="bench", max_episodes_per_shard=4)
         base = {"env": ENV_ID, "episodes": episodes, "steps": steps, "cpus": os.cpu_count(),
                 "smoke": args.smoke}  # fmt: skip
+        first_steps = recs[0].num_steps
+        single_fixed, _, _ = timed(inputs[:1], options, root / "single-fixed")
         single_s, single_cpu, _ = timed(inputs, options, root / "single")
         rows: list[dict[str, object]] = [
             {
@@ -111,6 +136,7 @@ def main() -> None:
                 "engine": "single",
                 "seconds": round(single_s, 3),
                 "steps_per_s": round(steps / single_s, 1),
+                "fixed_seconds": round(single_fixed, 3),
                 "cpu_seconds": round(single_cpu, 2),
                 "load_average_1m": round(os.getloadavg()[0], 2),
             }
@@ -130,6 +156,10 @@ def main() -> None:
                 "steps_per_s": round(steps / seconds, 1),
                 "speedup_vs_single": round(single_s / seconds, 2),
                 "fixed_seconds": round(fixed_s, 3),
+                # from this many steps on Beam is the faster (linear model; None: never)
+                "overtakes_single_at_steps": overtakes_at(
+                    first_steps, steps, (single_fixed, single_s), (fixed_s, seconds)
+                ),
                 "cpu_seconds": round(cpu, 2),
                 "load_average_1m": round(os.getloadavg()[0], 2),
                 "identical_to_single": same_files(root / "single", out),
@@ -144,6 +174,15 @@ def main() -> None:
                     "smoke": args.smoke,
                     "single_steps_per_s": rows[0]["steps_per_s"],
                     "best_beam": {k: best[k] for k in ("running_mode", "workers", "steps_per_s")},
+                    # the smallest export (steps) from which some Beam run beats one process
+                    "beam_worth_it_from_steps": min(
+                        (
+                            int(r["overtakes_single_at_steps"])
+                            for r in rows[1:]  # type: ignore[call-overload]
+                            if r["overtakes_single_at_steps"] is not None
+                        ),
+                        default=None,
+                    ),
                     "all_identical": all(r.get("identical_to_single") for r in rows[1:]),
                     "load_average": [round(x, 2) for x in os.getloadavg()],
                 }

@@ -4,12 +4,16 @@ and the writer loop. Imports no format (they import it: server/export/registry.p
 
 from __future__ import annotations
 
+import os
 import re
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TypeVar
 
 from server.export.beam_config import BeamConfig
 from server.export.card import EpisodeSummary
@@ -20,6 +24,7 @@ from server.export.tfds_writer import DEFAULT_MAX_SHARD_BYTES
 
 ProgressFn = Callable[[int, int, int], None]
 CancelFn = Callable[[], bool]
+T = TypeVar("T")
 EPISODE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -177,6 +182,80 @@ def for_each_episode(
     return summaries
 
 
+MAX_EXPORT_THREADS = 64
+
+
+def export_threads() -> int:
+    """Episodes read and encoded at once by :func:`for_each_encoded` (each one in flight is
+    held in memory whole): ``STUDIO_EXPORT_THREADS`` when set (1 to 64), else the cores this
+    process may use, at most 4."""
+    text = os.environ.get("STUDIO_EXPORT_THREADS", "").strip()
+    if text:
+        if not text.isdigit() or not 1 <= int(text) <= MAX_EXPORT_THREADS:
+            raise ExportError(
+                f"STUDIO_EXPORT_THREADS={text!r}: give a whole number from 1 to "
+                f"{MAX_EXPORT_THREADS}"
+            )
+        return int(text)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))
+
+
+def for_each_encoded(
+    episodes: Sequence[EpisodeInput],
+    options: ExportOptions,
+    encode: Callable[[EpisodeInput, RldsEpisode], T],
+    write: Callable[[int, EpisodeInput, RldsEpisode, T], None],
+    progress: ProgressFn | None,
+    cancel: CancelFn | None,
+    *,
+    cut: bool = True,
+    threads: int | None = None,
+) -> list[EpisodeSummary]:
+    """:func:`for_each_episode` with the reading and ``encode(ep, episode)`` of the next
+    episodes in worker threads (``threads``, else :func:`export_threads`), while
+    ``write(i, ep, episode, encoded)`` runs here, in the episodes' order: the output is the
+    same as one at a time. What releases the GIL (log reading, image codecs, compression)
+    runs on several cores; at most ``threads`` episodes are in memory at once."""
+    n = threads or export_threads()
+
+    def work(ep: EpisodeInput) -> tuple[RldsEpisode, T]:
+        with naming(ep.episode_id):
+            episode = prepare(ep, options, cut=cut)
+            return episode, encode(ep, episode)
+
+    summaries: list[EpisodeSummary] = []
+    steps_done = 0
+    todo = iter(enumerate(episodes))
+    pending: deque[tuple[int, EpisodeInput, Future[tuple[RldsEpisode, T]]]] = deque()
+    with ThreadPoolExecutor(n, thread_name_prefix="export") as pool:
+        try:
+            while True:
+                while len(pending) < n and (item := next(todo, None)) is not None:
+                    check_cancel(cancel)
+                    pending.append((item[0], item[1], pool.submit(work, item[1])))
+                if not pending:
+                    break
+                i, ep, future = pending.popleft()
+                episode, encoded = future.result()
+                check_cancel(cancel)
+                with naming(ep.episode_id):
+                    write(i, ep, episode, encoded)
+                summaries.append(summarize(ep, episode))
+                steps_done += len(episode)
+                del episode, encoded
+                if progress is not None:
+                    progress(i + 1, len(episodes), steps_done)
+        finally:
+            for _i, _ep, future in pending:
+                future.cancel()
+    check_cancel(cancel)
+    return summaries
+
+
 @dataclass(frozen=True)
 class WriteJob:
     """What a format's writer is given: the episodes and options, the episodes' common specs,
@@ -197,6 +276,18 @@ class WriteJob:
         """The writer loop (:func:`for_each_episode`) over this job's episodes."""
         return for_each_episode(
             self.episodes, self.options, write, self.progress, self.cancel, cut=cut
+        )
+
+    def each_encoded(
+        self,
+        encode: Callable[[EpisodeInput, RldsEpisode], T],
+        write: Callable[[int, EpisodeInput, RldsEpisode, T], None],
+        *,
+        cut: bool = True,
+    ) -> list[EpisodeSummary]:
+        """The writer loop with reading and ``encode`` in threads (:func:`for_each_encoded`)."""
+        return for_each_encoded(
+            self.episodes, self.options, encode, write, self.progress, self.cancel, cut=cut
         )
 
 

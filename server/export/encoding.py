@@ -16,6 +16,8 @@ import numpy as np
 from dm_env import specs as dm_specs
 from PIL import Image
 from tensorflow_datasets.core import example_serializer
+from tensorflow_datasets.core import features as tfds_features
+from tensorflow_datasets.core.utils.py_utils import reraise, zip_dict
 
 from server.export.episode import HUMAN, TIMING_FLOAT_KEYS, TIMING_KEYS, RldsEpisode
 from server.export.errors import ExportError, ValueOutOfRangeError
@@ -116,6 +118,9 @@ def _leaf_column(values: list[Any], spec: Any, where: str) -> list[Any]:
     dtype = np.int64 if isinstance(spec, dm_specs.DiscreteArray) else np.dtype(spec.dtype)
     if np.dtype(dtype).kind in "OUS":
         return [str(v) for v in values]
+    if is_image_spec(spec) and all(_is_image(v, spec) for v in values):
+        # what the checks below let through unchanged: encode without stacking a copy
+        return [encode_png(v) for v in values]
     try:
         stacked = np.stack([np.asarray(v) for v in values])
     except ValueError as exc:
@@ -128,6 +133,15 @@ def _leaf_column(values: list[Any], spec: Any, where: str) -> list[Any]:
     if is_image_spec(spec):
         return [encode_png(np.asarray(image, dtype=np.uint8)) for image in stacked]
     return list(stacked.astype(dtype, copy=False))
+
+
+def _is_image(value: Any, spec: Any) -> bool:
+    """Whether ``value`` is already an image of ``spec`` (uint8 array of its shape)."""
+    return (
+        isinstance(value, np.ndarray)
+        and value.dtype == np.uint8
+        and value.shape == tuple(spec.shape)
+    )
 
 
 def spec_column(values: list[Any], spec: Any, where: str) -> Any:
@@ -210,5 +224,63 @@ class EpisodeSerializer:
         order of map entries varies from one process to the next, so the same episode gave
         different bytes in each export process, and on each Beam worker.)
         """
-        proto = self._serializer.get_tf_example(self.features.encode_example(example))
+        proto = self._serializer.get_tf_example(encode_episode_example(self.features, example))
         return bytes(proto.SerializeToString(deterministic=True))
+
+
+_LEAVES = (tfds_features.Tensor, tfds_features.Image)  # Text and Scalar are Tensors
+
+
+def encode_episode_example(features: Any, example: dict[str, Any]) -> dict[str, Any]:
+    """``features.encode_example(example)``, the ``steps`` encoded a column at a time.
+
+    TFDS's Dataset feature turns the columns into one dict per step, encodes each through
+    the FeaturesDict and stacks them back into columns; encoding each leaf's column directly
+    gives the same lists of the same values without the per-step dicts. Anything else (no
+    ``steps``, another kind of feature inside, columns of different lengths, no step) goes
+    through TFDS's own path."""
+    steps = features["steps"] if "steps" in features.keys() else None
+    columns = example.get("steps")
+    if not (
+        isinstance(steps, tfds_features.Dataset)
+        and isinstance(columns, dict)
+        and _columnar(steps.feature, columns, set())
+    ):
+        return features.encode_example(example)
+    out = {}
+    for key, (feature, value) in zip_dict(features._feature_dict, example):  # noqa: SLF001
+        try:
+            out[key] = (
+                _encode_columns(feature.feature, value)
+                if key == "steps"
+                else feature.encode_example(value)
+            )
+        except Exception as exc:  # as FeaturesDict.encode_example says where
+            reraise(exc, prefix=f'In <{feature.__class__.__name__}> with name "{key}":\n')
+    return out
+
+
+def _columnar(feature: Any, columns: Any, lengths: set[int]) -> bool:
+    """Whether ``columns`` (per-step lists under a FeaturesDict) can be encoded by leaf."""
+    if isinstance(feature, tfds_features.FeaturesDict):
+        return (
+            isinstance(columns, dict)
+            and set(columns) == set(feature.keys())
+            and all(_columnar(feature[k], columns[k], lengths) for k in columns)
+        )
+    if not isinstance(feature, _LEAVES) or not isinstance(columns, list | tuple | np.ndarray):
+        return False
+    lengths.add(len(columns))
+    return len(lengths) == 1 and 0 not in lengths
+
+
+def _encode_columns(feature: Any, columns: Any) -> Any:
+    if isinstance(feature, tfds_features.FeaturesDict):
+        out = {}
+        for key, (sub, value) in zip_dict(feature._feature_dict, columns):  # noqa: SLF001
+            try:
+                out[key] = _encode_columns(sub, value)
+            except Exception as exc:
+                reraise(exc, prefix=f'In <{sub.__class__.__name__}> with name "{key}":\n')
+        return out
+    return [feature.encode_example(value) for value in columns]

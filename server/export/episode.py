@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from server.export.errors import InvalidEpisodeError
+from server.export.step_reader import read_steps
 from server.recording._envlogger import envlogger
 
 NO_INPUT = "null"
@@ -96,7 +97,7 @@ class RldsEpisode:
     @property
     def total_reward(self) -> float:
         """The episode's return (the last step's reward is zero)."""
-        return float(sum(np.sum(r) for r in self.rewards))
+        return float(sum(_reward_sum(r) for r in self.rewards))
 
     @property
     def terminated(self) -> bool:
@@ -117,6 +118,13 @@ class RldsEpisode:
         _zero_fill_last(cut)
         cut.is_terminal[-1] = False
         return cut
+
+
+def _reward_sum(reward: Any) -> Any:
+    """``np.sum(reward)``; a float scalar is its own sum (taken without np.sum's overhead)."""
+    if isinstance(reward, np.ndarray) and reward.ndim == 0 and reward.dtype.kind == "f":
+        return reward[()]
+    return np.sum(reward)
 
 
 def zeros_like_spec(spec: Any) -> Any:
@@ -341,7 +349,7 @@ def read_episode(log_dir: Path) -> RldsEpisode:
         with envlogger.Reader(str(log_dir)) as reader:
             specs = read_specs(reader)
             meta = log_metadata(reader)
-            steps = list(reader.steps)
+            steps = read_steps(reader)
     except InvalidEpisodeError:
         raise
     except Exception as exc:  # the Riegeli reader raises plain RuntimeErrors/ValueErrors

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from dm_env import specs as dm_specs
+from PIL import Image
 
 from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, EnvSpecs
 from server.export.errors import ExportError
@@ -275,7 +276,11 @@ class Stats:
 
     def add_frame(self, name: str, frame: np.ndarray) -> None:
         """One video frame (H x W x 3 uint8): per-channel statistics over every pixel."""
-        self._video.setdefault(name, _Histogram()).add(frame)
+        self.add_counts(name, pixel_counts(frame), 1)
+
+    def add_counts(self, name: str, counts: np.ndarray, frames: int) -> None:
+        """``frames`` video frames by their :func:`pixel_counts` (summed)."""
+        self._video.setdefault(name, _Histogram()).add_counts(counts, frames)
 
     def to_json(self, shapes: dict[str, tuple[int, ...]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -292,6 +297,21 @@ class Stats:
         return out
 
 
+def pixel_counts(frame: np.ndarray) -> np.ndarray:
+    """Per-channel counts of the values of an H x W x 3 uint8 frame, 3 x 256 (Pillow's
+    histogram, in C: about 3x faster than numpy's bincount of each channel)."""
+    hist = Image.fromarray(np.ascontiguousarray(frame, dtype=np.uint8), mode="RGB").histogram()
+    return np.asarray(hist, dtype=np.int64).reshape(3, 256)
+
+
+def frames_pixel_counts(frames: Sequence[np.ndarray]) -> np.ndarray:
+    """The summed :func:`pixel_counts` of ``frames``."""
+    total = np.zeros((3, 256), dtype=np.int64)
+    for frame in frames:
+        total += pixel_counts(frame)
+    return total
+
+
 class _Histogram:
     """Per-channel counts of uint8 pixel values: exact min/max/mean/std/quantiles."""
 
@@ -299,10 +319,9 @@ class _Histogram:
         self.counts = np.zeros((3, 256), dtype=np.int64)
         self.frames = 0
 
-    def add(self, frame: np.ndarray) -> None:
-        for c in range(3):
-            self.counts[c] += np.bincount(frame[:, :, c].reshape(-1), minlength=256)
-        self.frames += 1
+    def add_counts(self, counts: np.ndarray, frames: int) -> None:
+        self.counts += counts
+        self.frames += frames
 
     def stats(self) -> dict[str, Any]:
         values = np.arange(256, dtype=np.float64) / 255.0

@@ -38,20 +38,21 @@ def dataset_id(name: str, version: str) -> str:
 
 
 def _bounds(value: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+    """A Box bound as (nested) Python numbers of ``shape``."""
     arr = np.broadcast_to(np.asarray(value, dtype=np.float64), shape)
     if dtype.kind in "iu":
-        return np.asarray(arr).astype(np.int64).tolist()
+        return arr.astype(np.int64).tolist()
     # json writes infinities as Infinity, which Python's json (and minari) reads back.
-    return [float(v) for v in arr.reshape(-1)] if shape else float(arr)
+    return arr.tolist() if shape else float(arr)
 
 
-def space_of(spec: Any, where: str) -> dict[str, Any]:
-    """Minari's serialized Gymnasium space for a dm_env spec; refuses what it cannot hold."""
+def space_of(spec: Any, where: str, *, bounds: bool = True) -> dict[str, Any]:
+    """Minari's serialized Gymnasium space for a dm_env spec; refuses what it cannot hold.
+    ``bounds=False``: only the check (a Box's ``low`` and ``high`` are left out: for an image
+    they are lists of every pixel's bounds, slow to build)."""
     if isinstance(spec, dict):
-        return {
-            "type": "Dict",
-            "subspaces": {str(k): space_of(s, f"{where}/{k}") for k, s in spec.items()},
-        }
+        subspaces = {str(k): space_of(s, f"{where}/{k}", bounds=bounds) for k, s in spec.items()}
+        return {"type": "Dict", "subspaces": subspaces}
     if isinstance(spec, list | tuple):
         raise ExportError(f"field {where}: tuple spaces cannot be exported (use a Dict space)")
     if isinstance(spec, dm_specs.DiscreteArray):
@@ -65,28 +66,27 @@ def space_of(spec: Any, where: str) -> dict[str, Any]:
             "arrays, Discrete and Dict); export it in the RLDS format"
         )
     shape = tuple(int(d) for d in spec.shape)
+    if not bounds:
+        return {"type": "Box", "dtype": str(dtype), "shape": list(shape)}
     if isinstance(spec, dm_specs.BoundedArray):
         low, high = spec.minimum, spec.maximum
     elif dtype.kind == "f":
         low, high = -math.inf, math.inf
     else:
         low, high = np.iinfo(dtype).min, np.iinfo(dtype).max
-    out_shape = shape if shape else ()
-    low_v, high_v = _bounds(low, out_shape, dtype), _bounds(high, out_shape, dtype)
-    if shape:
-        low_v = np.asarray(low_v).reshape(shape).tolist()
-        high_v = np.asarray(high_v).reshape(shape).tolist()
+    low_v, high_v = _bounds(low, shape, dtype), _bounds(high, shape, dtype)
     return {"type": "Box", "dtype": str(dtype), "shape": list(shape), "low": low_v, "high": high_v}
 
 
-def check_specs(specs: EnvSpecs) -> dict[str, dict[str, Any]]:
-    """The observation and action spaces, or an ExportError naming the field Minari can't hold."""
+def check_specs(specs: EnvSpecs, *, bounds: bool = True) -> dict[str, dict[str, Any]]:
+    """The observation and action spaces, or an ExportError naming the field Minari can't hold
+    (``bounds``: see :func:`space_of`)."""
     for name, spec in (("reward", specs.reward), ("discount", specs.discount)):
         if not isinstance(spec, dm_specs.Array) or tuple(spec.shape) != ():
             raise ExportError(f"field {name}: Minari holds scalar rewards only, not {spec!r}")
     return {
-        "observation_space": space_of(specs.observation, "observation"),
-        "action_space": space_of(specs.action, "action"),
+        "observation_space": space_of(specs.observation, "observation", bounds=bounds),
+        "action_space": space_of(specs.action, "action", bounds=bounds),
     }
 
 
@@ -131,15 +131,10 @@ def _infos(
     return pa.StructArray.from_arrays(list(fields.values()), names=list(fields))
 
 
-def write_episode(
-    data_dir: Path,
-    index: int,
-    episode: RldsEpisode,
-    metadata: dict[str, Any],
-    tag_cols: dict[str, np.ndarray],
-    keep_step_metadata: bool,
-) -> int:
-    """Write episode ``index``; returns its transitions (steps minus one)."""
+def episode_batch(
+    episode: RldsEpisode, tag_cols: dict[str, np.ndarray], keep_step_metadata: bool
+) -> pa.RecordBatch:
+    """One episode's rows (n observations; the last row's transition is padding)."""
     n = len(episode)
     specs = episode.specs
     rewards = np.asarray([np.asarray(r).item() for r in episode.rewards], dtype=specs.reward.dtype)
@@ -154,7 +149,12 @@ def write_episode(
     infos = _infos(episode, tag_cols, keep_step_metadata)
     if infos is not None:
         columns["infos"] = infos
-    batch = pa.RecordBatch.from_pydict(columns)
+    return pa.RecordBatch.from_pydict(columns)
+
+
+def write_batch(data_dir: Path, index: int, batch: pa.RecordBatch, metadata: dict[str, Any]) -> int:
+    """Write episode ``index`` (its :func:`episode_batch`); returns its transitions."""
+    n = batch.num_rows
     folder = data_dir / str(index)
     folder.mkdir()
     with pa.OSFile(str(folder / "part-0.arrow"), "wb") as sink:

@@ -144,3 +144,32 @@ def test_packaging(recordings: dict[str, list[Recording]], tmp_path: Path, fmt: 
     assert "out/README.md" in names
     assert "out/rlds_studio/1.0.0/rlds_studio-train.tfrecord-00000-of-00001" in names
     assert not list(tmp_path.glob(".*partial"))
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("fmt", [ExportFormat.RLDS, ExportFormat.MINARI, ExportFormat.LEROBOT])
+def test_threads_change_no_byte(
+    fmt: ExportFormat,
+    recordings: dict[str, list[Recording]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Episodes read and encoded in 3 threads export to the same bytes as one at a time."""
+    inputs = [episode_input(r) for r in recordings["cartpole"]]
+    outputs = []
+    done: list[int] = []
+    for threads in ("1", "3"):
+        monkeypatch.setenv("STUDIO_EXPORT_THREADS", threads)
+        out = tmp_path / f"t{threads}"
+        export_dataset(
+            inputs, ExportOptions(name="d", format=fmt), out, lambda i, *_: done.append(i)
+        )
+        outputs.append(_files(out))
+    assert done == [1, 2, 3] * 2  # in the episodes' order
+    assert outputs[0] == outputs[1]
+    monkeypatch.setenv("STUDIO_EXPORT_THREADS", "0")
+    with pytest.raises(ExportError, match="STUDIO_EXPORT_THREADS='0': give a whole number"):
+        export_dataset(inputs, ExportOptions(name="d", format=fmt), tmp_path / "bad")

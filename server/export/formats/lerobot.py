@@ -69,6 +69,16 @@ class _File:
         }
 
 
+@dataclass(frozen=True)
+class _Encoded:
+    """One episode's columns and frames, made before its turn to be written."""
+
+    columns: dict[str, pa.Array]
+    stat_values: list[tuple[str, np.ndarray]]  # (feature, values) for the statistics
+    frames: dict[str, list[np.ndarray]]  # per video feature, decoded
+    counts: dict[str, np.ndarray]  # per video feature, the frames' pixel counts (3 x 256)
+
+
 class LeRobotWriter:
     """Writes one LeRobot dataset under ``root``; ``add`` episodes, then ``finish``."""
 
@@ -88,7 +98,18 @@ class LeRobotWriter:
         self.env_id = ""
 
     # --- one episode ----------------------------------------------------------------------
-    def add(self, ep: EpisodeInput, episode: RldsEpisode, tag_cols: dict[str, np.ndarray]) -> None:
+    def encode(
+        self, ep: EpisodeInput, episode: RldsEpisode, tag_cols: dict[str, np.ndarray]
+    ) -> _Encoded:
+        """What does not depend on the episodes before: columns, decoded frames and their
+        pixel counts (runs in a worker thread, see ``WriteJob.each_encoded``)."""
+        columns, stat_values = self._data_columns(episode, tag_cols)
+        frames = {col.name: self._frames(col, episode) for col in self.video_cols}
+        counts = {name: fmt.frames_pixel_counts(fr) for name, fr in frames.items()}
+        return _Encoded(columns, stat_values, frames, counts)
+
+    def add(self, ep: EpisodeInput, episode: RldsEpisode, encoded: _Encoded) -> None:
+        """Append one encoded episode (in the episodes' order)."""
         n = len(episode)
         times = step_times_ms(episode.observed_ms)
         interval = interval_ms(episode.observed_ms)
@@ -98,7 +119,9 @@ class LeRobotWriter:
         task = ep.instruction.strip() or env_id or "play"
         task_index = self.tasks.setdefault(task, len(self.tasks))
         index = len(self.rows)
-        columns = self._data_columns(episode, tag_cols)
+        for name, arr in encoded.stat_values:
+            self.stats.add(name, arr)
+        columns = dict(encoded.columns)
         columns["timestamp"] = pa.array(np.asarray(times, dtype=np.float64) / 1000.0, pa.float32())
         columns["frame_index"] = pa.array(np.arange(n, dtype=np.int64))
         columns["episode_index"] = pa.array(np.full(n, index, dtype=np.int64))
@@ -121,7 +144,8 @@ class LeRobotWriter:
         }
         for col in self.video_cols:
             start = f.video_end_ms.get(col.name, 0)
-            self._write_video(col, episode, times, start)
+            self._write_video(col, encoded.frames[col.name], times, start)
+            self.stats.add_counts(col.name, encoded.counts[col.name], n)
             end = start + times[-1] + interval
             f.video_end_ms[col.name] = end
             row[f"videos/{col.name}/chunk_index"] = f.chunk_file["chunk_index"]
@@ -151,8 +175,9 @@ class LeRobotWriter:
 
     def _data_columns(
         self, episode: RldsEpisode, tag_cols: dict[str, np.ndarray]
-    ) -> dict[str, pa.Array]:
+    ) -> tuple[dict[str, pa.Array], list[tuple[str, np.ndarray]]]:
         out: dict[str, pa.Array] = {}
+        stat_values: list[tuple[str, np.ndarray]] = []
         for col in self.data_cols:
             where = "/".join((col.source, *col.path)) if col.path else col.source
             values = self._values(col, episode, tag_cols, where)
@@ -166,10 +191,10 @@ class LeRobotWriter:
                     raise ExportError(
                         f"{where}: recorded shape {arr.shape[1:]} != {col.spec_shape}"
                     )
-                self.stats.add(col.name, arr)
+                stat_values.append((col.name, arr))
                 values = arr
             out[col.name] = fmt.arrow_column(col, values)
-        return out
+        return out, stat_values
 
     @staticmethod
     def _values(
@@ -214,9 +239,8 @@ class LeRobotWriter:
         return [as_rgb(np.asarray(_leaf(o, col.path))) for o in episode.observations]
 
     def _write_video(
-        self, col: fmt.Column, episode: RldsEpisode, times: list[int], start: int
+        self, col: fmt.Column, frames: list[np.ndarray], times: list[int], start: int
     ) -> None:
-        frames = self._frames(col, episode)
         shape = frames[0].shape
         known = self.video_shapes.setdefault(col.name, (shape[0], shape[1], 3))
         f = self.file
@@ -231,7 +255,6 @@ class LeRobotWriter:
                     f"step {t}, field {col.name}: a {frame.shape} frame in a video of {known}"
                 )
             writer.add(frame, start + times[t])
-            self.stats.add_frame(col.name, frame)
 
     # --- files ----------------------------------------------------------------------------
     def _roll_if_full(self, nbytes: int) -> None:
@@ -330,11 +353,14 @@ class LeRobot(Format):
         root = job.out / options.name
         writer = LeRobotWriter(root, cols, options)
 
-        def write(_i: int, ep: EpisodeInput, episode: RldsEpisode) -> None:
-            writer.add(ep, episode, tag_columns(ep.step_tags, tag_names, len(episode)))
+        def encode(ep: EpisodeInput, episode: RldsEpisode) -> _Encoded:
+            return writer.encode(ep, episode, tag_columns(ep.step_tags, tag_names, len(episode)))
+
+        def write(_i: int, ep: EpisodeInput, episode: RldsEpisode, encoded: _Encoded) -> None:
+            writer.add(ep, episode, encoded)
 
         try:
-            summaries = job.each_episode(write)
+            summaries = job.each_encoded(encode, write)
             writer.finish()
         except BaseException:
             writer.abort()

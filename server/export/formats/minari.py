@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pyarrow as pa
+
 from server.export import minari_format
 from server.export.base import (
     EpisodeInput,
@@ -23,7 +25,7 @@ class Minari(Format):
     name = ExportFormat.MINARI
 
     def check(self, specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str]) -> None:
-        minari_format.check_specs(specs)
+        minari_format.check_specs(specs, bounds=False)
 
     def write(self, job: WriteJob) -> ExportResult:
         """Write the episodes as a Minari dataset into ``job.out`` (see minari_format)."""
@@ -34,9 +36,12 @@ class Minari(Format):
         data_dir.mkdir(parents=True)
         transitions = 0
 
-        def write(i: int, ep: EpisodeInput, episode: RldsEpisode) -> None:
-            nonlocal transitions
+        def encode(ep: EpisodeInput, episode: RldsEpisode) -> pa.RecordBatch:
             columns = tag_columns(ep.step_tags, tag_names, len(episode))
+            return minari_format.episode_batch(episode, columns, options.keep_step_metadata)
+
+        def write(i: int, ep: EpisodeInput, episode: RldsEpisode, batch: pa.RecordBatch) -> None:
+            nonlocal transitions
             fields = [
                 ("episode_id", ep.episode_id),
                 ("agent_id", ep.agent_id),
@@ -46,11 +51,9 @@ class Minari(Format):
                 *ep.outcome_fields().items(),
             ]
             meta = minari_format.episode_metadata(episode.log_metadata, fields)
-            transitions += minari_format.write_episode(
-                data_dir, i, episode, meta, columns, options.keep_step_metadata
-            )
+            transitions += minari_format.write_batch(data_dir, i, batch, meta)
 
-        summaries = job.each_episode(write)
+        summaries = job.each_encoded(encode, write)
         minari_format.write_dataset_metadata(
             data_dir,
             dataset=dataset,

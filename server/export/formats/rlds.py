@@ -19,6 +19,7 @@ from server.export.encoding import EpisodeSerializer
 from server.export.episode import RldsEpisode
 from server.export.registry import Format, register
 from server.export.rlds_encoding import (
+    EncodedEpisode,
     dataset_description,
     dataset_metadata,
     encode_episode,
@@ -55,14 +56,16 @@ class Rlds(Format):
             max_episodes_per_shard=options.max_episodes_per_shard,
         )
 
-        def write(_i: int, ep: EpisodeInput, episode: RldsEpisode) -> None:
-            encoded = encode_episode(ep, episode, options, tag_names, serializer)
-            writer.add(encoded.record)
+        def encode(ep: EpisodeInput, episode: RldsEpisode) -> EncodedEpisode:
+            return encode_episode(ep, episode, options, tag_names, serializer)  # in a thread
+
+        def write(_i: int, _ep: EpisodeInput, _e: RldsEpisode, encoded: EncodedEpisode) -> None:
+            writer.add(encoded.record)  # in order: the shards are as one at a time
             if encoded.statistics is not None:
                 stats.add(encoded.statistics)
 
         try:
-            summaries = job.each_episode(write)
+            summaries = job.each_encoded(encode, write)
             written = writer.finish()
             if options.profile == "oxe":
                 stats.write(written.data_dir)
