@@ -29,7 +29,8 @@ def leaf_bounds(spec: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def unflatten(spec: Any, vec: np.ndarray) -> Any:
-    """The flat vector ``vec`` as an action of ``spec`` (leaves in spec order, their dtypes)."""
+    """The flat vector ``vec`` as an action of ``spec`` (leaves in spec order, their dtypes;
+    integer leaves rounded to the nearest)."""
     pos = 0
 
     def build(node: Any) -> Any:
@@ -39,8 +40,9 @@ def unflatten(spec: Any, vec: np.ndarray) -> Any:
         if isinstance(node, tuple | list):
             return type(node)(build(s) for s in node)
         n = int(np.prod(node.shape))
-        leaf = vec[pos : pos + n].astype(node.dtype).reshape(node.shape)
+        part, dtype = vec[pos : pos + n], np.dtype(node.dtype)
         pos += n
-        return leaf
+        part = np.round(part) if dtype.kind in "iub" else part  # integers: the nearest
+        return part.astype(dtype).reshape(node.shape)
 
     return build(spec)

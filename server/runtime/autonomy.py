@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from server.runtime._action_spec import unflatten
 from server.runtime.allowlist import AllowedEnvironments, NotAllowed
 from server.runtime.input_mapping import ActionMapper
 from server.runtime.registration import import_module
@@ -208,25 +209,6 @@ def flatten(action: Any, spec: Any) -> np.ndarray:
     return np.asarray(action, dtype=np.float64).reshape(-1)
 
 
-def unflatten(vec: np.ndarray, spec: Any) -> Any:
-    """A flat vector as an action of the spec (rounded where the spec is integer)."""
-    pos = 0
-
-    def build(leaf: Any) -> Any:
-        nonlocal pos
-        if isinstance(leaf, dict):
-            return {k: build(sub) for k, sub in leaf.items()}
-        if isinstance(leaf, tuple | list):
-            return type(leaf)(build(sub) for sub in leaf)
-        n = int(np.prod(leaf.shape))
-        part, dtype = vec[pos : pos + n], np.dtype(leaf.dtype)
-        pos += n
-        part = np.round(part) if dtype.kind in "iub" else part
-        return part.astype(dtype).reshape(leaf.shape)
-
-    return build(spec)
-
-
 def control_record(decision: Decision) -> str:
     """The step's ``control`` metadata (JSON text; ``server/recording/format.py``)."""
     proposal = None if decision.proposal is None else decision.proposal.tolist()
@@ -254,7 +236,7 @@ def shared_autonomy(
     except Exception as exc:
         error = f"cannot build policy {policy.id!r}: {type(exc).__name__}: {exc}"[:500]
     return SharedAutonomy(
-        built, partial(flatten, spec=mapper.spec), partial(unflatten, spec=mapper.spec),
+        built, partial(flatten, spec=mapper.spec), partial(unflatten, mapper.spec),
         (mapper.low, mapper.high),
         release_delay_s=policy.takeover.release_delay_s,
         budget_s=allowed.policy_budget_ms / 1000.0, build_error=error,

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from dm_env import specs
 
+from server.runtime._action_spec import unflatten
 from server.runtime.allowlist import AllowedEnvironments, NotAllowed
 from server.runtime.autonomy import (
     HUMAN,
@@ -18,7 +19,6 @@ from server.runtime.autonomy import (
     SharedAutonomy,
     flatten,
     shared_autonomy,
-    unflatten,
 )
 from server.runtime.input_mapping import ActionMapper
 from server.study_spec import Controls, PolicySpec
@@ -54,7 +54,7 @@ def arbiter(
 ) -> tuple[SharedAutonomy, ActionMapper]:
     mapper = ActionMapper(SPEC, CONTROLS)
     auto = SharedAutonomy(
-        policy, partial(flatten, spec=SPEC), partial(unflatten, spec=SPEC),
+        policy, partial(flatten, spec=SPEC), partial(unflatten, SPEC),
         (mapper.low, mapper.high),
         release_delay_s=1.0, budget_s=budget_s, clock=clock,
     )  # fmt: skip
