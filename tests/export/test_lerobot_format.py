@@ -187,7 +187,7 @@ def test_videos_option_adds_an_mp4_per_episode_to_any_format(
 
 
 def test_video_stats_equal_numpy_over_every_pixel() -> None:
-    from server.export.lerobot_format import Stats
+    from server.export.lerobot_stats import Stats
 
     rng = np.random.default_rng(0)
     frames = [rng.integers(0, 256, (7, 5, 3), dtype=np.uint8) for _ in range(4)]

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from server.export import lerobot_format as fmt
+from server.export import video
 from server.export.base import (
     EpisodeInput,
     ExportFormat,
@@ -30,16 +31,9 @@ from server.export.base import (
 from server.export.encoding import check_range, control_values, timing_column
 from server.export.episode import EnvSpecs, RldsEpisode
 from server.export.errors import ExportError
+from server.export.lerobot_stats import Stats, frames_pixel_counts
 from server.export.registry import Format, register
 from server.export.tags import tag_columns
-from server.export.video import (
-    LOSSLESS,
-    VideoWriter,
-    as_rgb,
-    decode_jpeg,
-    interval_ms,
-    step_times_ms,
-)
 
 REPO_PREFIX = "rlds-studio"
 
@@ -58,7 +52,7 @@ class _File:
     batches: list[pa.RecordBatch] = field(default_factory=list)
     nbytes: int = 0
     episodes: int = 0
-    videos: dict[str, VideoWriter] = field(default_factory=dict)
+    videos: dict[str, video.VideoWriter] = field(default_factory=dict)
     video_end_ms: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -90,7 +84,7 @@ class LeRobotWriter:
         self.data_cols = [c for c in cols if not c.is_video]
         self.tasks: dict[str, int] = {}
         self.rows: list[dict[str, Any]] = []
-        self.stats = fmt.Stats()
+        self.stats = Stats()
         self.video_shapes: dict[str, tuple[int, int, int]] = {}
         self.intervals: list[int] = []
         self.total = 0
@@ -105,14 +99,14 @@ class LeRobotWriter:
         pixel counts (runs in a worker thread, see ``WriteJob.each_encoded``)."""
         columns, stat_values = self._data_columns(episode, tag_cols)
         frames = {col.name: self._frames(col, episode) for col in self.video_cols}
-        counts = {name: fmt.frames_pixel_counts(fr) for name, fr in frames.items()}
+        counts = {name: frames_pixel_counts(fr) for name, fr in frames.items()}
         return _Encoded(columns, stat_values, frames, counts)
 
     def add(self, ep: EpisodeInput, episode: RldsEpisode, encoded: _Encoded) -> None:
         """Append one encoded episode (in the episodes' order)."""
         n = len(episode)
-        times = step_times_ms(episode.observed_ms)
-        interval = interval_ms(episode.observed_ms)
+        times = video.step_times_ms(episode.observed_ms)
+        interval = video.interval_ms(episode.observed_ms)
         self.intervals.append(interval)
         env_id = str(episode.log_metadata.get("env_id", ""))
         self.env_id = self.env_id or env_id
@@ -234,9 +228,9 @@ class LeRobotWriter:
             for t, data in enumerate(episode.frames):
                 if not data:
                     raise ExportError(f"step {t}: no frame was recorded (strip step metadata)")
-                out.append(decode_jpeg(data))
+                out.append(video.decode_jpeg(data))
             return out
-        return [as_rgb(np.asarray(_leaf(o, col.path))) for o in episode.observations]
+        return [video.as_rgb(np.asarray(_leaf(o, col.path))) for o in episode.observations]
 
     def _write_video(
         self, col: fmt.Column, frames: list[np.ndarray], times: list[int], start: int
@@ -247,7 +241,7 @@ class LeRobotWriter:
         writer = f.videos.get(col.name)
         if writer is None:
             path = self.root / fmt.VIDEO_PATH.format(video_key=col.name, **f.chunk_file)
-            writer = VideoWriter(path, known[1], known[0], LOSSLESS)
+            writer = video.VideoWriter(path, known[1], known[0], video.LOSSLESS)
             f.videos[col.name] = writer
         for t, frame in enumerate(frames):
             if frame.shape != known:
