@@ -20,7 +20,7 @@ from server.runtime.catalog import CATALOG
 from tests.export.conftest import CONSUMER_PYTHON, ROOT
 from tests.factories import PASSWORD
 from tests.player.conftest import activate, spec
-from tests.web.test_robot_teleop import _wait
+from tests.web._teleop import wait_steps
 
 ENTRY = CATALOG["FetchPickAndPlace"]
 pytestmark = [
@@ -87,15 +87,15 @@ def test_the_player_takes_over_twice_and_the_exports_say_so(
     expect(page.locator("#st-phase")).to_have_text("playing")
     driver = page.locator("#driver")
     expect(driver).to_have_text(ROBOT)
-    _wait(page, 15)  # the robot reaches for the cube
+    wait_steps(page, 15)  # the robot reaches for the cube
     for key in ("ArrowUp", "ArrowLeft"):  # a person corrects the reach twice
         page.keyboard.down(key)
         expect(driver).to_have_text(YOU)
-        _wait(page, 6)
+        wait_steps(page, 6)
         page.locator("#stage").screenshot(path=str(SHOTS / "player-you.png"))
         page.keyboard.up(key)
         expect(driver).to_have_text(ROBOT)  # let go: the robot again after the delay
-        _wait(page, 5)
+        wait_steps(page, 5)
     page.screenshot(path=str(SHOTS / "player-robot.png"))
     expect(page.locator("#save-dialog")).to_be_visible(timeout=30_000)
     page.get_by_role("button", name="Save").click()
