@@ -28,6 +28,7 @@ import io
 import os
 import pickle
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,17 +80,27 @@ class Journal:
                 done, rest = done + n, rest[n:]
         return offset + size
 
-    def append(self, data: Any, is_new_episode: bool) -> None:
-        """Write step ``self.index`` (an envlogger ``StepData``) before it is sent anywhere."""
+    def append(self, data: Any, is_new_episode: bool) -> list[Any]:
+        """Write step ``self.index`` (an envlogger ``StepData``) before it is sent anywhere;
+        its record's parts (arrays as views: ``b"".join`` them to keep it as it is now)."""
+        parts = _record(self.index, (data, is_new_episode))
         try:
-            self.offset = self._write(_record(self.index, (data, is_new_episode)), self.offset)
+            self.offset = self._write(parts, self.offset)
         except OSError as exc:
             raise JournalError(f"the step journal could not be written: {exc}") from exc
         self.index += 1
+        return parts
 
-    def restart(self) -> None:
-        """Every step journaled so far is flushed in the log: overwrite from the start."""
+    def restart(self, keep: Sequence[bytes] = ()) -> None:
+        """Every step journaled so far but the last ``len(keep)`` is flushed in the log:
+        overwrite from the start, with those steps' records (as :meth:`append` returned
+        them, joined) first."""
         self.offset = self.start
+        try:
+            for record in keep:
+                self.offset = self._write([record], self.offset)
+        except OSError as exc:
+            raise JournalError(f"the step journal could not be written: {exc}") from exc
 
     @property
     def size(self) -> int:

@@ -40,8 +40,8 @@ WRITER_OPTIONS = "zstd:1,chunk_size:256K"
 # is not an option; the journal's write without fsync is.
 FLUSH_INTERVAL_S = 0.2
 MAX_LOSS_S = 0.25
-# A background flush restarts the journal only when no step waited for it; past this size
-# the next flush runs in the worker's thread, so the journal stays short.
+# Past this size (a flush that never finishes, say) the next flush runs in the worker's
+# thread, which restarts the journal.
 MAX_JOURNAL_BYTES = 64 * 2**20
 
 StepFn = Callable[[dm_env.TimeStep, Any, dm_env.Environment], dict[str, Any]]
@@ -114,16 +114,16 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
         self._closed = False
         self.defer = False
         self.dirty = False  # records written since the last flush
-        self.pending: list[tuple[Any, bool, Any]] = []  # (data, is_new, encoded or None)
+        # (data, is_new, encoded or None, journal record: its parts or, once frozen, bytes)
+        self.pending: list[tuple[Any, bool, Any, Any]] = []
         self.flusher = _Flusher(self) if background else None
         super().__init__(**kwargs)
         self.journal = Journal(kwargs["data_directory"], self._metadata) if journal else None
 
     def _record_step(self, data: Any, is_new_episode: bool) -> None:
-        if self.journal is not None:
-            self.journal.append(data, is_new_episode)
+        parts = self.journal.append(data, is_new_episode) if self.journal is not None else []
         if self.defer or self.flusher is not None:
-            self.pending.append((data, is_new_episode, None))
+            self.pending.append((data, is_new_episode, None, parts))
             if not self.defer:
                 self.commit()
         else:
@@ -147,19 +147,20 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
 
     def _flushed(self) -> None:
         self._data_writer.flush()
-        if self.journal is not None and not self.pending:
-            self.journal.restart()
+        if self.journal is not None:
+            self.journal.restart(keep=[_record_bytes(step) for step in self.pending])
 
     def commit(self, wait: bool = False) -> None:
         """Write the pending steps; without ``wait``, not while a background flush runs."""
         flusher = self.flusher
         while self.pending and not self._closed:
             if flusher is not None and not flusher.settle(wait):
-                # A flush runs: encode the steps now (an environment may reuse its arrays
-                # for the next step) and write them after it.
-                self.pending = [(d, new, e or codec.encode(d)) for d, new, e in self.pending]
+                # A flush runs: encode the steps and copy their journal records now (an
+                # environment may reuse its arrays for the next step); written after it.
+                self.pending = [_frozen(step) for step in self.pending]
                 return
-            self._write(*self.pending.pop(0))
+            data, is_new_episode, encoded, _ = self.pending.pop(0)
+            self._write(data, is_new_episode, encoded)
         if wait and flusher is not None:
             flusher.settle(True)
 
@@ -197,14 +198,28 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
                     self.journal.close()
 
 
+def _frozen(step: tuple[Any, bool, Any, Any]) -> tuple[Any, bool, Any, Any]:
+    """A pending step that no later change to its arrays can alter: encoded for the log, its
+    journal record joined into bytes."""
+    data, is_new_episode, encoded, _ = step
+    if encoded is None:
+        encoded = codec.encode(data)
+    return data, is_new_episode, encoded, _record_bytes(step)
+
+
+def _record_bytes(step: tuple[Any, bool, Any, Any]) -> bytes:
+    """A pending step's journal record, as bytes."""
+    record = step[3]
+    return record if isinstance(record, bytes) else b"".join(record)
+
+
 class _Flusher:
     """One background flush at a time for a :class:`_Backend` (``fsync`` releases the GIL).
 
     Only the flush runs in the thread; the worker's thread sees it done (:meth:`settle`)
-    before it writes any later step, and restarts the journal when no step waited meanwhile
-    (else the journal goes on growing until a flush covers every step it holds, or past
-    :data:`MAX_JOURNAL_BYTES` a flush in the worker's thread does), so the journal always
-    holds every step the flushed log lacks.
+    before it writes any later step and restarts the journal with the records of the steps
+    that waited meanwhile first, so the journal always holds every step the flushed log
+    lacks, and stays as short as the time between flushes.
     """
 
     def __init__(self, backend: _Backend) -> None:
@@ -237,8 +252,8 @@ class _Flusher:
             raise RuntimeError(f"the episode log could not be flushed: {self.error}")
         backend = self.backend
         backend.dirty = bool(backend.pending)
-        if backend.journal is not None and not backend.pending:
-            backend.journal.restart()  # else it keeps growing until a flush covers it all
+        if backend.journal is not None:  # the steps that waited go first in the new lap
+            backend.journal.restart(keep=[_record_bytes(step) for step in backend.pending])
         return True
 
 

@@ -126,3 +126,31 @@ def test_background_flushes_keep_every_step_in_order(tmp_path):
     with open_reader(tmp_path / "e") as reader:
         steps = list(reader.steps)
     assert [int(s.custom_data["input"]) for s in steps] == list(range(400))
+
+
+def test_steps_that_waited_for_a_background_flush_start_the_journal_again(tmp_path):
+    """Once a background flush is done, the journal starts again with the records of the
+    steps recorded while it ran, and nothing else: it holds what the log lacks, and stays
+    as short as the time between flushes."""
+    from server.recording import journal
+
+    def numbered(timestep, action, env):
+        return {"frame": b"f", "input": str(env.t), "timing": "{}", "info": "{}"}
+
+    env = CounterEnv(episode_len=10_000)
+    writer = EpisodeWriter(env, tmp_path / "e", meta(), numbered, flush_interval_s=3600,
+                           defer_records=True, background_flush=True)  # fmt: skip
+    writer.reset()
+    writer.commit()  # the first step is flushed at once, in the background
+    backend = writer._backend
+    assert backend is not None and backend.flusher is not None and backend.flusher.running
+    for i in range(1, 6):  # recorded while it may still run: they wait
+        writer.step(np.int64(i % 3))
+    assert backend.flusher.done.wait(30)
+    writer.commit()  # sees the flush done: the journal's new lap is steps 1-5
+    _, lap = journal.read(journal.journal_path(tmp_path / "e").read_bytes())
+    assert [index for index, _, _ in lap] == [1, 2, 3, 4, 5]
+    assert [int(step.custom_data["input"]) for _, step, _ in lap] == [1, 2, 3, 4, 5]
+    writer.finalize()
+    with open_reader(tmp_path / "e") as reader:
+        assert [int(s.custom_data["input"]) for s in reader.steps] == list(range(6))
