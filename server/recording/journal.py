@@ -102,11 +102,6 @@ class Journal:
         except OSError as exc:
             raise JournalError(f"the step journal could not be written: {exc}") from exc
 
-    @property
-    def size(self) -> int:
-        """Bytes of step records in the current lap."""
-        return self.offset - self.start
-
     def close(self) -> None:
         """The log is closed (it holds every step): the journal goes, then its lock."""
         if self.fd < 0:

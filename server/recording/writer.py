@@ -40,9 +40,6 @@ WRITER_OPTIONS = "zstd:1,chunk_size:256K"
 # is not an option; the journal's write without fsync is.
 FLUSH_INTERVAL_S = 0.2
 MAX_LOSS_S = 0.25
-# Past this size (a flush that never finishes, say) the next flush runs in the worker's
-# thread, which restarts the journal.
-MAX_JOURNAL_BYTES = 64 * 2**20
 
 StepFn = Callable[[dm_env.TimeStep, Any, dm_env.Environment], dict[str, Any]]
 
@@ -136,13 +133,11 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
         if not self._data_writer.add_step(encoded, is_new_episode):
             raise RuntimeError("envlogger could not write the step")
         if self._flush_scheduler(data):
-            journal = self.journal
-            if self.flusher is not None and (journal is None or journal.size < MAX_JOURNAL_BYTES):
-                self.flusher.start()
-            else:  # no flusher, or a journal grown too long: flush now, restart the journal
+            if self.flusher is None:
                 self._flushed()
                 self.dirty = False
                 return
+            self.flusher.start()
         self.dirty = True
 
     def _flushed(self) -> None:

@@ -29,6 +29,11 @@ def step_fn(timestep, action, env):
     return {"frame": b"\xff\xd8jpeg", "input": to_json(None), "timing": "{}", "info": "{}"}
 
 
+def numbered(timestep, action, env):
+    """A step_fn whose input is the step's number, to check order."""
+    return {"frame": b"f", "input": str(env.t), "timing": "{}", "info": "{}"}
+
+
 def test_episode_metadata_has_the_format_keys():
     m = meta()
     assert tuple(m) == fmt.EPISODE_METADATA_KEYS
@@ -107,9 +112,6 @@ def test_background_flushes_keep_every_step_in_order(tmp_path):
     """Flushes run in a thread while stepping goes on (every ms here); the log ends with
     every step in order, and ``flush()`` returns only once they are all durable."""
 
-    def numbered(timestep, action, env):
-        return {"frame": b"f", "input": str(env.t), "timing": "{}", "info": "{}"}
-
     env = CounterEnv(episode_len=10_000)
     writer = EpisodeWriter(env, tmp_path / "e", meta(), numbered, flush_interval_s=0.001,
                            defer_records=True, background_flush=True)  # fmt: skip
@@ -133,9 +135,6 @@ def test_steps_that_waited_for_a_background_flush_start_the_journal_again(tmp_pa
     steps recorded while it ran, and nothing else: it holds what the log lacks, and stays
     as short as the time between flushes."""
     from server.recording import journal
-
-    def numbered(timestep, action, env):
-        return {"frame": b"f", "input": str(env.t), "timing": "{}", "info": "{}"}
 
     env = CounterEnv(episode_len=10_000)
     writer = EpisodeWriter(env, tmp_path / "e", meta(), numbered, flush_interval_s=3600,
