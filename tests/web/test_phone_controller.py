@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
-from tests.player.conftest import activate, spec
+from tests.web._teleop import open_game, wait_steps
 
 ENTRY = CATALOG["FetchPickAndPlace"]
 pytestmark = [
@@ -34,18 +34,6 @@ PHONE = {
 }  # fmt: skip
 MAX_STEPS = 600  # 24 s at 25 Hz: room to pair the phone again in the middle
 SHOTS = os.environ.get("STUDIO_TEST_SHOTS")
-
-
-def _steps(page) -> int:
-    return int(page.locator("#st-step").text_content() or 0)
-
-
-def _wait_steps(page, steps: int) -> None:
-    start = _steps(page)
-    page.wait_for_function(
-        f"() => Number(document.getElementById('st-step').textContent) >= {start + steps}",
-        polling=20,
-    )
 
 
 def _orient(phone, alpha: float, beta: float, gamma: float) -> None:
@@ -87,24 +75,16 @@ def _tilt_and_hold(desktop, phone, pose: tuple[float, float, float], steps: int)
     phone.mouse.down()
     expect(phone.locator("#clutch")).to_have_attribute("aria-pressed", "true")
     _orient(phone, *pose)
-    _wait_steps(desktop, steps)
+    wait_steps(desktop, steps)
     phone.mouse.up()
     expect(phone.locator("#ax-0")).to_have_text("0.00")
 
 
 def test_a_phone_drives_the_arm_and_survives_being_lost(live_server, page, browser, factory,
                                                         db):  # fmt: skip
-    env = {"id": "fetch", "name": "Fetch", "source": ENTRY.source().model_dump(),
-           "mode": ENTRY.mode, "fps": ENTRY.fps, "seeds": [7], "max_steps": MAX_STEPS}  # fmt: skip
-    study = activate(db, factory.study(factory.user(), spec(env)))
     desktop = page
-    desktop.goto(f"{live_server}/player.html?token={study.permalink_token}")
-    desktop.get_by_label("Participant ID").fill("P-phone")
-    desktop.get_by_role("button", name="Continue").click()
-    expect(desktop.locator("#instructions-text h1")).to_have_text("Hi")
-    desktop.get_by_role("button", name="Continue").click()
-    desktop.get_by_role("button", name="Play Fetch").click()
-    expect(desktop.locator("#overlay")).to_contain_text("Press Enter")  # the ready gate
+    study = open_game(desktop, live_server, factory, db, ENTRY, id="fetch", name="Fetch",
+                      seeds=[7], max_steps=MAX_STEPS)  # fmt: skip
     expect(desktop.locator("#phone-panel")).to_be_visible()
     qr = desktop.locator("#phone-qr")
     expect(qr).to_have_attribute("src", re.compile(r"^data:image/svg\+xml"))
@@ -124,7 +104,7 @@ def test_a_phone_drives_the_arm_and_survives_being_lost(live_server, page, brows
     _tilt_and_hold(desktop, phone, (0, -20, 0), 25)  # tipped forward: the hand goes away
     phone.close()  # the phone is lost: its input is zero, the episode goes on
     expect(desktop.locator("#phone-state")).to_have_text("Phone lost — reconnecting…")
-    _wait_steps(desktop, 5)
+    wait_steps(desktop, 5)
     expect(desktop.locator("#st-phase")).to_have_text("playing")
 
     phone = context.new_page()  # paired again, now as a phone without motion sensors
@@ -144,7 +124,7 @@ def test_a_phone_drives_the_arm_and_survives_being_lost(live_server, page, brows
     phone.mouse.down()
     phone.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2, steps=5)
     expect(phone.locator("#ax-1")).to_have_text("1.00")
-    _wait_steps(desktop, 25)
+    wait_steps(desktop, 25)
     phone.mouse.up()
     expect(phone.locator("#ax-1")).to_have_text("0.00")  # it springs back
 
