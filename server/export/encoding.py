@@ -1,20 +1,21 @@
 """Turning a realigned episode into one serialized ``tf.train.Example``, without TensorFlow.
 
 TFDS's ``FeaturesDict.encode_example`` and ``ExampleSerializer`` work without TensorFlow once
-images are encoded bytes, so image observations are encoded to PNG here (Pillow, lossless).
+images are encoded bytes, so image observations are encoded to PNG here (lossless: see
+:func:`encode_png`).
 Numbers are checked first (TFDS silently truncates integers that do not fit their dtype, and
 fails on others with a bare OverflowError): an error names the step and the field.
 """
 
 from __future__ import annotations
 
-import io
+import struct
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from dm_env import specs as dm_specs
-from PIL import Image
 from tensorflow_datasets.core import example_serializer
 from tensorflow_datasets.core import features as tfds_features
 from tensorflow_datasets.core.utils.py_utils import reraise, zip_dict
@@ -23,18 +24,42 @@ from server.export.episode import HUMAN, TIMING_FLOAT_KEYS, TIMING_KEYS, RldsEpi
 from server.export.errors import ExportError, ValueOutOfRangeError
 from server.export.features import OUTCOME_FIELDS, is_image_spec, tag_field
 
-_PIL_MODES = {1: "L", 3: "RGB", 4: "RGBA"}
+PNG_ZLIB_LEVEL = 3
+_PNG_COLOR_TYPES = {1: 0, 3: 2, 4: 6}  # grey, RGB, RGBA; 8 bits per sample
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_PNG_UP = 2  # the filter type "Up": each byte minus the byte above it
 
 
 def encode_png(image: np.ndarray) -> bytes:
-    """PNG bytes of a uint8 H x W x C image (C = 1, 3 or 4); fast, lossless compression."""
-    channels = image.shape[2]
-    pixels = image[:, :, 0] if channels == 1 else image
-    buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(pixels), mode=_PIL_MODES[channels]).save(
-        buf, format="PNG", compress_level=1
+    """PNG bytes of a uint8 H x W x C image (C = 1, 3 or 4): lossless, written directly.
+
+    Every row is filtered with "Up" (its difference from the row above, the first row
+    against zeros) and the rows are deflated at zlib level :data:`PNG_ZLIB_LEVEL`, in one
+    IDAT chunk. Any PNG decoder (TensorFlow's, Pillow's) returns exactly ``image``. About
+    twice as fast as Pillow's encoder at its fastest level, for files of about the same size
+    (docs/performance.md, "Export throughput"); numpy and zlib release the GIL, so the
+    export's threads encode on several cores.
+    """
+    height, width, channels = image.shape
+    rows = np.ascontiguousarray(image, dtype=np.uint8).reshape(height, width * channels)
+    filtered = np.empty((height, width * channels + 1), dtype=np.uint8)
+    filtered[:, 0] = _PNG_UP
+    filtered[0, 1:] = rows[0]
+    np.subtract(rows[1:], rows[:-1], out=filtered[1:, 1:])  # modulo 256, as PNG's filters
+    header = struct.pack(">IIBBBBB", width, height, 8, _PNG_COLOR_TYPES[channels], 0, 0, 0)
+    return b"".join(
+        (
+            _PNG_SIGNATURE,
+            _png_chunk(b"IHDR", header),
+            _png_chunk(b"IDAT", zlib.compress(filtered.data, PNG_ZLIB_LEVEL)),
+            _png_chunk(b"IEND", b""),
+        )
     )
-    return buf.getvalue()
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    crc = zlib.crc32(data, zlib.crc32(kind))
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
 
 
 def check_range(values: np.ndarray, dtype: Any, where: str) -> None:

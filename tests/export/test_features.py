@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import struct
+import zlib
 
 import numpy as np
 import pytest
@@ -91,7 +93,32 @@ def test_int_range_is_validated() -> None:
 
 def test_png_is_lossless() -> None:
     rng = np.random.default_rng(0)
+    mode = {1: "L", 3: "RGB", 4: "RGBA"}
     for channels in (1, 3, 4):
-        image = rng.integers(0, 256, (7, 9, channels), dtype=np.uint8)
-        decoded = np.asarray(Image.open(io.BytesIO(encode_png(image))))
-        np.testing.assert_array_equal(decoded.reshape(image.shape), image)
+        for shape in ((7, 9), (1, 5), (5, 1), (210, 160)):
+            image = rng.integers(0, 256, (*shape, channels), dtype=np.uint8)
+            if shape == (210, 160):  # flat areas and steps, as in game frames
+                image[50:120] = 0
+                image[120:] = 255
+            data = encode_png(image)
+            assert _png_chunk_crcs_hold(data)  # Pillow checks only some chunks' CRCs
+            decoded = Image.open(io.BytesIO(data))
+            assert decoded.mode == mode[channels]
+            np.testing.assert_array_equal(np.asarray(decoded).reshape(image.shape), image)
+    view = rng.integers(0, 256, (8, 12, 3), dtype=np.uint8)[::2, ::3]  # not contiguous
+    np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(encode_png(view)))), view)
+
+
+def _png_chunk_crcs_hold(data: bytes) -> bool:
+    """Whether every chunk of a PNG has its CRC, up to its IEND chunk, which ends the data."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    at = 8
+    while True:
+        (length,) = struct.unpack(">I", data[at : at + 4])
+        kind, body = data[at + 4 : at + 8], data[at + 8 : at + 8 + length]
+        (crc,) = struct.unpack(">I", data[at + 8 + length : at + 12 + length])
+        if crc != zlib.crc32(body, zlib.crc32(kind)):
+            return False
+        at += 12 + length
+        if kind == b"IEND":
+            return at == len(data)
