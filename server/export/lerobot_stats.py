@@ -53,12 +53,44 @@ def pixel_counts(frame: np.ndarray) -> np.ndarray:
     return np.asarray(hist, dtype=np.int64).reshape(3, 256)
 
 
+_CHANNEL_OFFSETS = np.arange(3, dtype=np.intp) * 256
+_MOST_CHANGED = 0.25  # above this fraction of changed values, a frame is counted whole
+
+
 def frames_pixel_counts(frames: Sequence[np.ndarray]) -> np.ndarray:
-    """The summed :func:`pixel_counts` of ``frames``."""
-    total = np.zeros((3, 256), dtype=np.int64)
+    """The summed :func:`pixel_counts` of ``frames`` (H x W x 3 uint8 each).
+
+    Consecutive frames of an episode differ in few pixels (a game's ball and paddles, the
+    cart and pole): a frame's counts are the previous frame's, minus the old values of the
+    channel values that changed, plus their new values. Exact, and about 3x faster than
+    counting each frame (docs/performance.md, "Export throughput"); a frame that changed
+    in more than a quarter of its values, or the first, is counted whole."""
+    total = np.zeros(3 * 256, dtype=np.int64)
+    counts = total
+    prev: np.ndarray | None = None
     for frame in frames:
-        total += pixel_counts(frame)
-    return total
+        flat = np.ascontiguousarray(frame, dtype=np.uint8).reshape(-1)
+        updated = None if prev is None else _counts_after(counts, prev, flat)
+        counts = pixel_counts(frame).reshape(-1) if updated is None else updated
+        total = total + counts
+        prev = flat
+    return total.reshape(3, 256)
+
+
+def _counts_after(counts: np.ndarray, prev: np.ndarray, flat: np.ndarray) -> np.ndarray | None:
+    """The flat counts (3 x 256) of the frame ``flat`` from those of ``prev`` (both flat H x W
+    x 3 uint8) and the values that changed; None when the sizes differ or too many changed."""
+    if prev.shape != flat.shape:
+        return None
+    changed = np.flatnonzero(flat != prev)
+    if len(changed) > _MOST_CHANGED * len(flat):
+        return None
+    bins = _CHANNEL_OFFSETS[changed % 3]
+    return (
+        counts
+        + np.bincount(bins + flat[changed], minlength=3 * 256)
+        - np.bincount(bins + prev[changed], minlength=3 * 256)
+    )
 
 
 class _Histogram:

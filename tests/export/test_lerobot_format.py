@@ -209,3 +209,32 @@ def test_video_stats_equal_numpy_over_every_pixel() -> None:
     ):
         np.testing.assert_allclose(np.asarray(got[key]).reshape(3), want, rtol=1e-12, atol=1e-12)
         assert np.asarray(got[key]).shape == (3, 1, 1)
+
+
+def test_frames_pixel_counts_equal_numpy_counts_of_every_frame() -> None:
+    from server.export.lerobot_stats import frames_pixel_counts
+
+    rng = np.random.default_rng(1)
+    frame = rng.integers(0, 256, (30, 20, 3), dtype=np.uint8)
+    frames = [frame]
+    for step in range(12):
+        frame = frame.copy()
+        if step == 5:  # most values change: counted whole
+            frame = rng.integers(0, 256, frame.shape, dtype=np.uint8)
+        else:  # a few pixels change, in one channel or all three
+            ys, xs = rng.integers(0, 30, 9), rng.integers(0, 20, 9)
+            frame[ys, xs, step % 3] = rng.integers(0, 256, 9, dtype=np.uint8)
+            frame[ys[:3], xs[:3]] = 0
+        frames.append(frame)
+    frames.append(frames[-1])  # unchanged
+    frames.append(rng.integers(0, 256, (10, 60, 3), dtype=np.uint8))  # same size, other shape
+    frames.append(rng.integers(0, 256, (4, 4, 3), dtype=np.uint8))  # another size
+    frames.append(frames[-1][:, ::-1])  # a view, not contiguous
+    want = sum(_counts(f) for f in frames)
+    np.testing.assert_array_equal(frames_pixel_counts(frames), want)
+    np.testing.assert_array_equal(frames_pixel_counts(frames[:1]), _counts(frames[0]))
+    assert frames_pixel_counts([]).shape == (3, 256)
+
+
+def _counts(frame: np.ndarray) -> np.ndarray:
+    return np.stack([np.bincount(frame[:, :, c].reshape(-1), minlength=256) for c in range(3)])
