@@ -10,8 +10,11 @@ stream's time base is 1/1000 s, timestamps in whole milliseconds):
     decoder (PyAV, torchvision's pyav backend, torchcodec) reads it. AV1 (lerobot's default
     when it records) would be lossy at useful sizes; the exported data is training data, so
     exactness wins over the smaller file. A keyframe every ``GOP`` frames bounds seeking.
-    Preset ``superfast``: about 10x faster than x264's default on 600x400 CartPole frames
-    for a file about 30 % larger (lossless either way).
+    Preset ``ultrafast``: x264's encode is most of a LeRobot export's CPU, and this preset
+    takes about half the CPU of ``superfast`` (on 600x400 CartPole frames; a third on Pong)
+    for files about 30 % (CartPole) to 50 % (Pong) larger, lossless either way
+    (docs/performance.md, "Export throughput"; ``superfast`` was itself about 10x faster
+    than x264's default).
 ``PLAYABLE`` (episode videos to watch)
     ``libx264`` ``yuv420p`` at ``crf 18``: what every browser and player plays. 4:2:0 chroma
     subsampling blurs sharp coloured edges: the tests hold it to PSNR >= ``PLAYABLE_PSNR_DB``
@@ -47,7 +50,7 @@ class Profile:
 
 
 LOSSLESS = Profile(
-    "libx264rgb", "rgb24", {"crf": "0", "bf": "0", "g": str(GOP), "preset": "superfast"}, even=False
+    "libx264rgb", "rgb24", {"crf": "0", "bf": "0", "g": str(GOP), "preset": "ultrafast"}, even=False
 )
 PLAYABLE = Profile(
     "libx264",
@@ -138,7 +141,7 @@ class VideoWriter:
             raise ValueError(f"frame time {at_ms} ms is not after {self.last_ms} ms")
         if self.profile.even and (self.width % 2 or self.height % 2):
             rgb = np.pad(rgb, ((0, self.height % 2), (0, self.width % 2), (0, 0)), mode="edge")
-        vf = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+        vf = av.VideoFrame.from_numpy_buffer(rgb, format="rgb24")  # no copy (rgb is contiguous)
         vf.pts = at_ms
         vf.time_base = TIME_BASE
         for packet in self._stream.encode(vf):
