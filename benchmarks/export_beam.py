@@ -13,7 +13,8 @@ tear-down (worker processes, gRPC, shuffles), which a large export pays once. Fr
 whole export each run models its time as fixed seconds plus seconds per step and prints
 ``overtakes_single_at_steps``, the export size from which that Beam run is faster than one
 process (None: never, its per-step cost is not lower); the summary's
-``beam_worth_it_from_steps`` is the smallest of them. ``cpu_seconds`` counts
+``beam_worth_it_from_steps`` is the smallest of them and ``beam_verdict`` says it in words
+(or that no Beam run overtakes one process at any size). ``cpu_seconds`` counts
 this process and its finished children (worker processes). The machine may be shared:
 ``load_average_1m`` says how busy it was; compare rows of one run only.
 
@@ -100,6 +101,20 @@ def overtakes_at(
     return max(first_steps, round(first_steps + (beam[0] - single[0]) / (per_single - per_beam)))
 
 
+def verdict(first: dict[str, object] | None, cpus: int | None) -> str:
+    """Where Beam overtakes one process, in words (``first``: the Beam run that does so at
+    the smallest export; None when none does)."""
+    if first is None:
+        return (
+            f"no Beam run overtakes one process at any size on this machine ({cpus} cores):"
+            " none costs less per step than one process, which reads and encodes in threads"
+        )
+    return (
+        f"Beam ({first['running_mode']}, {first['workers']} workers) overtakes one process"
+        f" from {first['overtakes_single_at_steps']:,} steps on ({cpus} cores)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("episodes", type=int, nargs="?", default=24)
@@ -167,6 +182,9 @@ def main() -> None:
             rows.append(row)
             print(json.dumps(row), flush=True)
         best = max(rows[1:], key=lambda r: float(r["steps_per_s"]))  # type: ignore[arg-type]
+        at = {i: r.get("overtakes_single_at_steps") for i, r in enumerate(rows)}
+        crossing = sorted((n, i) for i, n in at.items() if isinstance(n, int))
+        first = rows[crossing[0][1]] if crossing else None  # overtakes at the fewest steps
         print(
             json.dumps(
                 {
@@ -175,14 +193,10 @@ def main() -> None:
                     "single_steps_per_s": rows[0]["steps_per_s"],
                     "best_beam": {k: best[k] for k in ("running_mode", "workers", "steps_per_s")},
                     # the smallest export (steps) from which some Beam run beats one process
-                    "beam_worth_it_from_steps": min(
-                        (
-                            int(r["overtakes_single_at_steps"])
-                            for r in rows[1:]  # type: ignore[call-overload]
-                            if r["overtakes_single_at_steps"] is not None
-                        ),
-                        default=None,
-                    ),
+                    "beam_worth_it_from_steps": None
+                    if first is None
+                    else first["overtakes_single_at_steps"],
+                    "beam_verdict": verdict(first, cpus=os.cpu_count()),
                     "all_identical": all(r.get("identical_to_single") for r in rows[1:]),
                     "load_average": [round(x, 2) for x in os.getloadavg()],
                 }
