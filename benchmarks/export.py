@@ -6,9 +6,10 @@ Records seeded random-policy episodes (ALE Pong, RGB observations: 4 episodes, a
 profile, envlogger, minari, lerobot, and the episode videos alone) and times TFDS's own RLDS
 builder (``tensorflow_datasets.rlds.rlds_base`` over the same envlogger logs, which needs
 TensorFlow) in .consumer-venv as a subprocess. Prints one JSON object per environment: steps/s
-per format (wall clock; ``cpu_steps_per_s``: per CPU second of this process, all its threads)
-and ``rlds_vs_reference``, our RLDS export's speed over the TFDS builder's (and
-``rlds_vs_reference_cpu``, the same per CPU second, TF's threads included).
+per format (wall clock; ``cpu_steps_per_s``: per CPU second of this process, all its threads),
+the bytes each format wrote (``output_bytes``) and ``rlds_vs_reference``, our RLDS export's
+speed over the TFDS builder's (and ``rlds_vs_reference_cpu``, the same per CPU second, TF's
+threads included).
 
 The machine may be shared: each figure is the best of ``--repeat`` rounds, every format and
 the TFDS builder once per round, so that a busy moment hits all of them alike;
@@ -88,6 +89,11 @@ def reference_seconds(data_dir: Path, logs: Path, work: Path) -> tuple[float, fl
     return float(doc["seconds"]), float(doc["cpu_seconds"])
 
 
+def folder_bytes(folder: Path) -> int:
+    """The bytes of every file under ``folder``."""
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
 def bench(env_id: str, root: Path, episodes: int, max_steps: int, repeat: int) -> dict[str, Any]:
     """Record, export and compare one environment's episodes."""
     logs = root / "logs"
@@ -124,6 +130,7 @@ def bench(env_id: str, root: Path, episodes: int, max_steps: int, repeat: int) -
             seconds["reference"] = min(seconds.get("reference", math.inf), ref[0])
             cpu["reference"] = min(cpu.get("reference", math.inf), ref[1])
     ref_s, ref_cpu = seconds.pop("reference", None), cpu.pop("reference", None)
+    outputs = {**{k: root / f"out-{k}-0" for k in FORMATS}, "episode_videos": root / "videos-0"}
     return {
         "env": env_id,
         "episodes": len(recs),
@@ -132,6 +139,8 @@ def bench(env_id: str, root: Path, episodes: int, max_steps: int, repeat: int) -
         "steps_per_s": {k: round(steps / v, 1) for k, v in seconds.items()},
         # this process's CPU (all its threads): what an export costs whatever the load
         "cpu_steps_per_s": {k: round(steps / v, 1) if v > 0 else None for k, v in cpu.items()},
+        # what each format wrote (every file of the first round's output)
+        "output_bytes": {k: folder_bytes(p) for k, p in outputs.items()},
         "reference_steps_per_s": None if ref_s is None else round(steps / ref_s, 1),
         "rlds_vs_reference": None if ref_s is None else round(ref_s / seconds["rlds"], 2),
         # per CPU second (all threads of each process): what the load changes least
