@@ -12,7 +12,7 @@ stream's time base is 1/1000 s, timestamps in whole milliseconds):
     exactness wins over the smaller file. A keyframe every ``GOP`` frames bounds seeking.
     Preset ``ultrafast``: x264's encode is most of a LeRobot export's CPU, and this preset
     takes about half the CPU of ``superfast`` (on 600x400 CartPole frames; a third on Pong)
-    for files about 30 % (CartPole) to 50 % (Pong) larger, lossless either way
+    for files 28-33 % larger (Pong's flat observations 3x), lossless either way
     (docs/performance.md, "Export throughput"; ``superfast`` was itself about 10x faster
     than x264's default).
 ``PLAYABLE`` (episode videos to watch)
