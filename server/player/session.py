@@ -212,6 +212,7 @@ class LiveSession(EpisodeEndings):
             env, allowed=allowed, study_id=self.study_id, data_root=self.settings.data_root,
             timeout=self.settings.worker_start_timeout_s,
             reply_timeout=self.settings.worker_timeout_s,
+            sessions_per_worker=self.settings.sessions_per_worker,
         )  # fmt: skip
         self.worker, self.env_id = worker, env_id
         self.speed = env.speed  # each environment starts at its own (the designer's) speed
