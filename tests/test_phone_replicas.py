@@ -6,7 +6,7 @@ code is redeemed there (the codes are in the database), and the answer names A. 
 B is refused with a ``wrong_server`` error naming A; on A it moves the session (a step with the
 phone's axes and button recorded). Two phones racing one code through A and B: one wins. An
 expired code and the code of an ended session are refused on B; wrong codes sent to both
-replicas count against one limit (docs/deploy.md, "A paired phone").
+replicas count against one limit (docs/deploy.md, "Sticky sessions (HAProxy)").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ phone's WebSocket (``server/player/phone_socket.py``; docs/security.md, "Pairing
 
 The codes and the wrong guesses are in the database (server/services/crowd/phone_codes.py),
 so any replica answers the code; the socket must reach the replica that runs the session,
-which the answer names (docs/deploy.md, "A paired phone")."""
+which the answer names (docs/deploy.md, "Sticky sessions (HAProxy)")."""
 
 from __future__ import annotations
 
