@@ -1,5 +1,6 @@
-/* The phone page: pair (a QR code's #ticket, or the code typed), then a controller on its
-   own socket (/ws/phone): the motion axes while "Hold to move" is held, PhoneClutch and
+/* The phone page: pair (a QR code's #ticket=…&replica=…, or the code typed), then a controller
+   on its own socket (/ws/phone?replica=<the replica that runs the session>, which the load
+   balancer routes on: docs/deploy.md): the motion axes while "Hold to move" is held, PhoneClutch and
    PhoneGrip while their buttons are down, sent at 20 Hz; zeros once let go. The socket
    reconnects by itself when it drops ("Phone lost — reconnecting"). docs/study-format.md. */
 import { createApi } from "../shared/api.js";
@@ -11,13 +12,13 @@ renderTopbar({ home: false, skipLink: false });
 const $ = (id) => document.getElementById(id);
 const api = createApi();
 const SEND_MS = 50; // 20 Hz
-const KEY = "rlds-phone-ticket";
+const KEY = "rlds-phone-pairing"; // {ticket, replica}
 const CLOSES = {
   4000: "Another phone is used for this study now.",
   4001: "The study session ended. To go on, pair again from the computer.",
 };
 
-const state = { ticket: null, ws: null, connected: false, retries: 0, error: null, grip: false, slider: null, sentZero: true };
+const state = { ticket: null, replica: "", ws: null, connected: false, retries: 0, error: null, grip: false, slider: null, sentZero: true };
 const sliderAxes = [0, 0, 0];
 const motion = createMotion((text, offer) => {
   $("motion-text").textContent = text || $("motion-text").dataset.help;
@@ -34,7 +35,8 @@ function showSliders() { $("sliders").hidden = false; $("sliders-btn").hidden = 
 /* --- the socket ---------------------------------------------------------------------- */
 function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const ws = new WebSocket(`${scheme}://${location.host}/ws/phone`, ["rlds-studio-phone", `ticket.${state.ticket}`]);
+  const route = state.replica ? `?replica=${encodeURIComponent(state.replica)}` : "";
+  const ws = new WebSocket(`${scheme}://${location.host}/ws/phone${route}`, ["rlds-studio-phone", `ticket.${state.ticket}`]);
   state.ws = ws;
   state.error = null;
   ws.onmessage = (ev) => { if (state.ws === ws) onMessage(JSON.parse(ev.data)); };
@@ -76,8 +78,15 @@ function onClose(ev) {
 }
 
 const capital = (text) => text.charAt(0).toUpperCase() + text.slice(1) + ".";
-function forget() { state.ticket = null; sessionStorage.removeItem(KEY); }
-function use(ticket) { state.ticket = ticket; sessionStorage.setItem(KEY, ticket); connect(); }
+function forget() { state.ticket = null; state.replica = ""; sessionStorage.removeItem(KEY); }
+function use({ ticket, replica }) {
+  state.ticket = ticket; state.replica = replica || "";
+  sessionStorage.setItem(KEY, JSON.stringify({ ticket, replica: state.replica }));
+  connect();
+}
+function stored() {
+  try { const saved = JSON.parse(sessionStorage.getItem(KEY) || "null"); return saved && saved.ticket ? saved : null; } catch { return null; }
+}
 
 /* --- input --------------------------------------------------------------------------- */
 function axes() { return state.slider !== null ? sliderAxes : motion.axes; }
@@ -126,8 +135,7 @@ function wire() {
     e.preventDefault();
     showError("");
     try {
-      const { ticket } = await api("POST", "/api/phone/pair", { json: { code: $("pair-code").value } });
-      use(ticket);
+      use(await api("POST", "/api/phone/pair", { json: { code: $("pair-code").value } }));
     } catch (err) {
       showError(err.message);
     }
@@ -137,7 +145,8 @@ function wire() {
 }
 
 wire();
-const fromLink = new URLSearchParams(location.hash.slice(1)).get("ticket");
+const link = new URLSearchParams(location.hash.slice(1));
+const fromLink = link.get("ticket") ? { ticket: link.get("ticket"), replica: link.get("replica") } : null;
 if (fromLink) history.replaceState(null, "", location.pathname); // the ticket leaves the address bar
-const ticket = fromLink || sessionStorage.getItem(KEY);
-if (ticket) { setLink("none", "Connecting…"); use(ticket); } else $("pair-code").focus();
+const pairing = fromLink || stored();
+if (pairing) { setLink("none", "Connecting…"); use(pairing); } else $("pair-code").focus();
