@@ -214,6 +214,8 @@ class LeRobotWriter:
             return episode.infos
         if src == "input":
             return episode.inputs
+        if src == "camera":
+            return episode.cameras
         if src == "timing":
             return timing_column(episode.timings, col.path[0])
         if src == "tag":
