@@ -68,7 +68,7 @@ def wait_steps(page, steps: int) -> None:
 
 def save_episode(page, db, study: Study) -> tuple[Episode, list[Any]]:
     """The episode ends by itself: save it; its row (completed) and its logged steps."""
-    expect(page.locator("#save-dialog")).to_be_visible(timeout=30_000)
+    expect(page.locator("#save-dialog")).to_be_visible(timeout=60_000)
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
     (row,) = db.query(Episode).filter_by(study_id=study.id).all()
