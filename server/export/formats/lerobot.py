@@ -369,8 +369,8 @@ class LeRobot(Format):
         return card_lines(
             options,
             tag_names,
-            metadata="step metadata (raw input, timing, env info as columns; the player's"
-            " frames as the video `observation.images.frame`)",
+            metadata="step metadata (raw input, timing, env info, control, camera as columns;"
+            " the player's frames as the video `observation.images.frame`)",
             tags="step tag columns",
         )
 
