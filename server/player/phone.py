@@ -26,7 +26,8 @@ MAX_PHONE_MESSAGE_BYTES = 2048
 
 
 class PhoneInputMsg(p._Msg):
-    """The phone's axes (0 tilt forward, 1 tilt right, 2 twist left) and held buttons."""
+    """The phone's axes (0 tilt forward, 1 tilt right, 2 twist left; from a WebXR pose also
+    3 moved right, 4 moved away, 5 moved up), each finite in [-1, 1], and held buttons."""
 
     type: Literal["phone_input"]
     axes: list[p.AxisValue] = Field(default_factory=list, max_length=8)

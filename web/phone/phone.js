@@ -1,11 +1,14 @@
 /* The phone page: pair (a QR code's #ticket=…&replica=…, or the code typed), then a controller
    on its own socket (/ws/phone?replica=<the replica that runs the session>, which the load
-   balancer routes on: docs/deploy.md): the motion axes while "Hold to move" is held, PhoneClutch and
-   PhoneGrip while their buttons are down, sent at 20 Hz; zeros once let go. The socket
-   reconnects by itself when it drops ("Phone lost — reconnecting"). docs/study-format.md. */
+   balancer routes on: docs/deploy.md): the motion axes while "Hold to move" is held,
+   PhoneClutch and PhoneGrip while their buttons are down, sent at 20 Hz; zeros once let go.
+   The axes come from the WebXR pose when the participant chose it (xr.js: six axes), else
+   the tilt (motion.js: three), else the sliders; the page says which. The socket reconnects
+   by itself when it drops ("Phone lost — reconnecting"). docs/study-format.md. */
 import { createApi } from "../shared/api.js";
 import { renderTopbar } from "../shared/topbar.js";
 import { createMotion } from "./motion.js";
+import { createXr, xrMode } from "./xr.js";
 
 renderTopbar({ home: false, skipLink: false });
 
@@ -18,19 +21,51 @@ const CLOSES = {
   4001: "The study session ended. To go on, pair again from the computer.",
 };
 
-const state = { ticket: null, replica: "", ws: null, connected: false, retries: 0, error: null, grip: false, slider: null, sentZero: true };
+const state = { ticket: null, replica: "", ws: null, connected: false, retries: 0, error: null, grip: false, slider: null, sentZero: true, tilt: true };
 const sliderAxes = [0, 0, 0];
 const motion = createMotion((text, offer) => {
-  $("motion-text").textContent = text || $("motion-text").dataset.help;
-  $("pad-view").classList.toggle("no-motion", offer);
-  if (offer) showSliders();
+  if (!xrOn()) $("motion-text").textContent = text || $("motion-text").dataset.help;
+  $("pad-view").classList.toggle("no-motion", offer && !xrOn());
+  if (offer) { state.tilt = false; showSliders(); }
+  showSource();
 });
+let xr = null; // the WebXR pose, once the participant chose it
+const xrOn = () => xr !== null && xr.active;
+const source = () => (xrOn() ? xr : motion);
 
 /* --- screens ------------------------------------------------------------------------- */
 function view(id) { for (const v of ["pair-view", "wait-view", "pad-view"]) $(v).hidden = v !== id; }
 function setLink(stateName, text) { $("link-status").dataset.state = stateName; $("link-status").textContent = text; }
 function showError(text) { $("phone-error").textContent = text || ""; $("phone-error").hidden = !text; }
 function showSliders() { $("sliders").hidden = false; $("sliders-btn").hidden = true; }
+/** Which source moves the hand: the WebXR pose, the tilt or the sliders. */
+function showSource() {
+  const xrNow = xrOn();
+  $("motion-source").textContent = xrNow ? "Moves with: the WebXR pose (position and orientation)"
+    : state.tilt ? "Moves with: tilt (device orientation)" : "Moves with: the on-screen sliders";
+  $("motion-source").dataset.source = xrNow ? "webxr" : state.tilt ? "orientation" : "sliders";
+  $("axes-xr").hidden = !xrNow;
+  $("xr-btn").hidden = xrNow || !state.xrMode;
+}
+async function useXr() {
+  $("xr-btn").hidden = true;
+  source().up();
+  xr = createXr(state.xrMode, (text) => { if (!text) showSource(); }, (why) => {
+    xr = null; // back to the tilt
+    $("motion-text").textContent = `${why} Back to tilting the phone.`;
+    $("pad-view").classList.toggle("no-motion", !state.tilt);
+    showSource();
+  });
+  try {
+    await xr.start();
+    $("pad-view").classList.remove("no-motion");
+    $("motion-text").textContent = "Press and hold Hold to move, then move and turn the phone: the hand follows its moves and turns from where it was when you pressed. Let go to stop.";
+  } catch (err) {
+    xr = null;
+    $("motion-text").textContent = `AR tracking could not start (${err.message || err}). Tilt the phone instead.`;
+  }
+  showSource();
+}
 
 /* --- the socket ---------------------------------------------------------------------- */
 function connect() {
@@ -89,19 +124,19 @@ function stored() {
 }
 
 /* --- input --------------------------------------------------------------------------- */
-function axes() { return state.slider !== null ? sliderAxes : motion.axes; }
-function keys() { return [...(motion.held ? ["PhoneClutch"] : []), ...(state.grip ? ["PhoneGrip"] : [])]; }
+function axes() { return state.slider !== null ? sliderAxes : source().axes; }
+function keys() { return [...(source().held ? ["PhoneClutch"] : []), ...(state.grip ? ["PhoneGrip"] : [])]; }
 
 function tick() {
   const values = axes().map((v) => Math.round(v * 1000) / 1000);
-  for (let i = 0; i < 3; i++) $(`ax-${i}`).textContent = values[i].toFixed(2);
-  const active = motion.held || state.grip || state.slider !== null;
+  for (let i = 0; i < values.length; i++) $(`ax-${i}`).textContent = values[i].toFixed(2);
+  const active = source().held || state.grip || state.slider !== null;
   if (!state.connected || !state.ws || (!active && state.sentZero)) return;
   state.ws.send(JSON.stringify({ type: "phone_input", axes: values, keys: keys() }));
   state.sentZero = !active;
 }
 
-function release() { motion.up(); state.grip = false; state.slider = null; sliderAxes.fill(0); }
+function release() { motion.up(); if (xr) xr.up(); state.grip = false; state.slider = null; sliderAxes.fill(0); }
 
 /** A button held with a finger (pointer capture: sliding off it does not let go). */
 function hold(button, down, up) {
@@ -112,8 +147,8 @@ function hold(button, down, up) {
 
 function wire() {
   $("motion-text").dataset.help = $("motion-text").textContent;
-  hold($("clutch"), () => { motion.down(); $("clutch").setAttribute("aria-pressed", "true"); },
-    () => { motion.up(); $("clutch").setAttribute("aria-pressed", "false"); });
+  hold($("clutch"), () => { source().down(); $("clutch").setAttribute("aria-pressed", "true"); },
+    () => { motion.up(); if (xr) xr.up(); $("clutch").setAttribute("aria-pressed", "false"); });
   hold($("grip"), () => { state.grip = true; $("grip").classList.add("down"); },
     () => { state.grip = false; $("grip").classList.remove("down"); });
   for (let i = 0; i < 3; i++) {
@@ -127,10 +162,14 @@ function wire() {
   $("motion-btn").hidden = !motion.needsPermission;
   $("motion-btn").addEventListener("click", () => { $("motion-btn").hidden = true; motion.enable(); });
   if (!motion.available) {
+    state.tilt = false;
     $("motion-text").textContent = "This browser has no motion sensors: use the on-screen sliders.";
     $("pad-view").classList.add("no-motion");
     showSliders();
   } else if (!motion.needsPermission) motion.listen();
+  $("xr-btn").addEventListener("click", useXr);
+  showSource();
+  xrMode().then((mode) => { state.xrMode = mode; $("xr-btn").dataset.mode = mode || "none"; showSource(); });
   $("pair-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     showError("");
