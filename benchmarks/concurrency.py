@@ -71,7 +71,9 @@ def _serve(data_root: str, port: int) -> None:
 
 
 @contextlib.contextmanager
-def studio_server(env: dict[str, Any], sync: bool = False) -> Iterator[dict[str, Any]]:
+def studio_server(
+    env: dict[str, Any], sync: bool = False, sessions_per_worker: int = 1
+) -> Iterator[dict[str, Any]]:
     """A migrated database, an active study with ``env``, and the app serving it."""
     from server.core.db import make_engine, make_sessionmaker
     from server.core.migrate import upgrade_head
@@ -97,8 +99,9 @@ def studio_server(env: dict[str, Any], sync: bool = False) -> Iterator[dict[str,
         engine.dispose()
         port = free_port()
         proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve", str(data_root), str(port)], cwd=ROOT
-        )
+            [sys.executable, __file__, "--serve", str(data_root), str(port)], cwd=ROOT,
+            env={**os.environ, "STUDIO_SESSIONS_PER_WORKER": str(sessions_per_worker)},
+        )  # fmt: skip
         try:
             _wait_listening(port, proc)
             url = f"http://127.0.0.1:{port}"
@@ -293,6 +296,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", default="1,4,8,16,24")
     parser.add_argument("--seconds", type=float, default=6.0)
+    parser.add_argument(
+        "--sessions-per-worker",
+        type=int,
+        default=4,
+        help="the server's STUDIO_SESSIONS_PER_WORKER (1: a process each)",
+    )
     parser.add_argument("--serve", nargs=2, metavar=("DATA_ROOT", "PORT"), help=argparse.SUPPRESS)
     parser.add_argument("--smoke", action="store_true", help="one short round: does it run?")
     args = parser.parse_args()
@@ -303,9 +312,15 @@ def main() -> None:
         args.sessions, args.seconds = "1", 0.5
     counts = [int(x) for x in args.sessions.split(",")]
     started = time.monotonic()
-    with studio_server(PONG) as server:
+    warmup = None
+    with studio_server(PONG, sessions_per_worker=args.sessions_per_worker) as server:
+        if args.sessions_per_worker > 1:
+            # Sessions share processes once their environment's cost is measured, as after
+            # a study's first player: one player first, long enough for one measurement.
+            warmup = asyncio.run(run_round(server, 1, 0.5 if args.smoke else 2.5))
         rounds = [asyncio.run(run_round(server, n, args.seconds)) for n in counts]
-    report("player_concurrency", args, started, rounds=rounds)
+    report("player_concurrency", args, started, sessions_per_worker=args.sessions_per_worker,
+           warmup=warmup, rounds=rounds)  # fmt: skip
 
 
 def report(benchmark: str, args: argparse.Namespace, started: float, **results: Any) -> None:

@@ -96,6 +96,11 @@ class Settings(BaseSettings):
     admin_password: str | None = None
 
     max_workers: int = Field(default=32, ge=1, description="Environment worker processes at once.")
+    sessions_per_worker: int = Field(
+        default=4, ge=1, le=64,
+        description="Play sessions one worker process may hold, of one study's light "
+                    "environment (docs/runtime.md, 'Several sessions per worker').",
+    )  # fmt: skip
     max_background_workers: int = Field(
         default=2, ge=1,
         description="Validation builds and video encodes at once (server/core/budget.py).",

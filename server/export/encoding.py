@@ -212,6 +212,7 @@ def episode_example(
             "policy_action": spec_column(episode.policy_actions, specs.action, "control/policy"),
             "has_policy_action": list(episode.has_policy_action),
         }
+        steps["camera"] = list(episode.cameras)
     for name, column in tag_columns.items():
         if len(column) != len(episode):
             raise ExportError(f"tag {name!r}: {len(column)} values for {len(episode)} steps")

@@ -11,8 +11,9 @@ Step metadata moves the same way: ``frame`` and ``info`` describe o_t and stay w
 timing of that action moves with it, and the frame acknowledgements are mapped back to the
 steps whose frames they are; ``control`` (shared autonomy: who chose the action, the player's
 mapped action, the policy's proposal) moves with its action like ``input``. What the worker
-recorded about o_t itself stays with it: the stream's JPEG quality of its frame and the
-clock's speed factor in force (``timing`` keys ``jpeg_quality`` and ``speed``).
+recorded about o_t itself stays with it: the stream's JPEG quality of its frame, the
+clock's speed factor in force (``timing`` keys ``jpeg_quality`` and ``speed``) and the camera
+its frame was rendered from (``timing`` key ``camera``, in environments with several).
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ class RldsEpisode:
     # when the worker produced o_t (``applied`` of timestep t, ms since the epoch; -1 unknown):
     # the step's real time (LeRobot timestamps, episode videos)
     observed_ms: list[float] = field(default_factory=list)
+    # the camera o_t's frame was rendered from ("" where the log names none: an environment
+    # with one camera, or a log from before cameras were recorded)
+    cameras: list[str] = field(default_factory=list)
     # shared autonomy, per step (its action's): who chose it (HUMAN 0 / POLICY 1), the
     # player's mapped action, the policy's proposal (zeros where it proposed none) and
     # whether there was one. Without a policy: the player, the executed action, zeros.
@@ -186,6 +190,11 @@ def speed_or_default(value: Any) -> float:
     return DEFAULT_SPEED
 
 
+def camera_or_none(value: Any) -> str:
+    """A recorded camera name ("" when none was recorded)."""
+    return value if isinstance(value, str) else ""
+
+
 def _step_index(value: Any, n: int) -> int | None:
     """An ack's step index when it is one of the ``n`` steps (acks for no step are ignored)."""
     if isinstance(value, float) and value.is_integer():
@@ -269,6 +278,7 @@ def realign(steps: list[Any], specs: EnvSpecs, log_metadata: dict[str, Any]) -> 
     raw = [step_timing(s) for s in steps]
     episode.timings = realign_timings(raw)
     episode.observed_ms = [time_or_unknown(r.get("applied")) for r in raw]
+    episode.cameras = [camera_or_none(r.get("camera")) for r in raw]
     _zero_fill_last(episode)
     return episode
 

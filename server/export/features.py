@@ -26,7 +26,7 @@ from server.export.errors import ExportError
 tfds_features = tfds.features
 
 TAG_PREFIX = "tag:"
-STEP_METADATA_FIELDS = ("frame", "input", "timing", "info", "control")
+STEP_METADATA_FIELDS = ("frame", "input", "timing", "info", "control", "camera")
 EPISODE_TEXT_FIELDS = ("episode_id", "agent_id", "study_id", "env_id", "env_config", "status")
 # "success", "failure" or "" (unset): effective (the reviewer's, else the player's), and each
 OUTCOME_FIELDS = ("outcome", "player_outcome", "reviewer_outcome")
@@ -105,6 +105,8 @@ def step_features(
         )
         step["info"] = tfds_features.Text()
         step["control"] = control_features(env_specs)
+        # the camera the frame was rendered from ("" for an environment with one)
+        step["camera"] = tfds_features.Text()
     for name in sorted(set(step_tag_names)):
         step[tag_field(name)] = np.bool_
     return step

@@ -171,6 +171,7 @@ def features_of(
         cols += [
             Column("info", "info", (), "string", (1,)),
             Column("input", "input", (), "string", (1,)),
+            Column("camera", "camera", (), "string", (1,)),
         ]
         cols += [Column(f"timing.{k}", "timing", (k,), "int64", (1,)) for k in TIMING_KEYS]
         cols += [Column(f"timing.{k}", "timing", (k,), "float64", (1,)) for k in TIMING_FLOAT_KEYS]

@@ -124,6 +124,7 @@ def _infos(
         for name, actions in (("human_action", episode.human_actions),
                               ("policy_action", episode.policy_actions)):  # fmt: skip
             fields[f"control/{name}"] = _column(actions, episode.specs.action, f"control/{name}")
+        fields["camera"] = pa.array(episode.cameras, type=pa.string())
     for name, tagged in tag_cols.items():
         fields[tag_field(name)] = pa.array(tagged, type=pa.bool_())
     if not fields:

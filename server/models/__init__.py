@@ -25,6 +25,7 @@ from server.models.episodes import (
 )
 from server.models.jobs import BulkJob, ClaimableJob, ExportJob, JobState
 from server.models.participants import Participant, Platform, PlaySession
+from server.models.phone import PhoneCode, PhoneCodeFailure
 from server.models.replicas import LiveSessionRow, Replica, SessionLease
 from server.models.studies import Study, StudyEnvironment, StudyState
 from server.models.users import AuthSession, LoginFailure, Role, User
@@ -47,6 +48,8 @@ __all__ = [
     "Note",
     "Outcome",
     "Participant",
+    "PhoneCode",
+    "PhoneCodeFailure",
     "Platform",
     "PlaySession",
     "Replica",

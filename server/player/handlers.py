@@ -28,6 +28,7 @@ from server.player.session import (
 from server.player.views import uses_phone
 from server.recording.format import now_ms
 from server.runtime import WorkerError
+from server.services.crowd import phone_codes
 from server.services.crowd.progress import FAILED_MESSAGE
 from server.services.review import quality
 
@@ -147,12 +148,14 @@ async def on_phone_pair(s: LiveSession, msg: p.PhonePairMsg) -> None:
     """A new pairing for the panel: a QR code of the phone page's address and a code."""
     if not any(uses_phone(env) for env in s.spec.environments):
         raise PlayError("no_phone", "this study's controls do not use a phone")
-    if phone_pairing.page_url(msg.origin, "") is None:
+    replica = s.settings.replica_id  # the phone's socket must reach this replica
+    if phone_pairing.page_url(msg.origin, "", replica) is None:
         raise PlayError("invalid", "phone_pair: origin: give the page's location.origin")
-    ticket, code, ttl = s.phone.pair(s.settings.secret_key)
-    url = phone_pairing.page_url(msg.origin, ticket)
+    ticket, expires, ttl = s.phone.pair(s.settings.secret_key, replica)
+    code = await s.db(phone_codes.add, s.id, replica, ticket, expires)  # any replica redeems it
+    url = phone_pairing.page_url(msg.origin, ticket, replica)
     assert url is not None
-    s.send({"type": "phone_pairing", "code": code, "url": url,
+    s.send({"type": "phone_pairing", "code": code, "url": url, "replica": replica,
             "qr": phone_pairing.qr_svg(url), "expires_s": ttl})  # fmt: skip
 
 

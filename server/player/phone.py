@@ -18,16 +18,16 @@ from pydantic import Field, ValidationError
 
 from server.player import protocol as p
 from server.player.outbox import Outbox
-from server.player.phone_pairing import PAIRING_TTL_S, CodeBook, Pairing, issue_ticket
+from server.player.phone_pairing import PAIRING_TTL_S, issue_ticket
 
 PHONE_SUBPROTOCOL = "rlds-studio-phone"
 PHONE_KEYS = ("PhoneClutch", "PhoneGrip")
 MAX_PHONE_MESSAGE_BYTES = 2048
-CODES = CodeBook()  # this process's pairing codes
 
 
 class PhoneInputMsg(p._Msg):
-    """The phone's axes (0 tilt forward, 1 tilt right, 2 twist left) and held buttons."""
+    """The phone's axes (0 tilt forward, 1 tilt right, 2 twist left; from a WebXR pose also
+    3 moved right, 4 moved away, 5 moved up), each finite in [-1, 1], and held buttons."""
 
     type: Literal["phone_input"]
     axes: list[p.AxisValue] = Field(default_factory=list, max_length=8)
@@ -77,16 +77,18 @@ class PhoneLink:
         self.axes: list[float] = []
         self.keys: list[str] = []
 
-    def pair(self, secret_key: str) -> tuple[str, str, float]:
-        """A new pairing: its ticket, its code and its lifetime in seconds."""
+    def pair(self, secret_key: str, replica: str) -> tuple[str, float, float]:
+        """A new pairing on this session's ``replica``: its ticket, when it expires (seconds
+        since the epoch) and its lifetime in seconds; its code is the database's
+        (:func:`server.services.crowd.phone_codes.add`)."""
         now = time.time()
         self.nonces = {n: t for n, t in self.nonces.items() if t > now or n == self.nonce}
         nonce = secrets.token_hex(8)
         expires = now + PAIRING_TTL_S
         self.nonces[nonce] = expires
-        ticket = issue_ticket(secret_key, self.session_id, self.participant_id, nonce, expires)
-        code = CODES.add(Pairing(self.session_id, nonce, ticket, expires))
-        return ticket, code, PAIRING_TTL_S
+        ticket = issue_ticket(secret_key, self.session_id, self.participant_id, nonce, expires,
+                              replica)  # fmt: skip
+        return ticket, expires, PAIRING_TTL_S
 
     def refusal(self, nonce: str, participant_id: int | None) -> tuple[str, str] | None:
         """Why a phone with this pairing may not connect now (None: it may). The phone
@@ -123,8 +125,8 @@ class PhoneLink:
         return {**raw, "keys": keys + self.keys, "devices": devices}
 
     def end(self, reason: str) -> None:
-        """The session ended: every pairing is revoked, the phone is told and closed."""
-        CODES.drop_session(self.session_id)
+        """The session ended: every pairing is revoked, the phone is told and closed (the
+        session drops its codes from the database)."""
         self.nonces.clear()
         self.nonce = None
         if self.pending is not None and not self.pending.done():

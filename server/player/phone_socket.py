@@ -1,8 +1,8 @@
 """The phone's WebSocket: who may connect, a second phone's wait for the participant's
 yes, then its input merged into the session until it goes away (its input then zero).
 
-Close codes: 1008 refused (ticket, pairing, flood), 4000 another phone replaced this one,
-4001 the session ended.
+Close codes: 1008 refused (ticket, pairing, flood, a session another replica runs), 4000
+another phone replaced this one, 4001 the session ended.
 """
 
 from __future__ import annotations
@@ -37,25 +37,33 @@ def offered_ticket(websocket: WebSocket) -> str | None:
     return None
 
 
-def _find(registry: Registry, ticket: PhoneTicket | None) -> LiveSession | tuple[str, str]:
+def _find(
+    registry: Registry, ticket: PhoneTicket | None, replica: str
+) -> LiveSession | tuple[str, str]:
     if ticket is None:
         return "invalid_ticket", "this pairing link is not valid; scan the code again"
+    if ticket.replica != replica:  # the load balancer did not route on ?replica= (or it died)
+        return "wrong_server", (
+            f"this phone reached server {replica}, but its study session runs on server "
+            f"{ticket.replica}: the load balancer must send /ws/phone?replica={ticket.replica} "
+            "there (docs/deploy.md); if that server stopped, pair again from the computer"
+        )
     live = registry.get(ticket.session_id)
     if live is None or live.phase == Phase.closed:
         return "session_ended", (
-            "the study session this phone was paired with has ended (or "
-            "runs on another server); pair again from the computer"
+            "the study session this phone was paired with has ended; pair again from the computer"
         )
     refusal = live.phone.refusal(ticket.nonce, ticket.participant_id)
     return live if refusal is None else refusal
 
 
-async def serve_phone(websocket: WebSocket, registry: Registry, secret_key: str) -> None:
-    """Serve one phone socket until it or its session goes away."""
+async def serve_phone(websocket: WebSocket, registry: Registry, secret_key: str,
+                      replica: str) -> None:  # fmt: skip
+    """Serve one phone socket until it or its session goes away (``replica``: this one)."""
     offered = websocket.scope.get("subprotocols") or ()
     await websocket.accept(subprotocol=PHONE_SUBPROTOCOL if PHONE_SUBPROTOCOL in offered else None)
     ticket = read_ticket(secret_key, offered_ticket(websocket))
-    found = _find(registry, ticket)
+    found = _find(registry, ticket, replica)
     outbox = Outbox()
     sender = asyncio.create_task(_send_all(websocket, outbox), name="phone-sender")
     try:

@@ -28,7 +28,7 @@ from server.player.views import study_view
 from server.recording.format import now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
 from server.runtime.autonomy import FRAME_POLICY
-from server.services.crowd import episodes, progress, quotas
+from server.services.crowd import episodes, phone_codes, progress, quotas
 from server.services.live import replicas
 from server.services.studies.env_check import allowed_environments
 
@@ -212,6 +212,7 @@ class LiveSession(EpisodeEndings):
             env, allowed=allowed, study_id=self.study_id, data_root=self.settings.data_root,
             timeout=self.settings.worker_start_timeout_s,
             reply_timeout=self.settings.worker_timeout_s,
+            sessions_per_worker=self.settings.sessions_per_worker,
         )  # fmt: skip
         self.worker, self.env_id = worker, env_id
         self.speed = env.speed  # each environment starts at its own (the designer's) speed
@@ -346,6 +347,7 @@ class LiveSession(EpisodeEndings):
         self.phase = Phase.closed
         self.disarm_pause_timer()
         self.phone.end(reason)
+        await self.db(phone_codes.drop_session, self.id)
         await self.db(episodes.end_session, self.id)
         if self.outbox is not None:
             self.outbox.send({"type": "session_ended", "reason": reason})

@@ -1,10 +1,11 @@
-"""Environment runtime: one worker process per player, recording every step.
+"""Environment runtime: a worker process per player (or a few light ones), recording every step.
 
 API for the app (all methods are coroutines unless noted; none blocks the event loop)::
 
     w = await EnvWorker.start(env_spec, allowed=AllowedEnvironments.from_settings(settings),
                               study_id=..., data_root=..., timeout=60.0,
-                              reply_timeout=10.0, flush_interval_s=0.2)
+                              reply_timeout=10.0, flush_interval_s=0.2,
+                              sessions_per_worker=1)
     w.info            # dict: observation_spec, action_spec, action_meanings, cameras,
                       #       camera, controls (resolved bindings, labels, problems),
                       #       fps, mode ("sync" | "async"), catalog_key
@@ -15,7 +16,8 @@ API for the app (all methods are coroutines unless noted; none blocks the event 
     await w.pause(); await w.resume(); await w.set_speed(2.0)
     await w.set_quality("high"); await w.set_camera(name)
     summary = await w.end_episode(reason, episode_id)  # finalizes the log; None if none open
-    await w.close(timeout=5.0)                       # close → join → terminate → kill
+    await w.close(timeout=5.0)                       # close; the process's last session:
+                                                     #   join → terminate → kill
 
 ``StepEvent``: episode_id, step, reward, return_, terminated, truncated, end_reason
 (``terminated``, ``truncated``, ``max_steps``, ``max_duration``), frame (JPEG bytes),

@@ -1,23 +1,17 @@
-"""The environment worker process: builds the env, steps it, encodes frames, records.
+"""One session of an environment worker: its env, the current episode, the async clock.
 
-Runs :func:`worker_main` in a child process. Protocol (see ``docs/runtime.md``):
-
-- app → worker: ``(command, payload, request_id)``; ``request_id`` is None when no reply
-  is wanted (async-mode input).
-- worker → app: ``("ready", info)`` or ``("failed", error)`` once at start, then
-  ``("reply", request_id, ok, result)`` and, in async mode, ``("event", step_event)`` pushed
-  unasked. ``error`` is ``(type, message, traceback)``.
+A worker process (:mod:`server.runtime._child_loop`) holds one or more :class:`Session`
+objects, each of one player. A session sends its unasked messages, ``("event",
+step_event)`` and ``("error", error)``, through ``conn``, which tags them with the session's
+slot; ``error`` is ``(type, message, traceback)``. The protocol is in ``docs/runtime.md``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 import traceback
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import dm_env
 
@@ -25,7 +19,7 @@ from server.recording import format as fmt
 from server.recording.writer import EpisodeWriter, episode_metadata, info_json, to_json
 from server.runtime import _specs
 from server.runtime._frames import QUALITY, check_observation, checked_frame, encode_jpeg
-from server.runtime.adapters import EnvAdapter, build_adapter
+from server.runtime.adapters import EnvAdapter
 from server.runtime.allowlist import AllowedEnvironments
 from server.runtime.autonomy import NO_AUTONOMY, shared_autonomy
 from server.runtime.catalog import default_controls, find_entry
@@ -48,10 +42,16 @@ def error_tuple(exc: BaseException) -> tuple[str, str, str]:
     return (type(exc).__name__, str(exc), traceback.format_exc())
 
 
+class Sender(Protocol):
+    """Where a session's unasked messages go (its slot's view of the process's socket)."""
+
+    def send(self, message: tuple[Any, ...]) -> None: ...
+
+
 class Session:
     """State of one worker: its env, the current episode and the async clock."""
 
-    def __init__(self, conn: Connection, spec: EnvironmentSpec, adapter: EnvAdapter,
+    def __init__(self, conn: Sender, spec: EnvironmentSpec, adapter: EnvAdapter,
                  study_id: str, data_root: Path, flush_interval_s: float,
                  allowed: AllowedEnvironments) -> None:  # fmt: skip
         self.conn = conn
@@ -324,32 +324,6 @@ class Session:
             return self.preview(payload)
         raise ProtocolError(f"unknown command {command!r}")
 
-    def run(self) -> None:
-        """Serve commands (and the async clock) until ``close``."""
-        while True:
-            waits = [w for w in (self.tick_due(), self._flush_due()) if w is not None]
-            if self.conn.poll(max(0.0, min(waits)) if waits else None):
-                command, payload, rid = self.conn.recv()
-                if command == "close":
-                    self.end_episode({"reason": fmt.END_CLOSED})
-                    self.conn.send(("reply", rid, True, None))
-                    return
-                try:
-                    result, ok = self.handle(command, payload or {}), True
-                except Exception as exc:
-                    result, ok = error_tuple(exc), False
-                if rid is not None:
-                    self.conn.send(("reply", rid, ok, result))
-                elif not ok:
-                    self.conn.send(("error", result))
-                self.commit()
-            due = self.tick_due()
-            if due is not None and due <= 0:
-                self.tick()
-                self.commit()
-            if self.writer is not None:
-                self.writer.flush_if_due()
-
     def commit(self) -> None:
         """Write the step(s) just replied to: recording happens off the reply's path."""
         if self.writer is None:
@@ -366,34 +340,3 @@ class Session:
 
     def _flush_due(self) -> float | None:
         return self.writer.seconds_to_flush() if self.writer is not None else None
-
-
-def worker_main(conn: Connection, spec_json: str, allowed: AllowedEnvironments, study_id: str,
-                data_root: str, flush_interval_s: float) -> None:  # fmt: skip
-    """Child process entry point (``allowed``: what the operator allows, checked first)."""
-    with contextlib.suppress(OSError):
-        os.nice(WORKER_NICE)
-    adapter: EnvAdapter | None = None
-    session: Session | None = None
-    try:
-        try:
-            spec = EnvironmentSpec.model_validate_json(spec_json)
-            adapter = build_adapter(spec.source, allowed)
-            session = Session(
-                conn, spec, adapter, study_id, Path(data_root), flush_interval_s, allowed
-            )
-            conn.send(("ready", session.info()))
-        except Exception as exc:
-            conn.send(("failed", error_tuple(exc)))
-            return
-        session.run()
-    except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
-        pass  # the app went away: fall through to close the episode and the env
-    finally:
-        try:
-            if session is not None:
-                session.end_episode({"reason": "worker_exit"})
-        finally:
-            if adapter is not None:
-                adapter.close()
-            conn.close()

@@ -1,49 +1,23 @@
-"""Async facade over one environment worker process (see the package docstring)."""
+"""Async facade over one play session in an environment worker process (see the package
+docstring; the processes themselves: :mod:`server.runtime._process`)."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
-import multiprocessing
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Literal
 
 from server.recording.writer import FLUSH_INTERVAL_S
-from server.runtime._child import worker_main
-from server.runtime._wire import Wire, frame_message, settle
+from server.runtime import _process
+from server.runtime._process import WorkerProcess
 from server.runtime.allowlist import AllowedEnvironments
+from server.runtime.errors import RemoteError, WorkerClosed, WorkerError, WorkerTimeout
 from server.study_spec import EnvironmentSpec
 
-# forkserver: the server process pre-imports the runtime once, so each worker starts by a
-# cheap fork of a clean, thread-free process (spawn re-imports numpy/gymnasium per worker).
-START_METHOD = "forkserver"
-_PRELOAD = ["server.runtime._child"]
-
-
-class WorkerError(RuntimeError):
-    """Base class of runtime errors seen by the app."""
-
-
-class WorkerTimeout(WorkerError):
-    """The worker did not answer in time; it has been killed."""
-
-
-class WorkerClosed(WorkerError):
-    """The worker is closed or died (use after close, crash, kill)."""
-
-
-class RemoteError(WorkerError):
-    """An exception raised in the worker: ``kind`` (type name), message and traceback."""
-
-    def __init__(self, kind: str, message: str, traceback: str) -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind
-        self.message = message
-        self.traceback = traceback
+__all__ = ["EnvWorker", "RemoteError", "StepEvent", "WorkerClosed", "WorkerError",
+           "WorkerTimeout"]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,32 +52,19 @@ class StepEvent:
         return cls(**data)
 
 
-def _context() -> Any:
-    ctx = multiprocessing.get_context(START_METHOD)
-    if START_METHOD == "forkserver":
-        ctx.set_forkserver_preload(_PRELOAD)
-    return ctx
-
-
 class EnvWorker:
-    """One environment worker process, driven with awaitable methods."""
+    """One play session in a worker process, driven with awaitable methods."""
 
-    def __init__(self, process: Any, reply_timeout: float) -> None:
-        self._process = process
-        self._wire = Wire(self._dispatch, self._on_dead)
+    def __init__(self, process: WorkerProcess, reply_timeout: float) -> None:
+        self._proc = process
+        self.slot = process.add(self)
         self.reply_timeout = reply_timeout
         self.info: dict[str, Any] = {}
         self._loop = asyncio.get_running_loop()
-        self._ids = itertools.count(1)
-        self._pending: dict[int, asyncio.Future[Any]] = {}
         self._ready: asyncio.Future[Any] = self._loop.create_future()
         self._events: asyncio.Queue[Any] = asyncio.Queue()
         self._closed = False
         self._dead = False
-
-    async def _connect(self, sock: socket.socket) -> None:
-        sock.setblocking(False)
-        await self._loop.create_unix_connection(lambda: self._wire, sock=sock)
 
     # -- lifecycle --------------------------------------------------------------------------
     @classmethod
@@ -117,39 +78,28 @@ class EnvWorker:
         timeout: float = 60.0,
         reply_timeout: float = 10.0,
         flush_interval_s: float = FLUSH_INTERVAL_S,
+        sessions_per_worker: int = 1,
     ) -> EnvWorker:
-        """Start a worker and build its environment (WorkerTimeout / RemoteError on failure).
+        """Start a session and build its environment (WorkerTimeout / RemoteError on failure).
 
+        The session gets a worker process of its own, or with ``sessions_per_worker`` above
+        1 may join one running the same study's environment (:mod:`server.runtime._process`).
         The worker refuses (``RemoteError`` of kind ``NotAllowed``) a source ``allowed`` does
         not allow, before importing anything.
         """
-        ctx = _context()
-        # A socket pair, as ``ctx.Pipe`` makes one: the worker's end is a blocking
-        # Connection, the app's end belongs to the event loop (:class:`server.runtime._wire.Wire`).
-        parent, child_sock = socket.socketpair()
-        child = Connection(child_sock.detach())
-        process = ctx.Process(
-            target=worker_main,
-            args=(child, env_spec.model_dump_json(), allowed, str(study_id), str(data_root),
-                  flush_interval_s),
-            daemon=True,
-            name=f"env-worker-{env_spec.id}",
-        )  # fmt: skip
-        # Starting a forkserver process blocks briefly (first use starts the server).
+        spec_json = env_spec.model_dump_json()
+        key = _process.environment_key(str(study_id), spec_json, str(data_root),
+                                       flush_interval_s, allowed)  # fmt: skip
+        async with _process.placing(key, sessions_per_worker):  # a burst fills processes
+            process = _process.joinable(key, sessions_per_worker)
+            if process is None:
+                process = await WorkerProcess.start(key, allowed, str(study_id),
+                                                    str(data_root), flush_interval_s)  # fmt: skip
+                if sessions_per_worker > 1:
+                    _process.pooled(process)
+            worker = cls(process, reply_timeout)  # takes its slot before anyone else looks
         try:
-            await asyncio.to_thread(process.start)
-        except BaseException:
-            parent.close()
-            raise
-        finally:
-            child.close()
-        worker = cls(process, reply_timeout)
-        try:
-            try:
-                await worker._connect(parent)
-            except BaseException:
-                parent.close()
-                raise
+            process.send(worker.slot, "open", spec_json, None)
             worker.info = await worker._wait(worker._ready, timeout)
         except BaseException:
             await worker.close(timeout=1.0)
@@ -158,8 +108,8 @@ class EnvWorker:
 
     @property
     def pid(self) -> int | None:
-        """The worker's process id."""
-        return self._process.pid
+        """The worker process's id (shared by the sessions in it)."""
+        return self._proc.process.pid
 
     @property
     def alive(self) -> bool:
@@ -167,10 +117,10 @@ class EnvWorker:
         return not (self._closed or self._dead)
 
     async def close(self, timeout: float = 5.0) -> None:
-        """Ask the worker to finish (episode finalized, env closed), then make sure it exits.
+        """End the session (episode finalized, env closed); the process exits with its last.
 
-        Sends ``close``, waits up to ``timeout`` for it to exit, then terminates and finally
-        kills it. Safe to call twice.
+        Sends ``close``, and when no other session is in the process waits up to
+        ``timeout`` for it to exit, then terminates and finally kills it. Safe to call twice.
         """
         if self._closed:
             return
@@ -181,38 +131,9 @@ class EnvWorker:
                 await self._request("close", None, timeout, closing=True)
             except WorkerError:
                 pass
-        await self._reap(timeout)
-
-    async def _reap(self, timeout: float) -> None:
-        for stop, wait in ((None, timeout), ("terminate", 1.0), ("kill", 5.0)):
-            if stop is not None and self._process.is_alive():
-                getattr(self._process, stop)()
-            if await self._exited(wait):
-                break
-        self._shutdown()
-        if not self._process.is_alive():  # else unkillable (D state): leave it to the OS
-            self._process.join(0)
-            self._process.close()
-
-    async def _exited(self, timeout: float) -> bool:
-        if not self._process.is_alive():
-            return True
-        done = self._loop.create_future()
-        sentinel = self._process.sentinel
-        self._loop.add_reader(sentinel, lambda: settle(done))
-        try:
-            await asyncio.wait_for(done, timeout)
-        except TimeoutError:
-            return not self._process.is_alive()
-        finally:
-            self._loop.remove_reader(sentinel)
-        # With "spawn" the sentinel fires when the child's fds close, slightly before it can
-        # be reaped: poll briefly instead of blocking the loop in join().
-        for _ in range(200):
-            if not self._process.is_alive():
-                return True
-            await asyncio.sleep(0.005)
-        return False
+        if self._proc.release(self.slot):
+            await self._proc.reap(timeout)
+        self.on_dead()
 
     # -- commands ---------------------------------------------------------------------------
     async def begin_episode(
@@ -298,27 +219,27 @@ class EnvWorker:
     ) -> Any:
         if self._closed and not closing:
             raise WorkerClosed("the worker is closed")
-        rid = next(self._ids)
+        proc = self._proc
+        rid = next(proc.rids)
         future = self._loop.create_future()
-        self._pending[rid] = future
+        proc.pending[rid] = future
         try:
             await self._send(command, payload, rid, closing=closing)
             return await self._wait(future, timeout or self.reply_timeout)
         finally:
-            self._pending.pop(rid, None)
+            proc.pending.pop(rid, None)
 
     async def _send(self, command: str, payload: Any, rid: int | None, closing: bool = False):
         if self._dead or (self._closed and not closing):
             raise WorkerClosed("the worker is closed")
-        wire = self._wire
+        wire = self._proc.wire
         # Never let commands pile up behind a worker that stopped reading (a stuck worker):
         # while the transport's buffer is over its high-water mark, wait for it to drain.
         if wire.drained is not None:
             await self._wait(asyncio.shield(wire.drained), self.reply_timeout)
             if self._dead:
                 raise WorkerClosed("the worker is gone")
-        assert wire.transport is not None
-        wire.transport.write(frame_message((command, payload, rid)))
+        self._proc.send(self.slot, command, payload, rid)
 
     async def _wait(self, future: asyncio.Future[Any], timeout: float) -> Any:
         # asyncio.timeout is much cheaper than wait_for(shield(...)) on this hot path.
@@ -327,45 +248,28 @@ class EnvWorker:
                 return await future
         except TimeoutError:
             # A worker that misses a deadline is stuck: kill it so it frees its core.
-            self._kill()
+            self._proc.kill()
             raise WorkerTimeout(f"no answer from the worker within {timeout:g} s") from None
 
-    def _dispatch(self, message: tuple[Any, ...]) -> None:
-        kind = message[0]
+    def on_message(self, kind: str, payload: Any) -> None:
+        """A message of this session's slot (:class:`server.runtime._process.WorkerProcess`)."""
         if kind == "event":
-            self._events.put_nowait(StepEvent.from_wire(message[1]))
-        elif kind == "reply":
-            _, rid, ok, result = message
-            future = self._pending.get(rid)
-            if future is not None and not future.done():
-                if ok:
-                    future.set_result(result)
-                else:
-                    future.set_exception(RemoteError(*result))
+            self._events.put_nowait(StepEvent.from_wire(payload))
         elif kind == "error":
-            self._events.put_nowait(RemoteError(*message[1]))
+            self._events.put_nowait(RemoteError(*payload))
         elif kind == "ready" and not self._ready.done():
-            self._ready.set_result(message[1])
+            self._ready.set_result(payload)
         elif kind == "failed" and not self._ready.done():
-            self._ready.set_exception(RemoteError(*message[1]))
+            self._ready.set_exception(RemoteError(*payload))
 
-    def _kill(self) -> None:
-        if self._process.is_alive():
-            self._process.kill()
-        self._on_dead()
-
-    def _on_dead(self) -> None:
+    def on_dead(self) -> None:
+        """The process died or this session was closed: nothing more will come."""
         if self._dead:
             return
         self._dead = True
-        error = WorkerClosed(f"the worker exited (code {self._process.exitcode})")
-        for future in [self._ready, *self._pending.values()]:
-            if not future.done():
-                future.set_exception(error)
-                future.exception()  # mark retrieved: nobody may be waiting any more
+        if not self._ready.done():
+            self._ready.set_exception(
+                WorkerClosed(f"the worker exited (code {self._proc.process.exitcode})")
+            )
+            self._ready.exception()  # mark retrieved: nobody may be waiting any more
         self._events.put_nowait(None)
-
-    def _shutdown(self) -> None:
-        self._on_dead()
-        if self._wire.transport is not None:
-            self._wire.transport.abort()

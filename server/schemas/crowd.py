@@ -107,6 +107,10 @@ class PhoneCodeIn(StrictModel):
 
 
 class PhoneTicketOut(BaseModel):
-    """The phone's ticket: offer it as the ``ticket.<ticket>`` subprotocol of ``/ws/phone``."""
+    """The phone's ticket: offer it as the ``ticket.<ticket>`` subprotocol of
+    ``/ws/phone?replica=<replica>``."""
 
     ticket: str
+    replica: str = Field(description="The replica that runs the session (its HAProxy server "
+                         "name): open the phone's socket as /ws/phone?replica=<replica>, which "
+                         "the load balancer routes on (docs/deploy.md).")  # fmt: skip

@@ -226,6 +226,21 @@ def _rows_at_0001() -> dict[str, list[dict[str, Any]]]:
                 "renewed_at": now,
             }
         ],  # fmt: skip
+        # made by 0016 (phone_codes, phone_code_failures)
+        "phone_codes": [
+            {
+                "code": "ACD345",
+                "session_id": "s1",
+                "replica_id": "app1",
+                "ticket": "phone.t",
+                "created_at": now,
+                "expires_at": now,
+            },
+        ],  # fmt: skip
+        "phone_code_failures": [
+            {"id": 1, "address": "192.0.2.1", "at": now},
+            {"id": 2, "address": "192.0.2.2", "at": now},
+        ],
     }
 
 

@@ -145,7 +145,9 @@ def deployment(
                     "STUDIO_LOAD_SAMPLE_STUDIES": "false",
                     "STUDIO_HOST": "127.0.0.1",
                     "STUDIO_PORT": str(port),
-                    "STUDIO_REPLICA_ID": f"replica-{name}",
+                    # its HAProxy server name, as in compose.yaml: a phone's socket is
+                    # routed on it (/ws/phone?replica=app1)
+                    "STUDIO_REPLICA_ID": name,
                     "STUDIO_TRUSTED_PROXIES": "127.0.0.1",
                     **(env or {}),
                 }
@@ -155,7 +157,7 @@ def deployment(
                         stdout=out, stderr=subprocess.STDOUT,
                     )  # fmt: skip
                 procs.append(proc)
-                dep.replicas.append(Replica(name, f"replica-{name}", port, proc, log))
+                dep.replicas.append(Replica(name, name, port, proc, log))
             for r in dep.replicas:
                 _wait_healthy(r.url, r.proc, r.log)
             ports = [r.port for r in dep.replicas] + [free_port()] * (2 - replicas)

@@ -21,8 +21,10 @@ from websockets.sync.client import ClientConnection, connect
 
 from server.core.db import make_engine, make_sessionmaker
 from server.models import Episode, EpisodeStatus, ExportJob, JobState
+from server.player.phone import PHONE_SUBPROTOCOL
 from server.player.protocol import SUBPROTOCOL
 from server.recording.format import export_dir
+from server.recording.writer import open_reader
 from tests.deploy.harness import COOKIE, SERVERS, Deployment, deployment, postgres_answers
 from tests.player.conftest import Player, counter_env, spec
 from tests.runtime.fake_envs import FACTORIES
@@ -232,6 +234,70 @@ def test_players_on_both_replicas_reload_resumes_and_exports_run_once(dep, study
         for admin in admins.values():
             got = admin.http.get(f"/api/exports/{j.id}/download")
             assert got.status_code == 200 and got.content[:2] == b"PK"
+
+
+def test_a_phone_reaches_the_players_replica_through_the_load_balancer(dep) -> None:  # type: ignore[no-untyped-def]
+    """The phone is another browser, pinned by its own cookie to the other replica: its code
+    is redeemed there (the codes are in the database), and its socket, opened with the
+    pairing's ``?replica=``, goes to the player's replica all the same (haproxy.cfg's
+    use-server comes before the cookie) and moves the session. Without ``?replica=`` the
+    cookie's replica answers ``wrong_server``."""
+    admin = Browser(dep).login()
+    env = counter_env("phone", episode_len=3, episodes_per_participant=100)
+    env["controls"]["keys"]["PhoneGrip"] = 2  # the study binds the phone
+    created = admin.http.post("/api/studies", json={"spec": spec(env)})
+    assert created.status_code == 201, created.text
+    sid = created.json()["id"]
+    active = admin.http.post(f"/api/studies/{sid}/state", json={"state": "active"})
+    assert active.status_code == 200, active.text
+    browsers = browsers_on_each_replica(dep)
+    phones = browsers_on_each_replica(dep)  # a phone pinned to each replica too
+    axes = [0.25, -0.5, 0.75]
+    for server, other in zip(SERVERS, reversed(SERVERS), strict=True):
+        browser, phone = browsers[server], phones[other]
+        ticket = join(browser, active.json()["permalink_token"], f"phone-player-{server}")
+        with browser.socket(ticket) as ws:
+            player = Player(SyncSocket(ws))
+            player.until("hello")
+            player.send(type="phone_pair", origin=dep.url)
+            pairing = player.until("phone_pairing")
+            assert pairing["url"].endswith(f"&replica={server}")
+            paired = phone.http.post("/api/phone/pair", json={"code": pairing["code"]})
+            assert paired.status_code == 200, paired.text  # answered by the other replica
+            assert paired.json()["replica"] == server
+            for query in ("", f"?replica={server}"):
+                cookie = f"{COOKIE}={other}"
+                with connect(
+                    f"ws://127.0.0.1:{dep.port}/ws/phone{query}",
+                    subprotocols=[PHONE_SUBPROTOCOL, f"ticket.{paired.json()['ticket']}"],  # type: ignore[list-item]
+                    additional_headers={"Cookie": cookie},
+                ) as phone_ws:
+                    first = json.loads(phone_ws.recv(timeout=30))
+                    if not query:  # the cookie's replica: not the session's
+                        assert first["code"] == "wrong_server", first
+                        assert f"/ws/phone?replica={server}" in first["message"]
+                        continue
+                    assert first["type"] == "phone_hello", first
+                    phone_ws.send(json.dumps({"type": "phone_input", "axes": axes,
+                                              "keys": ["PhoneGrip"]}))  # fmt: skip
+                    phone_ws.send(json.dumps({"type": "ping"}))
+                    assert json.loads(phone_ws.recv(timeout=30))["type"] == "pong"
+                    player.send(type="start", env_id="phone")
+                    episode = player.until("episode_started")["episode"]["id"]
+                    mark = len(player.seen)
+                    for _ in range(3):
+                        player.step([])  # the page holds nothing; the phone's button acts
+                    if not any(m["type"] == "episode_ended" for m in player.seen[mark:]):
+                        player.until("episode_ended")
+            player.send(type="save", keep=True)
+            assert player.until("episode_saved")["status"] == "completed"
+        with db_session(dep) as db:
+            row = db.get(Episode, episode)
+            assert row is not None and row.replica_id == server
+            with open_reader(row.storage_path) as reader:
+                steps = list(reader.steps)[1:]
+        assert [s.action for s in steps] == [2, 2, 2]
+        assert all(json.loads(s.custom_data["input"])["devices"]["phone"] == axes for s in steps)
 
 
 def test_killed_replica_loses_nothing_and_its_players_play_on(dep, study) -> None:  # type: ignore[no-untyped-def]

@@ -95,6 +95,9 @@ def expected_episode(
         speeds = [rec.timings[t].get("speed", 1.0) for t in range(last + 1)]
         steps["steps/timing/speed"] = np.asarray(speeds, dtype=np.float64)
         steps.update(_control(rec, actions, last))
+        # o_t's own: the camera its frame came from ("" where none was recorded)
+        cameras = [rec.timings[t].get("camera", "") for t in range(last + 1)]
+        steps["steps/camera"] = np.asarray(cameras, dtype=str)
     for name in sorted(set(tag_names)):
         column = np.zeros(n, dtype=bool)
         for tag in step_tags:

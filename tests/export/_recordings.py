@@ -139,6 +139,7 @@ def record_episode(
     bad_timing: dict[int, dict[str, Any]] | None = None,
     raw_input: Any = None,
     control: Callable[[int, Any], dict[str, Any]] | None = None,
+    camera: Callable[[int], str] | None = None,
 ) -> Recording:
     """Play one seeded random-policy episode of ``make_env()`` into an envlogger log.
 
@@ -150,6 +151,8 @@ def record_episode(
     recorded in its timing as the worker does; ``speed(t)`` the clock's speed factor recorded
     with timestep t (None: none recorded, as in sync mode). ``control(t, action)`` gives the
     shared-autonomy record of a_t (``server/recording/format.py``; None: no policy).
+    ``camera(t)`` names the camera timestep t's frame was rendered from, recorded in its
+    timing as the worker does in environments with several (None: none recorded).
     """
     gym_env = make_env()
     config = env_config if env_config is not None else {"env_id": env_id, "kwargs": {}}
@@ -184,6 +187,8 @@ def record_episode(
         timing["jpeg_quality"] = quality
         if speed is not None:
             timing["speed"] = speed(t)
+        if camera is not None:
+            timing["camera"] = camera(t)
         timing["acks"] = list(pending_acks)
         pending_acks.clear()
         timing.update((bad_timing or {}).get(t, {}))

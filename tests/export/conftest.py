@@ -62,6 +62,11 @@ def shared_autonomy(t: int, action: Any) -> dict[str, Any]:
     return {"source": "human", "human": flat, "policy": proposal}
 
 
+def switching(t: int) -> str:
+    """The camera timestep ``t``'s frame came from: the player switched at steps 3 and 7."""
+    return "wrist" if 3 <= t < 7 else "front"
+
+
 @pytest.fixture(scope="session")
 def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recording]]:
     """Recorded episodes per environment, shared by the tests (they never modify them)."""
@@ -91,7 +96,10 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recor
             rec("ALE/Pong-v5", make_pong(), "pong-1", 11, speed=lambda t: 0.75 if t < 5 else 2.0),
             rec("ALE/Pong-v5", make_pong(12), "pong-2", 12),
         ],
-        "minigrid": [rec("MiniGrid-Empty-5x5-v0", make_minigrid, "grid-1", 21, **changing)],
+        # the player switched cameras twice (as in PickCube: front, then wrist, then front)
+        "minigrid": [
+            rec("MiniGrid-Empty-5x5-v0", make_minigrid, "grid-1", 21, camera=switching, **changing)
+        ],
         "lunar": [
             rec(
                 "LunarLander-v3",

@@ -1,4 +1,5 @@
-"""Who drove each step, as a researcher loads it: run with a consumer venv's python.
+"""Who drove each step and which camera its frame came from, as a researcher loads them: run
+with a consumer venv's python.
 
 Usage:
     control_check.py rlds <data_dir>
@@ -6,8 +7,9 @@ Usage:
 
 ``rlds`` loads with tensorflow-datasets and rlds (.consumer-venv), ``lerobot`` and ``minari``
 run the loading snippet of docs/export.md (.consumer-venv-lerobot, .consumer-venv-minari).
-Prints one JSON line: ``{"sources": [[0 the player / 1 the policy per step], ...]}`` per
-episode in dataset order (LeRobot: also ``is_intervention``; Minari: per observation).
+Prints one JSON line: ``{"sources": [[0 the player / 1 the policy per step], ...],
+"cameras": [[camera name per step], ...]}`` per episode in dataset order (LeRobot: also
+``is_intervention``; Minari: per observation).
 """
 
 from __future__ import annotations
@@ -26,14 +28,15 @@ def rlds_sources(data_dir: str) -> dict[str, Any]:
     import rlds
     import tensorflow_datasets as tfds
 
-    out = []
+    out, cameras = [], []
     for episode in tfds.builder_from_directory(data_dir).as_dataset(split="train"):
         steps = episode["steps"]
         length = int(rlds.transformations.episode_length(steps))
         sources = [int(step["control"]["source"]) for step in steps]
         assert len(sources) == length
         out.append(sources)
-    return {"sources": out}
+        cameras.append([step["camera"].numpy().decode() for step in steps])
+    return {"sources": out, "cameras": cameras}
 
 
 def lerobot_sources(doc_path: str, export_dir: str, name: str) -> dict[str, Any]:
@@ -45,6 +48,7 @@ def lerobot_sources(doc_path: str, export_dir: str, name: str) -> dict[str, Any]
     dataset = scope["dataset"]
     sources: dict[int, list[int]] = {}
     intervention: dict[int, list[float]] = {}
+    cameras: dict[int, list[str]] = {}
     for i in range(dataset.num_frames):
         item = dataset[i]
         episode = int(item["episode_index"])
@@ -52,10 +56,12 @@ def lerobot_sources(doc_path: str, export_dir: str, name: str) -> dict[str, Any]
         sources.setdefault(episode, []).append(int(value))
         flag = np.asarray(item["complementary_info.is_intervention"]).reshape(-1)[0]
         intervention.setdefault(episode, []).append(float(flag))
+        cameras.setdefault(episode, []).append(str(item["camera"]))
     keys = sorted(sources)
     return {
         "sources": [sources[k] for k in keys],
         "is_intervention": [intervention[k] for k in keys],
+        "cameras": [cameras[k] for k in keys],
     }
 
 
@@ -65,8 +71,11 @@ def minari_sources(doc_path: str, export_dir: str, name: str) -> dict[str, Any]:
     code = doc_snippet(Path(doc_path).read_text())
     scope: dict[str, Any] = {}
     exec(code.replace("<export>", export_dir).replace("<name>-v1", name), scope)
-    episodes = scope["dataset"].iterate_episodes()
-    return {"sources": [np.asarray(e.infos["control/source"]).tolist() for e in episodes]}
+    episodes = list(scope["dataset"].iterate_episodes())
+    return {
+        "sources": [np.asarray(e.infos["control/source"]).tolist() for e in episodes],
+        "cameras": [[str(c) for c in e.infos["camera"]] for e in episodes],
+    }
 
 
 if __name__ == "__main__":

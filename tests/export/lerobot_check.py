@@ -34,6 +34,7 @@ RENAMED = {
     "is_terminal": "is_terminal",
     "info": "info",
     "input": "input",
+    "camera": "camera",
 }
 
 

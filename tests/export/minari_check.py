@@ -108,7 +108,7 @@ def main(doc_path: str, export_dir: str, dataset_id: str, expected_path: str) ->
         infos = {
             k: v
             for k, v in infos.items()
-            if k in ("info", "input") or k.startswith(("timing/", "tag:", "control/"))
+            if k in ("info", "input", "camera") or k.startswith(("timing/", "tag:", "control/"))
         }
         if set(episode.infos) != set(infos):
             fail(f"{eid}: infos {sorted(episode.infos)} != {sorted(infos)}")

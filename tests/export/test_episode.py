@@ -93,6 +93,16 @@ def test_realign_timings_speed_and_quality_defaults() -> None:
     assert out[1]["jpeg_quality"] == -1
 
 
+def test_camera_stays_with_its_frame(recordings: dict[str, list[Recording]]) -> None:
+    rec = recordings["minigrid"][0]  # the player switched cameras at steps 3 and 7
+    played = read_episode(rec.log_dir)
+    assert played.cameras == [r["camera"] for r in rec.timings]
+    assert played.cameras[2:4] == ["front", "wrist"] and played.cameras[6:8] == ["wrist", "front"]
+    assert played.truncated_at(4).cameras == played.cameras[:5]
+    one = read_episode(recordings["cartpole"][1].log_dir)  # one camera: none recorded
+    assert set(one.cameras) == {""} and len(one.cameras) == len(one)
+
+
 def test_truncated_at(recordings: dict[str, list[Recording]]) -> None:
     rec = recordings["cartpole"][0]
     ep = read_episode(rec.log_dir)

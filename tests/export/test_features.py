@@ -55,7 +55,7 @@ def test_episode_features_layout() -> None:
     step_keys = set(feats["steps"].feature.keys())
     assert step_keys == {
         "observation", "action", "reward", "discount", "is_first", "is_last", "is_terminal",
-        "frame", "input", "timing", "info", "control", "tag:a", "tag:b",
+        "frame", "input", "timing", "info", "control", "camera", "tag:a", "tag:b",
     }  # fmt: skip
     assert set(feats.keys()) == {
         "steps", "episode_id", "agent_id", "study_id", "env_id", "env_config", "seed",

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from server.player import phone
 from server.player.phone import PHONE_SUBPROTOCOL, PhoneLink, parse_phone
-from server.player.phone_pairing import CODE_ALPHABET, normalize_code, read_ticket
+from server.player.phone_pairing import issue_ticket, read_ticket
 from server.player.protocol import BadMessage
 from server.player.views import controls_legend
+from server.services.crowd.phone_codes import CODE_ALPHABET, normalize_code
 from tests.player.conftest import Player, activate, counter_env, spec, ticket_socket
 
 ORIGIN = "http://testserver"
@@ -46,7 +48,11 @@ def _page(client, ticket):
 
 def _phone_ticket(player: Player) -> str:
     """A new pairing's ticket, as the QR code's link carries it."""
-    return str(_pairing(player)["url"].split("#ticket=")[1])
+    return _link_ticket(_pairing(player))
+
+
+def _link_ticket(pairing: dict) -> str:
+    return parse_qs(urlsplit(pairing["url"]).fragment)["ticket"][0]
 
 
 def _pairing(player: Player) -> dict:
@@ -82,11 +88,13 @@ def test_right_code_pairs_and_the_player_page_sees_the_phone(joined):
         code = pairing["code"]
         assert len(code) == 6 and set(code) <= set(CODE_ALPHABET)
         assert pairing["url"].startswith(f"{ORIGIN}/phone.html#ticket=phone.")
+        replica = client.app.state.settings.replica_id
+        assert pairing["url"].endswith(f"&replica={replica}") and pairing["replica"] == replica
         assert pairing["qr"].startswith("data:image/svg+xml")
         typed = f"{code[:3].lower()} {code[3:]}"  # any case, a space between
         res = client.post("/api/phone/pair", json={"code": typed})
         assert res.status_code == 200, res.text
-        assert res.json()["ticket"] == pairing["url"].split("#ticket=")[1]
+        assert res.json() == {"ticket": _link_ticket(pairing), "replica": replica}
         again = client.post("/api/phone/pair", json={"code": code})  # used once only
         assert again.status_code == 404 and "Show a new code" in again.json()["detail"]
         with _phone(client, res.json()["ticket"]) as phone_ws:
@@ -146,12 +154,29 @@ def test_an_expired_pairing_is_refused(joined, monkeypatch):
         pairing = _pairing(player)
         res = client.post("/api/phone/pair", json={"code": pairing["code"]})
         assert res.status_code == 404
-        with _phone(client, pairing["url"].split("#ticket=")[1]) as phone_ws:
+        with _phone(client, _link_ticket(pairing)) as phone_ws:
             got = _until_closed(phone_ws)
         assert got[0]["code"] == "expired" and "show a new code" in got[0]["message"]
         assert got[-1]["code"] == 1008
         with _phone(client, "phone.forged.0.ab.99999999999.xyz") as phone_ws:
             assert _until_closed(phone_ws)[0]["code"] == "invalid_ticket"
+
+
+def test_a_ticket_of_another_replica_is_refused_with_its_name(joined):
+    """A phone whose socket the load balancer did not route to the session's replica."""
+    client, ticket = joined
+    settings = client.app.state.settings
+    with _page(client, ticket) as player:
+        mine = read_ticket(settings.secret_key, _phone_ticket(player))
+        assert mine is not None and mine.replica == settings.replica_id
+        # the same pairing, as if its session ran on the replica app2
+        elsewhere = issue_ticket(settings.secret_key, mine.session_id, mine.participant_id,
+                                 mine.nonce, mine.expires, "app2")  # fmt: skip
+        with _phone(client, elsewhere) as phone_ws:
+            got = _until_closed(phone_ws)
+        assert got[0]["code"] == "wrong_server" and got[-1]["code"] == 1008
+        assert "/ws/phone?replica=app2" in got[0]["message"]
+        assert f"reached server {settings.replica_id}" in got[0]["message"]
 
 
 def test_a_second_phone_waits_for_the_participant(joined):
@@ -185,7 +210,7 @@ def test_the_session_end_revokes_the_pairing(joined):
     with _page(client, ticket) as player:
         pairing = _pairing(player)
         spare = _pairing(player)  # a code still unused when the session ends
-        phone_ticket = pairing["url"].split("#ticket=")[1]
+        phone_ticket = _link_ticket(pairing)
         with _phone(client, phone_ticket) as phone_ws:
             assert _recv(phone_ws)["type"] == "phone_hello"
             player.send(type="end_session")

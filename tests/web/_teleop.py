@@ -1,17 +1,27 @@
 """Helpers of the robot teleoperation browser tests: a participant opens a catalog robot
 environment at its ready gate, and holds keys as a person does (down, watch the step counter
-on screen for as long as the move takes, up)."""
+on screen for as long as the move takes, up), saves the episode, and loads its exports with
+each format's own library."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
 from server.models import Episode, EpisodeStatus, Study
 from server.recording.writer import open_reader
 from server.runtime.catalog import CatalogEntry
+from tests.export.conftest import CONSUMER_PYTHON, ROOT
 from tests.player.conftest import activate, spec
+
+CHECK = ROOT / "tests" / "export" / "control_check.py"
+VENVS = {"rlds": CONSUMER_PYTHON, "lerobot": ROOT / ".consumer-venv-lerobot" / "bin" / "python",
+         "minari": ROOT / ".consumer-venv-minari" / "bin" / "python"}  # fmt: skip
 
 
 def open_game(page, live_server: str, factory, db, entry: CatalogEntry, **env: Any) -> Study:
@@ -58,7 +68,7 @@ def wait_steps(page, steps: int) -> None:
 
 def save_episode(page, db, study: Study) -> tuple[Episode, list[Any]]:
     """The episode ends by itself: save it; its row (completed) and its logged steps."""
-    expect(page.locator("#save-dialog")).to_be_visible(timeout=30_000)
+    expect(page.locator("#save-dialog")).to_be_visible(timeout=60_000)
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
     (row,) = db.query(Episode).filter_by(study_id=study.id).all()
@@ -66,3 +76,23 @@ def save_episode(page, db, study: Study) -> tuple[Episode, list[Any]]:
     assert row.status == EpisodeStatus.completed
     with open_reader(row.storage_path) as reader:
         return row, list(reader.steps)
+
+
+def load_steps(fmt: str, out: Path, name: str) -> dict:
+    """Who drove each step and its frame's camera, as the format's own library loads the
+    export of ``name`` at ``out`` (tests/export/control_check.py in the format's venv)."""
+    python = VENVS[fmt]
+    if not python.exists():
+        pytest.fail(
+            f"the consumer venv {python.parent.parent} is missing: run `make consumer-venv`"
+        )
+    docs = str(ROOT / "docs" / "export.md")
+    args = {"rlds": [str(out)], "lerobot": [docs, str(out), name],
+            "minari": [docs, str(out), f"{name}-v1"]}[fmt]  # fmt: skip
+    proc = subprocess.run(
+        [str(python), str(CHECK), fmt, *args], capture_output=True, text=True, timeout=280,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(out), "HF_HOME": str(out / ".hf"),
+             "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""},
+    )  # fmt: skip
+    assert proc.returncode == 0, f"{fmt} check failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -15,10 +15,9 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from server.models import Episode, EpisodeStatus
-from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
-from tests.web._teleop import open_game, wait_steps
+from tests.web._phone import PHONE, hold_clutch, orient, pair, watch
+from tests.web._teleop import open_game, save_episode, wait_steps
 
 ENTRY = CATALOG["FetchPickAndPlace"]
 pytestmark = [
@@ -26,58 +25,19 @@ pytestmark = [
     pytest.mark.skipif(not ENTRY.installed(), reason="the robotics extra is not installed"),
 ]
 
-PHONE = {
-    "viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
-    "device_scale_factor": 3,
-    "user_agent": "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like "
-                  "Gecko) Chrome/126.0.0.0 Mobile Safari/537.36",
-}  # fmt: skip
 MAX_STEPS = 600  # 24 s at 25 Hz: room to pair the phone again in the middle
 SHOTS = os.environ.get("STUDIO_TEST_SHOTS")
 
 
-def _orient(phone, alpha: float, beta: float, gamma: float) -> None:
-    """What the phone's sensors report as it is held at this angle."""
-    phone.evaluate(
-        "([alpha, beta, gamma]) => window.dispatchEvent(new DeviceOrientationEvent("
-        "'deviceorientation', {alpha, beta, gamma}))",
-        [alpha, beta, gamma],
-    )
-
-
-def _watch(phone, errors: list[str]) -> None:
-    """Script errors and CSP violations on the phone page fail the test (as on ``page``)."""
-    phone.on("pageerror", lambda exc: errors.append(str(exc)))
-    phone.on("console", lambda msg: errors.append(msg.text)
-             if "Content Security Policy" in msg.text else None)  # fmt: skip
-
-
-def _pair(desktop, phone, base: str, sensors: bool = True) -> None:
-    """Type the code the computer shows into the phone page."""
-    code = desktop.locator("#phone-code")
-    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{3} [A-Z0-9]{3}$"))
-    phone.goto(f"{base}/phone.html")
-    phone.get_by_label("Code").fill(code.text_content() or "")
-    phone.get_by_role("button", name="Pair").click()
-    expect(phone.locator("#link-status")).to_have_text("Phone connected")
-    expect(desktop.locator("#phone-state")).to_have_text("Phone connected")
-    if sensors:
-        phone.get_by_role("button", name="Use motion sensors").click()  # asks the permission
-        expect(phone.locator("#motion-btn")).to_be_hidden()
-
-
 def _tilt_and_hold(desktop, phone, pose: tuple[float, float, float], steps: int) -> None:
     """Hold "Hold to move" level, tilt to ``pose`` and keep it for ``steps`` steps."""
-    _orient(phone, 0, 0, 0)
-    box = phone.locator("#clutch").bounding_box()
-    assert box is not None
-    phone.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    phone.mouse.down()
-    expect(phone.locator("#clutch")).to_have_attribute("aria-pressed", "true")
-    _orient(phone, *pose)
-    wait_steps(desktop, steps)
-    phone.mouse.up()
-    expect(phone.locator("#ax-0")).to_have_text("0.00")
+    orient(phone, 0, 0, 0)
+
+    def tilt() -> None:
+        orient(phone, *pose)
+        wait_steps(desktop, steps)
+
+    hold_clutch(phone, tilt)
 
 
 def test_a_phone_drives_the_arm_and_survives_being_lost(live_server, page, browser, factory,
@@ -94,8 +54,11 @@ def test_a_phone_drives_the_arm_and_survives_being_lost(live_server, page, brows
     context = browser.new_context(**PHONE)
     errors: list[str] = []
     phone = context.new_page()
-    _watch(phone, errors)
-    _pair(desktop, phone, live_server)
+    watch(phone, errors)
+    pair(desktop, phone, live_server)
+    # no WebXR pose in this browser: the tilt moves the hand, and the page says so
+    expect(phone.locator("#motion-source")).to_have_text("Moves with: tilt (device orientation)")
+    expect(phone.locator("#xr-btn")).to_be_hidden()
     if SHOTS:
         phone.screenshot(path=f"{SHOTS}/phone-controller.png")
     desktop.locator("#screen").click()  # past the ready gate
@@ -109,12 +72,13 @@ def test_a_phone_drives_the_arm_and_survives_being_lost(live_server, page, brows
 
     phone = context.new_page()  # paired again, now as a phone without motion sensors
     phone.add_init_script("delete window.DeviceOrientationEvent")
-    _watch(phone, errors)
-    _pair(desktop, phone, live_server, sensors=False)  # a fresh code pairs it again
+    watch(phone, errors)
+    pair(desktop, phone, live_server, sensors=False)  # a fresh code pairs it again
     expect(phone.locator("#motion-text")).to_have_text(
         "This browser has no motion sensors: use the on-screen sliders."
     )
     expect(phone.locator("#clutch")).to_be_hidden()  # it would do nothing here
+    expect(phone.locator("#motion-source")).to_have_text("Moves with: the on-screen sliders")
     if SHOTS:
         phone.screenshot(path=f"{SHOTS}/phone-sliders.png")
     slider = phone.get_by_label("Left / right")  # held to the right: the hand goes right
@@ -128,18 +92,10 @@ def test_a_phone_drives_the_arm_and_survives_being_lost(live_server, page, brows
     phone.mouse.up()
     expect(phone.locator("#ax-1")).to_have_text("0.00")  # it springs back
 
-    dialog = desktop.locator("#save-dialog")
-    expect(dialog).to_be_visible(timeout=60_000)  # max_steps ends the episode
-    desktop.get_by_role("button", name="Save").click()
-    expect(desktop.locator("#after-save-text")).to_contain_text("Episode saved.")
+    row, steps = save_episode(desktop, db, study)  # max_steps ends the episode
     context.close()
     assert not errors, f"JavaScript errors or CSP violations on the phone: {errors}"
-
-    (row,) = db.query(Episode).filter_by(study_id=study.id).all()
-    db.refresh(row)
-    assert row.status == EpisodeStatus.completed and row.steps == MAX_STEPS + 1
-    with open_reader(row.storage_path) as reader:
-        steps = list(reader.steps)
+    assert row.steps == MAX_STEPS + 1
     assert len(steps) == MAX_STEPS + 1
     inputs = [json.loads(s.custom_data["input"] or "null") for s in steps]
     actions = np.array([s.action for s in steps[1:]])

@@ -6,7 +6,6 @@ say the same, step by step."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +16,9 @@ from server.export import EpisodeInput, ExportFormat, ExportOptions, export_data
 from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
-from tests.export.conftest import CONSUMER_PYTHON, ROOT
 from tests.factories import PASSWORD
 from tests.player.conftest import activate, spec
-from tests.web._teleop import wait_steps
+from tests.web._teleop import load_steps, wait_steps
 
 ENTRY = CATALOG["FetchPickAndPlace"]
 pytestmark = [
@@ -34,9 +32,6 @@ SCRIPTED = "fetch-pick-place-scripted=server.runtime.scripted_policies:fetch_pic
 ROBOT, YOU = "Robot driving — move to take over", "You are driving"
 MAX_STEPS = 120  # 4.8 s at 25 Hz
 SHOTS = Path("/tmp/shots/autonomy")
-CHECK = Path(__file__).resolve().parents[1] / "export" / "control_check.py"
-VENVS = {"rlds": CONSUMER_PYTHON, "lerobot": ROOT / ".consumer-venv-lerobot" / "bin" / "python",
-         "minari": ROOT / ".consumer-venv-minari" / "bin" / "python"}  # fmt: skip
 
 
 @pytest.fixture
@@ -44,25 +39,6 @@ def settings(settings):  # type: ignore[no-untyped-def]
     # a budget for a 2-core machine shared by many tests: a step's thread hand-off alone can
     # wait tens of ms for a core there (the default 20 ms is the operator's to tune)
     return settings.model_copy(update={"policies": [SCRIPTED], "policy_step_budget_ms": 500})
-
-
-def _loaded(fmt: str, out: Path) -> dict:
-    """Who drove each step, as the format's own library loads the export."""
-    python = VENVS[fmt]
-    if not python.exists():
-        pytest.fail(
-            f"the consumer venv {python.parent.parent} is missing: run `make consumer-venv`"
-        )
-    docs = str(ROOT / "docs" / "export.md")
-    args = {"rlds": [str(out)], "lerobot": [docs, str(out), "fetch"],
-            "minari": [docs, str(out), "fetch-v1"]}[fmt]  # fmt: skip
-    proc = subprocess.run(
-        [str(python), str(CHECK), fmt, *args], capture_output=True, text=True, timeout=280,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(out), "HF_HOME": str(out / ".hf"),
-             "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""},
-    )  # fmt: skip
-    assert proc.returncode == 0, f"{fmt} check failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def test_the_player_takes_over_twice_and_the_exports_say_so(
@@ -141,7 +117,8 @@ def test_the_player_takes_over_twice_and_the_exports_say_so(
         out = tmp_path / fmt
         options = ExportOptions(name="fetch", format=ExportFormat(fmt))
         result = export_dataset([episode], options, out)
-        loaded = _loaded(fmt, result.data_dir if fmt == "rlds" else result.path)
+        loaded = load_steps(fmt, result.data_dir if fmt == "rlds" else result.path, "fetch")
         assert loaded["sources"] == [want], fmt
+        assert loaded["cameras"] == [[""] * len(want)], fmt  # one camera: none named
         if fmt == "lerobot":
             assert loaded["is_intervention"] == [[float(s == 0) for s in want]]

@@ -7,9 +7,10 @@
 
 const TILT_DEG = 30;
 const TWIST_DEG = 45;
+export const ROTATE_SCALES = [TILT_DEG, TILT_DEG, TWIST_DEG]; // degrees for 1, per axis
 const NO_READING_MS = 3000; // listening this long without a reading: say so, offer sliders
 
-const clamp = (v) => Math.max(-1, Math.min(1, v));
+export const clamp = (v) => Math.max(-1, Math.min(1, v));
 const wrap = (deg) => ((deg + 540) % 360) - 180; // to [-180, 180)
 
 /** ``say(text, offerSliders)`` tells the page what it found. */

@@ -1,40 +1,77 @@
-/* The phone page: pair (a QR code's #ticket, or the code typed), then a controller on its
-   own socket (/ws/phone): the motion axes while "Hold to move" is held, PhoneClutch and
-   PhoneGrip while their buttons are down, sent at 20 Hz; zeros once let go. The socket
-   reconnects by itself when it drops ("Phone lost — reconnecting"). docs/study-format.md. */
+/* The phone page: pair (a QR code's #ticket=…&replica=…, or the code typed), then a controller
+   on its own socket (/ws/phone?replica=<the replica that runs the session>, which the load
+   balancer routes on: docs/deploy.md): the motion axes while "Hold to move" is held,
+   PhoneClutch and PhoneGrip while their buttons are down, sent at 20 Hz; zeros once let go.
+   The axes come from the WebXR pose when the participant chose it (xr.js: six axes), else
+   the tilt (motion.js: three), else the sliders; the page says which. The socket reconnects
+   by itself when it drops ("Phone lost — reconnecting"). docs/study-format.md. */
 import { createApi } from "../shared/api.js";
 import { renderTopbar } from "../shared/topbar.js";
 import { createMotion } from "./motion.js";
+import { createXr, xrMode } from "./xr.js";
 
 renderTopbar({ home: false, skipLink: false });
 
 const $ = (id) => document.getElementById(id);
 const api = createApi();
 const SEND_MS = 50; // 20 Hz
-const KEY = "rlds-phone-ticket";
+const KEY = "rlds-phone-pairing"; // {ticket, replica}
 const CLOSES = {
   4000: "Another phone is used for this study now.",
   4001: "The study session ended. To go on, pair again from the computer.",
 };
 
-const state = { ticket: null, ws: null, connected: false, retries: 0, error: null, grip: false, slider: null, sentZero: true };
+const state = { ticket: null, replica: "", ws: null, connected: false, retries: 0, error: null, grip: false, slider: null, sentZero: true, tilt: true };
 const sliderAxes = [0, 0, 0];
 const motion = createMotion((text, offer) => {
-  $("motion-text").textContent = text || $("motion-text").dataset.help;
-  $("pad-view").classList.toggle("no-motion", offer);
-  if (offer) showSliders();
+  if (!xrOn()) $("motion-text").textContent = text || $("motion-text").dataset.help;
+  $("pad-view").classList.toggle("no-motion", offer && !xrOn());
+  if (offer) { state.tilt = false; showSliders(); }
+  showSource();
 });
+let xr = null; // the WebXR pose, once the participant chose it
+const xrOn = () => xr !== null && xr.active;
+const source = () => (xrOn() ? xr : motion);
 
 /* --- screens ------------------------------------------------------------------------- */
 function view(id) { for (const v of ["pair-view", "wait-view", "pad-view"]) $(v).hidden = v !== id; }
 function setLink(stateName, text) { $("link-status").dataset.state = stateName; $("link-status").textContent = text; }
 function showError(text) { $("phone-error").textContent = text || ""; $("phone-error").hidden = !text; }
 function showSliders() { $("sliders").hidden = false; $("sliders-btn").hidden = true; }
+/** Which source moves the hand: the WebXR pose, the tilt or the sliders. */
+function showSource() {
+  const xrNow = xrOn();
+  $("motion-source").textContent = xrNow ? "Moves with: the WebXR pose (position and orientation)"
+    : state.tilt ? "Moves with: tilt (device orientation)" : "Moves with: the on-screen sliders";
+  $("motion-source").dataset.source = xrNow ? "webxr" : state.tilt ? "orientation" : "sliders";
+  $("axes-xr").hidden = !xrNow;
+  $("xr-btn").hidden = xrNow || !state.xrMode;
+}
+async function useXr() {
+  $("xr-btn").hidden = true;
+  source().up();
+  xr = createXr(state.xrMode, (text) => { if (!text) showSource(); }, (why) => {
+    xr = null; // back to the tilt
+    $("motion-text").textContent = `${why} Back to tilting the phone.`;
+    $("pad-view").classList.toggle("no-motion", !state.tilt);
+    showSource();
+  });
+  try {
+    await xr.start();
+    $("pad-view").classList.remove("no-motion");
+    $("motion-text").textContent = "Press and hold Hold to move, then move and turn the phone: the hand follows its moves and turns from where it was when you pressed. Let go to stop.";
+  } catch (err) {
+    xr = null;
+    $("motion-text").textContent = `AR tracking could not start (${err.message || err}). Tilt the phone instead.`;
+  }
+  showSource();
+}
 
 /* --- the socket ---------------------------------------------------------------------- */
 function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const ws = new WebSocket(`${scheme}://${location.host}/ws/phone`, ["rlds-studio-phone", `ticket.${state.ticket}`]);
+  const route = state.replica ? `?replica=${encodeURIComponent(state.replica)}` : "";
+  const ws = new WebSocket(`${scheme}://${location.host}/ws/phone${route}`, ["rlds-studio-phone", `ticket.${state.ticket}`]);
   state.ws = ws;
   state.error = null;
   ws.onmessage = (ev) => { if (state.ws === ws) onMessage(JSON.parse(ev.data)); };
@@ -76,23 +113,30 @@ function onClose(ev) {
 }
 
 const capital = (text) => text.charAt(0).toUpperCase() + text.slice(1) + ".";
-function forget() { state.ticket = null; sessionStorage.removeItem(KEY); }
-function use(ticket) { state.ticket = ticket; sessionStorage.setItem(KEY, ticket); connect(); }
+function forget() { state.ticket = null; state.replica = ""; sessionStorage.removeItem(KEY); }
+function use({ ticket, replica }) {
+  state.ticket = ticket; state.replica = replica || "";
+  sessionStorage.setItem(KEY, JSON.stringify({ ticket, replica: state.replica }));
+  connect();
+}
+function stored() {
+  try { const saved = JSON.parse(sessionStorage.getItem(KEY) || "null"); return saved && saved.ticket ? saved : null; } catch { return null; }
+}
 
 /* --- input --------------------------------------------------------------------------- */
-function axes() { return state.slider !== null ? sliderAxes : motion.axes; }
-function keys() { return [...(motion.held ? ["PhoneClutch"] : []), ...(state.grip ? ["PhoneGrip"] : [])]; }
+function axes() { return state.slider !== null ? sliderAxes : source().axes; }
+function keys() { return [...(source().held ? ["PhoneClutch"] : []), ...(state.grip ? ["PhoneGrip"] : [])]; }
 
 function tick() {
   const values = axes().map((v) => Math.round(v * 1000) / 1000);
-  for (let i = 0; i < 3; i++) $(`ax-${i}`).textContent = values[i].toFixed(2);
-  const active = motion.held || state.grip || state.slider !== null;
+  for (let i = 0; i < values.length; i++) $(`ax-${i}`).textContent = values[i].toFixed(2);
+  const active = source().held || state.grip || state.slider !== null;
   if (!state.connected || !state.ws || (!active && state.sentZero)) return;
   state.ws.send(JSON.stringify({ type: "phone_input", axes: values, keys: keys() }));
   state.sentZero = !active;
 }
 
-function release() { motion.up(); state.grip = false; state.slider = null; sliderAxes.fill(0); }
+function release() { motion.up(); if (xr) xr.up(); state.grip = false; state.slider = null; sliderAxes.fill(0); }
 
 /** A button held with a finger (pointer capture: sliding off it does not let go). */
 function hold(button, down, up) {
@@ -103,8 +147,8 @@ function hold(button, down, up) {
 
 function wire() {
   $("motion-text").dataset.help = $("motion-text").textContent;
-  hold($("clutch"), () => { motion.down(); $("clutch").setAttribute("aria-pressed", "true"); },
-    () => { motion.up(); $("clutch").setAttribute("aria-pressed", "false"); });
+  hold($("clutch"), () => { source().down(); $("clutch").setAttribute("aria-pressed", "true"); },
+    () => { motion.up(); if (xr) xr.up(); $("clutch").setAttribute("aria-pressed", "false"); });
   hold($("grip"), () => { state.grip = true; $("grip").classList.add("down"); },
     () => { state.grip = false; $("grip").classList.remove("down"); });
   for (let i = 0; i < 3; i++) {
@@ -118,16 +162,19 @@ function wire() {
   $("motion-btn").hidden = !motion.needsPermission;
   $("motion-btn").addEventListener("click", () => { $("motion-btn").hidden = true; motion.enable(); });
   if (!motion.available) {
+    state.tilt = false;
     $("motion-text").textContent = "This browser has no motion sensors: use the on-screen sliders.";
     $("pad-view").classList.add("no-motion");
     showSliders();
   } else if (!motion.needsPermission) motion.listen();
+  $("xr-btn").addEventListener("click", useXr);
+  showSource();
+  xrMode().then((mode) => { state.xrMode = mode; $("xr-btn").dataset.mode = mode || "none"; showSource(); });
   $("pair-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     showError("");
     try {
-      const { ticket } = await api("POST", "/api/phone/pair", { json: { code: $("pair-code").value } });
-      use(ticket);
+      use(await api("POST", "/api/phone/pair", { json: { code: $("pair-code").value } }));
     } catch (err) {
       showError(err.message);
     }
@@ -137,7 +184,8 @@ function wire() {
 }
 
 wire();
-const fromLink = new URLSearchParams(location.hash.slice(1)).get("ticket");
+const link = new URLSearchParams(location.hash.slice(1));
+const fromLink = link.get("ticket") ? { ticket: link.get("ticket"), replica: link.get("replica") } : null;
 if (fromLink) history.replaceState(null, "", location.pathname); // the ticket leaves the address bar
-const ticket = fromLink || sessionStorage.getItem(KEY);
-if (ticket) { setLink("none", "Connecting…"); use(ticket); } else $("pair-code").focus();
+const pairing = fromLink || stored();
+if (pairing) { setLink("none", "Connecting…"); use(pairing); } else $("pair-code").focus();

@@ -214,6 +214,8 @@ class LeRobotWriter:
             return episode.infos
         if src == "input":
             return episode.inputs
+        if src == "camera":
+            return episode.cameras
         if src == "timing":
             return timing_column(episode.timings, col.path[0])
         if src == "tag":
@@ -367,8 +369,8 @@ class LeRobot(Format):
         return card_lines(
             options,
             tag_names,
-            metadata="step metadata (raw input, timing, env info as columns; the player's"
-            " frames as the video `observation.images.frame`)",
+            metadata="step metadata (raw input, timing, env info, control, camera as columns;"
+            " the player's frames as the video `observation.images.frame`)",
             tags="step tag columns",
         )
 

@@ -71,7 +71,8 @@ class Minari(Format):
         return card_lines(
             options,
             tag_names,
-            metadata="step metadata (raw input, timing, env info; not the frame) in `infos`",
+            metadata="step metadata (raw input, timing, env info, control, camera; not the frame)"
+            " in `infos`",
             tags="step tag infos",
         )
 

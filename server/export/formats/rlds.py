@@ -89,7 +89,7 @@ class Rlds(Format):
         return card_lines(
             options,
             tag_names,
-            metadata="step metadata (frame JPEG, raw input, timing, env info)",
+            metadata="step metadata (frame JPEG, raw input, timing, env info, control, camera)",
             tags="step tag fields",
             extra=oxe_lines if options.profile == "oxe" else (),
         )

@@ -89,6 +89,14 @@ def alive_filter(dead_after_s: float) -> ColumnElement[bool]:
     return Replica.heartbeat_at >= live_cutoff(dead_after_s)
 
 
+def is_alive(db: Session, replica_id: str, dead_after_s: float) -> bool:
+    """Whether the replica ``replica_id`` heartbeats recently enough."""
+    found = db.scalar(
+        select(Replica.id).where(Replica.id == replica_id, alive_filter(dead_after_s))
+    )
+    return found is not None
+
+
 def dead_replicas(db: Session, dead_after_s: float, me: str) -> list[str]:
     """Ids of replicas whose heartbeat is older than the bound (never ``me``)."""
     cutoff = live_cutoff(dead_after_s)

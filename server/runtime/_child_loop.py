@@ -1,0 +1,154 @@
+"""An environment worker process: one or more play sessions on one loop.
+
+Runs :func:`worker_main` in a child process. A process hosts the sessions (one player
+each, :class:`server.runtime._child.Session`) that the app puts in it: one by default, up
+to ``sessions_per_worker`` of light environments of the same study (the app decides,
+:mod:`server.runtime._process`). Its loop sleeps until the next command, tick or log flush
+of any of them, so several sessions share a process's wake-ups. Protocol (``docs/runtime.md``):
+
+- app → worker: ``(slot, command, payload, request_id)``; ``request_id`` is None when no
+  reply is wanted (async-mode input, acks). ``open`` (payload: the environment spec's JSON)
+  builds a session in a new slot; ``close`` ends one; the process exits when its last
+  session is closed.
+- worker → app: ``("ready", slot, info)`` or ``("failed", slot, error)`` once per ``open``,
+  ``("reply", request_id, ok, result)``, and unasked ``("event", slot, step_event)`` and
+  ``("error", slot, error)``. ``error`` is ``(type, message, traceback)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from server.recording import format as fmt
+from server.runtime._child import WORKER_NICE, ProtocolError, Session, error_tuple
+from server.runtime.adapters import build_adapter
+from server.runtime.allowlist import AllowedEnvironments
+from server.study_spec import EnvironmentSpec
+
+
+class _SlotConn:
+    """A session's view of the process's connection: its messages carry its slot."""
+
+    def __init__(self, conn: Connection, slot: int) -> None:
+        self.conn, self.slot = conn, slot
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        self.conn.send((message[0], self.slot, *message[1:]))
+
+
+class WorkerLoop:
+    """The sessions of one worker process and the loop that serves them all."""
+
+    def __init__(self, conn: Connection, allowed: AllowedEnvironments, study_id: str,
+                 data_root: Path, flush_interval_s: float) -> None:  # fmt: skip
+        self.conn = conn
+        self.allowed = allowed
+        self.study_id = study_id
+        self.data_root = data_root
+        self.flush_interval_s = flush_interval_s
+        self.sessions: dict[int, Session] = {}
+
+    def open(self, slot: int, spec_json: str) -> None:
+        """Build a session's environment in ``slot``; ``ready`` or ``failed`` goes back."""
+        adapter = None
+        try:
+            if slot in self.sessions:
+                raise ProtocolError(f"slot {slot} is taken")
+            spec = EnvironmentSpec.model_validate_json(spec_json)
+            adapter = build_adapter(spec.source, self.allowed)
+            session = Session(_SlotConn(self.conn, slot), spec, adapter, self.study_id,
+                              self.data_root, self.flush_interval_s, self.allowed)  # fmt: skip
+            info = session.info()
+        except Exception as exc:
+            if adapter is not None:
+                with contextlib.suppress(Exception):
+                    adapter.close()
+            self.conn.send(("failed", slot, error_tuple(exc)))
+            return
+        self.sessions[slot] = session
+        self.conn.send(("ready", slot, info))
+
+    def close(self, slot: int) -> None:
+        """End a session's episode and close its environment (nothing when there is none)."""
+        session = self.sessions.pop(slot, None)
+        if session is not None:
+            try:
+                session.end_episode({"reason": fmt.END_CLOSED})
+            finally:
+                session.env.close()
+
+    def _due(self) -> float | None:
+        waits = [w for session in self.sessions.values()
+                 for w in (session.tick_due(), session._flush_due()) if w is not None]  # fmt: skip
+        return max(0.0, min(waits)) if waits else None
+
+    def serve(self, slot: int, command: str, payload: Any, rid: int | None) -> bool:
+        """One command from the app; False once the process should exit."""
+        if command == "open":
+            self.open(slot, payload)
+            return True
+        if command == "close":
+            try:
+                self.close(slot)
+            finally:
+                self.conn.send(("reply", rid, True, None))
+            return bool(self.sessions)
+        session = self.sessions.get(slot)
+        try:
+            if session is None:
+                raise ProtocolError(f"no session in slot {slot}")
+            result, ok = session.handle(command, payload or {}), True
+        except Exception as exc:
+            result, ok = error_tuple(exc), False
+        if rid is not None:
+            self.conn.send(("reply", rid, ok, result))
+        elif not ok:
+            self.conn.send(("error", slot, result))
+        if session is not None:
+            session.commit()
+        return True
+
+    def run(self) -> None:
+        """Serve commands and every session's async clock until the last session closes."""
+        while True:
+            if self.conn.poll(self._due()):
+                if not self.serve(*self.conn.recv()):
+                    return
+            for session in list(self.sessions.values()):
+                due = session.tick_due()
+                if due is not None and due <= 0:
+                    session.tick()
+                    session.commit()
+                if session.writer is not None:
+                    session.writer.flush_if_due()
+
+    def exit(self) -> None:
+        """Close every session (the app went away or the process is ending)."""
+        for slot in list(self.sessions):
+            with contextlib.suppress(Exception):
+                session = self.sessions.pop(slot)
+                try:
+                    session.end_episode({"reason": "worker_exit"})
+                finally:
+                    session.env.close()
+
+
+def worker_main(conn: Connection, allowed: AllowedEnvironments, study_id: str, data_root: str,
+                flush_interval_s: float) -> None:  # fmt: skip
+    """Child process entry point (``allowed``: what the operator allows, checked first)."""
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICE)
+    loop = WorkerLoop(conn, allowed, study_id, Path(data_root), flush_interval_s)
+    try:
+        loop.run()
+    except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
+        pass  # the app went away: fall through to close the episodes and the envs
+    finally:
+        try:
+            loop.exit()
+        finally:
+            conn.close()
