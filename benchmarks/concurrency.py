@@ -57,7 +57,7 @@ def _settings(data_root: Path) -> Any:
     from server.core.config import Settings
 
     return Settings(environment="test", data_root=data_root, secret_key=SECRET,
-                    max_workers=64, load_sample_studies=False)  # fmt: skip
+                    max_workers=256, load_sample_studies=False)  # fmt: skip
 
 
 def _serve(data_root: str, port: int) -> None:

@@ -97,7 +97,7 @@ class Settings(BaseSettings):
 
     max_workers: int = Field(default=32, ge=1, description="Environment worker processes at once.")
     sessions_per_worker: int = Field(
-        default=4, ge=1, le=64,
+        default=1, ge=1, le=64,
         description="Play sessions one worker process may hold, of one study's light "
                     "environment (docs/runtime.md, 'Several sessions per worker').",
     )  # fmt: skip

@@ -13,6 +13,7 @@ leaves a readable log that lacks at most the last :data:`MAX_LOSS_S` of steps, w
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -133,7 +134,9 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
         if not self._data_writer.add_step(encoded, is_new_episode):
             raise RuntimeError("envlogger could not write the step")
         if self._flush_scheduler(data):
-            if self.flusher is None:
+            # No new thread while the interpreter ends (a writer closed by its __del__ then
+            # would wait forever for the thread to start): flush here instead.
+            if self.flusher is None or sys.is_finalizing():
                 self._flushed()
                 self.dirty = False
                 return
@@ -169,7 +172,7 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
 
     def flush_soon(self) -> None:
         """Start a flush: in the background where there is a flusher, else now."""
-        if self.flusher is None:
+        if self.flusher is None or sys.is_finalizing():
             self.flush()
             return
         self.flusher.settle(False)
@@ -209,7 +212,8 @@ def _record_bytes(step: tuple[Any, bool, Any, Any]) -> bytes:
 
 
 class _Flusher:
-    """One background flush at a time for a :class:`_Backend` (``fsync`` releases the GIL).
+    """One background flush at a time for a :class:`_Backend` (envlogger's flush holds the GIL:
+    docs/performance.md, "Several sessions per worker").
 
     Only the flush runs in the thread; the worker's thread sees it done (:meth:`settle`)
     before it writes any later step and restarts the journal with the records of the steps

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -153,3 +154,32 @@ def test_steps_that_waited_for_a_background_flush_start_the_journal_again(tmp_pa
     writer.finalize()
     with open_reader(tmp_path / "e") as reader:
         assert [int(s.custom_data["input"]) for s in reader.steps] == list(range(6))
+
+
+def test_a_writer_left_open_at_exit_is_closed_with_its_steps(tmp_path):
+    """A writer nobody finalized (a crashed caller) is closed by envlogger's ``__del__`` as
+    the interpreter ends: its last flush runs in place, not in a thread that can no longer
+    start (that waited forever), and the log holds every step."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(f"""
+        import numpy as np
+        from server.recording.writer import EpisodeWriter
+        from tests.recording.test_writer import meta, numbered
+        from tests.runtime.fake_envs import CounterEnv
+        writer = EpisodeWriter(CounterEnv(episode_len=10_000), {str(tmp_path / "e")!r}, meta(),
+                               numbered, flush_interval_s=0.0, defer_records=True,
+                               background_flush=True)
+        writer.reset()
+        for i in range(1, 30):
+            writer.step(np.int64(i % 3))
+            writer.commit()
+        writer.step(np.int64(1))  # recorded, not committed: the close writes it
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[2],
+                          capture_output=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    with open_reader(tmp_path / "e") as reader:
+        assert len(list(reader.steps)) == 31
