@@ -78,7 +78,9 @@ DEVICE_AXIS_NAMES = {
               "Shift + mouse drag ↑↓"],
     "spacemouse": ["SpaceMouse ←→", "SpaceMouse push / pull", "SpaceMouse up / down",
                    "SpaceMouse tilt", "SpaceMouse roll", "SpaceMouse twist"],
-    "phone": ["phone tilt forward / back", "phone tilt right / left", "phone twist left / right"],
+    # 0-2 the tilt (or the WebXR turn), 3-5 the WebXR move since the press (web/phone/xr.js)
+    "phone": ["phone tilt forward / back", "phone tilt right / left", "phone twist left / right",
+              "phone moved right / left", "phone moved away / nearer", "phone moved up / down"],
 }  # fmt: skip
 DEVICE_BUTTONS = {
     "MouseLeft": ("mouse", "left mouse button"), "MouseRight": ("mouse", "right mouse button"),

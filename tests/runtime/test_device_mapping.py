@@ -13,7 +13,7 @@ from dm_env import specs
 from pydantic import ValidationError
 
 from server.player.protocol import BadMessage, parse_client
-from server.player.views import controls_legend
+from server.player.views import axis_name, controls_legend
 from server.runtime.catalog import CATALOG
 from server.runtime.input_mapping import ActionMapper
 from server.study_spec import AxisBinding, Controls, StudySpec
@@ -140,6 +140,12 @@ def test_the_legend_names_the_devices_and_their_axes():
     assert ("phone tilt forward / back", "hand away / nearer") in rows
     # device buttons are no keyboard keys and no on-screen buttons
     assert "MouseRight" not in legend["keys"] and len(legend["touch"]) == 7
+    # the WebXR move's axes (3-5) by name, as the phone page shows them
+    assert [axis_name("phone", a) for a in (3, 4, 5)] == [
+        "phone moved right / left",
+        "phone moved away / nearer",
+        "phone moved up / down",
+    ]
 
 
 @pytest.mark.parametrize(
