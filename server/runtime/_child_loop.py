@@ -72,12 +72,12 @@ class WorkerLoop:
         self.sessions[slot] = session
         self.conn.send(("ready", slot, info))
 
-    def close(self, slot: int) -> None:
+    def close(self, slot: int, reason: str = fmt.END_CLOSED) -> None:
         """End a session's episode and close its environment (nothing when there is none)."""
         session = self.sessions.pop(slot, None)
         if session is not None:
             try:
-                session.end_episode({"reason": fmt.END_CLOSED})
+                session.end_episode({"reason": reason})
             finally:
                 session.env.close()
 
@@ -130,11 +130,7 @@ class WorkerLoop:
         """Close every session (the app went away or the process is ending)."""
         for slot in list(self.sessions):
             with contextlib.suppress(Exception):
-                session = self.sessions.pop(slot)
-                try:
-                    session.end_episode({"reason": "worker_exit"})
-                finally:
-                    session.env.close()
+                self.close(slot, "worker_exit")
 
 
 def worker_main(conn: Connection, allowed: AllowedEnvironments, study_id: str, data_root: str,
