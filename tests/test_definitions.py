@@ -17,7 +17,7 @@ MODELS = {
     "StudyState", "EpisodeStatus", "Outcome", "JobState", "UTCDateTime", "User", "AuthSession",
     "Study", "StudyEnvironment", "Participant", "PlaySession", "Episode", "EpisodeTag",
     "StepTag", "Note", "EpisodeDeletion", "LoginFailure", "ClaimableJob", "ExportJob",
-    "Replica", "LiveSessionRow", "SessionLease", "BulkJob",
+    "Replica", "LiveSessionRow", "SessionLease", "BulkJob", "PhoneCode", "PhoneCodeFailure",
     "Base",  # imported from server.core.db
 }  # fmt: skip
 
@@ -65,6 +65,7 @@ def test_every_table_is_registered_by_importing_the_models_package():
     assert models_base is Base
     assert sorted(Base.metadata.tables) == [
         "auth_sessions", "bulk_jobs", "episode_deletions", "episode_tags", "episodes",
-        "export_jobs", "live_sessions", "login_failures", "notes", "participants", "replicas",
-        "session_leases", "sessions", "step_tags", "studies", "study_environments", "users",
+        "export_jobs", "live_sessions", "login_failures", "notes", "participants",
+        "phone_code_failures", "phone_codes", "replicas", "session_leases", "sessions",
+        "step_tags", "studies", "study_environments", "users",
     ]  # fmt: skip
