@@ -134,14 +134,19 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
         if not self._data_writer.add_step(encoded, is_new_episode):
             raise RuntimeError("envlogger could not write the step")
         if self._flush_scheduler(data):
-            # No new thread while the interpreter ends (a writer closed by its __del__ then
-            # would wait forever for the thread to start): flush here instead.
-            if self.flusher is None or sys.is_finalizing():
+            flusher = self._background()
+            if flusher is None:
                 self._flushed()
                 self.dirty = False
                 return
-            self.flusher.start()
+            flusher.start()
         self.dirty = True
+
+    def _background(self) -> _Flusher | None:
+        """The flusher to start a flush in, or None to flush in place: there is none, or the
+        interpreter is ending (a writer closed by its ``__del__`` then would wait forever for
+        a new thread to start)."""
+        return None if sys.is_finalizing() else self.flusher
 
     def _flushed(self) -> None:
         self._data_writer.flush()
@@ -172,14 +177,15 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
 
     def flush_soon(self) -> None:
         """Start a flush: in the background where there is a flusher, else now."""
-        if self.flusher is None or sys.is_finalizing():
+        flusher = self._background()
+        if flusher is None:
             self.flush()
             return
-        self.flusher.settle(False)
+        flusher.settle(False)
         self.commit()
-        if not self._closed and not self.flusher.running and self.dirty:
+        if not self._closed and not flusher.running and self.dirty:
             self._flush_scheduler.last = time.monotonic()
-            self.flusher.start()
+            flusher.start()
 
     def set_episode_metadata(self, data: Any) -> None:
         self.commit(wait=True)
