@@ -338,5 +338,5 @@ class Session:
                 self.writer = None
             self.conn.send(("error", error))
 
-    def _flush_due(self) -> float | None:
+    def flush_due(self) -> float | None:
         return self.writer.seconds_to_flush() if self.writer is not None else None

@@ -83,7 +83,7 @@ class WorkerLoop:
 
     def _due(self) -> float | None:
         waits = [w for session in self.sessions.values()
-                 for w in (session.tick_due(), session._flush_due()) if w is not None]  # fmt: skip
+                 for w in (session.tick_due(), session.flush_due()) if w is not None]  # fmt: skip
         return max(0.0, min(waits)) if waits else None
 
     def serve(self, slot: int, command: str, payload: Any, rid: int | None) -> bool:

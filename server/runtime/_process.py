@@ -75,7 +75,7 @@ class WorkerProcess:
         self.slot_ids = itertools.count(1)
         self.rids = itertools.count(1)
         self.pending: dict[int, asyncio.Future[Any]] = {}
-        self.accepting = True  # False once it is closing: no new session joins it
+        self.pooled = False  # in _POOL: later sessions of its environment may join it
         self.dead = False
         self._window = (time.monotonic(), 0.0)  # start, work_ms summed since
 
@@ -123,11 +123,14 @@ class WorkerProcess:
         self.slots.pop(slot_id, None)
         if self.slots:
             return False
-        self.accepting = False
-        pool = _POOL.get(self.key, [])
-        if self in pool:
-            pool.remove(self)
+        self._leave_pool()
         return True
+
+    def _leave_pool(self) -> None:
+        """No session joins it any more (it is closing, or dead)."""
+        if self.pooled:
+            self.pooled = False
+            _POOL[self.key].remove(self)
 
     # -- messages ---------------------------------------------------------------------------
     def send(self, slot_id: int, command: str, payload: Any, rid: int | None) -> None:
@@ -148,7 +151,7 @@ class WorkerProcess:
         slot = self.slots.get(message[1])
         if slot is not None:
             slot.on_message(kind, message[2])
-        if kind == "event":
+        if kind == "event" and self.pooled:  # only a shared process's cost is needed
             self._measure(float(message[2].get("work_ms") or 0.0))
 
     def _measure(self, work_ms: float) -> None:
@@ -165,10 +168,8 @@ class WorkerProcess:
     def _on_dead(self) -> None:
         if self.dead:
             return
-        self.dead, self.accepting = True, False
-        pool = _POOL.get(self.key, [])
-        if self in pool:
-            pool.remove(self)
+        self.dead = True
+        self._leave_pool()
         error = WorkerClosed(f"the worker exited (code {self.process.exitcode})")
         for future in self.pending.values():
             if not future.done():
@@ -224,9 +225,8 @@ def joinable(key: Any, sessions_per_worker: int) -> WorkerProcess | None:
     cost = _COSTS.get(key)
     if sessions_per_worker <= 1 or cost is None:
         return None
-    candidates = [p for p in _POOL.get(key, [])
-                  if p.accepting and not p.dead and p.loop is asyncio.get_running_loop()
-                  and len(p.slots) < sessions_per_worker
+    candidates = [p for p in _POOL.get(key, [])  # live, not closing: _leave_pool
+                  if p.loop is asyncio.get_running_loop() and len(p.slots) < sessions_per_worker
                   and (len(p.slots) + 1) * cost <= PACK_BUSY]  # fmt: skip
     return max(candidates, key=lambda p: len(p.slots), default=None)
 
@@ -247,8 +247,9 @@ async def placing(key: Any, sessions_per_worker: int) -> AsyncIterator[None]:
 
 
 def pooled(process: WorkerProcess) -> None:
-    """Let later sessions of its environment join ``process``."""
+    """Let later sessions of its environment join ``process`` (and measure its cost)."""
     _POOL.setdefault(process.key, []).append(process)
+    process.pooled = True
 
 
 def environment_key(study_id: str, spec_json: str, data_root: str, flush_interval_s: float,
