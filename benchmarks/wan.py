@@ -11,11 +11,14 @@ flight, then stops reading, so the sender feels backpressure as through a real s
 
 The benchmark starts the app (as ``latency.py`` does), puts the proxy in front of it for
 each link, plays Atari Pong in async mode at 60 fps with the keyboard through the proxy
-with the adaptive stream on (``adaptive_quality``, from ``high``), and reads input → frame
-drawn latency from the episode's own log (``frame_drawn - input_sent``, both on the
-browser's clock). Prints JSON: per link p50/p99 latency, the frames the server dropped for a
-slow client, the steps played, the stream's frame rate and the share of steps streamed at
-each JPEG quality (the adaptive stream's choices).
+with the adaptive stream on (``adaptive_quality``, from ``high``), once stepping at the
+clock's ticks and once with ``step_on_input`` (a fresh input steps at once, still one step
+per slot), and reads input → frame drawn latency from the episode's own log
+(``frame_drawn - input_sent``, both on the browser's clock). Prints JSON: per link and
+setting p50/p99 latency, the median of each stage (browser → app, app → applied: the wait
+for the tick, applied → frame sent, sent → drawn), the frames the server dropped for a slow
+client, the steps played, the stream's frame rate and the share of steps streamed at each
+JPEG quality (the adaptive stream's choices).
 ``--smoke`` plays a few inputs over one link: it checks the benchmark still runs; its
 figures mean nothing.
 
@@ -209,7 +212,7 @@ class WanProxy:
 
 def measure(browser: Any, server: dict[str, Any], link: Link, inputs: int) -> dict[str, Any]:
     """One async Pong episode played through ``link``; figures from its log and row."""
-    from latency import latencies_from_log, percentile, play
+    from latency import latencies_from_log, percentile, play, stages_from_log
     from sqlalchemy import create_engine, text
 
     with WanProxy(server["port"], link) as proxy:
@@ -243,6 +246,7 @@ def measure(browser: Any, server: dict[str, Any], link: Link, inputs: int) -> di
         "p99_ms": p99,
         "p50_over_rtt_ms": None if p50 is None else round(p50 - link.rtt_ms, 2),
         "p99_over_rtt_ms": None if p99 is None else round(p99 - link.rtt_ms, 2),
+        "stages_p50_ms": stages_from_log(row.storage_path),
         "steps": row.steps,
         "frames_dropped": row.frames_dropped,
         "steps_per_s": round(row.steps / row.duration_s, 1) if row.duration_s else None,
@@ -269,13 +273,19 @@ def main() -> None:
     parser.add_argument("--inputs", type=int, default=120)
     parser.add_argument("--smoke", action="store_true", help="a few inputs over one link")
     args = parser.parse_args()
-    links = LINKS
+    links, variants = LINKS, (False, True)
     if args.smoke:
-        args.inputs, links = 4, (replace(LINKS[1], loss=0.05),)
-    # the adaptive stream on, from high quality down: what each link ends up carrying
-    env = {**PONG, "mode": "async", "image_quality": "high", "adaptive_quality": True}
-    with studio_server(env) as server:
-        results = in_chromium(lambda b: [measure(b, server, link, args.inputs) for link in links])
+        args.inputs, links, variants = 4, (replace(LINKS[1], loss=0.05),), (True,)
+    results = []
+    for step_on_input in variants:  # the clock's tick, then a step as each input arrives
+        # the adaptive stream on, from high quality down: what each link ends up carrying
+        env = {**PONG, "mode": "async", "image_quality": "high", "adaptive_quality": True,
+               "step_on_input": step_on_input}  # fmt: skip
+        with studio_server(env) as server:
+            played = in_chromium(
+                lambda b: [measure(b, server, link, args.inputs) for link in links]
+            )
+        results += [{"step_on_input": step_on_input, **r} for r in played]
     print(json.dumps({"benchmark": "wan_latency", "env": "ALE/Pong-v5 async 60 fps, Chromium",
                       "results": results, "smoke": args.smoke}, indent=2))  # fmt: skip
 

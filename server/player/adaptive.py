@@ -7,6 +7,10 @@ A link falling behind shows as frames the server had to drop for this player, or
 delays well above the best one seen (the link's round trip plus drawing). Then the quality
 goes one level down; after :data:`RAISE_AFTER_S` without trouble, one level back up, never
 above the ceiling (the environment's ``image_quality``, or what the player chose).
+
+Where the environment allows it (``min_stream_fps``), a link still falling behind at ``low``
+quality gets fewer frames: every 2nd, then every 3rd, … step's frame, down to that rate;
+a calm link first gets its frames back, then its quality.
 """
 
 from __future__ import annotations
@@ -20,12 +24,15 @@ RAISE_AFTER_S = 5.0  # a quiet link this long earns one level back
 
 
 class QualityController:
-    """One player's stream quality, between ``low`` and ``ceiling``."""
+    """One player's stream: a quality between ``low`` and ``ceiling``, and every how many
+    steps a frame is streamed (1 to ``max_every``)."""
 
-    def __init__(self, ceiling: str, env_id: str = "") -> None:
+    def __init__(self, ceiling: str, env_id: str = "", max_every: int = 1) -> None:
         self.env_id = env_id
         self.ceiling = ceiling
         self.level = ceiling
+        self.max_every = max_every
+        self.every = 1
         self.best_ms: float | None = None
         self.delays: list[float] = []
         self.window_start: float | None = None
@@ -37,18 +44,18 @@ class QualityController:
         self.ceiling = self.level = ceiling
         self.calm_since = None
 
-    def on_ack(self, delay_ms: float, now_ms: float, dropped: int) -> str | None:
+    def on_ack(self, delay_ms: float, now_ms: float, dropped: int) -> bool:
         """An ack ``delay_ms`` after its frame was sent; ``dropped``: frames dropped for
-        this player so far. Returns the new level when it changes, else None."""
+        this player so far. True when ``level`` or ``every`` changed."""
         if delay_ms < 0:
-            return None
+            return False
         self.best_ms = delay_ms if self.best_ms is None else min(self.best_ms, delay_ms)
         if self.window_start is None:
             self.window_start, self.dropped_at_window = now_ms, dropped
             self.calm_since = now_ms
         self.delays.append(delay_ms)
         if now_ms - self.window_start < WINDOW_MS:
-            return None
+            return False
         lagging = statistics.median(self.delays) > self.best_ms + LAG_MS
         congested = lagging or dropped > self.dropped_at_window
         self.window_start, self.dropped_at_window, self.delays = now_ms, dropped, []
@@ -57,11 +64,19 @@ class QualityController:
             self.calm_since = now_ms
             if index > 0:
                 self.level = LEVELS[index - 1]
-                return self.level
-            return None
+                return True
+            if self.every < self.max_every:
+                self.every += 1
+                return True
+            return False
         assert self.calm_since is not None
-        if index < top and now_ms - self.calm_since >= RAISE_AFTER_S * 1000:
-            self.calm_since = now_ms
+        if now_ms - self.calm_since < RAISE_AFTER_S * 1000:
+            return False
+        if self.every > 1:
+            self.every -= 1
+        elif index < top:
             self.level = LEVELS[index + 1]
-            return self.level
-        return None
+        else:
+            return False
+        self.calm_since = now_ms
+        return True

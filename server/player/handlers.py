@@ -184,17 +184,26 @@ async def on_ack(s: LiveSession, msg: p.AckMsg) -> None:
 
 
 async def _adapt_quality(s: LiveSession, run: EpisodeRun, delay_ms: float) -> None:
-    """The adaptive stream (``adaptive_quality``): one more ack delay; a new level is sent
-    to the worker (the frames that follow, and their records, carry it) and to the page."""
+    """The adaptive stream (``adaptive_quality``): one more ack delay; a new level (or frame
+    rate, see ``min_stream_fps``) is sent to the worker (the frames that follow, and their
+    records, carry it) and to the page."""
     env = s.spec.environment(run.env_id)
     if not env.adaptive_quality or s.worker is None or s.phase != Phase.playing:
         return
-    if s.adaptive is None or s.adaptive.env_id != run.env_id:
-        s.adaptive = QualityController(s.quality or env.image_quality, run.env_id)
-    level = s.adaptive.on_ack(delay_ms, now_ms(), run.frames_dropped)
-    if level is not None:
-        await s.worker_call(s.worker.set_quality(level))  # type: ignore[arg-type]
-        s.send({"type": "setting", "quality": level, "adaptive": True})
+    stream = s.adaptive
+    if stream is None or stream.env_id != run.env_id:
+        stream = s.adaptive = QualityController(
+            s.quality or env.image_quality, run.env_id, env.max_stream_every
+        )
+    level, every = stream.level, stream.every
+    if not stream.on_ack(delay_ms, now_ms(), run.frames_dropped):
+        return
+    if stream.level != level:
+        await s.worker_call(s.worker.set_quality(stream.level))  # type: ignore[arg-type]
+    if stream.every != every:
+        await s.worker_call(s.worker.set_stream_every(stream.every))
+    s.send({"type": "setting", "quality": stream.level, "stream_every": stream.every,
+            "adaptive": True})  # fmt: skip
 
 
 async def on_pause(s: LiveSession, _msg: p.PauseMsg) -> None:

@@ -222,6 +222,7 @@ class LiveSession(EpisodeEndings):
             self._spawn(self._pump(worker))
         if self.quality is not None:
             await worker.set_quality(self.quality)  # type: ignore[arg-type]
+        self.adaptive = None  # a new worker streams at the ceiling, every frame
         self.camera = None
         self.send(self._env_view() or {})
 
@@ -326,6 +327,8 @@ class LiveSession(EpisodeEndings):
     def _show(self, event: StepEvent) -> None:
         run = self.run
         assert run is not None
+        if not event.frame:
+            return  # recorded, not streamed: the adaptive stream's lower frame rate
         data = p.pack_frame(
             run.index, event.step, now_ms(), event.return_, event.frame, event.control
         )

@@ -72,6 +72,8 @@ class Session:
         self.observation: Any = None
         self.control = "null"
         self.quality = QUALITY[spec.image_quality]
+        self.stream_every = 1  # the adaptive stream: send every n-th step's frame
+        self.streamed = True  # whether the step being recorded is sent to the player
         if spec.camera:
             adapter.set_camera(spec.camera)
         self.writer: EpisodeWriter | None = None
@@ -89,7 +91,8 @@ class Session:
         self.running = False
         self.gated = False  # the episode waits for its player's go (started paused)
         self.speed = 1.0
-        self.next_tick = 0.0
+        self.next_tick = 0.0  # when the current slot (one step per 1/fps) ends
+        self.fresh_input = False  # step_on_input: an input arrived that no step applied yet
 
     # -- info -------------------------------------------------------------------------------
     def info(self) -> dict[str, Any]:
@@ -131,7 +134,7 @@ class Session:
         return {"frame": first, "actions": actions}
 
     # -- recording --------------------------------------------------------------------------
-    def step_metadata(self, _timestep: dm_env.TimeStep, _action: Any, _env: Any) -> dict:
+    def step_metadata(self, timestep: dm_env.TimeStep, _action: Any, _env: Any) -> dict:
         """envlogger ``step_fn``: frame, input, timing and info of this timestep."""
         self.jpeg = encode_jpeg(checked_frame(self.env.frame()), self.quality)
         # A fresh input's timing goes with the first step that applies it; async steps that
@@ -143,6 +146,10 @@ class Session:
             timing["camera"] = self.env.camera  # the frame's view (never the observation's)
         if self.spec.mode == "async":
             timing["speed"] = self.speed  # the clock's speed factor in force (1 = its fps)
+        self.streamed = self._streams(timestep, "input_sent" in timing)
+        if self.stream_every > 1:
+            timing["stream_every"] = self.stream_every
+            timing["streamed"] = self.streamed
         if self.acks:
             timing["acks"], self.acks = self.acks, []
         return {
@@ -152,6 +159,13 @@ class Session:
             "info": info_json(self.env.last_info),
             "control": self.control,
         }
+
+    def _streams(self, timestep: dm_env.TimeStep, fresh_input: bool) -> bool:
+        """Whether this step's frame goes to the player: all of them, or with the adaptive
+        stream's lower frame rate every n-th, the first, the last and any with a fresh input."""
+        if self.stream_every == 1 or timestep.first() or timestep.last() or fresh_input:
+            return True
+        return (self.step_index + 1) % self.stream_every == 0  # (recorded before the count)
 
     def begin_episode(self, payload: dict[str, Any]) -> dict[str, Any]:
         episode_id = str(payload["episode_id"])
@@ -171,6 +185,7 @@ class Session:
         )  # fmt: skip
         self.episode_id, self.ended, self.step_index, self.total = episode_id, False, 0, 0.0
         self.held_input, self.held_timing, self.acks = None, {}, []
+        self.fresh_input = False
         self.mapper.reset()  # toggles off
         self.control = "null"
         if self.autonomy is not None:
@@ -220,7 +235,7 @@ class Session:
             "terminated": reason == fmt.END_TERMINATED,
             "truncated": timestep.last() and reason != fmt.END_TERMINATED,
             "end_reason": reason,
-            "frame": self.jpeg,
+            "frame": self.jpeg if self.streamed else b"",
             "worker_ms": fmt.now_ms(),
             "work_ms": 0.0 if started is None else (time.perf_counter() - started) * 1000,
             **(NO_AUTONOMY if self.autonomy is None else self.autonomy.event()),
@@ -261,12 +276,21 @@ class Session:
         return 1.0 / (self.spec.fps * self.speed)
 
     def tick_due(self) -> float | None:
-        """Seconds until the next async step (None when the clock is stopped)."""
+        """Seconds until the next async step (None when the clock is stopped).
+
+        The clock runs one step per slot of 1/fps, at the slot's end; with ``step_on_input``
+        a fresh input brings its slot's step forward to its arrival (or to the next slot's
+        start, when this slot's step already ran): still one step per slot, the pace unchanged.
+        """
         if not self.running:
             return None
-        return self.next_tick - time.monotonic()
+        due = self.next_tick - time.monotonic()
+        if self.fresh_input:
+            return max(0.0, due - self.period)
+        return due
 
     def tick(self) -> None:
+        self.fresh_input = False
         now = time.monotonic()
         if now - self.next_tick > MAX_CATCH_UP_S:
             self.next_tick = now  # far behind (e.g. the app stalled): skip, don't race
@@ -285,7 +309,10 @@ class Session:
             self.held_timing = payload.get("timing") or {}
             self.held_timing.setdefault("worker_recv", fmt.now_ms())
             self.acks.extend(payload.get("acks") or [])
-            return self.step() if self.spec.mode == "sync" else None
+            if self.spec.mode == "sync":
+                return self.step()
+            self.fresh_input = self.spec.step_on_input
+            return None
         if command == "acks":
             self.acks.extend(payload)
             return None
@@ -314,6 +341,12 @@ class Session:
             return None
         if command == "set_quality":
             self.quality = QUALITY[payload["quality"]]
+            return None
+        if command == "set_stream_every":
+            every = payload.get("every")
+            if not isinstance(every, int) or not 1 <= every <= 120:
+                raise ProtocolError("every must be an integer within [1, 120]")
+            self.stream_every = every
             return None
         if command == "set_camera":
             self.env.set_camera(str(payload["camera"]))

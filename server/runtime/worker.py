@@ -189,6 +189,11 @@ class EnvWorker:
         """JPEG quality of the following frames."""
         await self._request("set_quality", {"quality": quality})
 
+    async def set_stream_every(self, every: int) -> None:
+        """Stream every ``every``-th step's frame (and each step with a fresh input); the
+        others are recorded, not sent."""
+        await self._request("set_stream_every", {"every": every})
+
     async def set_camera(self, camera: str) -> None:
         """Render from another camera (one of ``info['cameras']``)."""
         await self._request("set_camera", {"camera": camera})

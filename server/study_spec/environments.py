@@ -112,12 +112,24 @@ class EnvironmentSpec(StrictModel):
         default=None,
         description="Shared autonomy: this policy drives until the player presses a control.",
     )
+    step_on_input: bool = Field(
+        default=False,
+        description="Async: a fresh input runs its slot's step at once instead of at the "
+        "slot's end (lower latency; still one step per 1/fps, the pace unchanged).",
+    )
     image_quality: Literal["low", "medium", "high"] = "medium"
     adaptive_quality: bool = Field(
         default=False,
         description="Lower the streamed JPEG quality (down to low) while a player's link falls "
         "behind, and raise it again up to image_quality; recorded observations never change.",
     )
+    min_stream_fps: int | None = Field(
+        default=None, ge=1, le=120,
+        description="Async, with adaptive_quality: once low quality is not enough, stream only "
+        "every 2nd, 3rd, ... step's frame, down to this many frames per second (a step with a "
+        "fresh input is always streamed); the pace and the recording are unchanged. None: "
+        "every frame is streamed.",
+    )  # fmt: skip
     camera: str | None = None
     seeds: list[Annotated[int, Field(ge=0, le=MAX_SEED)]] | None = Field(
         default=None, description="Seeds used in turn; a random seed per episode when empty."
@@ -146,4 +158,13 @@ class EnvironmentSpec(StrictModel):
     def _speed_offered(self) -> EnvironmentSpec:
         if self.speed_choices and self.speed not in self.speed_choices:
             raise ValueError(f"speed {self.speed} is not one of speed_choices")
+        if self.min_stream_fps is not None and self.min_stream_fps >= self.fps:
+            raise ValueError(f"min_stream_fps must be below fps ({self.fps})")
         return self
+
+    @property
+    def max_stream_every(self) -> int:
+        """The adaptive stream may send every this many steps' frame (1: every frame)."""
+        if self.mode != "async" or not self.adaptive_quality or self.min_stream_fps is None:
+            return 1
+        return max(1, self.fps // self.min_stream_fps)

@@ -18,9 +18,8 @@ def _feed(ctl: QualityController, start_ms: float, seconds: float, delay_ms: flo
     """An ack every 50 ms for ``seconds``; the levels it changed to."""
     changes, now = [], start_ms
     while now < start_ms + seconds * 1000:
-        level = ctl.on_ack(delay_ms, now, dropped)
-        if level is not None:
-            changes.append(level)
+        if ctl.on_ack(delay_ms, now, dropped):
+            changes.append(ctl.level)
         now += 50
     return now, changes
 
@@ -94,3 +93,60 @@ def test_a_lagging_link_gets_a_lower_quality_recorded_per_step(factory, designer
     assert set(fixed_qualities) == {90}
     assert len(fixed_observations) == len(observations)
     assert all(np.array_equal(a, b) for a, b in zip(observations, fixed_observations, strict=True))
+
+
+def test_the_controller_lowers_the_frame_rate_once_low_is_not_enough():
+    ctl = QualityController("medium", max_every=3)
+    now, _ = _feed(ctl, 0, 1.5, delay_ms=40)
+    seen = []
+    while len(seen) < 5:  # queueing: quality first, then fewer frames, never below 1 in 3
+        now += 50
+        if ctl.on_ack(40 + LAG_MS + 60, now, 0):
+            seen.append((ctl.level, ctl.every))
+        if now > 20_000:
+            break
+    assert seen == [("low", 1), ("low", 2), ("low", 3)]
+    changes = []
+    while len(changes) < 3 and now < 60_000:  # calm: the frames come back first, then quality
+        now += 50
+        if ctl.on_ack(40, now, 0):
+            changes.append((ctl.level, ctl.every))
+    assert changes == [("low", 2), ("low", 1), ("medium", 1)]
+    assert QualityController("low").max_every == 1  # without min_stream_fps: every frame
+
+
+def test_a_lagging_link_gets_fewer_frames_and_the_log_keeps_every_step(factory, designer, db):
+    # async at 30 fps, already at low quality, may go down to 10 frames/s (every 3rd frame)
+    env = counter_env(episode_len=100_000, mode="async", fps=30)
+    env.update(image_quality="low", adaptive_quality=True, min_stream_fps=10)
+    study = factory.study(designer, spec(env))
+    client = factory.client(designer)
+    with client.websocket_connect(f"/ws/play?study={study.id}") as ws:
+        player = Player(ws)
+        episode = player.start()
+        waiting: list[tuple[float, tuple]] = []
+        started = time.monotonic()
+        while time.monotonic() - started < 4.7:
+            frame = player.frame()
+            waiting.append((time.monotonic(), frame))
+            # 1.2 s of prompt acks (the link's best), then each ack 0.3 s late (a queue)
+            lag = 0.0 if time.monotonic() - started < 1.2 else 0.3
+            while waiting and time.monotonic() - waiting[0][0] >= lag:
+                _, (index, step, *_rest) = waiting.pop(0)
+                player.send(type="ack", episode=index, step=step, drawn_ms=1e12 + step)
+        player.send(type="cancel")
+        player.until("episode_saved")
+    everies = [m["stream_every"] for m in player.seen if m["type"] == "setting"]
+    assert everies[:2] == [2, 3]
+    with open_reader(db.get(Episode, episode["id"]).storage_path) as reader:
+        steps = list(reader.steps)
+    timings = [json.loads(s.custom_data["timing"]) for s in steps]
+    assert all(s.custom_data["frame"] for s in steps)  # every step's frame is recorded
+    skipped = {i for i, t in enumerate(timings) if t.get("streamed") is False}
+    sent = {step for _, step, *_ in player.frames}
+    assert skipped and not skipped & sent  # recorded, not streamed
+    assert {3, 2} <= {t.get("stream_every") for t in timings}
+    # the replay shows it step by step
+    page = client.get(f"/api/episodes/{episode['id']}/steps", params={"limit": 500}).json()
+    shown = {i["step"] for i in page["items"] if not i["streamed"]}
+    assert shown and shown == skipped & {i["step"] for i in page["items"]}

@@ -399,3 +399,54 @@ def test_frames_and_observations_over_the_limits_fail_clearly(data_root, no_leak
     with open_reader(episode_dir(data_root, 7, "wide")) as reader:
         assert len(reader.steps) == 0  # closed, with nothing that could not be shown
     no_leaks()
+
+
+@pytest.mark.parametrize("step_on_input", [True, False])
+def test_step_on_input_brings_a_slots_step_forward_and_keeps_the_pace(
+    data_root, no_leaks, step_on_input
+):
+    # 1 step per 10 s (fps 1 at speed 0.1): with step_on_input a key press steps at once,
+    # a second press in the same slot waits for the next slot; without, nothing steps early.
+    async def scenario():
+        spec = fake_spec(kwargs={"episode_len": 10_000}, mode="async", fps=1, speed=0.1,
+                         step_on_input=step_on_input)  # fmt: skip
+        w = await _start(spec, data_root)
+        await w.begin_episode("early", 0)
+        await w.set_speed(0.1)
+        seen = []
+
+        async def collect():
+            async for ev in w.events():
+                seen.append(ev)
+
+        async def count_after(seconds, at_least):
+            for _ in range(int(seconds / 0.05)):
+                if len(seen) >= at_least:
+                    break
+                await asyncio.sleep(0.05)
+            return len(seen)
+
+        collector = asyncio.create_task(collect())
+        await w.send_input({"keys": ["KeyB"]}, {"input_sent": 1.0})
+        first = await count_after(5, 1)
+        await w.send_input({"keys": ["KeyA"]}, {"input_sent": 2.0})
+        second = await count_after(1, first + 1)
+        collector.cancel()
+        await w.close()
+        return seen[0] if first else None, second - first
+
+    first, more = run(scenario())
+    assert more == 0  # one step per slot: the second input waits for the next slot
+    if not step_on_input:
+        assert first is None
+        no_leaks()
+        return
+    assert first is not None and first.step == 1
+    with open_reader(episode_dir(data_root, 7, "early")) as reader:
+        steps = list(reader.steps)
+    assert len(steps) == 2  # the reset and the one early step
+    timing = json.loads(steps[1].custom_data["timing"])
+    assert timing["input_sent"] == 1.0 and json.loads(steps[1].custom_data["input"]) == {
+        "keys": ["KeyB"]
+    }
+    no_leaks()

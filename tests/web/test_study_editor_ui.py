@@ -70,6 +70,9 @@ def test_a_study_made_with_forms_only(live_server: str, page: Page, factory: Fac
     settings.get_by_label("Set mode").check()
     settings.get_by_label("mode", exact=True).fill("99")
     cartpole.get_by_label("Max steps").fill("500")
+    pong.get_by_label("Step on input (async)").check()
+    pong.get_by_label("Adapt quality to the player's link").check()
+    pong.get_by_label("Fewest frames/s to stream (adaptive)").fill("5")
     shot(page, "01-forms")
 
     page.get_by_role("button", name="Validate").click()
@@ -131,7 +134,9 @@ def test_a_study_made_with_forms_only(live_server: str, page: Page, factory: Fac
     assert [e["id"] for e in envs] == ["cartpole", "pong"]
     pong_source = {"kind": "gymnasium", "id": "ALE/Pong-v5", "kwargs": {"frameskip": 2}}
     assert envs[1]["source"] == pong_source
-    assert envs[1]["fps"] == 15 and envs[1]["mode"] == "async"
+    assert envs[1]["fps"] == 15 and envs[1]["mode"] == "async" and envs[1]["step_on_input"]
+    assert "step_on_input" not in envs[0]  # a switch left off keeps the default out of the file
+    assert envs[1]["adaptive_quality"] and envs[1]["min_stream_fps"] == 5
     assert envs[0]["max_steps"] == 500 and "seeds" not in envs[0]
     assert study.spec["instructions"].startswith("# Welcome")
     # Validation ran on save too.

@@ -151,6 +151,8 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
       ...(item.control ? [row("Control", controlCell(item.control))] : []),
       ...(item.camera == null ? [] : [row("Camera", `${item.camera} (the frame's view; the observation is the same for every view)`)]),
       row("Stream quality", item.stream_quality == null ? el("span", { class: "muted" }, "not recorded (an older log)") : `JPEG ${item.stream_quality}`),
+      ...(item.stream_every == null ? [] : [row("Stream rate",
+        `every ${item.stream_every} steps' frame (adapted to the link): this one was ${item.streamed ? "streamed" : "recorded, not streamed"}`)]),
       row("Info", code(item.info)),
       row("Observation", ...item.observation.map((o) => observationCell(item, o))),
     )));

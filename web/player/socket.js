@@ -133,7 +133,8 @@ const handlers = {
     if (m.speed !== undefined) $("speed").value = String(m.speed);
     if (m.quality !== undefined) {
       $("quality").value = m.quality;
-      $("quality").title = m.adaptive ? "Adjusted to your connection; choose another to change the most it may use" : "";
+      const fewer = m.stream_every > 1 ? ` (one frame in ${m.stream_every} shown)` : "";
+      $("quality").title = m.adaptive ? `Adjusted to your connection${fewer}; choose another to change the most it may use` : "";
     }
     if (m.camera !== undefined) $("camera").value = m.camera;
   },

@@ -190,6 +190,9 @@ def steps_page(
                     "time_ms": step.finite(own.get("applied")),
                     # the JPEG quality o_t's frame was streamed at (the adaptive stream's)
                     "stream_quality": own.get("jpeg_quality"),
+                    # the adaptive stream's frame rate: every n-th frame sent (None: every one)
+                    "stream_every": own.get("stream_every"),
+                    "streamed": own.get("streamed", True),
                     # the camera o_t's frame was rendered from (environments with several)
                     "camera": own.get("camera"),
                     # async: the clock's speed factor the step was played at (1 = the fps)
