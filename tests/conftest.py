@@ -35,20 +35,22 @@ def pg_schema_url(base: str, schema: str) -> str:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The PostgreSQL pass runs only the tests where the database plays a part: a test with a
-    database fixture that is not a browser test, or any test of a module that reads ``PG_URL``
-    or sets ``ON_POSTGRES = True``. The others ran in the SQLite pass: a browser test drives
-    the same services, whose queries, races and migrations the API and service tests already
-    cover on PostgreSQL. ``STUDIO_TEST_ALL_ON_PG=1`` runs everything again."""
+    database fixture that is not a browser test, or any test of a module that reads ``PG_URL``;
+    a module may decide for itself with ``ON_POSTGRES = True`` or ``False``. The others ran in
+    the SQLite pass: a browser test drives the same services, whose queries, races and
+    migrations the API and service tests already cover on PostgreSQL.
+    ``STUDIO_TEST_ALL_ON_PG=1`` runs everything again."""
     if not PG_URL or os.environ.get("STUDIO_TEST_ALL_ON_PG"):
         return
     keep: list[pytest.Item] = []
     skip: list[pytest.Item] = []
     for item in items:
         module = getattr(item, "module", None)
-        opted_in = hasattr(module, "PG_URL") or getattr(module, "ON_POSTGRES", False)
+        chosen = getattr(module, "ON_POSTGRES", None)  # a module's own choice, if it made one
         uses_db = "migrated_template" in getattr(item, "fixturenames", ())
         browser = item.get_closest_marker("browser") is not None
-        (keep if opted_in or (uses_db and not browser) else skip).append(item)
+        on_pg = hasattr(module, "PG_URL") or (uses_db and not browser)
+        (keep if (on_pg if chosen is None else chosen) else skip).append(item)
     if skip:
         config.hook.pytest_deselected(items=skip)
         items[:] = keep

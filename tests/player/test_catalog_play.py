@@ -29,6 +29,7 @@ from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
 from tests.player.conftest import row_of, spec
 
+ON_POSTGRES = False  # the runtime under play; the rows' queries run on PostgreSQL elsewhere
 HUMAN_INPUTS = 200
 HUMAN_PACE_S = 0.25
 FULL_INPUTS = 200
