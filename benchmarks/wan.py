@@ -17,8 +17,8 @@ per slot), and reads input → frame drawn latency from the episode's own log
 (``frame_drawn - input_sent``, both on the browser's clock). Prints JSON: per link and
 setting p50/p99 latency, the median of each stage (browser → app, app → applied: the wait
 for the tick, applied → frame sent, sent → drawn), the frames the server dropped for a slow
-client, the steps played, the stream's frame rate and the share of steps streamed at each
-JPEG quality (the adaptive stream's choices).
+client, the steps played, and the adaptive stream's choices (the share of steps at each JPEG
+quality and at each frame rate, down to ``min_stream_fps`` 20, and the share streamed).
 ``--smoke`` plays a few inputs over one link: it checks the benchmark still runs; its
 figures mean nothing.
 
@@ -65,6 +65,9 @@ LINKS = (
     Link("50ms_1pct_loss", rtt_ms=50, jitter_ms=2, loss=0.01),
     Link("150ms", rtt_ms=150, jitter_ms=5),
     Link("2mbit", rtt_ms=30, jitter_ms=2, bandwidth_mbit=2.0),
+    # narrower than high-quality Pong at 60 fps: the adaptive stream lowers quality, then
+    # (min_stream_fps) the frame rate
+    Link("1mbit", rtt_ms=30, jitter_ms=2, bandwidth_mbit=1.0),
 )
 
 
@@ -235,7 +238,6 @@ def measure(browser: Any, server: dict[str, Any], link: Link, inputs: int) -> di
     engine.dispose()
     values = latencies_from_log(row.storage_path)
     p50, p99 = percentile(values, 50), percentile(values, 99)
-    qualities = _qualities(row.storage_path)
     return {
         "link": link.name,
         "rtt_ms": link.rtt_ms,
@@ -251,18 +253,27 @@ def measure(browser: Any, server: dict[str, Any], link: Link, inputs: int) -> di
         "frames_dropped": row.frames_dropped,
         "steps_per_s": round(row.steps / row.duration_s, 1) if row.duration_s else None,
         "loss_stalls": stalls,
-        "stream_quality_share": qualities,
+        "stream": _stream_choices(row.storage_path),
         "seconds": round(elapsed, 1),
     }
 
 
-def _qualities(path: str) -> dict[str, float]:
-    """Share of steps streamed at each JPEG quality (the adaptive stream's choices)."""
+def _stream_choices(path: str) -> dict[str, Any]:
+    """The adaptive stream's choices: the share of steps at each JPEG quality, at each
+    frame rate (one frame in ``stream_every``), and the share of steps streamed."""
     from server.recording.writer import open_reader
 
     with open_reader(path) as reader:
-        seen = [json.loads(s.custom_data["timing"]).get("jpeg_quality") for s in reader.steps]
-    return {str(q): round(seen.count(q) / len(seen), 3) for q in sorted(set(seen), key=str)}
+        timings = [json.loads(s.custom_data["timing"]) for s in reader.steps]
+
+    def shares(values: list[Any]) -> dict[str, float]:
+        return {str(v): round(values.count(v) / len(values), 3) for v in sorted(set(values))}
+
+    return {
+        "quality_share": shares([t.get("jpeg_quality") for t in timings]),
+        "one_frame_in_share": shares([t.get("stream_every", 1) for t in timings]),
+        "streamed_share": round(sum(t.get("streamed", True) for t in timings) / len(timings), 3),
+    }
 
 
 def main() -> None:
@@ -280,7 +291,7 @@ def main() -> None:
     for step_on_input in variants:  # the clock's tick, then a step as each input arrives
         # the adaptive stream on, from high quality down: what each link ends up carrying
         env = {**PONG, "mode": "async", "image_quality": "high", "adaptive_quality": True,
-               "step_on_input": step_on_input}  # fmt: skip
+               "min_stream_fps": 20, "step_on_input": step_on_input}  # fmt: skip
         with studio_server(env) as server:
             played = in_chromium(
                 lambda b: [measure(b, server, link, args.inputs) for link in links]

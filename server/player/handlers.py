@@ -173,7 +173,7 @@ async def on_ack(s: LiveSession, msg: p.AckMsg) -> None:
         return  # a late ack of an earlier episode, or nonsense: nothing to record
     sent_ms = run.frame_drawn(msg.step, msg.drawn_ms)
     if sent_ms is not None:
-        await _adapt_quality(s, run, now_ms() - sent_ms)
+        await _adapt_quality(s, run, msg.step, now_ms() - sent_ms)
     if run.stats_due():
         recent = quality.percentile(run.latencies_ms[-60:], 50)
         s.send({"type": "stats", "latency_ms": recent, "frames_dropped": run.frames_dropped})
@@ -183,10 +183,10 @@ async def on_ack(s: LiveSession, msg: p.AckMsg) -> None:
             await s.worker.send_acks(run.take_acks())
 
 
-async def _adapt_quality(s: LiveSession, run: EpisodeRun, delay_ms: float) -> None:
-    """The adaptive stream (``adaptive_quality``): one more ack delay; a new level (or frame
-    rate, see ``min_stream_fps``) is sent to the worker (the frames that follow, and their
-    records, carry it) and to the page."""
+async def _adapt_quality(s: LiveSession, run: EpisodeRun, step: int, delay_ms: float) -> None:
+    """The adaptive stream (``adaptive_quality``): one more ack delay. Async frames are
+    ack-clocked by it; a new level (or frame rate, see ``min_stream_fps``) is sent to the
+    worker (the frames that follow, and their records, carry it) and to the page."""
     env = s.spec.environment(run.env_id)
     if not env.adaptive_quality or s.worker is None or s.phase != Phase.playing:
         return
@@ -195,6 +195,8 @@ async def _adapt_quality(s: LiveSession, run: EpisodeRun, delay_ms: float) -> No
         stream = s.adaptive = QualityController(
             s.quality or env.image_quality, run.env_id, env.max_stream_every
         )
+    if s.outbox is not None and env.mode == "async":  # frames ack-clocked (outbox.FrameWindow)
+        s.outbox.acked(run.index, step, delay_ms, 1000 * stream.every / (env.fps * s.speed))
     level, every = stream.level, stream.every
     if not stream.on_ack(delay_ms, now_ms(), run.frames_dropped):
         return

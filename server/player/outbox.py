@@ -2,19 +2,66 @@
 
 Control messages are never dropped; frames sit in a small bounded queue and, when the
 client falls behind, the oldest waiting frame is dropped (and counted) - recording is not
-affected, the worker has already written the step.
+affected, the worker has already written the step. With the adaptive stream, frames are
+also ack-clocked (:class:`FrameWindow`): a narrow link then queues frames here, where the
+newest replaces the oldest, instead of seconds of them in the network's buffers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import math
 import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 MAX_QUEUED_FRAMES = 2
+SLACK_MS = 60.0  # frames in flight: as many as the best ack delay plus this holds
+MIN_IN_FLIGHT = 2
+STALE_MS = 1000.0  # a frame unacked this long stops counting (the page skipped drawing it)
+
+
+def _now_ms() -> float:
+    return time.monotonic() * 1000
+
+
+class FrameWindow:
+    """How many frames may be on their way to the player at once: those its link's best ack
+    delay (round trip plus drawing, plus :data:`SLACK_MS`) holds at the stream's frame rate.
+    An ack of a frame settles it and every earlier one."""
+
+    def __init__(self) -> None:
+        self.best_ms: float | None = None
+        self.period_ms = 1000.0
+        self.flight: deque[tuple[tuple[int, int], float]] = deque()  # ((episode, step), sent)
+
+    @property
+    def limit(self) -> int:
+        best = 0.0 if self.best_ms is None else self.best_ms
+        return max(MIN_IN_FLIGHT, math.ceil((best + SLACK_MS) / self.period_ms))
+
+    def sent(self, frame: Frame, now_ms: float) -> None:
+        self.flight.append(((frame.episode, frame.step), now_ms))
+
+    def acked(self, episode: int, step: int, delay_ms: float, period_ms: float) -> None:
+        self.best_ms = delay_ms if self.best_ms is None else min(self.best_ms, delay_ms)
+        self.period_ms = period_ms
+        while self.flight and self.flight[0][0] <= (episode, step):
+            self.flight.popleft()
+
+    def open(self, now_ms: float) -> bool:
+        """Whether one more frame may go now."""
+        while self.flight and now_ms - self.flight[0][1] > STALE_MS:
+            self.flight.popleft()
+        return len(self.flight) < self.limit
+
+    def reopens_in_s(self, now_ms: float) -> float:
+        """Seconds until the oldest frame in flight goes stale (the window opens without an
+        ack)."""
+        return max(0.0, self.flight[0][1] + STALE_MS - now_ms) / 1000 if self.flight else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +90,7 @@ class Outbox:
         self._frames: deque[Frame] = deque()
         self._wake = asyncio.Event()
         self.closing = False
+        self.window: FrameWindow | None = None  # ack-clocked frames (the adaptive stream)
 
     def send(self, message: dict[str, Any]) -> None:
         """Queue a control message (JSON)."""
@@ -76,15 +124,33 @@ class Outbox:
             self._frames.clear()
             self._wake.set()
 
+    def acked(self, episode: int, step: int, delay_ms: float, period_ms: float) -> None:
+        """The player drew frame ``step`` ``delay_ms`` after it was sent; ``period_ms``: the
+        stream's time between frames. From the first call on, frames are ack-clocked."""
+        if self.window is None:
+            self.window = FrameWindow()
+        self.window.acked(episode, step, delay_ms, period_ms)
+        self._wake.set()
+
     async def get(self) -> str | Frame | Close:
-        """The next thing to send: control messages first, then the oldest frame."""
+        """The next thing to send: control messages first, then the oldest frame (once the
+        frame window, if any, has room)."""
         while True:
             if self._control:
                 return self._control.popleft()
+            wait = None
             if self._frames:
-                return self._frames.popleft()
+                now = _now_ms()
+                if self.window is None or self.window.open(now):
+                    frame = self._frames.popleft()
+                    if self.window is not None:
+                        self.window.sent(frame, now)
+                    return frame
+                wait = self.window.reopens_in_s(now)
             self._wake.clear()
-            await self._wake.wait()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await self._wake.wait()
 
 
 class RateLimiter:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import math
 import time
 
 import numpy as np
 
 from server.models import Episode
 from server.player.adaptive import LAG_MS, RAISE_AFTER_S, WINDOW_MS, QualityController
+from server.player.outbox import SLACK_MS, Frame, Outbox
 from server.recording.writer import open_reader
 from tests.player.conftest import Player, counter_env, spec
 
@@ -150,3 +154,41 @@ def test_a_lagging_link_gets_fewer_frames_and_the_log_keeps_every_step(factory, 
     page = client.get(f"/api/episodes/{episode['id']}/steps", params={"limit": 500}).json()
     shown = {i["step"] for i in page["items"] if not i["streamed"]}
     assert shown and shown == skipped & {i["step"] for i in page["items"]}
+
+
+def test_frames_are_ack_clocked_once_acks_come():
+    # A link whose best ack delay is 40 ms at 60 frames/s holds ceil((40 + SLACK) / 16.7)
+    # frames in flight; more wait in the outbox, where the newest replaces the oldest.
+    async def scenario():
+        box = Outbox(max_frames=2)
+        box.frame(Frame(1, 1, b"1"))
+        assert await box.get() == Frame(1, 1, b"1")  # no ack yet: no window
+        box.acked(1, 1, 40.0, 1000 / 60)
+        limit = box.window.limit
+        assert limit == math.ceil((40 + SLACK_MS) / (1000 / 60))
+        got = []
+        for step in range(2, 2 + limit + 3):
+            dropped = box.frame(Frame(1, step, b"x"))
+            if dropped is None:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(0.05):
+                        got.append((await box.get()).step)
+        assert got == list(range(2, 2 + limit))  # the window is full: the rest wait
+        waiting = await _get_within(box, 0.05)
+        assert waiting is None
+        box.acked(1, 2 + limit - 1, 45.0, 1000 / 60)  # an ack settles it and all before it
+        assert (await _get_within(box, 1)).step == 2 + limit + 1  # the newest two waited
+        assert (await _get_within(box, 1)).step == 2 + limit + 2
+        # a new episode's first steps are after the last one's
+        box.frame(Frame(2, 0, b"y"))
+        assert (await _get_within(box, 1)).episode == 2
+
+    asyncio.run(scenario())
+
+
+async def _get_within(box: Outbox, seconds: float):
+    try:
+        async with asyncio.timeout(seconds):
+            return await box.get()
+    except TimeoutError:
+        return None
