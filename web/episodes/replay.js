@@ -152,7 +152,7 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
       ...(item.camera == null ? [] : [row("Camera", `${item.camera} (the frame's view; the observation is the same for every view)`)]),
       row("Stream quality", item.stream_quality == null ? el("span", { class: "muted" }, "not recorded (an older log)") : `JPEG ${item.stream_quality}`),
       ...(item.stream_every == null ? [] : [row("Stream rate",
-        `every ${item.stream_every} steps' frame (adapted to the link): this one was ${item.streamed ? "streamed" : "recorded, not streamed"}`)]),
+        `1 frame in ${item.stream_every} streamed (adapted to the player's link); this step's was ${item.streamed ? "streamed" : "recorded only"}`)]),
       row("Info", code(item.info)),
       row("Observation", ...item.observation.map((o) => observationCell(item, o))),
     )));
