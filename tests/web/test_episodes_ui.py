@@ -407,3 +407,29 @@ def test_test_plays_are_hidden_until_asked_and_badged(
     expect(rows).to_have_count(2)
     page.get_by_label("Show test plays").uncheck()
     expect(rows).to_have_count(1)
+
+
+def test_the_replay_says_which_steps_the_adaptive_stream_did_not_send(
+    live_server: str, page: Page, factory: Factory, db, settings, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    episode_id = "fewer".ljust(32, "0")
+    fewer = {"stream_every": 2}
+    rec = record_episode(
+        ImageEnv, tmp_path / episode_id, env_id="cartpole", episode_id=episode_id, seed=1,
+        env_config=CARTPOLE_SPEC, jpeg_quality=50,
+        bad_timing={2: {**fewer, "streamed": True}, 3: {**fewer, "streamed": False}},
+    )  # fmt: skip
+    owner = factory.user()
+    study = factory.study(owner)
+    Inserter(db, settings.data_root).add(study, rec)
+    _login(page, live_server, owner)
+    page.goto(f"{live_server}/episodes.html?study={study.id}&episode={episode_id}&step=1")
+    detail = page.locator("#step-detail")
+    expect(detail).to_contain_text("Stream qualityJPEG 50")
+    expect(detail).not_to_contain_text("Stream rate")  # every frame was sent
+    page.keyboard.press("ArrowRight")
+    rate = detail.locator("tr", has_text="Stream rate")
+    expect(rate).to_contain_text("1 frame in 2 streamed")
+    expect(rate).to_contain_text("this step's was streamed")
+    page.keyboard.press("ArrowRight")
+    expect(rate).to_contain_text("this step's was recorded only")
