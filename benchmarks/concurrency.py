@@ -72,9 +72,13 @@ def _serve(data_root: str, port: int) -> None:
 
 @contextlib.contextmanager
 def studio_server(
-    env: dict[str, Any], sync: bool = False, sessions_per_worker: int = 1
+    env: dict[str, Any],
+    sync: bool = False,
+    sessions_per_worker: int = 1,
+    server_env: dict[str, str] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """A migrated database, an active study with ``env``, and the app serving it."""
+    """A migrated database, an active study with ``env``, and the app serving it
+    (``server_env``: more ``STUDIO_*`` settings for the app)."""
     from server.core.db import make_engine, make_sessionmaker
     from server.core.migrate import upgrade_head
     from server.models import Role, StudyState
@@ -100,7 +104,8 @@ def studio_server(
         port = free_port()
         proc = subprocess.Popen(
             [sys.executable, __file__, "--serve", str(data_root), str(port)], cwd=ROOT,
-            env={**os.environ, "STUDIO_SESSIONS_PER_WORKER": str(sessions_per_worker)},
+            env={**os.environ, "STUDIO_SESSIONS_PER_WORKER": str(sessions_per_worker),
+                 **(server_env or {})},
         )  # fmt: skip
         try:
             _wait_listening(port, proc)
@@ -230,9 +235,13 @@ async def player(port: int, ticket: str, out: dict[str, Any]) -> None:
         await ws.send(json.dumps({"type": "cancel"}))
 
 
-async def run_round(server: dict[str, Any], n: int, seconds: float) -> dict[str, Any]:
-    """N players at once; figures for this N over ``seconds`` in which all of them play."""
-    tickets = [join(server["url"], server["token"], f"bench-{n}-{i}") for i in range(n)]
+async def run_round(
+    server: dict[str, Any], n: int, seconds: float, label: str = "bench"
+) -> dict[str, Any]:
+    """N players at once; figures for this N over ``seconds`` in which all of them play.
+    Each round's players are new participants (``label``): a participant of an earlier
+    round would resume that round's session, which may still be waiting for its socket."""
+    tickets = [join(server["url"], server["token"], f"{label}-{n}-{i}") for i in range(n)]
     outs: list[dict[str, Any]] = [
         {"playing": asyncio.Event(), "stop": asyncio.Event()} for _ in range(n)
     ]
@@ -317,7 +326,7 @@ def main() -> None:
         if args.sessions_per_worker > 1:
             # Sessions share processes once their environment's cost is measured, as after
             # a study's first player: one player first, long enough for one measurement.
-            warmup = asyncio.run(run_round(server, 1, 0.5 if args.smoke else 2.5))
+            warmup = asyncio.run(run_round(server, 1, 0.5 if args.smoke else 2.5, "warmup"))
         rounds = [asyncio.run(run_round(server, n, args.seconds)) for n in counts]
     report("player_concurrency", args, started, sessions_per_worker=args.sessions_per_worker,
            warmup=warmup, rounds=rounds)  # fmt: skip
