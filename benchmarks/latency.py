@@ -17,6 +17,7 @@ still runs (``make test``), its figures mean nothing.
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import sys
 import time
@@ -52,7 +53,9 @@ STAGES = (  # (name, from, to): consecutive timestamps the log holds for a step
 
 
 def timings_from_log(path: str) -> dict[int, dict[str, float]]:
-    """Per step that applied a fresh input: its timestamps, acks mapped back to their step."""
+    """Per step that applied a fresh input: its timestamps, and the sending and drawing of
+    the first frame drawn from that step on (the page skips a frame that a newer one
+    overtook, with lanes, and the adaptive stream may not send every step's frame)."""
     from server.recording.writer import open_reader
 
     steps: dict[int, dict[str, float]] = {}
@@ -66,9 +69,11 @@ def timings_from_log(path: str) -> dict[int, dict[str, float]]:
             for ack in timing.get("acks", []):
                 if ack[1] is not None and ack[2] is not None:
                     acks[int(ack[0])] = (ack[1], ack[2])
+    drawn = sorted(acks)
     for index, times in steps.items():
-        if index in acks:
-            times["frame_sent"], times["frame_drawn"] = acks[index]
+        at = bisect.bisect_left(drawn, index)
+        if at < len(drawn):
+            times["frame_sent"], times["frame_drawn"] = acks[drawn[at]]
     return steps
 
 

@@ -3,7 +3,8 @@ bandwidth limit and loss stalls between headless Chromium and the app.
 
 This kernel has no ``netem``, so :class:`WanProxy` emulates the link in user space, each
 direction on its own: every chunk read is cut into segments of ``mss`` bytes; a segment
-leaves when the link is free (``bandwidth`` serialises them), arrives ``rtt / 2`` later
+leaves when the link is free (``bandwidth`` serialises them, across all the proxy's
+connections: a participant's sockets share one access link), arrives ``rtt / 2`` later
 (plus uniform ``jitter``), and with probability ``loss`` one retransmission timeout later
 (what a lost TCP segment costs: the receiver waits for the resend, and everything behind it
 waits too, since TCP delivers in order). A direction holds at most ``window`` bytes in
@@ -12,8 +13,9 @@ flight, then stops reading, so the sender feels backpressure as through a real s
 The benchmark starts the app (as ``latency.py`` does), puts the proxy in front of it for
 each link, plays Atari Pong in async mode at 60 fps with the keyboard through the proxy
 with the adaptive stream on (``adaptive_quality``, from ``high``), once stepping at the
-clock's ticks and once with ``step_on_input`` (a fresh input steps at once, still one step
-per slot), and reads input → frame drawn latency from the episode's own log
+clock's ticks, once with ``step_on_input`` (a fresh input steps at once, still one step
+per slot), and once more with two lanes (``STUDIO_STREAM_LANES``: frames over three
+sockets, each input over two), and reads input → frame drawn latency from the episode's own log
 (``frame_drawn - input_sent``, both on the browser's clock). Prints JSON: per link and
 setting p50/p99 latency, the median of each stage (browser → app, app → applied: the wait
 for the tick, applied → frame sent, sent → drawn), the frames the server dropped for a slow
@@ -71,11 +73,23 @@ LINKS = (
 )
 
 
-class _Direction:
-    """Segments of one direction, each released at its arrival time, in order."""
+class _Wire:
+    """One direction of the participant's access link, shared by all their connections: a
+    segment leaves once the segments before it, of any connection, have been sent."""
 
-    def __init__(self, link: Link, rng: random.Random, writer: asyncio.StreamWriter) -> None:
+    def __init__(self) -> None:
+        self.free = 0.0  # when the link has sent everything queued (bandwidth)
+
+
+class _Direction:
+    """Segments of one direction of one connection, each released at its arrival time, in
+    order."""
+
+    def __init__(
+        self, link: Link, rng: random.Random, writer: asyncio.StreamWriter, wire: _Wire
+    ) -> None:
         self.link = link
+        self.wire = wire
         self.rng = rng
         self.writer = writer
         self.segments: deque[tuple[float, bytes]] = deque()
@@ -83,7 +97,6 @@ class _Direction:
         self.room = asyncio.Event()
         self.room.set()
         self.in_flight = 0
-        self.link_free = 0.0  # when the link has sent everything queued (bandwidth)
         self.last_arrival = 0.0  # TCP delivers in order: no segment overtakes another
         self.closed = False
         self.stalls = 0
@@ -94,8 +107,8 @@ class _Direction:
             segment = data[start : start + link.mss]
             leaves = now
             if link.bandwidth_mbit:
-                leaves = max(now, self.link_free) + len(segment) * 8 / (link.bandwidth_mbit * 1e6)
-                self.link_free = leaves
+                leaves = max(now, self.wire.free) + len(segment) * 8 / (link.bandwidth_mbit * 1e6)
+                self.wire.free = leaves
             arrives = leaves + link.rtt_ms / 2000
             if link.jitter_ms:
                 arrives += self.rng.uniform(-link.jitter_ms, link.jitter_ms) / 1000
@@ -148,6 +161,7 @@ class WanProxy:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.AbstractServer | None = None
         self._connections = 0
+        self._wires = (_Wire(), _Wire())  # up, down: the bandwidth is the link's, not each socket's
 
     @property
     def stalls(self) -> int:
@@ -185,8 +199,8 @@ class WanProxy:
         except OSError:
             client_w.close()
             return
-        up = _Direction(self.link, random.Random(seed), server_w)
-        down = _Direction(self.link, random.Random(seed + 1), client_w)
+        up = _Direction(self.link, random.Random(seed), server_w, self._wires[0])
+        down = _Direction(self.link, random.Random(seed + 1), client_w, self._wires[1])
         self._directions += [up, down]
         pumps = [asyncio.create_task(d.pump()) for d in (up, down)]
         try:
@@ -284,19 +298,19 @@ def main() -> None:
     parser.add_argument("--inputs", type=int, default=120)
     parser.add_argument("--smoke", action="store_true", help="a few inputs over one link")
     args = parser.parse_args()
-    links, variants = LINKS, (False, True)
+    # (step_on_input, lanes): the clock's tick, a step as each input arrives, then with it
+    # frames over three sockets and each input over two (docs/protocol.md, "Lanes")
+    links, variants = LINKS, ((False, 0), (True, 0), (True, 2))
     if args.smoke:
-        args.inputs, links, variants = 4, (replace(LINKS[1], loss=0.05),), (True,)
+        args.inputs, links, variants = 4, (replace(LINKS[1], loss=0.05),), ((True, 2),)
     results = []
-    for step_on_input in variants:  # the clock's tick, then a step as each input arrives
+    for step_on_input, lanes in variants:
         # the adaptive stream on, from high quality down: what each link ends up carrying
         env = {**PONG, "mode": "async", "image_quality": "high", "adaptive_quality": True,
                "min_stream_fps": 20, "step_on_input": step_on_input}  # fmt: skip
-        with studio_server(env) as server:
-            played = in_chromium(
-                lambda b: [measure(b, server, link, args.inputs) for link in links]
-            )
-        results += [{"step_on_input": step_on_input, **r} for r in played]
+        with studio_server(env, server_env={"STUDIO_STREAM_LANES": str(lanes)}) as server:
+            played = in_chromium(lambda b: [measure(b, server, lk, args.inputs) for lk in links])
+        results += [{"step_on_input": step_on_input, "lanes": lanes, **r} for r in played]
     print(json.dumps({"benchmark": "wan_latency", "env": "ALE/Pong-v5 async 60 fps, Chromium",
                       "results": results, "smoke": args.smoke}, indent=2))  # fmt: skip
 

@@ -69,6 +69,23 @@ def test_bandwidth_serialises_what_is_sent(echo_port):
     assert seconds >= 0.5 - 0.01  # 1 Mbit at 2 Mbit/s (the way back overlaps the way there)
 
 
+def test_connections_share_the_links_bandwidth(echo_port):
+    # one participant's sockets (the play socket and its lanes) share one access link
+    payload = os.urandom(125_000)
+    with WanProxy(echo_port, Link("2mbit", bandwidth_mbit=2.0)) as proxy:
+
+        async def both() -> list[tuple[list[float], list[bytes]]]:
+            return list(await asyncio.gather(*(
+                asyncio.to_thread(_round_trips, proxy.port, [payload]) for _ in range(2)
+            )))  # fmt: skip
+
+        started = time.monotonic()
+        results = asyncio.run(both())
+        seconds = time.monotonic() - started
+    assert [got for _, (got,) in results] == [payload, payload]
+    assert seconds >= 1.0 - 0.01  # 2 Mbit over one 2 Mbit/s link, not 0.5 s each side by side
+
+
 def test_loss_stalls_by_a_retransmission_timeout_and_keeps_order(echo_port):
     link = Link("lossy", rtt_ms=20, jitter_ms=5, loss=1.0, rto_ms=150)
     with WanProxy(echo_port, link) as proxy:

@@ -101,6 +101,13 @@ class Settings(BaseSettings):
         description="Play sessions one worker process may hold, of one study's light "
                     "environment (docs/runtime.md, 'Several sessions per worker').",
     )  # fmt: skip
+    stream_lanes: int = Field(
+        default=0, ge=0, le=3,
+        description="Extra WebSockets a player page opens for an async game's frames: frames "
+                    "take turns over them and inputs go twice, so one lost segment's "
+                    "retransmission stalls one of them, not the game (docs/protocol.md, "
+                    "'Lanes').",
+    )  # fmt: skip
     max_background_workers: int = Field(
         default=2, ge=1,
         description="Validation builds and video encodes at once (server/core/budget.py).",

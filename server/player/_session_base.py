@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -43,6 +44,10 @@ class SessionBase:
         self.phase = Phase.idle
         self.lock = asyncio.Lock()
         self.outbox: Outbox | None = None
+        # lanes: more sockets of the same page carrying frames in turn (settings.stream_lanes)
+        self.lane_key = secrets.token_urlsafe(18)
+        self.lanes: list[Outbox] = []
+        self.last_input_seq = 0  # inputs come once per socket they were sent on: the first counts
         self.worker: EnvWorker | None = None
         self.env_id: str | None = None
         self.run: EpisodeRun | None = None

@@ -45,6 +45,8 @@ def _settled(task: asyncio.Future[None]) -> None:
 class Connection:
     """Serve ``websocket`` (already accepted) for ``live`` until either side goes away."""
 
+    ACCEPTS: frozenset[str] = frozenset(p.CLIENT_TYPES)
+
     def __init__(self, websocket: WebSocket, live: LiveSession) -> None:
         self.ws = websocket
         self.live = live
@@ -57,6 +59,9 @@ class Connection:
     async def serve(self, resumed: bool, session_not_found: bool = False) -> None:
         """Attach to the session, run both tasks, detach when one ends."""
         await self.live.attach(self.outbox, resumed, session_not_found)
+        await self._run()
+
+    async def _run(self) -> None:
         sender = asyncio.create_task(self._send_loop(), name="player-sender")
         receiver = asyncio.create_task(self._receive_loop(), name="player-receiver")
         try:
@@ -70,7 +75,10 @@ class Connection:
             for task in (sender, receiver):
                 task.cancel()
                 _keep(task)
-            _keep(asyncio.ensure_future(self.live.detach(self.outbox)))
+            _keep(asyncio.ensure_future(self._detach()))
+
+    async def _detach(self) -> None:
+        await self.live.detach(self.outbox)
 
     async def _fail(self) -> None:
         """A bug in our own code: say so and close with 1011 (the episode is kept)."""
@@ -122,6 +130,9 @@ class Connection:
                 else:
                     self._bad(exc.code, exc.message, exc.for_)
                 continue
+            if msg.type not in self.ACCEPTS:
+                self._bad("lane", f"a lane carries only {', '.join(sorted(self.ACCEPTS))}")
+                continue
             if msg.type == "input" and not self._input_allowed():
                 continue
             # shielded: a vanishing socket must not interrupt a state change half-way
@@ -151,6 +162,24 @@ class Connection:
         log.info("closing player socket of session %s: %s", self.live.id, message)
         self.outbox.error(code, message)
         self.outbox.close(p.CLOSE_POLICY, message)
+
+
+class LaneConnection(Connection):
+    """One more socket of a player page (``settings.stream_lanes``): it carries frames in
+    turn with the play socket, and a copy of each input (the first copy counts), so one
+    socket's retransmission stall holds up a share of the frames, not the game."""
+
+    ACCEPTS = frozenset({"input", "ack", "ping"})
+
+    async def serve_lane(self) -> bool:
+        """Run until either side goes away; False when the session wants no more lanes."""
+        if not self.live.attach_lane(self.outbox):
+            return False
+        await self._run()
+        return True
+
+    async def _detach(self) -> None:
+        self.live.detach_lane(self.outbox)
 
 
 async def close_quietly(websocket: WebSocket, code: int, reason: str) -> None:

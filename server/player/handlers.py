@@ -114,6 +114,8 @@ async def on_go(s: LiveSession, _msg: p.GoMsg) -> None:
 
 async def on_input(s: LiveSession, msg: p.InputMsg) -> None:
     """Sync: step with the input. Async: hold it for the next tick."""
+    if not s.fresh_input(msg.seq):
+        return  # its other copy came first (lanes)
     run = s.run
     if s.phase == Phase.ended:
         return  # pressed as the game ended (the two crossed): nothing to step, no error
@@ -195,8 +197,11 @@ async def _adapt_quality(s: LiveSession, run: EpisodeRun, step: int, delay_ms: f
         stream = s.adaptive = QualityController(
             s.quality or env.image_quality, run.env_id, env.max_stream_every
         )
-    if s.outbox is not None and env.mode == "async":  # frames ack-clocked (outbox.FrameWindow)
-        s.outbox.acked(run.index, step, delay_ms, 1000 * stream.every / (env.fps * s.speed))
+    outboxes = s.frame_outboxes()
+    if outboxes and env.mode == "async":  # frames ack-clocked (outbox.FrameWindow)
+        period_ms = 1000 * stream.every * len(outboxes) / (env.fps * s.speed)
+        for outbox in outboxes:  # each socket carries one frame in len(outboxes)
+            outbox.acked(run.index, step, delay_ms, period_ms)
     level, every = stream.level, stream.every
     if not stream.on_ack(delay_ms, now_ms(), run.frames_dropped):
         return

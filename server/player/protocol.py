@@ -28,6 +28,7 @@ TAKEOVER = "takeover"
 FRAME_HEADER = struct.Struct("!IIddB")
 
 # Close codes (RFC 6455 and the 4000-4999 private range).
+CLOSE_NORMAL = 1000  # a lane: the page's play socket went away
 CLOSE_POLICY = 1008  # abuse: oversize message, flood, too many errors, not allowed
 CLOSE_SERVER_ERROR = 1011
 CLOSE_REPLACED = 4000  # the same play session was opened on another connection
@@ -66,6 +67,8 @@ class InputMsg(_Msg):
     devices: dict[Device, DeviceAxes] = Field(default_factory=dict)
     client_ms: ClientMs
     seen_step: int = Field(default=-1, ge=-1, le=2**32 - 1)  # -1: no frame on screen yet
+    # the page's count of inputs: with lanes each input comes twice, the first copy counts
+    seq: int | None = Field(default=None, ge=1, le=2**53)
 
     def raw(self) -> dict[str, Any]:
         """The raw input as the runtime's input mapping and the recording take it."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 
 from server.player.session import LiveSession
 
@@ -21,6 +22,14 @@ class Registry:
         """The participant's live session, if any (a participant has at most one)."""
         for live in self.sessions.values():
             if live.principal.participant_id == participant_id:
+                return live
+        return None
+
+    def by_lane_key(self, key: str) -> LiveSession | None:
+        """The session whose page was given this lane key (with its hello), if any."""
+        given = key.encode()  # (compare_digest takes only ASCII str; a URL may hold anything)
+        for live in list(self.sessions.values()):
+            if secrets.compare_digest(live.lane_key.encode(), given):
                 return live
         return None
 

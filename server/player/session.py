@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from typing import Any, NoReturn
 
 from sqlalchemy.orm import Session
@@ -47,6 +48,8 @@ class LiveSession(EpisodeEndings):
             if self.outbox is not None and self.outbox is not outbox:
                 self.outbox.close(p.CLOSE_REPLACED, "the session was opened elsewhere")
             self.outbox = outbox
+            self._close_lanes()  # the page's lanes come with it: a new key for them
+            self.last_input_seq = 0
             if resumed and self.phase == Phase.playing:  # taken over from a live connection
                 if await self.pause_worker():
                     self.lost_connection = True
@@ -59,7 +62,8 @@ class LiveSession(EpisodeEndings):
                          "phase": self.phase,
                          "study": study_view(self.study_id, self.spec, counts),
                          "episode": self._episode_view(),
-                         "participant": await self.participant_state()})  # fmt: skip
+                         "participant": await self.participant_state(),
+                         **self._lanes_offer()})  # fmt: skip
             env = self._env_view()
             if env is not None:
                 outbox.send(env)
@@ -80,6 +84,7 @@ class LiveSession(EpisodeEndings):
             if self.outbox is not outbox or self.phase == Phase.closed:
                 return
             self.outbox = None
+            self._close_lanes()
             if self.phase == Phase.playing:
                 await self.pause_worker()
             self.lost_connection = True
@@ -105,6 +110,41 @@ class LiveSession(EpisodeEndings):
                 await self._abandon("pause_timeout")
                 message = "The pause lasted too long: the episode was abandoned."
                 self.send({"type": "error", "code": "pause_timeout", "message": message})
+
+    # -- lanes (settings.stream_lanes, docs/protocol.md "Lanes") ----------------------------
+    def _lanes_offer(self) -> dict[str, Any]:
+        count = self.settings.stream_lanes
+        return {"lanes": {"key": self.lane_key, "count": count}} if count else {}
+
+    def attach_lane(self, outbox: Outbox) -> bool:
+        """One more socket of the page carries frames in turn; False when none is wanted."""
+        if self.outbox is None or len(self.lanes) >= self.settings.stream_lanes:
+            return False
+        self.lanes.append(outbox)
+        return True
+
+    def detach_lane(self, outbox: Outbox) -> None:
+        if outbox in self.lanes:
+            self.lanes.remove(outbox)
+
+    def _close_lanes(self) -> None:
+        for lane in self.lanes:
+            lane.close(p.CLOSE_NORMAL, "the page's play socket closed")
+        self.lanes = []
+        self.lane_key = secrets.token_urlsafe(18)
+
+    def frame_outboxes(self) -> list[Outbox]:
+        """The page's sockets that carry frames: its play socket, then its lanes."""
+        return [] if self.outbox is None else [self.outbox, *self.lanes]
+
+    def fresh_input(self, seq: int | None) -> bool:
+        """False for an input already received (the page sends each one on two sockets)."""
+        if seq is None:
+            return True
+        if seq <= self.last_input_seq:
+            return False
+        self.last_input_seq = seq
+        return True
 
     def frame_sent(self, frame: Frame) -> None:
         """Called by the sender as it hands a frame to the socket."""
@@ -334,10 +374,12 @@ class LiveSession(EpisodeEndings):
         )
         run.last_frame = data
         run.step = max(run.step, event.step)
-        if self.outbox is None:
+        outboxes = self.frame_outboxes()
+        if not outboxes:
             run.frames_dropped += 1
             return
-        dropped = self.outbox.frame(Frame(run.index, event.step, data))
+        # frames take turns over the page's sockets: one stalled socket delays only its own
+        dropped = outboxes[event.step % len(outboxes)].frame(Frame(run.index, event.step, data))
         if dropped is not None and dropped.episode == run.index:
             run.frames_dropped += 1
 
@@ -352,6 +394,7 @@ class LiveSession(EpisodeEndings):
         self.phone.end(reason)
         await self.db(phone_codes.drop_session, self.id)
         await self.db(episodes.end_session, self.id)
+        self._close_lanes()
         if self.outbox is not None:
             self.outbox.send({"type": "session_ended", "reason": reason})
             self.outbox.close(p.CLOSE_ENDED, reason)

@@ -19,7 +19,7 @@ export function createInput(state, send, act) {
     const pad = state.pad;
     clearTimeout(soon); soon = null; lastSent = now();
     send({ type: "input", keys: [...state.held], buttons: pad.buttons, axes: pad.axes,
-      devices: { ...state.devices }, client_ms: now(), seen_step: state.step });
+      devices: { ...state.devices }, client_ms: now(), seen_step: state.step, seq: ++state.inputSeq });
   }
   /** One tick of the environment's clock, in ms (its fps at the speed in force). */
   function period() {

@@ -22,6 +22,8 @@ export const state = {
   pad: { index: null, buttons: {}, axes: [], signature: "" },
   retries: 0, closing: false, takeover: false, resendTimer: null, countdown: null, refused: null,
   countdownS: null,
+  lanes: [], // more sockets carrying frames in turn (docs/protocol.md, "Lanes")
+  inputSeq: 0, // numbers each input: with lanes it goes twice, the server keeps the first
 };
 
 export const show = crowd.show;
@@ -33,7 +35,18 @@ export function playMessage(text, ok = false) {
   el.classList.toggle("alert-ok", ok);
 }
 export function send(message) {
-  if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(JSON.stringify(message));
+  if (!state.ws || state.ws.readyState !== WebSocket.OPEN) return;
+  const text = JSON.stringify(message);
+  state.ws.send(text);
+  // an async game's input goes on a lane too: a retransmission stall on one socket then
+  // delays neither the input nor the frames that show it
+  const lane = state.lanes[0];
+  const env = state.envs[state.env];
+  if (message.type === "input" && lane && lane.readyState === WebSocket.OPEN && env && env.mode === "async") lane.send(text);
+}
+export function closeLanes() {
+  for (const lane of state.lanes) lane.close(1000);
+  state.lanes = [];
 }
 export function storageKey() { return `rlds-player:${link || "study-" + params.get("study")}`; }
 export function recall() {
@@ -52,6 +65,7 @@ export function stopPlaying() {
   state.closing = true;
   if (state.ws) state.ws.close(1000);
   state.ws = null;
+  closeLanes();
   for (const id of ["save-dialog", "instructions-dialog"]) if ($(id).open) $(id).close();
 }
 

@@ -5,8 +5,8 @@ import * as crowd from "./crowd.js";
 import { phoneHandlers } from "./phone.js";
 import { renderTouch } from "./touch.js";
 import * as views from "./views.js";
-import { fmt, onFrame, onFrameDrawn, updateStatus } from "./stage.js";
-import { $, finish, flow, forgetTicket, isParticipant, params, playMessage, remember, send, state, stopPlaying } from "./session.js";
+import { fmt, onFrame, onFrameDrawn, resetFrames, updateStatus } from "./stage.js";
+import { $, closeLanes, finish, flow, forgetTicket, isParticipant, params, playMessage, remember, send, state, stopPlaying } from "./session.js";
 
 const PROTOCOL = 1;
 const SUBPROTOCOL = "rlds-studio";
@@ -31,10 +31,25 @@ function connect() {
   state.ws = ws;
 }
 
+/* Lanes: more sockets the server sends frames over in turn (its hello offers them). A lane
+   only receives frames (and a copy of each input); the play socket stays the session's. */
+function openLanes(offer) {
+  closeLanes();
+  if (!offer || !offer.count) return;
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  for (let i = 0; i < offer.count; i++) {
+    const lane = new WebSocket(`${scheme}://${location.host}/ws/play?lane=${encodeURIComponent(offer.key)}`, [SUBPROTOCOL]);
+    lane.binaryType = "arraybuffer";
+    lane.onmessage = (ev) => { if (typeof ev.data !== "string" && state.lanes.includes(lane)) onFrame(ev.data); };
+    state.lanes.push(lane);
+  }
+}
+
 function takeOver() { state.takeover = true; state.sessionId = null; connect(); }
 
 function onClose(ev, opened) {
   state.ws = null;
+  closeLanes();
   flow.clearCountdown();
   if (ev.code === 4002) {
     crowd.showStatus({ title: "This study is open in another tab",
@@ -76,6 +91,8 @@ const handlers = {
     state.sessionId = m.session_id;
     state.takeover = false;
     remember();
+    resetFrames(); // frame order starts again with this connection
+    openLanes(m.lanes);
     flow.useStudy(m.study);
     phoneHandlers.phone_study(m.study);
     if (m.participant !== undefined) state.participant = m.participant;

@@ -10,6 +10,7 @@ const $ = (id) => document.getElementById(id);
 export const now = () => performance.timeOrigin + performance.now();
 
 let pending = null; // only the newest waiting frame is decoded
+let newest = [0, -1]; // [episode, step] of the newest frame received: lanes may reorder them
 let decoding = false;
 let drawnTimes = [];
 let onDrawn = () => {};
@@ -17,9 +18,16 @@ let onDrawn = () => {};
 /** Call ``fn(frame, drawnMs)`` after each frame is on screen (the page acks it). */
 export function onFrameDrawn(fn) { onDrawn = fn; }
 
+/** A new connection: the next frame is drawn whatever its number. */
+export function resetFrames() { newest = [0, -1]; }
+
 export function onFrame(buffer) {
   const view = new DataView(buffer);
-  pending = { episode: view.getUint32(0), step: view.getUint32(4), ret: view.getFloat64(16),
+  const episode = view.getUint32(0), step = view.getUint32(4);
+  // a frame that a newer one overtook on another socket (lanes) is not drawn
+  if (episode < newest[0] || (episode === newest[0] && step <= newest[1])) return;
+  newest = [episode, step];
+  pending = { episode, step, ret: view.getFloat64(16),
     control: view.getUint8(24), jpeg: new Uint8Array(buffer, HEADER_BYTES) };
   if (!decoding) decodeNext();
 }

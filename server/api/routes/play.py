@@ -22,7 +22,7 @@ from server.core import security
 from server.models import Study, StudyState, is_row_id
 from server.player import protocol as p
 from server.player import tickets
-from server.player.connection import Connection, close_quietly
+from server.player.connection import Connection, LaneConnection, close_quietly
 from server.player.protocol import PROTOCOL_VERSION
 from server.player.registry import Registry
 from server.player.session import LiveSession
@@ -97,8 +97,13 @@ def _authenticate(
 async def play_socket(websocket: WebSocket) -> None:
     """The player's socket: a ticket in the ``Sec-WebSocket-Protocol`` header (participant)
     or ``?study=`` (designer cookie), plus ``session=<id>`` to resume a session after a
-    reload or a dropped connection."""
+    reload or a dropped connection. ``?lane=<key>``: one more socket of a page whose
+    ``hello`` offered lanes (the key is its credential)."""
     app = websocket.app
+    lane_key = websocket.query_params.get("lane")
+    if lane_key is not None:
+        await _serve_lane(websocket, lane_key)
+        return
     settings = app.state.settings
     sessionmaker = app.state.sessionmaker
 
@@ -169,6 +174,19 @@ async def play_socket(websocket: WebSocket) -> None:
     # A browser that offered subprotocols fails the socket unless the server picks one.
     await websocket.accept(subprotocol=p.SUBPROTOCOL if p.SUBPROTOCOL in offered else None)
     await Connection(websocket, live).serve(resumed, session_not_found=unknown)
+
+
+async def _serve_lane(websocket: WebSocket, key: str) -> None:
+    """A lane of a live session of this replica (docs/protocol.md, "Lanes")."""
+    registry: Registry = websocket.app.state.player_registry
+    live = registry.by_lane_key(key[:64])
+    if live is None:
+        await close_quietly(websocket, p.CLOSE_POLICY, "no play session here has this lane key")
+        return
+    offered = websocket.scope.get("subprotocols") or ()
+    await websocket.accept(subprotocol=p.SUBPROTOCOL if p.SUBPROTOCOL in offered else None)
+    if not await LaneConnection(websocket, live).serve_lane():
+        await close_quietly(websocket, p.CLOSE_POLICY, "this play session has all its lanes")
 
 
 async def _refuse_open_elsewhere(websocket: WebSocket, offered: Any) -> None:

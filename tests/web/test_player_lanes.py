@@ -1,0 +1,69 @@
+"""The player page with lanes (STUDIO_STREAM_LANES) in real Chromium: it opens them, draws the
+frames that come over them, sends its inputs on two sockets, and opens new ones on reload."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import expect
+
+from server.models import Episode, EpisodeStatus
+from server.recording.writer import open_reader
+from tests.player.conftest import activate, counter_env, spec
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def settings(settings):  # type: ignore[no-untyped-def]
+    return settings.model_copy(update={"stream_lanes": 2})
+
+
+def test_frames_come_over_three_sockets_and_inputs_count_once(live_server, page, factory, db):  # type: ignore[no-untyped-def]
+    sockets: list[str] = []
+    page.on("websocket", lambda ws: sockets.append(ws.url))
+    env = counter_env(episode_len=100_000, mode="async", fps=20)
+    study = activate(db, factory.study(factory.user(), spec(env)))
+    page.goto(f"{live_server}/player.html?token={study.permalink_token}")
+    page.get_by_label("Participant ID").fill("P-lanes")
+    page.get_by_role("button", name="Continue").click()
+    expect(page.locator("#instructions-text h1")).to_have_text("Hi")
+    page.get_by_role("button", name="Continue").click()
+    page.get_by_role("button", name="Play Counter").click()
+    expect(page.locator("#overlay")).to_contain_text("Press Enter")  # the ready gate
+    page.keyboard.press("Enter")
+    expect(page.locator("#st-phase")).to_have_text("playing")
+    for key in ("KeyA", "KeyB"):
+        page.keyboard.down(key)
+        page.wait_for_timeout(400)
+        page.keyboard.up(key)
+        page.wait_for_timeout(400)
+    page.reload()
+    expect(page.locator("#st-phase")).to_have_text("paused")
+    page.keyboard.press("Escape")  # resume
+    expect(page.locator("#st-phase")).to_have_text("playing")
+    page.locator("#screen").click()
+    page.keyboard.down("KeyA")
+    page.wait_for_timeout(400)
+    page.keyboard.up("KeyA")
+    page.wait_for_timeout(400)
+    page.keyboard.press("Delete")
+    page.keyboard.press("Enter")
+    expect(page.locator("#after-save-text")).to_contain_text("canceled")
+
+    lanes = [parse_qs(urlparse(url).query)["lane"][0] for url in sockets if "lane=" in url]
+    assert len(lanes) == 4 and len(set(lanes)) == 2  # two lanes, a new key after the reload
+    row = db.query(Episode).filter_by(study_id=study.id).one()
+    assert row.status == EpisodeStatus.canceled
+    with open_reader(row.storage_path) as reader:
+        steps = list(reader.steps)
+    timings = [json.loads(s.custom_data["timing"]) for s in steps]
+    inputs = [json.loads(s.custom_data["input"] or "null") for s in steps]
+    drawn = {int(ack[0]) for t in timings for ack in t.get("acks", [])}
+    assert {s % 3 for s in drawn} == {0, 1, 2}  # frames of every socket were drawn
+    sent = [t["input_sent"] for t in timings if "input_sent" in t]
+    assert len(sent) == len(set(sent)) == 6  # six key changes, each applied once
+    keys = [raw["keys"] for raw in inputs if raw is not None]
+    assert ["KeyA"] in keys and ["KeyB"] in keys
