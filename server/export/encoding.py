@@ -23,6 +23,7 @@ from tensorflow_datasets.core.utils.py_utils import reraise, zip_dict
 from server.export.episode import HUMAN, TIMING_FLOAT_KEYS, TIMING_KEYS, RldsEpisode
 from server.export.errors import ExportError, ValueOutOfRangeError
 from server.export.features import OUTCOME_FIELDS, is_image_spec, tag_field
+from server.export.tf_example import ExampleWriter
 
 PNG_ZLIB_LEVEL = 3
 _PNG_COLOR_TYPES = {1: 0, 3: 2, 4: 6}  # grey, RGB, RGBA; 8 bits per sample
@@ -241,16 +242,23 @@ class EpisodeSerializer:
 
     def __init__(self, features: Any) -> None:
         self.features = features
-        self._serializer = example_serializer.ExampleSerializer(features.get_serialized_info())
+        info = features.get_serialized_info()
+        self._serializer = example_serializer.ExampleSerializer(info)
+        self._writer = ExampleWriter(info)
 
     def serialize(self, example: dict[str, Any]) -> bytes:
         """The serialized ``tf.train.Example`` of one episode.
 
         Deterministic: the Example's feature map is written in key order. (protobuf's default
         order of map entries varies from one process to the next, so the same episode gave
-        different bytes in each export process, and on each Beam worker.)
+        different bytes in each export process, and on each Beam worker.) Written directly
+        (:mod:`server.export.tf_example`) where it can be, else by TFDS: the same bytes.
         """
-        proto = self._serializer.get_tf_example(encode_episode_example(self.features, example))
+        encoded = encode_episode_example(self.features, example)
+        record = self._writer.serialize(encoded)
+        if record is not None:
+            return record
+        proto = self._serializer.get_tf_example(encoded)
         return bytes(proto.SerializeToString(deterministic=True))
 
 
