@@ -3,8 +3,9 @@
 envlogger's ``codec.decode`` tries every typed list of a ``Datum`` in turn (a dozen protobuf
 field accesses per value); :func:`decode_datum` asks the message which one field it holds
 (``ListFields``) and decodes that one by envlogger's own rules, so a step of a Pong log
-(nine values) decodes in about half the time. A datum holding no or several fields goes to
-envlogger's own ``decode_datum``, whose rules say which one wins. tests/export/
+(nine values) decodes in about half the time. A datum holding no field is None (as
+envlogger decodes it); one holding several goes to envlogger's own ``decode_datum``, whose
+rules say which one wins. tests/export/
 test_step_reader.py checks the results against ``codec.decode`` value for value and type for
 type.
 """
@@ -42,7 +43,8 @@ def decode_datum(datum: Any) -> Any:
     """``codec.decode_datum(datum)``: a numpy array or scalar, a str or bytes."""
     fields = datum.values.ListFields()
     if len(fields) != 1:
-        return codec.decode_datum(datum)
+        # no value at all (a first step's reward): None, as envlogger decodes it
+        return None if not fields else codec.decode_datum(datum)
     field, values = fields[0]
     name = field.name
     shape = [dim.size for dim in datum.shape.dim]
@@ -61,7 +63,9 @@ def decode_datum(datum: Any) -> Any:
         if scalar:
             return values[0]
         array = np.array(list(values), dtype=object)
-    else:  # bigint_values, or a field this envlogger does not know
+    elif name == "bigint_values" and scalar:  # a step type
+        return int.from_bytes(values[0], byteorder="big", signed=True)
+    else:  # several big ints, or a field this envlogger does not know
         return codec.decode_datum(datum)
     return np.reshape(array, shape)
 

@@ -39,6 +39,10 @@ VALUES: list[Any] = [
     1.5,
     7,
     -(2**40),
+    0,
+    -1,
+    2**70,  # Python ints are envlogger's big ints (a step type is one)
+    -(2**70),
     True,
     "text",
     b"\x00bytes",
