@@ -317,4 +317,43 @@ def _encode_columns(feature: Any, columns: Any) -> Any:
             except Exception as exc:
                 reraise(exc, prefix=f'In <{sub.__class__.__name__}> with name "{key}":\n')
         return out
+    stacked = _tensor_column(feature, columns)
+    if stacked is not None:
+        return stacked
     return [feature.encode_example(value) for value in columns]
+
+
+_PLAIN_TENSORS = (tfds_features.Tensor, tfds_features.Scalar, tfds_features.Text)
+
+
+def _tensor_column(feature: Any, column: Any) -> Any:
+    """A Tensor feature's column encoded at once: the steps' values stacked (or each one's
+    bytes, for a tensor stored as bytes), what ``encode_example`` gives for each value one
+    by one (an array, a value of the feature's dtype converted to it unchanged); None where
+    values need its conversions or checks one at a time (other dtypes or shapes, optional,
+    Text with an encoder...)."""
+    if type(feature) not in _PLAIN_TENSORS or getattr(feature, "encoder", None) is not None:
+        return None
+    try:
+        dtype = feature._serialized_dtype  # noqa: SLF001 - what encode_example checks
+        shape = feature._serialized_shape  # noqa: SLF001
+        to_bytes = feature._encoded_to_bytes  # noqa: SLF001
+        plain = not feature._optional and not feature._dynamic_shape  # noqa: SLF001
+    except AttributeError:  # another TFDS
+        return None
+    if not plain or None in shape:
+        return None
+    if isinstance(column, np.ndarray):
+        ok = column.dtype == dtype and column.shape[1:] == shape
+        stacked = column if ok else None
+    elif dtype == np.object_ and shape == ():
+        ok = all(type(v) is str or type(v) is bytes for v in column)
+        stacked = np.array(column, dtype=object) if ok else None
+    elif dtype == np.bool_ and shape == ():
+        stacked = np.array(column, dtype=bool) if all(type(v) is bool for v in column) else None
+    else:
+        ok = all(type(v) is np.ndarray and v.dtype == dtype and v.shape == shape for v in column)
+        stacked = np.stack(column) if ok else None
+    if stacked is None or not to_bytes:
+        return stacked
+    return [row.tobytes() for row in stacked]

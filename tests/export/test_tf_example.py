@@ -37,6 +37,7 @@ def test_episodes_as_tfds_writes_them(
     keep: bool,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Each episode's record is what TFDS's own encode_example and serializer make of it."""
     inputs = [
         episode_input(r, step_tags=(StepTag("good", 0, 2),), tags=("a", "é"), notes="ü")
         for r in recordings[env]
@@ -44,19 +45,19 @@ def test_episodes_as_tfds_writes_them(
     options = ExportOptions(profile=profile, keep_step_metadata=keep)
     features = rlds_features(check_compatible(inputs), options, ["good", "none"])
     serializer = EpisodeSerializer(features)
-    writer = serializer._writer  # noqa: SLF001 - what it is given is compared with TFDS
-    written: list[tuple[Any, bytes | None]] = []
+    writer = serializer._writer  # noqa: SLF001 - checks that it wrote each record
+    seen: list[tuple[Any, bytes | None]] = []
 
-    def serialize(encoded: Any, direct: Any = writer.serialize) -> bytes | None:
-        written.append((encoded, direct(encoded)))
-        return written[-1][1]
+    def serialize(example: Any, ours: Any = serializer.serialize) -> bytes:
+        seen.append((example, writer.serialize(encode_episode_example(features, example))))
+        return bytes(ours(example))
 
-    monkeypatch.setattr(writer, "serialize", serialize)
+    monkeypatch.setattr(serializer, "serialize", serialize)
     for ep in inputs:
         record = encode_episode(ep, prepare(ep, options), options, ["good", "none"], serializer)
-        encoded, direct = written[-1]
+        example, direct = seen[-1]
         assert direct is not None  # an RLDS episode is written directly...
-        assert record.record == direct == tfds_bytes(features, encoded)  # ... as TFDS would
+        assert record.record == tfds_bytes(features, features.encode_example(example))  # as TFDS
 
 
 def test_values_at_the_edges() -> None:
@@ -73,6 +74,10 @@ def test_values_at_the_edges() -> None:
                     "flag": f.Tensor(shape=(), dtype=np.bool_),
                     "text": f.Text(),
                     "blob": f.Tensor(shape=(), dtype=np.object_),
+                    "ms": f.Tensor(shape=(), dtype=np.int64),  # a column given as one array
+                    "speed": f.Tensor(shape=(), dtype=np.float64, encoding=f.Encoding.BYTES),
+                    "pos": f.Tensor(shape=(3,), dtype=np.float64, encoding=f.Encoding.BYTES),
+                    "small": f.Tensor(shape=(), dtype=np.int8),  # given as int16: converted
                 }
             ),
             "tags": f.Sequence(f.Text()),
@@ -94,6 +99,10 @@ def test_values_at_the_edges() -> None:
             "flag": [t % 3 == 0 for t in range(n)],
             "text": [("", "é", "a" * 200, "b")[t % 4] for t in range(n)],
             "blob": [b"\x00\xff" * t for t in range(n)],
+            "ms": np.arange(n, dtype=np.int64) * 10**12 - 1,
+            "speed": np.linspace(-1.0, 1.0, n),
+            "pos": [np.array([t, np.nan, -t], np.float64) for t in range(n)],
+            "small": np.arange(n, dtype=np.int16) - 20,
         },
         "tags": ["x", "日本"],
         "empty": [],
@@ -101,7 +110,8 @@ def test_values_at_the_edges() -> None:
     }
     encoded = encode_episode_example(features, example)
     written = ExampleWriter(features.get_serialized_info()).serialize(encoded)
-    assert written is not None and written == tfds_bytes(features, encoded)
+    assert written is not None
+    assert written == tfds_bytes(features, features.encode_example(example))
 
 
 def test_varints_are_protobufs() -> None:
