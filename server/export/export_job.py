@@ -27,10 +27,9 @@ from server.export.base import (
     WriteJob,
 )
 from server.export.card import render_card
-from server.export.episode import EnvSpecs, log_metadata, read_specs
+from server.export.episode import EnvSpecs, read_header
 from server.export.errors import ExportError, InvalidEpisodeError
 from server.export.tfds_writer import check_dataset_name
-from server.recording._envlogger import envlogger
 
 CARD_FILE = "README.md"
 
@@ -60,8 +59,7 @@ def _read_header(ep: EpisodeInput) -> tuple[EnvSpecs, dict[str, Any]]:
     if not Path(ep.log_dir).is_dir():
         raise InvalidEpisodeError(f"episode {ep.episode_id}: no log at {ep.log_dir}")
     try:
-        with envlogger.Reader(str(ep.log_dir)) as reader:
-            return read_specs(reader), log_metadata(reader)
+        return read_header(ep.log_dir)
     except Exception as exc:  # the Riegeli reader raises plain RuntimeErrors/ValueErrors
         raise InvalidEpisodeError(f"episode {ep.episode_id}: unreadable log ({exc})") from exc
 
