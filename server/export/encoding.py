@@ -335,7 +335,7 @@ def _tensor_column(feature: Any, column: Any) -> Any:
     if type(feature) not in _PLAIN_TENSORS or getattr(feature, "encoder", None) is not None:
         return None
     try:
-        dtype = feature._serialized_dtype  # noqa: SLF001 - what encode_example checks
+        dtype = np.dtype(feature._serialized_dtype)  # noqa: SLF001 - what encode_example checks
         shape = feature._serialized_shape  # noqa: SLF001
         to_bytes = feature._encoded_to_bytes  # noqa: SLF001
         plain = not feature._optional and not feature._dynamic_shape  # noqa: SLF001
@@ -351,6 +351,8 @@ def _tensor_column(feature: Any, column: Any) -> Any:
         stacked = np.array(column, dtype=object) if ok else None
     elif dtype == np.bool_ and shape == ():
         stacked = np.array(column, dtype=bool) if all(type(v) is bool for v in column) else None
+    elif shape == () and all(type(v) is dtype.type for v in column):  # numpy scalars
+        stacked = np.array(column, dtype=dtype)
     else:
         ok = all(type(v) is np.ndarray and v.dtype == dtype and v.shape == shape for v in column)
         stacked = np.stack(column) if ok else None

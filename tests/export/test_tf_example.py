@@ -78,6 +78,8 @@ def test_values_at_the_edges() -> None:
                     "speed": f.Tensor(shape=(), dtype=np.float64, encoding=f.Encoding.BYTES),
                     "pos": f.Tensor(shape=(3,), dtype=np.float64, encoding=f.Encoding.BYTES),
                     "small": f.Tensor(shape=(), dtype=np.int8),  # given as int16: converted
+                    "steps64": f.Scalar(dtype=np.int64),  # numpy scalars, one per step
+                    "reward": f.Tensor(shape=(), dtype=np.float64, encoding=f.Encoding.BYTES),
                 }
             ),
             "tags": f.Sequence(f.Text()),
@@ -103,6 +105,8 @@ def test_values_at_the_edges() -> None:
             "speed": np.linspace(-1.0, 1.0, n),
             "pos": [np.array([t, np.nan, -t], np.float64) for t in range(n)],
             "small": np.arange(n, dtype=np.int16) - 20,
+            "steps64": list(np.arange(n, dtype=np.int64) * -(2**40)),
+            "reward": list(np.linspace(0.0, 3.0, n)),
         },
         "tags": ["x", "日本"],
         "empty": [],
