@@ -132,9 +132,8 @@ class Reference:
     @classmethod
     def of(cls, ep: EpisodeInput, specs: EnvSpecs, meta: dict[str, Any]) -> Reference:
         """The reference of ``ep`` (its log's ``specs`` and metadata ``meta``), checked."""
-        ref = cls(ep.episode_id, str(meta.get("env_id", "?")), specs, None)
-        ref = replace(ref, signature=ref.check(ep, specs, meta))
-        return ref
+        first = cls(ep.episode_id, str(meta.get("env_id", "?")), specs, signature=None)
+        return replace(first, signature=first.check(ep, specs, meta))
 
     def check(self, ep: EpisodeInput, specs: EnvSpecs, meta: dict[str, Any]) -> object:
         """Raise unless ``ep``'s log (``specs``, metadata ``meta``) is episode ``ep`` and holds
