@@ -10,15 +10,21 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from server.export.beam_config import BeamConfig
 from server.export.card import EpisodeSummary
 from server.export.episode import EnvSpecs, RldsEpisode, read_episode
-from server.export.errors import ExportCanceledError, ExportError
+from server.export.errors import (
+    ExportCanceledError,
+    ExportError,
+    IncompatibleEnvironmentsError,
+    InvalidEpisodeError,
+)
+from server.export.features import specs_signature
 from server.export.tags import StepTag, first_end_step, validate_step_tags
 from server.export.tfds_writer import DEFAULT_MAX_SHARD_BYTES
 
@@ -113,6 +119,42 @@ class ExportResult:
         return sum(e.num_steps for e in self.episodes)
 
 
+@dataclass(frozen=True)
+class Reference:
+    """The first selected episode's environment, which every episode of an export shares:
+    each episode is checked against it where its log is read, so that a log is opened once."""
+
+    episode_id: str
+    env_id: str
+    specs: EnvSpecs
+    signature: object
+
+    @classmethod
+    def of(cls, ep: EpisodeInput, specs: EnvSpecs, meta: dict[str, Any]) -> Reference:
+        """The reference of ``ep`` (its log's ``specs`` and metadata ``meta``), checked."""
+        first = cls(ep.episode_id, str(meta.get("env_id", "?")), specs, signature=None)
+        return replace(first, signature=first.check(ep, specs, meta))
+
+    def check(self, ep: EpisodeInput, specs: EnvSpecs, meta: dict[str, Any]) -> object:
+        """Raise unless ``ep``'s log (``specs``, metadata ``meta``) is episode ``ep`` and holds
+        this environment's spaces; returns the specs' signature."""
+        if specs.observation is None or specs.action is None:
+            raise InvalidEpisodeError(f"episode {ep.episode_id}: its log holds no specs")
+        logged_id = meta.get("episode_id")
+        if logged_id is not None and str(logged_id) != ep.episode_id:
+            raise InvalidEpisodeError(
+                f"episode {ep.episode_id}: its log at {ep.log_dir} is episode {logged_id}"
+            )
+        signature = specs_signature(specs)
+        if self.signature is not None and signature != self.signature:
+            raise IncompatibleEnvironmentsError(
+                "the selected episodes come from environments with different observation or "
+                f"action spaces: episode {self.episode_id} ({self.env_id}) and episode "
+                f"{ep.episode_id} ({meta.get('env_id', '?')}); export them separately"
+            )
+        return signature
+
+
 def check_cancel(cancel: CancelFn | None) -> None:
     """End the job with :class:`ExportCanceledError` when ``cancel()`` says so."""
     if cancel is not None and cancel():
@@ -134,10 +176,18 @@ def naming(episode_id: str) -> Iterator[None]:
         ) from exc
 
 
-def prepare(ep: EpisodeInput, options: ExportOptions, *, cut: bool = True) -> RldsEpisode:
-    """One episode read as RLDS steps, its step tags checked and (``cut``) ended at its
-    first end tag as the options say."""
+def prepare(
+    ep: EpisodeInput,
+    options: ExportOptions,
+    *,
+    cut: bool = True,
+    reference: Reference | None = None,
+) -> RldsEpisode:
+    """One episode read as RLDS steps, checked against ``reference`` (when given), its step
+    tags checked and (``cut``) ended at its first end tag as the options say."""
     episode = read_episode(ep.log_dir)
+    if reference is not None:
+        reference.check(ep, episode.specs, episode.log_metadata)
     validate_step_tags(ep.step_tags, len(episode), ep.episode_id)
     end = first_end_step(ep.step_tags, options.end_tags) if cut else None
     return episode if end is None else episode.truncated_at(end)
@@ -163,8 +213,9 @@ def for_each_episode(
     cancel: CancelFn | None,
     *,
     cut: bool = True,
+    reference: Reference | None = None,
 ) -> list[EpisodeSummary]:
-    """The writer loop: ``write(i, ep, episode)`` for each episode read (and cut, see
+    """The writer loop: ``write(i, ep, episode)`` for each episode read (checked and cut, see
     :func:`prepare`); errors it raises name the episode. Polls ``cancel`` between episodes,
     tells ``progress`` after each; returns the episodes' summaries."""
     summaries: list[EpisodeSummary] = []
@@ -172,7 +223,7 @@ def for_each_episode(
     for i, ep in enumerate(episodes):
         check_cancel(cancel)
         with naming(ep.episode_id):
-            episode = prepare(ep, options, cut=cut)
+            episode = prepare(ep, options, cut=cut, reference=reference)
             write(i, ep, episode)
         summaries.append(summarize(ep, episode))
         steps_done += len(episode)
@@ -213,6 +264,7 @@ def for_each_encoded(
     cancel: CancelFn | None,
     *,
     cut: bool = True,
+    reference: Reference | None = None,
     threads: int | None = None,
 ) -> list[EpisodeSummary]:
     """:func:`for_each_episode` with the reading and ``encode(ep, episode)`` of the next
@@ -224,7 +276,7 @@ def for_each_encoded(
 
     def work(ep: EpisodeInput) -> tuple[RldsEpisode, T]:
         with naming(ep.episode_id):
-            episode = prepare(ep, options, cut=cut)
+            episode = prepare(ep, options, cut=cut, reference=reference)
             return episode, encode(ep, episode)
 
     summaries: list[EpisodeSummary] = []
@@ -258,24 +310,36 @@ def for_each_encoded(
 
 @dataclass(frozen=True)
 class WriteJob:
-    """What a format's writer is given: the episodes and options, the episodes' common specs,
-    the step tag names that become fields, the new empty folder to write into, and the job's
-    progress and cancel (see :func:`for_each_episode`)."""
+    """What a format's writer is given: the episodes and options, the first episode's
+    environment (which each episode is checked against as it is read, see
+    :class:`Reference`), the step tag names that become fields, the new empty folder to write
+    into, and the job's progress and cancel (see :func:`for_each_episode`)."""
 
     episodes: Sequence[EpisodeInput]
     options: ExportOptions
-    specs: EnvSpecs
+    reference: Reference
     tag_names: Sequence[str]
     out: Path
     progress: ProgressFn | None = None
     cancel: CancelFn | None = None
+
+    @property
+    def specs(self) -> EnvSpecs:
+        """The episodes' common specs."""
+        return self.reference.specs
 
     def each_episode(
         self, write: Callable[[int, EpisodeInput, RldsEpisode], None], *, cut: bool = True
     ) -> list[EpisodeSummary]:
         """The writer loop (:func:`for_each_episode`) over this job's episodes."""
         return for_each_episode(
-            self.episodes, self.options, write, self.progress, self.cancel, cut=cut
+            self.episodes,
+            self.options,
+            write,
+            self.progress,
+            self.cancel,
+            cut=cut,
+            reference=self.reference,
         )
 
     def each_encoded(
@@ -287,7 +351,14 @@ class WriteJob:
     ) -> list[EpisodeSummary]:
         """The writer loop with reading and ``encode`` in threads (:func:`for_each_encoded`)."""
         return for_each_encoded(
-            self.episodes, self.options, encode, write, self.progress, self.cancel, cut=cut
+            self.episodes,
+            self.options,
+            encode,
+            write,
+            self.progress,
+            self.cancel,
+            cut=cut,
+            reference=self.reference,
         )
 
 

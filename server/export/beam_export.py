@@ -47,6 +47,7 @@ from server.export.base import (
     ExportOptions,
     ExportResult,
     ProgressFn,
+    Reference,
 )
 from server.export.card import EpisodeSummary
 from server.export.encoding import EpisodeSerializer
@@ -115,17 +116,17 @@ class EncodeEpisodes(beam.DoFn):
     """(index, episode) -> (index, _Encoded); leaves the record, a progress (or error) file."""
 
     def __init__(
-        self, options: ExportOptions, specs: EnvSpecs, tag_names: Sequence[str], work: _Work
+        self, options: ExportOptions, reference: Reference, tag_names: Sequence[str], work: _Work
     ) -> None:
         self.options = options
-        self.specs = specs
+        self.reference = reference  # each episode is checked against it
         self.tag_names = tuple(tag_names)
         self.work = work
         self.episodes = Metrics.counter(_NAMESPACE, "episodes")
         self.steps = Metrics.counter(_NAMESPACE, "steps")
 
     def setup(self) -> None:
-        features = rlds_features(self.specs, self.options, self.tag_names)
+        features = rlds_features(self.reference.specs, self.options, self.tag_names)
         self.serializer = EpisodeSerializer(features)
 
     def process(self, element: tuple[int, EpisodeInput]) -> Iterator[tuple[int, _Encoded]]:
@@ -133,7 +134,7 @@ class EncodeEpisodes(beam.DoFn):
         if os.path.exists(self.work.cancel_marker):
             raise ExportCanceledError("the export was canceled")
         try:
-            encoded = encode_rlds(ep, self.options, self.tag_names, self.serializer)
+            encoded = encode_rlds(ep, self.options, self.tag_names, self.serializer, self.reference)
         except ExportError as exc:
             _write_atomic(self.work.path("errors", index), str(exc).encode())
             raise
@@ -207,7 +208,7 @@ def build_pipeline(
     pipeline: beam.Pipeline,
     episodes: Sequence[EpisodeInput],
     options: ExportOptions,
-    specs: EnvSpecs,
+    reference: Reference,
     tag_names: Sequence[str],
     data_dir: Path,
     work: _Work,
@@ -217,7 +218,7 @@ def build_pipeline(
         pipeline
         | "Episodes" >> beam.Create(list(enumerate(episodes)), reshuffle=False)
         | "Spread" >> beam.Reshuffle()
-        | "Encode" >> beam.ParDo(EncodeEpisodes(options, specs, tag_names, work))
+        | "Encode" >> beam.ParDo(EncodeEpisodes(options, reference, tag_names, work))
     )
     plan = (
         encoded
@@ -312,7 +313,7 @@ def _run(pipeline: beam.Pipeline, monitor: _Monitor) -> None:
 def write_rlds_beam(
     episodes: Sequence[EpisodeInput],
     options: ExportOptions,
-    specs: EnvSpecs,
+    reference: Reference,
     tag_names: Sequence[str],
     tmp: Path,
     progress: ProgressFn | None,
@@ -326,7 +327,7 @@ def write_rlds_beam(
     work = _Work(str(tmp / WORK_DIR))
     work.make()
     pipeline = beam.Pipeline(options=PipelineOptions(options.beam.flags()))
-    build_pipeline(pipeline, episodes, options, specs, tag_names, data_dir, work)
+    build_pipeline(pipeline, episodes, options, reference, tag_names, data_dir, work)
     monitor = _Monitor(work, len(episodes), progress, cancel)
     monitor.start()
     try:
@@ -348,7 +349,7 @@ def write_rlds_beam(
         raise monitor.failure
     if monitor.canceled:
         raise ExportCanceledError("the export was canceled")
-    result = _finish(len(episodes), options, specs, tag_names, data_dir, work)
+    result = _finish(len(episodes), options, reference.specs, tag_names, data_dir, work)
     shutil.rmtree(work.root)
     return result
 

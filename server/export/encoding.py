@@ -23,6 +23,7 @@ from tensorflow_datasets.core.utils.py_utils import reraise, zip_dict
 from server.export.episode import HUMAN, TIMING_FLOAT_KEYS, TIMING_KEYS, RldsEpisode
 from server.export.errors import ExportError, ValueOutOfRangeError
 from server.export.features import OUTCOME_FIELDS, is_image_spec, tag_field
+from server.export.tf_example import ExampleWriter
 
 PNG_ZLIB_LEVEL = 3
 _PNG_COLOR_TYPES = {1: 0, 3: 2, 4: 6}  # grey, RGB, RGBA; 8 bits per sample
@@ -241,16 +242,23 @@ class EpisodeSerializer:
 
     def __init__(self, features: Any) -> None:
         self.features = features
-        self._serializer = example_serializer.ExampleSerializer(features.get_serialized_info())
+        info = features.get_serialized_info()
+        self._serializer = example_serializer.ExampleSerializer(info)
+        self._writer = ExampleWriter(info)
 
     def serialize(self, example: dict[str, Any]) -> bytes:
         """The serialized ``tf.train.Example`` of one episode.
 
         Deterministic: the Example's feature map is written in key order. (protobuf's default
         order of map entries varies from one process to the next, so the same episode gave
-        different bytes in each export process, and on each Beam worker.)
+        different bytes in each export process, and on each Beam worker.) Written directly
+        (:mod:`server.export.tf_example`) where it can be, else by TFDS: the same bytes.
         """
-        proto = self._serializer.get_tf_example(encode_episode_example(self.features, example))
+        encoded = encode_episode_example(self.features, example)
+        record = self._writer.serialize(encoded)
+        if record is not None:
+            return record
+        proto = self._serializer.get_tf_example(encoded)
         return bytes(proto.SerializeToString(deterministic=True))
 
 
@@ -309,4 +317,45 @@ def _encode_columns(feature: Any, columns: Any) -> Any:
             except Exception as exc:
                 reraise(exc, prefix=f'In <{sub.__class__.__name__}> with name "{key}":\n')
         return out
+    stacked = _tensor_column(feature, columns)
+    if stacked is not None:
+        return stacked
     return [feature.encode_example(value) for value in columns]
+
+
+_PLAIN_TENSORS = (tfds_features.Tensor, tfds_features.Scalar, tfds_features.Text)
+
+
+def _tensor_column(feature: Any, column: Any) -> Any:
+    """A Tensor feature's column encoded at once: the steps' values stacked (or each one's
+    bytes, for a tensor stored as bytes), what ``encode_example`` gives for each value one
+    by one (an array, a value of the feature's dtype converted to it unchanged); None where
+    values need its conversions or checks one at a time (other dtypes or shapes, optional,
+    Text with an encoder...)."""
+    if type(feature) not in _PLAIN_TENSORS or getattr(feature, "encoder", None) is not None:
+        return None
+    try:
+        dtype = np.dtype(feature._serialized_dtype)  # noqa: SLF001 - what encode_example checks
+        shape = feature._serialized_shape  # noqa: SLF001
+        to_bytes = feature._encoded_to_bytes  # noqa: SLF001
+        plain = not feature._optional and not feature._dynamic_shape  # noqa: SLF001
+    except AttributeError:  # another TFDS
+        return None
+    if not plain or None in shape:
+        return None
+    if isinstance(column, np.ndarray):
+        ok = column.dtype == dtype and column.shape[1:] == shape
+        stacked = column if ok else None
+    elif dtype == np.object_ and shape == ():
+        ok = all(type(v) is str or type(v) is bytes for v in column)
+        stacked = np.array(column, dtype=object) if ok else None
+    elif dtype == np.bool_ and shape == ():
+        stacked = np.array(column, dtype=bool) if all(type(v) is bool for v in column) else None
+    elif shape == () and all(type(v) is dtype.type for v in column):  # numpy scalars
+        stacked = np.array(column, dtype=dtype)
+    else:
+        ok = all(type(v) is np.ndarray and v.dtype == dtype and v.shape == shape for v in column)
+        stacked = np.stack(column) if ok else None
+    if stacked is None or not to_bytes:
+        return stacked
+    return [row.tobytes() for row in stacked]

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from server.export.errors import InvalidEpisodeError
-from server.export.step_reader import read_steps
-from server.recording._envlogger import envlogger
+from server.export.step_reader import read_log
+from server.recording._envlogger import spec_codec
 
 NO_INPUT = "null"
 UNKNOWN = -1
@@ -335,20 +335,26 @@ def _append_control(episode: RldsEpisode, t: int, nxt: Any) -> None:
     )  # fmt: skip
 
 
-def read_specs(reader: Any) -> EnvSpecs:
-    """The environment specs envlogger stored with a log."""
+def read_specs(meta: dict[str, Any]) -> EnvSpecs:
+    """The environment specs envlogger stored with a log (``meta``: its decoded metadata)."""
+    env = spec_codec.decode_environment_specs(meta.get("environment_specs", {}))
     return EnvSpecs(
-        observation=reader.observation_spec(),
-        action=reader.action_spec(),
-        reward=reader.reward_spec(),
-        discount=reader.discount_spec(),
+        observation=env["observation_spec"],
+        action=env["action_spec"],
+        reward=env["reward_spec"],
+        discount=env["discount_spec"],
     )
 
 
-def log_metadata(reader: Any) -> dict[str, Any]:
+def log_metadata(meta: dict[str, Any]) -> dict[str, Any]:
     """The log-level metadata (format.EPISODE_METADATA_KEYS), without envlogger's own specs."""
-    meta = reader.metadata() or {}
     return {k: v for k, v in meta.items() if k != "environment_specs"}
+
+
+def read_header(log_dir: Path) -> tuple[EnvSpecs, dict[str, Any]]:
+    """A log's specs and log-level metadata (its steps are not read)."""
+    meta, _steps = read_log(str(log_dir), steps=False)
+    return read_specs(meta), log_metadata(meta)
 
 
 def read_episode(log_dir: Path) -> RldsEpisode:
@@ -356,14 +362,12 @@ def read_episode(log_dir: Path) -> RldsEpisode:
     if not Path(log_dir).is_dir():
         raise InvalidEpisodeError(f"no episode log at {log_dir}")
     try:
-        with envlogger.Reader(str(log_dir)) as reader:
-            specs = read_specs(reader)
-            meta = log_metadata(reader)
-            steps = read_steps(reader)
+        meta, steps = read_log(str(log_dir))
+        specs = read_specs(meta)
     except InvalidEpisodeError:
         raise
     except Exception as exc:  # the Riegeli reader raises plain RuntimeErrors/ValueErrors
         raise InvalidEpisodeError(f"cannot read the episode log at {log_dir}: {exc}") from exc
     if specs.observation is None or specs.action is None:
         raise InvalidEpisodeError(f"the log at {log_dir} holds no environment specs")
-    return realign(steps, specs, meta)
+    return realign(steps, specs, log_metadata(meta))

@@ -23,14 +23,13 @@ from server.export.base import (
     ExportOptions,
     ExportResult,
     ProgressFn,
+    Reference,
     WriteJob,
 )
 from server.export.card import render_card
-from server.export.episode import EnvSpecs, log_metadata, read_specs
-from server.export.errors import ExportError, IncompatibleEnvironmentsError, InvalidEpisodeError
-from server.export.features import specs_signature
+from server.export.episode import EnvSpecs, read_header
+from server.export.errors import ExportError, InvalidEpisodeError
 from server.export.tfds_writer import check_dataset_name
-from server.recording._envlogger import envlogger
 
 CARD_FILE = "README.md"
 
@@ -60,36 +59,17 @@ def _read_header(ep: EpisodeInput) -> tuple[EnvSpecs, dict[str, Any]]:
     if not Path(ep.log_dir).is_dir():
         raise InvalidEpisodeError(f"episode {ep.episode_id}: no log at {ep.log_dir}")
     try:
-        with envlogger.Reader(str(ep.log_dir)) as reader:
-            return read_specs(reader), log_metadata(reader)
+        return read_header(ep.log_dir)
     except Exception as exc:  # the Riegeli reader raises plain RuntimeErrors/ValueErrors
         raise InvalidEpisodeError(f"episode {ep.episode_id}: unreadable log ({exc})") from exc
 
 
 def check_compatible(episodes: Sequence[EpisodeInput]) -> EnvSpecs:
     """The episodes' common specs; raises if their environments' spaces differ."""
-    first: tuple[EpisodeInput, EnvSpecs, Any, str] | None = None
-    for ep in episodes:
-        specs, meta = _read_header(ep)
-        if specs.observation is None or specs.action is None:
-            raise InvalidEpisodeError(f"episode {ep.episode_id}: its log holds no specs")
-        logged_id = meta.get("episode_id")
-        if logged_id is not None and str(logged_id) != ep.episode_id:
-            raise InvalidEpisodeError(
-                f"episode {ep.episode_id}: its log at {ep.log_dir} is episode {logged_id}"
-            )
-        signature = specs_signature(specs)
-        env_id = str(meta.get("env_id", "?"))
-        if first is None:
-            first = (ep, specs, signature, env_id)
-        elif signature != first[2]:
-            raise IncompatibleEnvironmentsError(
-                "the selected episodes come from environments with different observation or "
-                f"action spaces: episode {first[0].episode_id} ({first[3]}) and episode "
-                f"{ep.episode_id} ({env_id}); export them separately"
-            )
-    assert first is not None
-    return first[1]
+    reference = Reference.of(episodes[0], *_read_header(episodes[0]))
+    for ep in episodes[1:]:
+        reference.check(ep, *_read_header(ep))
+    return reference.specs
 
 
 def export_dataset(
@@ -109,7 +89,10 @@ def export_dataset(
     if out_dir.exists():
         raise ExportError(f"the output folder {out_dir} already exists")
     fmt = _check_inputs(episodes, options)
-    specs = check_compatible(episodes)
+    # The first log's header only: each episode is checked against it where it is read
+    # (WriteJob.reference), so that each log is opened once.
+    specs, meta = _read_header(episodes[0])
+    reference = Reference.of(episodes[0], specs, meta)
     used = sorted({t.name for ep in episodes for t in ep.step_tags})
     tag_names = sorted(set(options.step_tag_names)) if options.step_tag_names is not None else used
     fmt.check(specs, options, tag_names)
@@ -118,10 +101,10 @@ def export_dataset(
     tmp = out_dir.with_name(f".{out_dir.name}.partial-{uuid.uuid4().hex[:8]}")
     tmp.mkdir()
     try:
-        result = fmt.write(WriteJob(episodes, options, specs, tag_names, tmp, progress, cancel))
+        result = fmt.write(WriteJob(episodes, options, reference, tag_names, tmp, progress, cancel))
         card = render_card(
             title=options.name,
-            study=options.study or _study(episodes),
+            study=options.study or str(meta.get("study_id", "")),
             export_format=str(options.format),
             episodes=result.episodes,
             loading=fmt.loading(fmt.data_path(options)),
@@ -151,11 +134,6 @@ def _videos_text(options: ExportOptions) -> list[str]:
         "episode videos: `episode_videos/<episode id>.mp4`, what the player saw at the"
         " recorded times (H.264, plays in browsers)"
     ]
-
-
-def _study(episodes: Sequence[EpisodeInput]) -> str:
-    _specs, meta = _read_header(episodes[0])
-    return str(meta.get("study_id", ""))
 
 
 def _moved(result: ExportResult, tmp: Path, out_dir: Path) -> ExportResult:

@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.export import oxe
-from server.export.base import EpisodeInput, ExportOptions, naming, prepare, summarize
+from server.export.base import (
+    EpisodeInput,
+    ExportOptions,
+    Reference,
+    naming,
+    prepare,
+    summarize,
+)
 from server.export.card import EpisodeSummary
 from server.export.encoding import EpisodeSerializer, episode_example
 from server.export.episode import EnvSpecs, RldsEpisode
@@ -93,7 +100,10 @@ def encode_rlds(
     options: ExportOptions,
     tag_names: Sequence[str],
     serializer: EpisodeSerializer,
+    reference: Reference | None = None,
 ) -> EncodedEpisode:
-    """Read, realign and serialize one episode (the work a Beam worker does per episode)."""
+    """Read (checked against ``reference``), realign and serialize one episode (the work a
+    Beam worker does per episode)."""
     with naming(ep.episode_id):
-        return encode_episode(ep, prepare(ep, options), options, tag_names, serializer)
+        episode = prepare(ep, options, reference=reference)
+        return encode_episode(ep, episode, options, tag_names, serializer)

@@ -11,9 +11,19 @@ if not hasattr(np, "unicode_"):
     np.unicode_ = np.str_  # type: ignore[attr-defined]
 
 import envlogger  # noqa: E402
-from envlogger import environment_logger  # noqa: E402
+from envlogger import environment_logger, step_data  # noqa: E402
 from envlogger.backends import riegeli_backend_writer  # noqa: E402
-from envlogger.converters import codec  # noqa: E402
+from envlogger.backends.python import riegeli_dataset_reader  # noqa: E402
+from envlogger.converters import codec, spec_codec  # noqa: E402
 from envlogger.proto import storage_pb2  # noqa: E402
 
-__all__ = ["codec", "envlogger", "environment_logger", "riegeli_backend_writer", "storage_pb2"]
+__all__ = [
+    "codec",
+    "envlogger",
+    "environment_logger",
+    "riegeli_backend_writer",
+    "riegeli_dataset_reader",
+    "spec_codec",
+    "step_data",
+    "storage_pb2",
+]

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from server.export import (
+    EpisodeInput,
     ExportCanceledError,
     ExportError,
     ExportFormat,
@@ -75,6 +76,22 @@ def test_different_spaces_are_refused(
     with pytest.raises(IncompatibleEnvironmentsError, match="different observation or action"):
         export_dataset(episodes, ExportOptions(), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_each_log_is_checked_where_it_is_read(
+    recordings: dict[str, list[Recording]], tmp_path: Path
+) -> None:
+    """Only the first log's header is read before writing; the others are checked against
+    it as they are read, so a mismatch in any of them still fails the whole export."""
+    cp, pong = recordings["cartpole"], recordings["pong"]
+    last_differs = [episode_input(r) for r in cp] + [episode_input(pong[0])]
+    for fmt in ExportFormat:
+        with pytest.raises(IncompatibleEnvironmentsError, match=r"cp-1 \(CartPole-v1\).*pong-1"):
+            export_dataset(last_differs, ExportOptions(format=fmt), tmp_path / "out")
+    wrong_log = EpisodeInput(cp[1].log_dir, "cp-9", "agent-x")
+    with pytest.raises(InvalidEpisodeError, match="cp-9: its log at .* is episode cp-2"):
+        export_dataset([episode_input(cp[0]), wrong_log], ExportOptions(), tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cancel_and_failure_leave_nothing(

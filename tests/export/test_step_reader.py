@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from server.export.step_reader import decode, read_steps
+from server.export.step_reader import decode, read_log
 from server.recording._envlogger import codec, envlogger, storage_pb2
 from tests.export._recordings import record_episode
 
@@ -39,6 +39,10 @@ VALUES: list[Any] = [
     1.5,
     7,
     -(2**40),
+    0,
+    -1,
+    2**70,  # Python ints are envlogger's big ints (a step type is one)
+    -(2**70),
     True,
     "text",
     b"\x00bytes",
@@ -85,16 +89,23 @@ def test_decode_equals_envlogger_codec() -> None:
         same(decode(data), codec.decode(data), repr(value))
 
 
-def test_read_steps_equals_envlogger_reader(tmp_path: Path) -> None:
+def test_read_log_equals_envlogger_reader(tmp_path: Path) -> None:
     def make() -> gym.Env:
         return gym.make("CartPole-v1", render_mode="rgb_array", max_episode_steps=12)
 
     rec = record_episode(make, tmp_path / "ep", env_id="CartPole-v1", episode_id="e", seed=3)
     with envlogger.Reader(str(rec.log_dir)) as reader:
         want = list(reader.steps)
-        got = read_steps(reader)
+        want_meta = reader.metadata()
+    meta, got = read_log(str(rec.log_dir))
+    same(meta, want_meta, "metadata")
+    assert meta["episode_id"] == "e" and "environment_specs" in meta
+    header, none = read_log(str(rec.log_dir), steps=False)
+    same(header, want_meta, "metadata alone")
+    assert none == []
     assert len(got) == len(want) == rec.num_steps
     for t, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert type(g) is type(w) and type(g.timestep) is type(w.timestep)
         same(g.timestep.step_type, w.timestep.step_type, f"step {t}")
         for name in ("observation", "reward", "discount"):
             same(getattr(g.timestep, name), getattr(w.timestep, name), f"step {t} {name}")

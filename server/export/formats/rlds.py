@@ -40,7 +40,7 @@ class Rlds(Format):
             from server.export.beam_export import write_rlds_beam  # imports apache_beam
 
             return write_rlds_beam(
-                job.episodes, options, job.specs, tag_names, out, job.progress, job.cancel
+                job.episodes, options, job.reference, tag_names, out, job.progress, job.cancel
             )
         features = rlds_features(job.specs, options, tag_names)
         stats = oxe.Statistics()
