@@ -18,6 +18,7 @@ from server.recording.writer import open_reader
 from server.runtime.catalog import CatalogEntry
 from tests.export.conftest import CONSUMER_PYTHON, ROOT
 from tests.player.conftest import activate, spec
+from tests.web._join import join_study, to_ready_gate
 
 CHECK = ROOT / "tests" / "export" / "control_check.py"
 VENVS = {"rlds": CONSUMER_PYTHON, "lerobot": ROOT / ".consumer-venv-lerobot" / "bin" / "python",
@@ -30,13 +31,8 @@ def open_game(page, live_server: str, factory, db, entry: CatalogEntry, **env: A
     fields = {"id": "robot", "source": entry.source().model_dump(), "mode": entry.mode,
               "fps": entry.fps, **env}  # fmt: skip
     study = activate(db, factory.study(factory.user(), spec(fields)))
-    page.goto(f"{live_server}/player.html?token={study.permalink_token}")
-    page.get_by_label("Participant ID").fill("T-1")
-    page.get_by_role("button", name="Continue").click()
-    expect(page.locator("#instructions-text h1")).to_have_text("Hi")  # the study's own
-    page.get_by_role("button", name="Continue").click()
-    page.get_by_role("button", name=f"Play {fields['name']}").click()
-    expect(page.locator("#overlay")).to_contain_text("Press Enter")  # the ready gate
+    join_study(page, live_server, study.permalink_token, "T-1")
+    to_ready_gate(page, fields["name"])
     return study
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 from sqlalchemy import select
 
 from server.models import Episode, EpisodeTag, StepTag
@@ -255,20 +256,27 @@ def test_sort_by_column_and_return_filter_kept_in_the_url(
     assert order() == [e.id for e in by_return[2:]]
 
 
-def test_image_observation_and_expanding_a_large_array(
-    live_server: str, page: Page, factory: Factory, db, settings, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
-    episode_id = "img".ljust(32, "0")
+def _replay_image_episode(page: Page, live_server: str, factory: Factory, db, settings,
+                          tmp_path: Path, name: str, **recording: Any) -> Locator:  # type: ignore[no-untyped-def]  # fmt: skip
+    """Record an episode of ``ImageEnv`` (``recording``: more of ``record_episode``'s
+    arguments), open its replay at step 1 as its study's owner; the step's detail."""
+    episode_id = name.ljust(32, "0")
     rec = record_episode(
         ImageEnv, tmp_path / episode_id, env_id="cartpole", episode_id=episode_id, seed=1,
-        env_config=CARTPOLE_SPEC,
+        env_config=CARTPOLE_SPEC, **recording,
     )  # fmt: skip
     owner = factory.user()
     study = factory.study(owner)
     Inserter(db, settings.data_root).add(study, rec)
     _login(page, live_server, owner)
     page.goto(f"{live_server}/episodes.html?study={study.id}&episode={episode_id}&step=1")
-    detail = page.locator("#step-detail")
+    return page.locator("#step-detail")
+
+
+def test_image_observation_and_expanding_a_large_array(
+    live_server: str, page: Page, factory: Factory, db, settings, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    detail = _replay_image_episode(page, live_server, factory, db, settings, tmp_path, "img")
     picture = detail.get_by_role("img", name="Observation pixels at step 1")
     expect(picture).to_be_visible()
     page.wait_for_function("img => img.naturalWidth === 32", arg=picture.element_handle())
@@ -412,19 +420,11 @@ def test_test_plays_are_hidden_until_asked_and_badged(
 def test_the_replay_says_which_steps_the_adaptive_stream_did_not_send(
     live_server: str, page: Page, factory: Factory, db, settings, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    episode_id = "fewer".ljust(32, "0")
     fewer = {"stream_every": 2}
-    rec = record_episode(
-        ImageEnv, tmp_path / episode_id, env_id="cartpole", episode_id=episode_id, seed=1,
-        env_config=CARTPOLE_SPEC, jpeg_quality=50,
+    detail = _replay_image_episode(
+        page, live_server, factory, db, settings, tmp_path, "fewer", jpeg_quality=50,
         bad_timing={2: {**fewer, "streamed": True}, 3: {**fewer, "streamed": False}},
     )  # fmt: skip
-    owner = factory.user()
-    study = factory.study(owner)
-    Inserter(db, settings.data_root).add(study, rec)
-    _login(page, live_server, owner)
-    page.goto(f"{live_server}/episodes.html?study={study.id}&episode={episode_id}&step=1")
-    detail = page.locator("#step-detail")
     expect(detail).to_contain_text("Stream qualityJPEG 50")
     expect(detail).not_to_contain_text("Stream rate")  # every frame was sent
     page.keyboard.press("ArrowRight")

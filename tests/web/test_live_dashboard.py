@@ -17,6 +17,7 @@ from tests.test_server_crash import PASSWORD as RESTART_PASSWORD
 from tests.test_server_crash import _free_port
 from tests.test_server_crash import _serve as serve
 from tests.web._crowd import shot
+from tests.web._join import join_study, to_ready_gate
 from tests.web.test_designer_ui import log_in
 
 pytestmark = pytest.mark.browser
@@ -28,14 +29,9 @@ def _participant_page(browser, live_server: str, token: str, errors: list[str]) 
     player = context.new_page()
     player.on("pageerror", lambda exc: errors.append(str(exc)))
     player.set_default_timeout(15_000)
-    player.goto(f"{live_server}/player.html?token={token}")
-    player.get_by_label("Participant ID").fill("P-live")
-    player.get_by_role("button", name="Continue").click()
-    expect(player.locator("#instructions-text h1")).to_have_text("Hi")
-    player.get_by_role("button", name="Continue").click()
+    join_study(player, live_server, token, "P-live")
     expect(player.locator("#study-name")).to_have_text("Player test")
-    player.get_by_role("button", name="Play Counter").click()
-    expect(player.locator("#overlay")).to_contain_text("Press Enter")
+    to_ready_gate(player, "Counter")
     player.keyboard.press("Enter")
     expect(player.locator("#st-phase")).to_have_text("playing")
     return player

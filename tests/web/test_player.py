@@ -11,6 +11,7 @@ from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from tests.factories import PASSWORD
 from tests.player.conftest import activate, counter_env, spec, wait_status
+from tests.web._join import join_study, to_ready_gate
 
 pytestmark = pytest.mark.browser
 
@@ -23,18 +24,13 @@ def designer(factory):
 def _participant(page, live_server, factory, designer, db, env, who="P-7"):
     """Open the study's permalink and join as a participant, typing the id as a person would."""
     study = activate(db, factory.study(designer, spec(env)))
-    page.goto(f"{live_server}/player.html?token={study.permalink_token}")
-    page.get_by_label("Participant ID").fill(who)
-    page.get_by_role("button", name="Continue").click()
-    expect(page.locator("#instructions-text h1")).to_have_text("Hi")  # before the first episode
-    page.get_by_role("button", name="Continue").click()
+    join_study(page, live_server, study.permalink_token, who)
     expect(page.locator("#study-name")).to_have_text("Player test")
     return study
 
 
 def _play(page, env_name="Counter"):
-    page.get_by_role("button", name=f"Play {env_name}").click()
-    expect(page.locator("#overlay")).to_contain_text("Press Enter")  # the ready gate
+    to_ready_gate(page, env_name)
     page.keyboard.press("Enter")
     expect(page.locator("#st-phase")).to_have_text("playing")
     expect(page.locator("#screen")).to_be_focused()

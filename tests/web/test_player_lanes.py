@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from tests.player.conftest import activate, counter_env, spec
+from tests.web._join import join_study, to_ready_gate
 
 pytestmark = pytest.mark.browser
 
@@ -26,13 +27,8 @@ def test_frames_come_over_three_sockets_and_inputs_count_once(live_server, page,
     page.on("websocket", lambda ws: sockets.append(ws.url))
     env = counter_env(episode_len=100_000, mode="async", fps=20)
     study = activate(db, factory.study(factory.user(), spec(env)))
-    page.goto(f"{live_server}/player.html?token={study.permalink_token}")
-    page.get_by_label("Participant ID").fill("P-lanes")
-    page.get_by_role("button", name="Continue").click()
-    expect(page.locator("#instructions-text h1")).to_have_text("Hi")
-    page.get_by_role("button", name="Continue").click()
-    page.get_by_role("button", name="Play Counter").click()
-    expect(page.locator("#overlay")).to_contain_text("Press Enter")  # the ready gate
+    join_study(page, live_server, study.permalink_token, "P-lanes")
+    to_ready_gate(page, "Counter")
     page.keyboard.press("Enter")
     expect(page.locator("#st-phase")).to_have_text("playing")
     for key in ("KeyA", "KeyB"):

@@ -18,6 +18,7 @@ from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
 from tests.factories import PASSWORD
 from tests.player.conftest import activate, spec
+from tests.web._join import join_study, to_ready_gate
 from tests.web._teleop import load_steps, wait_steps
 
 ENTRY = CATALOG["FetchPickAndPlace"]
@@ -52,13 +53,8 @@ def test_the_player_takes_over_twice_and_the_exports_say_so(
     }  # fmt: skip
     designer = factory.user()
     study = activate(db, factory.study(designer, spec(env)))
-    page.goto(f"{live_server}/player.html?token={study.permalink_token}")
-    page.get_by_label("Participant ID").fill("T-1")
-    page.get_by_role("button", name="Continue").click()
-    expect(page.locator("#instructions-text h1")).to_have_text("Hi")
-    page.get_by_role("button", name="Continue").click()
-    page.get_by_role("button", name="Play Fetch").click()
-    expect(page.locator("#overlay")).to_contain_text("Press Enter")
+    join_study(page, live_server, study.permalink_token, "T-1")
+    to_ready_gate(page, "Fetch")
     page.keyboard.press("Enter")
     expect(page.locator("#st-phase")).to_have_text("playing")
     driver = page.locator("#driver")
