@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.core.config import Settings
+from server.player import protocol as p
 from server.player._phase import Phase
 from server.player._run import EpisodeRun
 from server.player.adaptive import QualityController
@@ -62,6 +63,41 @@ class SessionBase:
         self._pause_timer: asyncio.Task[None] | None = None
         self._grace_timer: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- lanes (settings.stream_lanes, docs/protocol.md "Lanes") ----------------------------
+    def _lanes_offer(self) -> dict[str, Any]:
+        count = self.settings.stream_lanes
+        return {"lanes": {"key": self.lane_key, "count": count}} if count else {}
+
+    def attach_lane(self, outbox: Outbox) -> bool:
+        """One more socket of the page carries frames in turn; False when none is wanted."""
+        if self.outbox is None or len(self.lanes) >= self.settings.stream_lanes:
+            return False
+        self.lanes.append(outbox)
+        return True
+
+    def detach_lane(self, outbox: Outbox) -> None:
+        if outbox in self.lanes:
+            self.lanes.remove(outbox)
+
+    def _close_lanes(self) -> None:
+        for lane in self.lanes:
+            lane.close(p.CLOSE_NORMAL, "the page's play socket closed")
+        self.lanes = []
+        self.lane_key = secrets.token_urlsafe(18)
+
+    def frame_outboxes(self) -> list[Outbox]:
+        """The page's sockets that carry frames: its play socket, then its lanes."""
+        return [] if self.outbox is None else [self.outbox, *self.lanes]
+
+    def fresh_input(self, seq: int | None) -> bool:
+        """False for an input already received (the page sends each one on two sockets)."""
+        if seq is None:
+            return True
+        if seq <= self.last_input_seq:
+            return False
+        self.last_input_seq = seq
+        return True
 
     # -- helpers ------------------------------------------------------------------------
     async def db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 from typing import Any, NoReturn
 
 from sqlalchemy.orm import Session
@@ -110,41 +109,6 @@ class LiveSession(EpisodeEndings):
                 await self._abandon("pause_timeout")
                 message = "The pause lasted too long: the episode was abandoned."
                 self.send({"type": "error", "code": "pause_timeout", "message": message})
-
-    # -- lanes (settings.stream_lanes, docs/protocol.md "Lanes") ----------------------------
-    def _lanes_offer(self) -> dict[str, Any]:
-        count = self.settings.stream_lanes
-        return {"lanes": {"key": self.lane_key, "count": count}} if count else {}
-
-    def attach_lane(self, outbox: Outbox) -> bool:
-        """One more socket of the page carries frames in turn; False when none is wanted."""
-        if self.outbox is None or len(self.lanes) >= self.settings.stream_lanes:
-            return False
-        self.lanes.append(outbox)
-        return True
-
-    def detach_lane(self, outbox: Outbox) -> None:
-        if outbox in self.lanes:
-            self.lanes.remove(outbox)
-
-    def _close_lanes(self) -> None:
-        for lane in self.lanes:
-            lane.close(p.CLOSE_NORMAL, "the page's play socket closed")
-        self.lanes = []
-        self.lane_key = secrets.token_urlsafe(18)
-
-    def frame_outboxes(self) -> list[Outbox]:
-        """The page's sockets that carry frames: its play socket, then its lanes."""
-        return [] if self.outbox is None else [self.outbox, *self.lanes]
-
-    def fresh_input(self, seq: int | None) -> bool:
-        """False for an input already received (the page sends each one on two sockets)."""
-        if seq is None:
-            return True
-        if seq <= self.last_input_seq:
-            return False
-        self.last_input_seq = seq
-        return True
 
     def frame_sent(self, frame: Frame) -> None:
         """Called by the sender as it hands a frame to the socket."""
