@@ -94,6 +94,9 @@ class Player:
     ended: dict[str, Any] | None = None  # the episode_ended message not answered yet
     episodes: dict[str, str] = field(default_factory=dict)  # id → status said by the server
     current: str | None = None
+    # the reader's own view, in the server's order: an episode ended and no new one started
+    # (``ended`` is cleared by the player as it saves, maybe before a crossed reply arrives)
+    between: bool = False
     errors: list[dict[str, Any]] = field(default_factory=list)
 
     async def read(self) -> None:
@@ -107,8 +110,10 @@ class Player:
                 self.frame.set()
                 continue
             data = json.loads(message)
-            if data["type"] == "episode_ended":
-                self.ended = data
+            if data["type"] in ("episode_ended", "episode_started"):
+                self.between = data["type"] == "episode_ended"
+                if self.between:
+                    self.ended = data
             elif self._crossed_the_end(data):
                 continue  # a pause, resume or cancel sent as the game ended: they crossed
             elif data["type"] in ("error", "episode_failed"):
@@ -118,7 +123,7 @@ class Player:
 
     def _crossed_the_end(self, data: dict[str, Any]) -> bool:
         late = data["type"] == "error" and data.get("for") in ("pause", "resume", "cancel")
-        return late and self.ended is not None and data["code"] == "wrong_state"
+        return late and self.between and data["code"] == "wrong_state"
 
     async def until(self, kind: str) -> dict[str, Any]:
         while True:

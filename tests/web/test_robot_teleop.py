@@ -1,5 +1,7 @@
 """A teleoperator picks up the cube in Fetch pick-and-place with the keyboard only (real
-Chromium, the catalog's controls at its 25 Hz), and the saved log shows the lift.
+Chromium, the catalog's controls), and the saved log shows the lift. It plays at 10 steps/s
+instead of the catalog's 25: a key let go some tens of milliseconds late on a busy machine
+still ends on the step meant, where at 25 the arm overshot and knocked the cube.
 
 Keys are held as a person holds them: down, watch the picture (here: the step counter on
 screen) for as long as the move takes, up. Where the cube is comes from the seeded start a
@@ -31,17 +33,19 @@ START = {"hand": (1.342, 0.749, 0.535), "cube": (1.379, 0.868, 0.425)}
 # so a person holds on until the hand is over the cube (about 4 and 10 steps), then lowers
 # the open hand onto the table (the table stops it), shuts it and lifts.
 NEARER, RIGHT, DOWN, SHUT, UP = 4, 10, 16, 10, 20
-MAX_STEPS = 200  # 8 s: the episode ends by itself after the lift
+FPS = 10
+MAX_STEPS = 120  # 12 s: the episode ends by itself after the lift
 
 
-def open_fetch(page, live_server, factory, db, max_steps: int):
+def open_fetch(page, live_server, factory, db, max_steps: int, fps: int = ENTRY.fps):
     """A participant at the ready gate of a Fetch study (seed :data:`SEED`); its study."""
     return open_game(page, live_server, factory, db, ENTRY, name="Fetch", seeds=[SEED],
-                     max_steps=max_steps, instructions="Pick up the black cube.")  # fmt: skip
+                     max_steps=max_steps, fps=fps,
+                     instructions="Pick up the black cube.")  # fmt: skip
 
 
 def test_keyboard_teleoperator_picks_up_the_cube(live_server, page, factory, db):
-    study = open_fetch(page, live_server, factory, db, MAX_STEPS)
+    study = open_fetch(page, live_server, factory, db, MAX_STEPS, FPS)
     legend = page.locator("#legend")
     expect(legend).to_contain_text("close / open the gripper (toggle)")  # keys on screen
     expect(legend).to_contain_text("hand up")
