@@ -14,17 +14,19 @@ The benchmark starts the app (as ``latency.py`` does), puts the proxy in front o
 each link, plays Atari Pong in async mode at 60 fps with the keyboard through the proxy
 with the adaptive stream on (``adaptive_quality``, from ``high``), once stepping at the
 clock's ticks, once with ``step_on_input`` (a fresh input steps at once, still one step
-per slot), and once more with two lanes (``STUDIO_STREAM_LANES``: frames over three
-sockets, each input over two), and reads input → frame drawn latency from the episode's own log
-(``frame_drawn - input_sent``, both on the browser's clock). Prints JSON: per link and
-setting p50/p99 latency, the median of each stage (browser → app, app → applied: the wait
-for the tick, applied → frame sent, sent → drawn), the frames the server dropped for a slow
-client, the steps played, and the adaptive stream's choices (the share of steps at each JPEG
-quality and at each frame rate, down to ``min_stream_fps`` 20, and the share streamed).
+per slot), and with two and three lanes (``STUDIO_STREAM_LANES``: frames over three or four
+sockets, each input over all; ``--links`` and ``--variants`` choose), and reads input →
+frame drawn latency from the episode's own log (``frame_drawn - input_sent``, both on the
+browser's clock). Prints JSON: per link and setting p50/p99 latency, the five slowest
+inputs, the median of each stage (browser → app, app → applied: the wait for the tick,
+applied → frame sent, sent → drawn), the frames the server dropped for a slow client, the
+steps played, and the adaptive stream's choices (the share of steps at each JPEG quality
+and at each frame rate, down to ``min_stream_fps`` 20, and the share streamed).
 ``--smoke`` plays a few inputs over one link: it checks the benchmark still runs; its
 figures mean nothing.
 
-    .venv/bin/python benchmarks/wan.py [--inputs 120] [--smoke]
+    .venv/bin/python benchmarks/wan.py [--inputs 120] [--links 50ms,...] \
+        [--variants tick,on_input,lanes2,lanes3] [--smoke]
 """
 
 from __future__ import annotations
@@ -262,6 +264,7 @@ def measure(browser: Any, server: dict[str, Any], link: Link, inputs: int) -> di
         "p99_ms": p99,
         "p50_over_rtt_ms": None if p50 is None else round(p50 - link.rtt_ms, 2),
         "p99_over_rtt_ms": None if p99 is None else round(p99 - link.rtt_ms, 2),
+        "worst": _worst(row.storage_path, link.rtt_ms),
         "stages_p50_ms": stages_from_log(row.storage_path),
         "steps": row.steps,
         "frames_dropped": row.frames_dropped,
@@ -270,6 +273,19 @@ def measure(browser: Any, server: dict[str, Any], link: Link, inputs: int) -> di
         "stream": _stream_choices(row.storage_path),
         "seconds": round(elapsed, 1),
     }
+
+
+def _worst(path: str, rtt_ms: float, count: int = 5) -> list[dict[str, float]]:
+    """The ``count`` slowest inputs: over the RTT, and each stage (as in the p50s)."""
+    from latency import STAGES, timings_from_log
+
+    timings = [t for t in timings_from_log(path).values() if "frame_drawn" in t]
+    timings.sort(key=lambda t: t["frame_drawn"] - t["input_sent"])
+    return [
+        {"over_rtt_ms": round(t["frame_drawn"] - t["input_sent"] - rtt_ms, 1)}
+        | {name: round(t[b] - t[a], 1) for name, a, b in STAGES if a in t and b in t}
+        for t in timings[-count:]
+    ]
 
 
 def _stream_choices(path: str) -> dict[str, Any]:
@@ -290,17 +306,31 @@ def _stream_choices(path: str) -> dict[str, Any]:
     }
 
 
+def _variant(name: str) -> tuple[bool, int]:
+    """``tick``, ``on_input`` or ``lanesN``: (step_on_input, lanes)."""
+    if name in ("tick", "on_input"):
+        return name == "on_input", 0
+    if name.startswith("lanes") and name[5:].isdigit():
+        return True, int(name[5:])
+    raise SystemExit(f"unknown variant {name!r}: tick, on_input or lanesN")
+
+
 def main() -> None:
     from concurrency import PONG, studio_server
     from latency import in_chromium
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--inputs", type=int, default=120)
+    parser.add_argument("--links", default=",".join(lk.name for lk in LINKS),
+                        help="comma-separated link names (default: all)")  # fmt: skip
+    parser.add_argument("--variants", default="tick,on_input,lanes2,lanes3",
+                        help="comma-separated: tick, on_input, lanesN")  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="a few inputs over one link")
     args = parser.parse_args()
     # (step_on_input, lanes): the clock's tick, a step as each input arrives, then with it
-    # frames over three sockets and each input over two (docs/protocol.md, "Lanes")
-    links, variants = LINKS, ((False, 0), (True, 0), (True, 2))
+    # frames over 1 + N sockets and each input over all (docs/protocol.md, "Lanes")
+    links = tuple(lk for lk in LINKS if lk.name in args.links.split(","))
+    variants = tuple(_variant(v) for v in args.variants.split(","))
     if args.smoke:
         args.inputs, links, variants = 4, (replace(LINKS[1], loss=0.05),), ((True, 2),)
     results = []

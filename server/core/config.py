@@ -103,9 +103,10 @@ class Settings(BaseSettings):
     )  # fmt: skip
     stream_lanes: int = Field(
         default=0, ge=0, le=3,
-        description="Extra WebSockets a player page opens: frames take turns over them and "
-                    "an async game's inputs go twice, so one lost segment's retransmission "
-                    "stalls one of them, not the game (docs/protocol.md, 'Lanes').",
+        description="Extra WebSockets a player page opens: frames take turns over them "
+                    "(a stalled one is passed over) and an async game's inputs go on each, "
+                    "so one lost segment's retransmission stalls one of them, not the game "
+                    "(docs/protocol.md, 'Lanes').",
     )  # fmt: skip
     max_background_workers: int = Field(
         default=2, ge=1,

@@ -14,7 +14,7 @@ from server.player import protocol as p
 from server.player._phase import Phase
 from server.player._run import EpisodeRun
 from server.player.adaptive import QualityController
-from server.player.outbox import Outbox
+from server.player.outbox import Outbox, next_turn
 from server.player.phone import PhoneLink
 from server.player.views import env_ready
 from server.principal import Principal
@@ -48,6 +48,7 @@ class SessionBase:
         # lanes: more sockets of the same page carrying frames in turn (settings.stream_lanes)
         self.lane_key = secrets.token_urlsafe(18)
         self.lanes: list[Outbox] = []
+        self.lane_turn = 0  # whose turn the next frame is, among frame_outboxes()
         self.last_input_seq = 0  # inputs come once per socket they were sent on: the first counts
         self.worker: EnvWorker | None = None
         self.env_id: str | None = None
@@ -89,6 +90,15 @@ class SessionBase:
     def frame_outboxes(self) -> list[Outbox]:
         """The page's sockets that carry frames: its play socket, then its lanes."""
         return [] if self.outbox is None else [self.outbox, *self.lanes]
+
+    def next_frame_outbox(self) -> Outbox | None:
+        """The socket for the next frame: they take turns (:func:`outbox.next_turn`)."""
+        boxes = self.frame_outboxes()
+        if not boxes:
+            return None
+        turn = next_turn(boxes, self.lane_turn)
+        self.lane_turn = turn + 1
+        return boxes[turn]
 
     def fresh_input(self, seq: int | None) -> bool:
         """False for an input already received (the page sends each one on two sockets)."""

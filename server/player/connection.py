@@ -135,6 +135,8 @@ class Connection:
                 continue
             if msg.type == "input" and not self._input_allowed():
                 continue
+            if msg.type == "ack":  # this socket's frame window (lanes: each its own)
+                self.outbox.settle(msg.episode, msg.step)
             # shielded: a vanishing socket must not interrupt a state change half-way
             task = asyncio.ensure_future(dispatch(self.live, msg, self.outbox))
             await asyncio.shield(task)

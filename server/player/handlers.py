@@ -169,7 +169,10 @@ async def on_phone_confirm(s: LiveSession, msg: p.PhoneConfirmMsg) -> None:
 
 
 async def on_ack(s: LiveSession, msg: p.AckMsg) -> None:
-    """Record that a frame was drawn; report latency now and then."""
+    """Record that a frame was drawn; report latency now and then. (Its socket's frame
+    window was settled by the connection it came over, drawn or skipped.)"""
+    if msg.skipped:
+        return  # overtaken on another socket (lanes): not drawn, nothing to record
     run = s.run
     if run is None or msg.episode != run.index or msg.step > run.step:
         return  # a late ack of an earlier episode, or nonsense: nothing to record
@@ -199,9 +202,12 @@ async def _adapt_quality(s: LiveSession, run: EpisodeRun, step: int, delay_ms: f
         )
     outboxes = s.frame_outboxes()
     if outboxes and env.mode == "async":  # frames ack-clocked (outbox.FrameWindow)
-        period_ms = 1000 * stream.every * len(outboxes) / (env.fps * s.speed)
-        for outbox in outboxes:  # each socket carries one frame in len(outboxes)
-            outbox.acked(run.index, step, delay_ms, period_ms)
+        # each socket's window holds its share of the stream with one socket held up (a
+        # retransmission stall): the others then carry its frames (LiveSession._show)
+        share = max(1, len(outboxes) - 1)
+        period_ms = 1000 * stream.every * share / (env.fps * s.speed)
+        for outbox in outboxes:
+            outbox.clock(delay_ms, period_ms)
     level, every = stream.level, stream.every
     if not stream.on_ack(delay_ms, now_ms(), run.frames_dropped):
         return

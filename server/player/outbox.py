@@ -29,9 +29,10 @@ def _now_ms() -> float:
 
 
 class FrameWindow:
-    """How many frames may be on their way to the player at once: those its link's best ack
-    delay (round trip plus drawing, plus :data:`SLACK_MS`) holds at the stream's frame rate.
-    An ack of a frame settles it and every earlier one."""
+    """How many frames may be on their way to the player over one socket at once: those its
+    link's best ack delay (round trip plus drawing, plus :data:`SLACK_MS`) holds at the
+    socket's share of the stream's frame rate. An ack of one of the socket's frames settles
+    it and every earlier one of that socket."""
 
     def __init__(self) -> None:
         self.best_ms: float | None = None
@@ -46,9 +47,15 @@ class FrameWindow:
     def sent(self, frame: Frame, now_ms: float) -> None:
         self.flight.append(((frame.episode, frame.step), now_ms))
 
-    def acked(self, episode: int, step: int, delay_ms: float, period_ms: float) -> None:
+    def clock(self, delay_ms: float, period_ms: float) -> None:
+        """One more ack delay of the page (any socket), and the socket's time between
+        frames."""
         self.best_ms = delay_ms if self.best_ms is None else min(self.best_ms, delay_ms)
         self.period_ms = period_ms
+
+    def settle(self, episode: int, step: int) -> None:
+        """The page got this socket's frame ``step`` (drawn or skipped), so every earlier one
+        too (a socket delivers in order)."""
         while self.flight and self.flight[0][0] <= (episode, step):
             self.flight.popleft()
 
@@ -124,13 +131,23 @@ class Outbox:
             self._frames.clear()
             self._wake.set()
 
-    def acked(self, episode: int, step: int, delay_ms: float, period_ms: float) -> None:
-        """The player drew frame ``step`` ``delay_ms`` after it was sent; ``period_ms``: the
-        stream's time between frames. From the first call on, frames are ack-clocked."""
+    def clock(self, delay_ms: float, period_ms: float) -> None:
+        """The player drew a frame ``delay_ms`` after it was sent; ``period_ms``: this
+        socket's time between frames. From the first call on, frames are ack-clocked."""
         if self.window is None:
             self.window = FrameWindow()
-        self.window.acked(episode, step, delay_ms, period_ms)
+        self.window.clock(delay_ms, period_ms)
         self._wake.set()
+
+    def settle(self, episode: int, step: int) -> None:
+        """The page acked frame ``step`` of this socket (drawn or skipped)."""
+        if self.window is not None:
+            self.window.settle(episode, step)
+            self._wake.set()
+
+    def has_room(self) -> bool:
+        """Whether a frame queued now goes at once (no frame window, or one with room)."""
+        return self.window is None or (not self._frames and self.window.open(_now_ms()))
 
     async def get(self) -> str | Frame | Close:
         """The next thing to send: control messages first, then the oldest frame (once the
@@ -151,6 +168,17 @@ class Outbox:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(wait):
                     await self._wake.wait()
+
+
+def next_turn(boxes: list[Outbox], turn: int) -> int:
+    """Which of a page's sockets (``boxes``) carries the next frame, from the one whose turn
+    it is: the first in turn that has room, or the one in turn when none has. A socket whose
+    frame window is full (its acks stopped: a retransmission stall) is so passed over while
+    another has room, and a stall holds up none of the frames sent after it showed."""
+    for offset in range(len(boxes)):
+        if boxes[(turn + offset) % len(boxes)].has_room():
+            return (turn + offset) % len(boxes)
+    return turn % len(boxes)
 
 
 class RateLimiter:

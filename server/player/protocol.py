@@ -77,12 +77,14 @@ class InputMsg(_Msg):
 
 
 class AckMsg(_Msg):
-    """A frame was drawn on the player's screen."""
+    """A frame was drawn on the player's screen (or, ``skipped``, arrived after a newer one
+    and was not drawn: with lanes, it settles the frame window of the socket it came over)."""
 
     type: Literal["ack"]
     episode: FrameIndex
     step: FrameIndex
     drawn_ms: ClientMs
+    skipped: bool = False
 
 
 class StartMsg(_Msg):

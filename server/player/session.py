@@ -338,12 +338,11 @@ class LiveSession(EpisodeEndings):
         )
         run.last_frame = data
         run.step = max(run.step, event.step)
-        outboxes = self.frame_outboxes()
-        if not outboxes:
+        outbox = self.next_frame_outbox()
+        if outbox is None:
             run.frames_dropped += 1
             return
-        # frames take turns over the page's sockets: one stalled socket delays only its own
-        dropped = outboxes[event.step % len(outboxes)].frame(Frame(run.index, event.step, data))
+        dropped = outbox.frame(Frame(run.index, event.step, data))
         if dropped is not None and dropped.episode == run.index:
             run.frames_dropped += 1
 

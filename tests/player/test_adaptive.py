@@ -163,7 +163,8 @@ def test_frames_are_ack_clocked_once_acks_come():
         box = Outbox(max_frames=2)
         box.frame(Frame(1, 1, b"1"))
         assert await box.get() == Frame(1, 1, b"1")  # no ack yet: no window
-        box.acked(1, 1, 40.0, 1000 / 60)
+        box.clock(40.0, 1000 / 60)
+        box.settle(1, 1)
         limit = box.window.limit
         assert limit == math.ceil((40 + SLACK_MS) / (1000 / 60))
         got = []
@@ -176,7 +177,8 @@ def test_frames_are_ack_clocked_once_acks_come():
         assert got == list(range(2, 2 + limit))  # the window is full: the rest wait
         waiting = await _get_within(box, 0.05)
         assert waiting is None
-        box.acked(1, 2 + limit - 1, 45.0, 1000 / 60)  # an ack settles it and all before it
+        box.clock(45.0, 1000 / 60)
+        box.settle(1, 2 + limit - 1)  # an ack settles its frame and all before it
         assert (await _get_within(box, 1)).step == 2 + limit + 1  # the newest two waited
         assert (await _get_within(box, 1)).step == 2 + limit + 2
         # a new episode's first steps are after the last one's

@@ -3,12 +3,14 @@ each input, of which the first counts (docs/protocol.md, "Lanes")."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 from starlette.websockets import WebSocketDisconnect
 
 from server.models import Episode
+from server.player.outbox import Frame, Outbox, next_turn
 from server.player.protocol import unpack_frame
 from server.recording.writer import open_reader
 from tests.player.conftest import Player, counter_env, spec
@@ -46,7 +48,15 @@ def test_frames_take_turns_over_the_lanes_and_inputs_count_once(factory, designe
             ws.send_text(json.dumps(message))
             lane1.send_text(json.dumps(message))
             main_steps = [f[1] for f in (player.frame() for _ in range(4))]
-            lane_steps = [f[1] for f in _frames(lane1, 4)] + [f[1] for f in _frames(lane2, 4)]
+            lane1_steps = [f[1] for f in _frames(lane1, 4)]
+            lane2_steps = [f[1] for f in _frames(lane2, 4)]
+            lane_steps = lane1_steps + lane2_steps
+            # each frame is acked over the socket it came on; lane 2's as skipped (overtaken)
+            for lane, steps, skipped in ((lane1, lane1_steps, False), (lane2, lane2_steps, True)):
+                for step in steps:
+                    ack = {"type": "ack", "episode": episode["index"], "step": step,
+                           "drawn_ms": 1e12 + 100, "skipped": skipped}  # fmt: skip
+                    lane.send_text(json.dumps(ack))
             player.send(type="input", keys=[], client_ms=1e12 + 500, seq=2)
             lane1.send_text(json.dumps(message))  # an old copy arriving late changes nothing
             lane1.send_text(json.dumps({"type": "pause"}))  # only frames, inputs, acks, pings
@@ -66,6 +76,38 @@ def test_frames_take_turns_over_the_lanes_and_inputs_count_once(factory, designe
     released = [i for i, raw in enumerate(inputs) if raw and raw["keys"] == []]
     assert pressed and released and max(pressed) < min(released)  # the late copy was ignored
     assert sum("input_sent" in t for t in timings) == 2  # two inputs, each applied once
+    drawn = {int(ack[0]) for t in timings for ack in t.get("acks", [])}
+    assert set(lane1_steps) <= drawn  # acks over a lane count as the play socket's do
+    assert not drawn & set(lane2_steps)  # a skipped frame was not drawn: nothing recorded
+
+
+def test_a_socket_whose_acks_stop_is_passed_over_until_they_come():
+    # three sockets, frames ack-clocked (the adaptive stream): two frames in flight each
+    async def scenario():
+        boxes = [Outbox() for _ in range(3)]
+        for box in boxes:
+            box.clock(0.0, 1000.0)  # a window of MIN_IN_FLIGHT (2) frames
+        sent: list[int] = []
+        turn = 0
+        for step in range(12):
+            turn = next_turn(boxes, turn)
+            boxes[turn].frame(Frame(1, step, b"x"))
+            assert (await boxes[turn].get()).step == step  # its window had room: sent at once
+            sent.append(turn)
+            if turn != 1:  # socket 1's acks stop coming (a retransmission stall)
+                boxes[turn].settle(1, step)
+            turn += 1
+        # in turn until socket 1 has two frames unacked, then the other two only
+        assert sent == [0, 1, 2, 0, 1, 2, 0, 2, 0, 2, 0, 2]
+        boxes[1].settle(1, 10)  # its frames come at last (skipped by the page: acked as such)
+        assert [next_turn(boxes, t) for t in (0, 1, 2)] == [0, 1, 2]
+        for box in boxes:  # when no socket has room, the frame waits on the one in turn
+            while box.has_room():
+                box.frame(Frame(1, 99, b"y"))
+                await box.get()
+        assert next_turn(boxes, 1) == 1
+
+    asyncio.run(scenario())
 
 
 @pytest.mark.parametrize("key", ["not-a-key", "%C3%A9t%C3%A9", ""])

@@ -38,11 +38,19 @@ export function send(message) {
   if (!state.ws || state.ws.readyState !== WebSocket.OPEN) return;
   const text = JSON.stringify(message);
   state.ws.send(text);
-  // an async game's input goes on a lane too: a retransmission stall on one socket then
-  // delays neither the input nor the frames that show it
-  const lane = state.lanes[0];
+  // an async game's input goes on every lane too: a retransmission stall on one socket (or
+  // two) then delays neither the input nor the frames that show it
   const env = state.envs[state.env];
-  if (message.type === "input" && lane && lane.readyState === WebSocket.OPEN && env && env.mode === "async") lane.send(text);
+  if (message.type !== "input" || !env || env.mode !== "async") return;
+  for (const lane of state.lanes) if (lane.readyState === WebSocket.OPEN) lane.send(text);
+}
+/** Send over ``socket`` if it is one of the page's open lanes, else over the play socket. */
+export function sendOn(socket, message) {
+  if (socket && socket !== state.ws && state.lanes.includes(socket) && socket.readyState === WebSocket.OPEN) {
+    socket.send(JSON.stringify(message));
+  } else {
+    send(message);
+  }
 }
 export function closeLanes() {
   for (const lane of state.lanes) lane.close(1000);

@@ -5,8 +5,8 @@ import * as crowd from "./crowd.js";
 import { phoneHandlers } from "./phone.js";
 import { renderTouch } from "./touch.js";
 import * as views from "./views.js";
-import { fmt, onFrame, onFrameDrawn, resetFrames, updateStatus } from "./stage.js";
-import { $, closeLanes, finish, flow, forgetTicket, isParticipant, params, playMessage, remember, send, state, stopPlaying } from "./session.js";
+import { fmt, now, onFrame, onFrameDrawn, onFrameSkipped, resetFrames, updateStatus } from "./stage.js";
+import { $, closeLanes, finish, flow, forgetTicket, isParticipant, params, playMessage, remember, send, sendOn, state, stopPlaying } from "./session.js";
 
 const PROTOCOL = 1;
 const SUBPROTOCOL = "rlds-studio";
@@ -26,13 +26,14 @@ function connect() {
   ws.binaryType = "arraybuffer";
   let opened = false;
   ws.onopen = () => { opened = true; state.retries = 0; };
-  ws.onmessage = (ev) => { if (state.ws === ws) (typeof ev.data === "string" ? onControl(JSON.parse(ev.data)) : onFrame(ev.data)); };
+  ws.onmessage = (ev) => { if (state.ws === ws) (typeof ev.data === "string" ? onControl(JSON.parse(ev.data)) : onFrame(ev.data, ws)); };
   ws.onclose = (ev) => { if (state.ws === ws) onClose(ev, opened); };
   state.ws = ws;
 }
 
 /* Lanes: more sockets the server sends frames over in turn (its hello offers them). A lane
-   only receives frames (and a copy of each input); the play socket stays the session's. */
+   only receives frames (and sends their acks and a copy of each input); the play socket
+   stays the session's. */
 function openLanes(offer) {
   closeLanes();
   if (!offer || !offer.count) return;
@@ -40,7 +41,7 @@ function openLanes(offer) {
   for (let i = 0; i < offer.count; i++) {
     const lane = new WebSocket(`${scheme}://${location.host}/ws/play?lane=${encodeURIComponent(offer.key)}`, [SUBPROTOCOL]);
     lane.binaryType = "arraybuffer";
-    lane.onmessage = (ev) => { if (typeof ev.data !== "string" && state.lanes.includes(lane)) onFrame(ev.data); };
+    lane.onmessage = (ev) => { if (typeof ev.data !== "string" && state.lanes.includes(lane)) onFrame(ev.data, lane); };
     state.lanes.push(lane);
   }
 }
@@ -179,9 +180,15 @@ const handlers = {
 
 function onControl(m) { const h = handlers[m.type]; if (h) h(m); }
 
+/* Each frame is acked over the socket it came on: that socket's frame window (server side)
+   then follows that socket's own stalls, and a stall on the play socket holds up no lane. */
 onFrameDrawn((frame, drawn) => {
-  send({ type: "ack", episode: frame.episode, step: frame.step, drawn_ms: drawn });
+  sendOn(frame.socket, { type: "ack", episode: frame.episode, step: frame.step, drawn_ms: drawn });
   state.step = frame.step;
+});
+onFrameSkipped((frame) => {
+  if (!state.lanes.length) return; // one socket: the next frame's ack settles this one too
+  sendOn(frame.socket, { type: "ack", episode: frame.episode, step: frame.step, drawn_ms: now(), skipped: true });
 });
 
 Object.assign(flow, { connect });

@@ -14,20 +14,28 @@ let newest = [0, -1]; // [episode, step] of the newest frame received: lanes may
 let decoding = false;
 let drawnTimes = [];
 let onDrawn = () => {};
+let onSkipped = () => {};
 
 /** Call ``fn(frame, drawnMs)`` after each frame is on screen (the page acks it). */
 export function onFrameDrawn(fn) { onDrawn = fn; }
+/** Call ``fn(frame)`` for a frame that will not be drawn: a newer one came first (lanes). */
+export function onFrameSkipped(fn) { onSkipped = fn; }
 
 /** A new connection: the next frame is drawn whatever its number. */
 export function resetFrames() { newest = [0, -1]; }
 
-export function onFrame(buffer) {
+/** A frame from ``socket`` (the play socket or a lane: its ack goes back the same way). */
+export function onFrame(buffer, socket) {
   const view = new DataView(buffer);
   const episode = view.getUint32(0), step = view.getUint32(4);
   // a frame that a newer one overtook on another socket (lanes) is not drawn
-  if (episode < newest[0] || (episode === newest[0] && step <= newest[1])) return;
+  if (episode < newest[0] || (episode === newest[0] && step <= newest[1])) {
+    onSkipped({ episode, step, socket });
+    return;
+  }
   newest = [episode, step];
-  pending = { episode, step, ret: view.getFloat64(16),
+  if (pending) onSkipped(pending); // only the newest waiting frame is decoded
+  pending = { episode, step, socket, ret: view.getFloat64(16),
     control: view.getUint8(24), jpeg: new Uint8Array(buffer, HEADER_BYTES) };
   if (!decoding) decodeNext();
 }
