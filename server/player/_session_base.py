@@ -101,7 +101,7 @@ class SessionBase:
         return boxes[turn]
 
     def fresh_input(self, seq: int | None) -> bool:
-        """False for an input already received (the page sends each one on two sockets)."""
+        """False for an input already received (the page sends each one on all its sockets)."""
         if seq is None:
             return True
         if seq <= self.last_input_seq:
