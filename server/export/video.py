@@ -14,7 +14,10 @@ stream's time base is 1/1000 s, timestamps in whole milliseconds):
     takes about half the CPU of ``superfast`` (on 600x400 CartPole frames; a third on Pong)
     for files 28-33 % larger (Pong's flat observations 3x), lossless either way
     (docs/performance.md, "Export throughput"; ``superfast`` was itself about 10x faster
-    than x264's default).
+    than x264's default). A LeRobot export encodes each episode with an encoder of its own
+    (:func:`encode_frames`, one thread, so the bytes depend on the frames alone) in its
+    worker threads, several at once, and muxes them in order (:meth:`VideoWriter.mux`):
+    each episode starts with a keyframe.
 ``PLAYABLE`` (episode videos to watch)
     ``libx264`` ``yuv420p`` at ``crf 18``: what every browser and player plays. 4:2:0 chroma
     subsampling blurs sharp coloured edges: the tests hold it to PSNR >= ``PLAYABLE_PSNR_DB``
@@ -110,10 +113,85 @@ def monotonic_ms(times_ms: Sequence[int | float], fallback_interval_ms: int) -> 
     return out
 
 
-class VideoWriter:
-    """An MP4 file written frame by frame at given times (ms from the file's start)."""
+def _configure(ctx: Any, width: int, height: int, profile: Profile, threads: int | None) -> None:
+    """Set an encoder's size, pixel format, time base, threads (None: the codec's default)
+    and options: the same for a file's stream and for :func:`encode_frames`."""
+    ctx.width = width + (width % 2 if profile.even else 0)
+    ctx.height = height + (height % 2 if profile.even else 0)
+    ctx.pix_fmt = profile.pix_fmt
+    ctx.time_base = TIME_BASE
+    if threads is not None:
+        ctx.thread_count = threads
+    ctx.options = {k: v for k, v in profile.options.items() if k != "movflags"}
 
-    def __init__(self, path: Path, width: int, height: int, profile: Profile = LOSSLESS):
+
+def _video_frame(rgb: np.ndarray, width: int, height: int, profile: Profile) -> Any:
+    """``rgb`` (H x W x 3 uint8 of this size) as a frame to encode (padded to even sizes
+    where the profile needs them)."""
+    if rgb.shape[:2] != (height, width):
+        raise ValueError(f"frame of {rgb.shape[1]}x{rgb.shape[0]} in a {width}x{height} video")
+    if profile.even and (width % 2 or height % 2):
+        rgb = np.pad(rgb, ((0, height % 2), (0, width % 2), (0, 0)), mode="edge")
+    return av.VideoFrame.from_numpy_buffer(rgb, format="rgb24")  # no copy (rgb is contiguous)
+
+
+@dataclass(frozen=True)
+class EncodedFrames:
+    """Frames encoded by an encoder of their own (:func:`encode_frames`): packets to mux into
+    a :class:`VideoWriter` of the same size, profile and threads (:meth:`VideoWriter.mux`)."""
+
+    width: int
+    height: int
+    extradata: bytes  # the encoder's stream headers (H.264: SPS and PPS)
+    packets: list[Any]  # av.Packet, times in ms from the first frame
+    last_ms: int  # the last frame's time
+
+
+def encode_frames(
+    frames: Sequence[np.ndarray],
+    times_ms: Sequence[int],
+    profile: Profile = LOSSLESS,
+    threads: int | None = 1,
+) -> EncodedFrames:
+    """Encode ``frames`` (H x W x 3 uint8, one size) shown at ``times_ms`` (strictly
+    increasing, from 0) with an encoder of their own, which starts with a keyframe: one
+    episode's video, encoded in a worker thread while other episodes are (the codec releases
+    the GIL), then muxed in order. ``threads`` 1: the output depends on the frames alone."""
+    if not frames:
+        raise ValueError("a video needs at least one frame")
+    first = as_rgb(frames[0])
+    height, width = first.shape[:2]
+    ctx: Any = av.CodecContext.create(profile.codec, "w")
+    _configure(ctx, width, height, profile, threads)
+    ctx.framerate = 30  # as a file's stream (add_stream's rate)
+    ctx.flags |= av.codec.context.Flags.global_header  # headers in extradata, as in an MP4
+    packets: list[Any] = []
+    last = -1
+    for frame, at_ms in zip(frames, times_ms, strict=True):
+        if at_ms <= last:
+            raise ValueError(f"frame time {at_ms} ms is not after {last} ms")
+        vf = _video_frame(as_rgb(frame), width, height, profile)
+        vf.pts = at_ms
+        vf.time_base = TIME_BASE
+        packets += ctx.encode(vf)
+        last = at_ms
+    packets += ctx.encode(None)
+    return EncodedFrames(width, height, bytes(ctx.extradata or b""), packets, last)
+
+
+class VideoWriter:
+    """An MP4 file written frame by frame at given times (ms from the file's start), or from
+    frames encoded elsewhere (:meth:`mux`). ``threads``: the encoder's (None: the codec's
+    default)."""
+
+    def __init__(
+        self,
+        path: Path,
+        width: int,
+        height: int,
+        profile: Profile = LOSSLESS,
+        threads: int | None = None,
+    ):
         self.profile = profile
         self.width, self.height = width, height
         self.path = Path(path)
@@ -121,32 +199,44 @@ class VideoWriter:
         muxer = {"movflags": profile.options["movflags"]} if "movflags" in profile.options else {}
         self._container: Any = av.open(str(self.path), "w", format="mp4", options=muxer)
         stream: Any = self._container.add_stream(profile.codec, rate=30)
-        stream.width = width + (width % 2 if profile.even else 0)
-        stream.height = height + (height % 2 if profile.even else 0)
-        stream.pix_fmt = profile.pix_fmt
+        _configure(stream.codec_context, width, height, profile, threads)
         stream.time_base = TIME_BASE
-        stream.codec_context.time_base = TIME_BASE
-        stream.options = {k: v for k, v in profile.options.items() if k != "movflags"}
         self._stream = stream
         self.last_ms = -1
 
     def add(self, frame: np.ndarray, at_ms: int) -> None:
         """Encode ``frame`` (H x W x 3 uint8 of this writer's size) shown from ``at_ms``."""
-        rgb = as_rgb(frame)
-        if rgb.shape[:2] != (self.height, self.width):
-            raise ValueError(
-                f"frame of {rgb.shape[1]}x{rgb.shape[0]} in a {self.width}x{self.height} video"
-            )
+        vf = _video_frame(as_rgb(frame), self.width, self.height, self.profile)
         if at_ms <= self.last_ms:
             raise ValueError(f"frame time {at_ms} ms is not after {self.last_ms} ms")
-        if self.profile.even and (self.width % 2 or self.height % 2):
-            rgb = np.pad(rgb, ((0, self.height % 2), (0, self.width % 2), (0, 0)), mode="edge")
-        vf = av.VideoFrame.from_numpy_buffer(rgb, format="rgb24")  # no copy (rgb is contiguous)
         vf.pts = at_ms
         vf.time_base = TIME_BASE
         for packet in self._stream.encode(vf):
             self._container.mux(packet)
         self.last_ms = at_ms
+
+    def mux(self, encoded: EncodedFrames, start_ms: int) -> None:
+        """Append frames encoded by :func:`encode_frames` (with this writer's profile and
+        threads), shown from ``start_ms`` on. Their encoder's stream headers must be this
+        file's: frames from several encoders then decode as one stream, each part from its
+        first keyframe. The packets are moved to this file (their times shifted)."""
+        if (encoded.width, encoded.height) != (self.width, self.height):
+            raise ValueError(
+                f"frames of {encoded.width}x{encoded.height} in a {self.width}x{self.height} video"
+            )
+        if start_ms <= self.last_ms:
+            raise ValueError(f"frame time {start_ms} ms is not after {self.last_ms} ms")
+        self._container.start_encoding()  # opens this file's encoder: its headers
+        headers = bytes(self._stream.codec_context.extradata or b"")
+        if headers != encoded.extradata:
+            raise ValueError("the frames were encoded with other settings than this video's")
+        for packet in encoded.packets:
+            packet.pts += start_ms
+            packet.dts += start_ms
+            packet.stream = self._stream
+            self._container.mux(packet)
+        encoded.packets.clear()
+        self.last_ms = start_ms + encoded.last_ms
 
     def close(self) -> None:
         """Flush the encoder and finish the file."""

@@ -64,13 +64,22 @@ class _File:
 
 
 @dataclass(frozen=True)
+class _Video:
+    """One episode's frames of a video feature, encoded before its turn to be written."""
+
+    shape: tuple[int, ...]  # its first frame's
+    other: tuple[int, tuple[int, ...]] | None  # the first step whose frame differs, its shape
+    encoded: video.EncodedFrames | None  # None where the frames' shapes differ
+    counts: np.ndarray  # the frames' pixel counts (3 x 256)
+
+
+@dataclass(frozen=True)
 class _Encoded:
-    """One episode's columns and frames, made before its turn to be written."""
+    """One episode's columns and videos, made before its turn to be written."""
 
     columns: dict[str, pa.Array]
     stat_values: list[tuple[str, np.ndarray]]  # (feature, values) for the statistics
-    frames: dict[str, list[np.ndarray]]  # per video feature, decoded
-    counts: dict[str, np.ndarray]  # per video feature, the frames' pixel counts (3 x 256)
+    videos: dict[str, _Video]  # per video feature
 
 
 class LeRobotWriter:
@@ -95,12 +104,20 @@ class LeRobotWriter:
     def encode(
         self, ep: EpisodeInput, episode: RldsEpisode, tag_cols: dict[str, np.ndarray]
     ) -> _Encoded:
-        """What does not depend on the episodes before: columns, decoded frames and their
-        pixel counts (runs in a worker thread, see ``WriteJob.each_encoded``)."""
+        """What does not depend on the episodes before: columns, and each video's frames
+        decoded, counted and encoded by an encoder of the episode's own, which starts with a
+        keyframe (runs in a worker thread, see ``WriteJob.each_encoded``; the codecs release
+        the GIL, so episodes are encoded on several cores at once)."""
         columns, stat_values = self._data_columns(episode, tag_cols)
-        frames = {col.name: self._frames(col, episode) for col in self.video_cols}
-        counts = {name: frames_pixel_counts(fr) for name, fr in frames.items()}
-        return _Encoded(columns, stat_values, frames, counts)
+        times = video.step_times_ms(episode.observed_ms)
+        videos = {}
+        for col in self.video_cols:
+            frames = self._frames(col, episode)
+            shape = frames[0].shape
+            other = next(((t, f.shape) for t, f in enumerate(frames) if f.shape != shape), None)
+            encoded = None if other else video.encode_frames(frames, times, video.LOSSLESS)
+            videos[col.name] = _Video(shape, other, encoded, frames_pixel_counts(frames))
+        return _Encoded(columns, stat_values, videos)
 
     def add(self, ep: EpisodeInput, episode: RldsEpisode, encoded: _Encoded) -> None:
         """Append one encoded episode (in the episodes' order)."""
@@ -138,8 +155,8 @@ class LeRobotWriter:
         }
         for col in self.video_cols:
             start = f.video_end_ms.get(col.name, 0)
-            self._write_video(col, encoded.frames[col.name], times, start)
-            self.stats.add_counts(col.name, encoded.counts[col.name], n)
+            self._write_video(col, encoded.videos[col.name], start)
+            self.stats.add_counts(col.name, encoded.videos[col.name].counts, n)
             end = start + times[-1] + interval
             f.video_end_ms[col.name] = end
             row[f"videos/{col.name}/chunk_index"] = f.chunk_file["chunk_index"]
@@ -234,23 +251,20 @@ class LeRobotWriter:
             return out
         return [video.as_rgb(np.asarray(_leaf(o, col.path))) for o in episode.observations]
 
-    def _write_video(
-        self, col: fmt.Column, frames: list[np.ndarray], times: list[int], start: int
-    ) -> None:
-        shape = frames[0].shape
+    def _write_video(self, col: fmt.Column, episode_video: _Video, start: int) -> None:
+        shape = episode_video.shape
         known = self.video_shapes.setdefault(col.name, (shape[0], shape[1], 3))
         f = self.file
         writer = f.videos.get(col.name)
         if writer is None:
             path = self.root / fmt.VIDEO_PATH.format(video_key=col.name, **f.chunk_file)
-            writer = video.VideoWriter(path, known[1], known[0], video.LOSSLESS)
+            # its encoder only gives the file its headers: no threads of its own
+            writer = video.VideoWriter(path, known[1], known[0], video.LOSSLESS, threads=1)
             f.videos[col.name] = writer
-        for t, frame in enumerate(frames):
-            if frame.shape != known:
-                raise ExportError(
-                    f"step {t}, field {col.name}: a {frame.shape} frame in a video of {known}"
-                )
-            writer.add(frame, start + times[t])
+        t, other = (0, shape) if shape != known else (episode_video.other or (0, shape))
+        if other != known or episode_video.encoded is None:
+            raise ExportError(f"step {t}, field {col.name}: a {other} frame in a video of {known}")
+        writer.mux(episode_video.encoded, start)
 
     # --- files ----------------------------------------------------------------------------
     def _roll_if_full(self, nbytes: int) -> None:
@@ -284,19 +298,7 @@ class LeRobotWriter:
         shapes: dict[str, tuple[int, ...]] = {}
         for col in self.cols:
             if col.is_video:
-                h, w, _ = self.video_shapes[col.name]
-                col = fmt.Column(col.name, col.source, col.path, "video", (h, w, 3), (h, w, 3))
-                info = {
-                    "video.height": h,
-                    "video.width": w,
-                    "video.codec": "h264",
-                    "video.pix_fmt": "gbrp",
-                    "video.is_depth_map": False,
-                    "video.fps": fps,
-                    "video.channels": 3,
-                    "has_audio": False,
-                }
-                features[col.name] = fmt.feature_doc(col, info)
+                features[col.name] = fmt.video_feature_doc(col, self.video_shapes[col.name], fps)
             else:
                 features[col.name] = fmt.feature_doc(col)
                 shapes[col.name] = col.shape
