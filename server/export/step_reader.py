@@ -58,7 +58,13 @@ def _decoders() -> tuple[dict[str, Any], dict[str, Any]]:
     return scalars, arrays
 
 
-_SCALARS, _ARRAYS = _decoders()
+def _by_field(decoders: dict[str, Any]) -> dict[Any, Any]:
+    """``decoders`` keyed by the typed lists' field descriptors (what ``ListFields`` gives)."""
+    fields = storage_pb2.Datum.DESCRIPTOR.fields_by_name["values"].message_type.fields
+    return {f: decoders[f.name] for f in fields if f.name in decoders}
+
+
+_SCALARS, _ARRAYS = (_by_field(d) for d in _decoders())
 
 
 def decode_datum(datum: Any) -> Any:
@@ -70,12 +76,12 @@ def decode_datum(datum: Any) -> Any:
     field, values = fields[0]
     dims = datum.shape.dim
     if len(dims) == 1 and dims[0].size == _SCALAR:
-        scalar = _SCALARS.get(field.name)
+        scalar = _SCALARS.get(field)
         return codec.decode_datum(datum) if scalar is None else scalar(values)
-    array = _ARRAYS.get(field.name)  # None: a field this envlogger does not know
+    array = _ARRAYS.get(field)  # None: a field this envlogger does not know
     if array is None:
         return codec.decode_datum(datum)
-    return np.reshape(array(values), [dim.size for dim in dims])
+    return array(values).reshape([dim.size for dim in dims])
 
 
 def decode(data: Any) -> Any:
@@ -87,7 +93,8 @@ def decode(data: Any) -> Any:
         return tuple([decode(x) for x in data.tuple.values])
     if kind == "dict":
         d = data.dict
-        out = {k: decode(x) for k, x in d.values.items()}
+        values = d.values  # a map: its keys, then each value (not the slower items())
+        out = {k: decode(values[k]) for k in values}
         kvs = d.kvs.values
         if kvs:
             out.update({decode(t.tuple.values[0]): decode(t.tuple.values[1]) for t in kvs})
