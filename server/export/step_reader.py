@@ -12,6 +12,7 @@ results against ``codec.decode`` and the Reader, value for value and type for ty
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import dm_env
@@ -111,13 +112,35 @@ def _step(data: Any) -> step_data.StepData:
     return step_data.StepData(timestep, action, custom_data)
 
 
-def read_log(log_dir: str, *, steps: bool = True) -> tuple[dict[str, Any], list[Any]]:
+SPECS_KEY = "environment_specs"  # envlogger's entry of the specs in a log's metadata
+
+
+def _metadata(data: Any, specs: Callable[[bytes], Any] | None) -> Any:
+    """A log's decoded metadata; its :data:`SPECS_KEY` entry ``specs(its serialized Data)``
+    when ``specs`` is given."""
+    if specs is not None and data.WhichOneof("value") == "dict" and not data.dict.kvs.values:
+        values = data.dict.values
+        if SPECS_KEY in values:
+            return {
+                k: specs(values[k].SerializeToString(deterministic=True))
+                if k == SPECS_KEY
+                else decode(values[k])
+                for k in values
+            }
+    return decode(data)
+
+
+def read_log(
+    log_dir: str, *, steps: bool = True, specs: Callable[[bytes], Any] | None = None
+) -> tuple[dict[str, Any], list[Any]]:
     """A Riegeli log's metadata (with envlogger's ``environment_specs``) and (``steps``)
     every ``StepData``, as ``envlogger.Reader``'s ``metadata()`` and ``list(reader.steps)``
     give them, in about half the time of opening the Reader: its metadata is decoded here
     like the steps (:func:`decode`), and nothing else is done at opening. A log whose last
     shard was cut (no step index: a writer that was not closed) is read as envlogger does,
-    without that shard."""
+    without that shard. ``specs``: the metadata's ``environment_specs`` is ``specs(its
+    serialized Data)`` instead (a caller's cache: every log of an environment holds the same
+    specs)."""
     dataset = riegeli_dataset_reader.RiegeliDatasetReader()
     try:
         dataset.init(log_dir)
@@ -127,7 +150,7 @@ def read_log(log_dir: str, *, steps: bool = True) -> tuple[dict[str, Any], list[
     try:
         raw = dataset.metadata()
         parse = storage_pb2.Data.FromString
-        meta = decode(parse(raw.SerializeToString())) if raw is not None else None
+        meta = _metadata(parse(raw.SerializeToString()), specs) if raw is not None else None
         records = range(dataset.num_steps) if steps else range(0)
         return meta or {}, [_step(decode(parse(dataset.serialized_step(i)))) for i in records]
     finally:
