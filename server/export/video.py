@@ -14,10 +14,10 @@ stream's time base is 1/1000 s, timestamps in whole milliseconds):
     takes about half the CPU of ``superfast`` (on 600x400 CartPole frames; a third on Pong)
     for files 28-33 % larger (Pong's flat observations 3x), lossless either way
     (docs/performance.md, "Export throughput"; ``superfast`` was itself about 10x faster
-    than x264's default). A LeRobot export encodes each episode with an encoder of its own
-    (:func:`encode_frames`, one thread, so the bytes depend on the frames alone) in its
-    worker threads, several at once, and muxes them in order (:meth:`VideoWriter.mux`):
-    each episode starts with a keyframe.
+    than x264's default). A LeRobot export encodes its episodes in its worker threads,
+    several at once, each thread's on an encoder of its own (:class:`FrameEncoder`, one
+    x264 thread), and muxes them in order (:meth:`VideoWriter.mux`): each episode starts
+    with a keyframe.
 ``PLAYABLE`` (episode videos to watch)
     ``libx264`` ``yuv420p`` at ``crf 18``: what every browser and player plays. 4:2:0 chroma
     subsampling blurs sharp coloured edges: the tests hold it to PSNR >= ``PLAYABLE_PSNR_DB``
@@ -53,7 +53,13 @@ class Profile:
 
 
 LOSSLESS = Profile(
-    "libx264rgb", "rgb24", {"crf": "0", "bf": "0", "g": str(GOP), "preset": "ultrafast"}, even=False
+    "libx264rgb",
+    "rgb24",
+    # force-cfr: x264 then holds no frame back to learn its duration (FrameEncoder's parts
+    # come out whole); the frames keep their times (the container's), and at crf 0 the
+    # rate control has nothing to decide
+    {"crf": "0", "bf": "0", "g": str(GOP), "preset": "ultrafast", "x264-params": "force-cfr=1"},
+    even=False,
 )
 PLAYABLE = Profile(
     "libx264",
@@ -115,7 +121,7 @@ def monotonic_ms(times_ms: Sequence[int | float], fallback_interval_ms: int) -> 
 
 def _configure(ctx: Any, width: int, height: int, profile: Profile, threads: int | None) -> None:
     """Set an encoder's size, pixel format, time base, threads (None: the codec's default)
-    and options: the same for a file's stream and for :func:`encode_frames`."""
+    and options: the same for a file's stream and for a :class:`FrameEncoder`."""
     ctx.width = width + (width % 2 if profile.even else 0)
     ctx.height = height + (height % 2 if profile.even else 0)
     ctx.pix_fmt = profile.pix_fmt
@@ -137,8 +143,8 @@ def _video_frame(rgb: np.ndarray, width: int, height: int, profile: Profile) -> 
 
 @dataclass(frozen=True)
 class EncodedFrames:
-    """Frames encoded by an encoder of their own (:func:`encode_frames`): packets to mux into
-    a :class:`VideoWriter` of the same size, profile and threads (:meth:`VideoWriter.mux`)."""
+    """A part of a video encoded by a :class:`FrameEncoder`: packets to mux into a
+    :class:`VideoWriter` of the same size and profile (:meth:`VideoWriter.mux`)."""
 
     width: int
     height: int
@@ -147,36 +153,48 @@ class EncodedFrames:
     last_ms: int  # the last frame's time
 
 
-def encode_frames(
-    frames: Sequence[np.ndarray],
-    times_ms: Sequence[int],
-    profile: Profile = LOSSLESS,
-    threads: int | None = 1,
-) -> EncodedFrames:
-    """Encode ``frames`` (H x W x 3 uint8, one size) shown at ``times_ms`` (strictly
-    increasing, from 0) with an encoder of their own, which starts with a keyframe: one
-    episode's video, encoded in a worker thread while other episodes are (the codec releases
-    the GIL), then muxed in order. ``threads`` 1: the output depends on the frames alone."""
-    if not frames:
-        raise ValueError("a video needs at least one frame")
-    first = as_rgb(frames[0])
-    height, width = first.shape[:2]
-    ctx: Any = av.CodecContext.create(profile.codec, "w")
-    _configure(ctx, width, height, profile, threads)
-    ctx.framerate = 30  # as a file's stream (add_stream's rate)
-    ctx.flags |= av.codec.context.Flags.global_header  # headers in extradata, as in an MP4
-    packets: list[Any] = []
-    last = -1
-    for frame, at_ms in zip(frames, times_ms, strict=True):
-        if at_ms <= last:
-            raise ValueError(f"frame time {at_ms} ms is not after {last} ms")
-        vf = _video_frame(as_rgb(frame), width, height, profile)
-        vf.pts = at_ms
-        vf.time_base = TIME_BASE
-        packets += ctx.encode(vf)
-        last = at_ms
-    packets += ctx.encode(None)
-    return EncodedFrames(width, height, bytes(ctx.extradata or b""), packets, last)
+class FrameEncoder:
+    """An encoder (one thread) of parts of a video, one part at a time: each part starts
+    with a keyframe (an IDR frame: nothing before it is referred to) and comes out whole, no
+    frame held back, so that parts from several encoders with the same settings follow one
+    another in a file in any order (:meth:`VideoWriter.mux`). One episode's frames are a
+    part: an export encodes several episodes at once, each thread's on an encoder of its
+    own (the codec releases the GIL), and muxes them in order. The parts' bytes depend on
+    the parts this encoder was given before (x264 numbers its frames). Not thread-safe."""
+
+    def __init__(self, width: int, height: int, profile: Profile = LOSSLESS) -> None:
+        self.width, self.height, self.profile = width, height, profile
+        ctx: Any = av.CodecContext.create(profile.codec, "w")
+        _configure(ctx, width, height, profile, 1)
+        ctx.framerate = 30  # as a file's stream (add_stream's rate)
+        ctx.flags |= av.codec.context.Flags.global_header  # headers in extradata, as in an MP4
+        self._ctx = ctx
+        self._next_pts = 0  # the encoder's own clock: increasing over its parts
+
+    def encode(self, frames: Sequence[np.ndarray], times_ms: Sequence[int]) -> EncodedFrames:
+        """Encode ``frames`` (H x W x 3 uint8 of this encoder's size) shown at ``times_ms``
+        (strictly increasing, from 0) as one part."""
+        if not frames:
+            raise ValueError("a video needs at least one frame")
+        packets: list[Any] = []
+        offset, last = self._next_pts, -1
+        for i, (frame, at_ms) in enumerate(zip(frames, times_ms, strict=True)):
+            if at_ms <= last:
+                raise ValueError(f"frame time {at_ms} ms is not after {last} ms")
+            vf = _video_frame(as_rgb(frame), self.width, self.height, self.profile)
+            vf.pts = offset + at_ms
+            vf.time_base = TIME_BASE
+            if i == 0:
+                vf.pict_type = av.video.frame.PictureType.I  # a keyframe: the part's start
+            packets += self._ctx.encode(vf)
+            last = at_ms
+        if len(packets) != len(frames):  # a frame held back would belong to the next part
+            raise ValueError(f"the encoder gave {len(packets)} packets for {len(frames)} frames")
+        for packet in packets:
+            packet.pts -= offset
+            packet.dts -= offset
+        self._next_pts = offset + last + 1
+        return EncodedFrames(self.width, self.height, bytes(self._ctx.extradata), packets, last)
 
 
 class VideoWriter:
@@ -216,10 +234,10 @@ class VideoWriter:
         self.last_ms = at_ms
 
     def mux(self, encoded: EncodedFrames, start_ms: int) -> None:
-        """Append frames encoded by :func:`encode_frames` (with this writer's profile and
-        threads), shown from ``start_ms`` on. Their encoder's stream headers must be this
-        file's: frames from several encoders then decode as one stream, each part from its
-        first keyframe. The packets are moved to this file (their times shifted)."""
+        """Append a part encoded by a :class:`FrameEncoder` (with this writer's profile),
+        shown from ``start_ms`` on. Its encoder's stream headers must be this file's:
+        parts from several encoders then decode as one stream, each from its keyframe. The
+        packets are moved to this file (their times shifted)."""
         if (encoded.width, encoded.height) != (self.width, self.height):
             raise ValueError(
                 f"frames of {encoded.width}x{encoded.height} in a {self.width}x{self.height} video"

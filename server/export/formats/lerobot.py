@@ -27,21 +27,17 @@ from server.export.base import (
     ExportResult,
     WriteJob,
     card_lines,
+    export_threads,
 )
 from server.export.encoding import check_range, control_values, timing_column
 from server.export.episode import EnvSpecs, RldsEpisode
 from server.export.errors import ExportError
-from server.export.lerobot_stats import Stats, frames_pixel_counts
+from server.export.lerobot_stats import Stats
+from server.export.lerobot_video import SLOTS, EpisodeVideo, VideoSlots, leaf
 from server.export.registry import Format, register
 from server.export.tags import tag_columns
 
 REPO_PREFIX = "rlds-studio"
-
-
-def _leaf(value: Any, path: tuple[str, ...]) -> Any:
-    for key in path:
-        value = value[key]
-    return value
 
 
 @dataclass
@@ -64,22 +60,12 @@ class _File:
 
 
 @dataclass(frozen=True)
-class _Video:
-    """One episode's frames of a video feature, encoded before its turn to be written."""
-
-    shape: tuple[int, ...]  # its first frame's
-    other: tuple[int, tuple[int, ...]] | None  # the first step whose frame differs, its shape
-    encoded: video.EncodedFrames | None  # None where the frames' shapes differ
-    counts: np.ndarray  # the frames' pixel counts (3 x 256)
-
-
-@dataclass(frozen=True)
 class _Encoded:
     """One episode's columns and videos, made before its turn to be written."""
 
     columns: dict[str, pa.Array]
     stat_values: list[tuple[str, np.ndarray]]  # (feature, values) for the statistics
-    videos: dict[str, _Video]  # per video feature
+    videos: dict[str, EpisodeVideo]  # per video feature
 
 
 class LeRobotWriter:
@@ -99,24 +85,16 @@ class LeRobotWriter:
         self.total = 0
         self.file = _File(0)
         self.env_id = ""
+        self.slots = VideoSlots()  # the videos' encoders
 
     # --- one episode ----------------------------------------------------------------------
-    def encode(
-        self, ep: EpisodeInput, episode: RldsEpisode, tag_cols: dict[str, np.ndarray]
-    ) -> _Encoded:
+    def encode(self, i: int, episode: RldsEpisode, tag_cols: dict[str, np.ndarray]) -> _Encoded:
         """What does not depend on the episodes before: columns, and each video's frames
-        decoded, counted and encoded by an encoder of the episode's own, which starts with a
-        keyframe (runs in a worker thread, see ``WriteJob.each_encoded``; the codecs release
-        the GIL, so episodes are encoded on several cores at once)."""
+        decoded, counted and encoded (from a keyframe) on episode ``i``'s encoder slot (runs
+        in a worker thread, see ``WriteJob.each_encoded``; the codecs release the GIL, so
+        episodes are encoded on several cores at once)."""
         columns, stat_values = self._data_columns(episode, tag_cols)
-        times = video.step_times_ms(episode.observed_ms)
-        videos = {}
-        for col in self.video_cols:
-            frames = self._frames(col, episode)
-            shape = frames[0].shape
-            other = next(((t, f.shape) for t, f in enumerate(frames) if f.shape != shape), None)
-            encoded = None if other else video.encode_frames(frames, times, video.LOSSLESS)
-            videos[col.name] = _Video(shape, other, encoded, frames_pixel_counts(frames))
+        videos = {col.name: self.slots.encode(i, col, episode) for col in self.video_cols}
         return _Encoded(columns, stat_values, videos)
 
     def add(self, ep: EpisodeInput, episode: RldsEpisode, encoded: _Encoded) -> None:
@@ -219,8 +197,8 @@ class LeRobotWriter:
         if src in sequences:
             seq = sequences[src]
             if col.dtype == "string":
-                return [_leaf(v, col.path) for v in seq]
-            return np.stack([np.asarray(_leaf(v, col.path)) for v in seq])
+                return [leaf(v, col.path) for v in seq]
+            return np.stack([np.asarray(leaf(v, col.path)) for v in seq])
         if src == "reward":
             return np.stack([np.asarray(r) for r in episode.rewards])
         if src == "discount":
@@ -241,24 +219,14 @@ class LeRobotWriter:
             return control_values(episode, col.path[0])
         raise ExportError(f"no values for {where}")
 
-    def _frames(self, col: fmt.Column, episode: RldsEpisode) -> list[np.ndarray]:
-        if col.source == "frame":
-            out = []
-            for t, data in enumerate(episode.frames):
-                if not data:
-                    raise ExportError(f"step {t}: no frame was recorded (strip step metadata)")
-                out.append(video.decode_jpeg(data))
-            return out
-        return [video.as_rgb(np.asarray(_leaf(o, col.path))) for o in episode.observations]
-
-    def _write_video(self, col: fmt.Column, episode_video: _Video, start: int) -> None:
+    def _write_video(self, col: fmt.Column, episode_video: EpisodeVideo, start: int) -> None:
         shape = episode_video.shape
         known = self.video_shapes.setdefault(col.name, (shape[0], shape[1], 3))
         f = self.file
         writer = f.videos.get(col.name)
         if writer is None:
             path = self.root / fmt.VIDEO_PATH.format(video_key=col.name, **f.chunk_file)
-            # its encoder only gives the file its headers: no threads of its own
+            # its encoder only gives the file its headers (the episodes' come from the slots)
             writer = video.VideoWriter(path, known[1], known[0], video.LOSSLESS, threads=1)
             f.videos[col.name] = writer
         t, other = (0, shape) if shape != known else (episode_video.other or (0, shape))
@@ -350,15 +318,18 @@ class LeRobot(Format):
         )
         root = job.out / options.name
         writer = LeRobotWriter(root, cols, options)
+        index = {ep.episode_id: i for i, ep in enumerate(job.episodes)}
 
         def encode(ep: EpisodeInput, episode: RldsEpisode) -> _Encoded:
-            return writer.encode(ep, episode, tag_columns(ep.step_tags, tag_names, len(episode)))
+            tag_cols = tag_columns(ep.step_tags, tag_names, len(episode))
+            return writer.encode(index[ep.episode_id], episode, tag_cols)
 
         def write(_i: int, ep: EpisodeInput, episode: RldsEpisode, encoded: _Encoded) -> None:
             writer.add(ep, episode, encoded)
 
         try:
-            summaries = job.each_encoded(encode, write)
+            threads = min(export_threads(), SLOTS)  # a slot's episodes one after another
+            summaries = job.each_encoded(encode, write, threads=threads)
             writer.finish()
         except BaseException:
             writer.abort()
