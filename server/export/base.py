@@ -348,8 +348,10 @@ class WriteJob:
         write: Callable[[int, EpisodeInput, RldsEpisode, T], None],
         *,
         cut: bool = True,
+        threads: int | None = None,
     ) -> list[EpisodeSummary]:
-        """The writer loop with reading and ``encode`` in threads (:func:`for_each_encoded`)."""
+        """The writer loop with reading and ``encode`` in threads (:func:`for_each_encoded`;
+        ``threads``: as many, else :func:`export_threads`)."""
         return for_each_encoded(
             self.episodes,
             self.options,
@@ -359,6 +361,7 @@ class WriteJob:
             self.cancel,
             cut=cut,
             reference=self.reference,
+            threads=threads,
         )
 
 

@@ -18,6 +18,7 @@ its frame was rendered from (``timing`` key ``camera``, in environments with sev
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -26,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from server.export.errors import InvalidEpisodeError
-from server.export.step_reader import read_log
-from server.recording._envlogger import spec_codec
+from server.export.step_reader import SPECS_KEY, decode, read_log
+from server.recording._envlogger import spec_codec, storage_pb2
 
 NO_INPUT = "null"
 UNKNOWN = -1
@@ -336,8 +337,12 @@ def _append_control(episode: RldsEpisode, t: int, nxt: Any) -> None:
 
 
 def read_specs(meta: dict[str, Any]) -> EnvSpecs:
-    """The environment specs envlogger stored with a log (``meta``: its decoded metadata)."""
-    env = spec_codec.decode_environment_specs(meta.get("environment_specs", {}))
+    """The environment specs envlogger stored with a log (``meta``: its decoded metadata,
+    whose specs may be decoded already: :func:`_specs_of`)."""
+    env_specs = meta.get(SPECS_KEY, {})
+    if isinstance(env_specs, EnvSpecs):
+        return env_specs
+    env = spec_codec.decode_environment_specs(env_specs)
     return EnvSpecs(
         observation=env["observation_spec"],
         action=env["action_spec"],
@@ -346,14 +351,21 @@ def read_specs(meta: dict[str, Any]) -> EnvSpecs:
     )
 
 
+@functools.lru_cache(maxsize=64)
+def _specs_of(serialized: bytes) -> EnvSpecs:
+    """The specs of a log's serialized ``environment_specs``: the same for every log of an
+    environment, so decoded once (about 0.1 ms a log; the specs are not changed by anyone)."""
+    return read_specs({SPECS_KEY: decode(storage_pb2.Data.FromString(serialized))})
+
+
 def log_metadata(meta: dict[str, Any]) -> dict[str, Any]:
     """The log-level metadata (format.EPISODE_METADATA_KEYS), without envlogger's own specs."""
-    return {k: v for k, v in meta.items() if k != "environment_specs"}
+    return {k: v for k, v in meta.items() if k != SPECS_KEY}
 
 
 def read_header(log_dir: Path) -> tuple[EnvSpecs, dict[str, Any]]:
     """A log's specs and log-level metadata (its steps are not read)."""
-    meta, _steps = read_log(str(log_dir), steps=False)
+    meta, _steps = read_log(str(log_dir), steps=False, specs=_specs_of)
     return read_specs(meta), log_metadata(meta)
 
 
@@ -362,7 +374,7 @@ def read_episode(log_dir: Path) -> RldsEpisode:
     if not Path(log_dir).is_dir():
         raise InvalidEpisodeError(f"no episode log at {log_dir}")
     try:
-        meta, steps = read_log(str(log_dir))
+        meta, steps = read_log(str(log_dir), specs=_specs_of)
         specs = read_specs(meta)
     except InvalidEpisodeError:
         raise

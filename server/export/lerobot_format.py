@@ -252,6 +252,24 @@ def feature_doc(col: Column, video_info: dict[str, Any] | None = None) -> dict[s
     return {"dtype": col.dtype, "shape": list(col.shape), "names": names}
 
 
+def video_feature_doc(col: Column, shape: tuple[int, int, int], fps: int) -> dict[str, Any]:
+    """A video feature's entry in info.json, its frames ``shape`` (H x W x 3) and ``fps``
+    known (lossless H.264 of RGB frames, decoded as planar RGB)."""
+    h, w, _ = shape
+    col = Column(col.name, col.source, col.path, "video", (h, w, 3), (h, w, 3))
+    info = {
+        "video.height": h,
+        "video.width": w,
+        "video.codec": "h264",
+        "video.pix_fmt": "gbrp",
+        "video.is_depth_map": False,
+        "video.fps": fps,
+        "video.channels": 3,
+        "has_audio": False,
+    }
+    return feature_doc(col, info)
+
+
 DEFAULT_FEATURE_DOCS = {
     "timestamp": {"dtype": "float32", "shape": [1], "names": None},
     "frame_index": {"dtype": "int64", "shape": [1], "names": None},

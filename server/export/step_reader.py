@@ -12,6 +12,7 @@ results against ``codec.decode`` and the Reader, value for value and type for ty
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import dm_env
@@ -58,7 +59,13 @@ def _decoders() -> tuple[dict[str, Any], dict[str, Any]]:
     return scalars, arrays
 
 
-_SCALARS, _ARRAYS = _decoders()
+def _by_field(decoders: dict[str, Any]) -> dict[Any, Any]:
+    """``decoders`` keyed by the typed lists' field descriptors (what ``ListFields`` gives)."""
+    fields = storage_pb2.Datum.DESCRIPTOR.fields_by_name["values"].message_type.fields
+    return {f: decoders[f.name] for f in fields if f.name in decoders}
+
+
+_SCALARS, _ARRAYS = (_by_field(d) for d in _decoders())
 
 
 def decode_datum(datum: Any) -> Any:
@@ -70,12 +77,12 @@ def decode_datum(datum: Any) -> Any:
     field, values = fields[0]
     dims = datum.shape.dim
     if len(dims) == 1 and dims[0].size == _SCALAR:
-        scalar = _SCALARS.get(field.name)
+        scalar = _SCALARS.get(field)
         return codec.decode_datum(datum) if scalar is None else scalar(values)
-    array = _ARRAYS.get(field.name)  # None: a field this envlogger does not know
+    array = _ARRAYS.get(field)  # None: a field this envlogger does not know
     if array is None:
         return codec.decode_datum(datum)
-    return np.reshape(array(values), [dim.size for dim in dims])
+    return array(values).reshape([dim.size for dim in dims])
 
 
 def decode(data: Any) -> Any:
@@ -87,7 +94,8 @@ def decode(data: Any) -> Any:
         return tuple([decode(x) for x in data.tuple.values])
     if kind == "dict":
         d = data.dict
-        out = {k: decode(x) for k, x in d.values.items()}
+        values = d.values  # a map: its keys, then each value (not the slower items())
+        out = {k: decode(values[k]) for k in values}
         kvs = d.kvs.values
         if kvs:
             out.update({decode(t.tuple.values[0]): decode(t.tuple.values[1]) for t in kvs})
@@ -104,13 +112,35 @@ def _step(data: Any) -> step_data.StepData:
     return step_data.StepData(timestep, action, custom_data)
 
 
-def read_log(log_dir: str, *, steps: bool = True) -> tuple[dict[str, Any], list[Any]]:
+SPECS_KEY = "environment_specs"  # envlogger's entry of the specs in a log's metadata
+
+
+def _metadata(data: Any, specs: Callable[[bytes], Any] | None) -> Any:
+    """A log's decoded metadata; its :data:`SPECS_KEY` entry ``specs(its serialized Data)``
+    when ``specs`` is given."""
+    if specs is not None and data.WhichOneof("value") == "dict" and not data.dict.kvs.values:
+        values = data.dict.values
+        if SPECS_KEY in values:
+            return {
+                k: specs(values[k].SerializeToString(deterministic=True))
+                if k == SPECS_KEY
+                else decode(values[k])
+                for k in values
+            }
+    return decode(data)
+
+
+def read_log(
+    log_dir: str, *, steps: bool = True, specs: Callable[[bytes], Any] | None = None
+) -> tuple[dict[str, Any], list[Any]]:
     """A Riegeli log's metadata (with envlogger's ``environment_specs``) and (``steps``)
     every ``StepData``, as ``envlogger.Reader``'s ``metadata()`` and ``list(reader.steps)``
     give them, in about half the time of opening the Reader: its metadata is decoded here
     like the steps (:func:`decode`), and nothing else is done at opening. A log whose last
     shard was cut (no step index: a writer that was not closed) is read as envlogger does,
-    without that shard."""
+    without that shard. ``specs``: the metadata's ``environment_specs`` is ``specs(its
+    serialized Data)`` instead (a caller's cache: every log of an environment holds the same
+    specs)."""
     dataset = riegeli_dataset_reader.RiegeliDatasetReader()
     try:
         dataset.init(log_dir)
@@ -120,7 +150,7 @@ def read_log(log_dir: str, *, steps: bool = True) -> tuple[dict[str, Any], list[
     try:
         raw = dataset.metadata()
         parse = storage_pb2.Data.FromString
-        meta = decode(parse(raw.SerializeToString())) if raw is not None else None
+        meta = _metadata(parse(raw.SerializeToString()), specs) if raw is not None else None
         records = range(dataset.num_steps) if steps else range(0)
         return meta or {}, [_step(decode(parse(dataset.serialized_step(i)))) for i in records]
     finally:

@@ -55,9 +55,14 @@ def varints(values: np.ndarray) -> bytes:
     return out[used].tobytes()  # row by row: each value's bytes in order
 
 
+def _head(tag: int, size: int) -> bytes:
+    """The key and length of a length-delimited field (wire type 2) of ``size`` bytes."""
+    return _ONE_BYTE[(tag << 3) | 2] + varint(size)
+
+
 def _field(tag: int, payload: bytes) -> bytes:
-    """A length-delimited field (wire type 2) with ``tag``'s number."""
-    return _ONE_BYTE[(tag << 3) | 2] + varint(len(payload)) + payload
+    """A length-delimited field with ``tag``'s number."""
+    return _head(tag, len(payload)) + payload
 
 
 def _strings(item: Any, shape: tuple[Any, ...]) -> list[bytes] | None:
@@ -90,25 +95,32 @@ def _shaped(item: Any, dtype: np.dtype, shape: tuple[Any, ...]) -> np.ndarray | 
     return array
 
 
-def _feature(item: Any, info: Any) -> bytes | None:
-    """One ``tf.train.Feature``'s bytes (None: not written here)."""
+def _feature(item: Any, info: Any) -> tuple[list[bytes], int] | None:
+    """One ``tf.train.Feature``'s bytes, in parts (a string's bytes are a part of their
+    own: not copied before the record is joined), and their size (None: not written here)."""
     dtype, shape = np.dtype(info.np_dtype), tuple(info.shape)
     if dtype.kind in "OSU":
         strings = _strings(item, shape)
         if strings is None:
             return None
-        values = b"".join([b"\n" + varint(len(s)) + s for s in strings])  # field 1 each
-        return _field(1, values)  # BytesList
+        parts = [b""]  # BytesList's head, below
+        for value in strings:
+            parts += (b"\n" + varint(len(value)), value)  # field 1 each
+        size = sum(map(len, parts))
+        parts[0] = _head(1, size)  # BytesList
+        return parts, len(parts[0]) + size
     array = _shaped(item, dtype, shape)
     if array is None:
         return None
     if dtype.kind in "biu":
         data = varints(array.view(np.int64) if dtype == np.uint64 else array)
-        return _field(3, _field(1, data) if data else b"")  # Int64List, packed
-    if dtype.kind == "f":
+        feature = _field(3, _field(1, data) if data else b"")  # Int64List, packed
+    elif dtype.kind == "f":
         data = array.astype("<f4", copy=False).tobytes()
-        return _field(2, _field(1, data) if data else b"")  # FloatList, packed
-    return None
+        feature = _field(2, _field(1, data) if data else b"")  # FloatList, packed
+    else:
+        return None
+    return [feature], len(feature)
 
 
 class ExampleWriter:
@@ -129,12 +141,16 @@ class ExampleWriter:
         if not self.supported:
             return None
         flat = py_utils.flatten_nest_dict(encoded)
-        entries = []
+        parts = [b""]  # Example.features' head, below
         for key, name, info in self._specs:
             if name not in flat:
                 return None
             feature = _feature(flat[name], info)
             if feature is None:
                 return None
-            entries.append(_field(1, _field(1, key) + _field(2, feature)))
-        return _field(1, b"".join(entries))  # Example.features
+            values, size = feature
+            key_field, value_head = _field(1, key), _head(2, size)  # the map entry's
+            parts += (_head(1, len(key_field) + len(value_head) + size), key_field, value_head)
+            parts += values
+        parts[0] = _head(1, sum(map(len, parts)))
+        return b"".join(parts)  # each byte copied once

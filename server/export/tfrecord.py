@@ -21,17 +21,17 @@ def masked_crc32c(data: bytes) -> int:
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
+def framing(data: bytes) -> tuple[bytes, bytes]:
+    """What goes before ``data`` in its TFRecord (its length and the length's checksum) and
+    after it (its checksum)."""
+    length = struct.pack("<Q", len(data))
+    return length + struct.pack("<I", masked_crc32c(length)), struct.pack("<I", masked_crc32c(data))
+
+
 def frame_record(data: bytes) -> bytes:
     """One TFRecord: ``data`` with its length and both checksums."""
-    length = struct.pack("<Q", len(data))
-    return b"".join(
-        (
-            length,
-            struct.pack("<I", masked_crc32c(length)),
-            data,
-            struct.pack("<I", masked_crc32c(data)),
-        )
-    )
+    head, tail = framing(data)
+    return b"".join((head, data, tail))
 
 
 class TFRecordWriter:
@@ -45,10 +45,12 @@ class TFRecordWriter:
 
     def write(self, data: bytes) -> None:
         """Append one record."""
-        record = frame_record(data)
-        self._file.write(record)
+        head, tail = framing(data)
+        self._file.write(head)
+        self._file.write(data)  # not copied into a framed record first
+        self._file.write(tail)
         self.num_records += 1
-        self.num_bytes += len(record)
+        self.num_bytes += len(head) + len(data) + len(tail)
 
     def close(self) -> None:
         """Flush and close the file (safe to call twice)."""

@@ -14,7 +14,10 @@ stream's time base is 1/1000 s, timestamps in whole milliseconds):
     takes about half the CPU of ``superfast`` (on 600x400 CartPole frames; a third on Pong)
     for files 28-33 % larger (Pong's flat observations 3x), lossless either way
     (docs/performance.md, "Export throughput"; ``superfast`` was itself about 10x faster
-    than x264's default).
+    than x264's default). A LeRobot export encodes its episodes in its worker threads,
+    several at once, each thread's on an encoder of its own (:class:`FrameEncoder`, one
+    x264 thread), and muxes them in order (:meth:`VideoWriter.mux`): each episode starts
+    with a keyframe.
 ``PLAYABLE`` (episode videos to watch)
     ``libx264`` ``yuv420p`` at ``crf 18``: what every browser and player plays. 4:2:0 chroma
     subsampling blurs sharp coloured edges: the tests hold it to PSNR >= ``PLAYABLE_PSNR_DB``
@@ -50,7 +53,13 @@ class Profile:
 
 
 LOSSLESS = Profile(
-    "libx264rgb", "rgb24", {"crf": "0", "bf": "0", "g": str(GOP), "preset": "ultrafast"}, even=False
+    "libx264rgb",
+    "rgb24",
+    # force-cfr: x264 then holds no frame back to learn its duration (FrameEncoder's parts
+    # come out whole); the frames keep their times (the container's), and at crf 0 the
+    # rate control has nothing to decide
+    {"crf": "0", "bf": "0", "g": str(GOP), "preset": "ultrafast", "x264-params": "force-cfr=1"},
+    even=False,
 )
 PLAYABLE = Profile(
     "libx264",
@@ -110,10 +119,97 @@ def monotonic_ms(times_ms: Sequence[int | float], fallback_interval_ms: int) -> 
     return out
 
 
-class VideoWriter:
-    """An MP4 file written frame by frame at given times (ms from the file's start)."""
+def _configure(ctx: Any, width: int, height: int, profile: Profile, threads: int | None) -> None:
+    """Set an encoder's size, pixel format, time base, threads (None: the codec's default)
+    and options: the same for a file's stream and for a :class:`FrameEncoder`."""
+    ctx.width = width + (width % 2 if profile.even else 0)
+    ctx.height = height + (height % 2 if profile.even else 0)
+    ctx.pix_fmt = profile.pix_fmt
+    ctx.time_base = TIME_BASE
+    if threads is not None:
+        ctx.thread_count = threads
+    ctx.options = {k: v for k, v in profile.options.items() if k != "movflags"}
 
-    def __init__(self, path: Path, width: int, height: int, profile: Profile = LOSSLESS):
+
+def _video_frame(rgb: np.ndarray, width: int, height: int, profile: Profile) -> Any:
+    """``rgb`` (H x W x 3 uint8 of this size) as a frame to encode (padded to even sizes
+    where the profile needs them)."""
+    if rgb.shape[:2] != (height, width):
+        raise ValueError(f"frame of {rgb.shape[1]}x{rgb.shape[0]} in a {width}x{height} video")
+    if profile.even and (width % 2 or height % 2):
+        rgb = np.pad(rgb, ((0, height % 2), (0, width % 2), (0, 0)), mode="edge")
+    return av.VideoFrame.from_numpy_buffer(rgb, format="rgb24")  # no copy (rgb is contiguous)
+
+
+@dataclass(frozen=True)
+class EncodedFrames:
+    """A part of a video encoded by a :class:`FrameEncoder`: packets to mux into a
+    :class:`VideoWriter` of the same size and profile (:meth:`VideoWriter.mux`)."""
+
+    width: int
+    height: int
+    extradata: bytes  # the encoder's stream headers (H.264: SPS and PPS)
+    packets: list[Any]  # av.Packet, times in ms from the first frame
+    last_ms: int  # the last frame's time
+
+
+class FrameEncoder:
+    """An encoder (one thread) of parts of a video, one part at a time: each part starts
+    with a keyframe (an IDR frame: nothing before it is referred to) and comes out whole, no
+    frame held back, so that parts from several encoders with the same settings follow one
+    another in a file in any order (:meth:`VideoWriter.mux`). One episode's frames are a
+    part: an export encodes several episodes at once, each thread's on an encoder of its
+    own (the codec releases the GIL), and muxes them in order. The parts' bytes depend on
+    the parts this encoder was given before (x264 numbers its frames). Not thread-safe."""
+
+    def __init__(self, width: int, height: int, profile: Profile = LOSSLESS) -> None:
+        self.width, self.height, self.profile = width, height, profile
+        ctx: Any = av.CodecContext.create(profile.codec, "w")
+        _configure(ctx, width, height, profile, 1)
+        ctx.framerate = 30  # as a file's stream (add_stream's rate)
+        ctx.flags |= av.codec.context.Flags.global_header  # headers in extradata, as in an MP4
+        self._ctx = ctx
+        self._next_pts = 0  # the encoder's own clock: increasing over its parts
+
+    def encode(self, frames: Sequence[np.ndarray], times_ms: Sequence[int]) -> EncodedFrames:
+        """Encode ``frames`` (H x W x 3 uint8 of this encoder's size) shown at ``times_ms``
+        (strictly increasing, from 0) as one part."""
+        if not frames:
+            raise ValueError("a video needs at least one frame")
+        packets: list[Any] = []
+        offset, last = self._next_pts, -1
+        for i, (frame, at_ms) in enumerate(zip(frames, times_ms, strict=True)):
+            if at_ms <= last:
+                raise ValueError(f"frame time {at_ms} ms is not after {last} ms")
+            vf = _video_frame(as_rgb(frame), self.width, self.height, self.profile)
+            vf.pts = offset + at_ms
+            vf.time_base = TIME_BASE
+            if i == 0:
+                vf.pict_type = av.video.frame.PictureType.I  # a keyframe: the part's start
+            packets += self._ctx.encode(vf)
+            last = at_ms
+        if len(packets) != len(frames):  # a frame held back would belong to the next part
+            raise ValueError(f"the encoder gave {len(packets)} packets for {len(frames)} frames")
+        for packet in packets:
+            packet.pts -= offset
+            packet.dts -= offset
+        self._next_pts = offset + last + 1
+        return EncodedFrames(self.width, self.height, bytes(self._ctx.extradata), packets, last)
+
+
+class VideoWriter:
+    """An MP4 file written frame by frame at given times (ms from the file's start), or from
+    frames encoded elsewhere (:meth:`mux`). ``threads``: the encoder's (None: the codec's
+    default)."""
+
+    def __init__(
+        self,
+        path: Path,
+        width: int,
+        height: int,
+        profile: Profile = LOSSLESS,
+        threads: int | None = None,
+    ):
         self.profile = profile
         self.width, self.height = width, height
         self.path = Path(path)
@@ -121,32 +217,44 @@ class VideoWriter:
         muxer = {"movflags": profile.options["movflags"]} if "movflags" in profile.options else {}
         self._container: Any = av.open(str(self.path), "w", format="mp4", options=muxer)
         stream: Any = self._container.add_stream(profile.codec, rate=30)
-        stream.width = width + (width % 2 if profile.even else 0)
-        stream.height = height + (height % 2 if profile.even else 0)
-        stream.pix_fmt = profile.pix_fmt
+        _configure(stream.codec_context, width, height, profile, threads)
         stream.time_base = TIME_BASE
-        stream.codec_context.time_base = TIME_BASE
-        stream.options = {k: v for k, v in profile.options.items() if k != "movflags"}
         self._stream = stream
         self.last_ms = -1
 
     def add(self, frame: np.ndarray, at_ms: int) -> None:
         """Encode ``frame`` (H x W x 3 uint8 of this writer's size) shown from ``at_ms``."""
-        rgb = as_rgb(frame)
-        if rgb.shape[:2] != (self.height, self.width):
-            raise ValueError(
-                f"frame of {rgb.shape[1]}x{rgb.shape[0]} in a {self.width}x{self.height} video"
-            )
+        vf = _video_frame(as_rgb(frame), self.width, self.height, self.profile)
         if at_ms <= self.last_ms:
             raise ValueError(f"frame time {at_ms} ms is not after {self.last_ms} ms")
-        if self.profile.even and (self.width % 2 or self.height % 2):
-            rgb = np.pad(rgb, ((0, self.height % 2), (0, self.width % 2), (0, 0)), mode="edge")
-        vf = av.VideoFrame.from_numpy_buffer(rgb, format="rgb24")  # no copy (rgb is contiguous)
         vf.pts = at_ms
         vf.time_base = TIME_BASE
         for packet in self._stream.encode(vf):
             self._container.mux(packet)
         self.last_ms = at_ms
+
+    def mux(self, encoded: EncodedFrames, start_ms: int) -> None:
+        """Append a part encoded by a :class:`FrameEncoder` (with this writer's profile),
+        shown from ``start_ms`` on. Its encoder's stream headers must be this file's:
+        parts from several encoders then decode as one stream, each from its keyframe. The
+        packets are moved to this file (their times shifted)."""
+        if (encoded.width, encoded.height) != (self.width, self.height):
+            raise ValueError(
+                f"frames of {encoded.width}x{encoded.height} in a {self.width}x{self.height} video"
+            )
+        if start_ms <= self.last_ms:
+            raise ValueError(f"frame time {start_ms} ms is not after {self.last_ms} ms")
+        self._container.start_encoding()  # opens this file's encoder: its headers
+        headers = bytes(self._stream.codec_context.extradata or b"")
+        if headers != encoded.extradata:
+            raise ValueError("the frames were encoded with other settings than this video's")
+        for packet in encoded.packets:
+            packet.pts += start_ms
+            packet.dts += start_ms
+            packet.stream = self._stream
+            self._container.mux(packet)
+        encoded.packets.clear()
+        self.last_ms = start_ms + encoded.last_ms
 
     def close(self) -> None:
         """Flush the encoder and finish the file."""

@@ -238,3 +238,46 @@ def test_frames_pixel_counts_equal_numpy_counts_of_every_frame() -> None:
 
 def _counts(frame: np.ndarray) -> np.ndarray:
     return np.stack([np.bincount(frame[:, :, c].reshape(-1), minlength=256) for c in range(3)])
+
+
+def test_episodes_encoded_apart_decode_as_one_exact_video(tmp_path: Path) -> None:
+    """Episodes are encoded on several encoders (one per export thread, several episodes
+    each) and muxed in order into one file: it decodes to every frame exactly, at its time;
+    a part encoded with other settings, of another size or not after the file's last is
+    refused, and an encoder that would hold frames back (for the next part) too."""
+    from dataclasses import replace
+
+    from server.export.video import LOSSLESS, PLAYABLE, FrameEncoder, VideoWriter
+
+    rng = np.random.default_rng(3)
+    parts = []
+    for n in (3, 12, 1, 5):
+        base = rng.integers(0, 256, (18, 26, 3), dtype=np.uint8)
+        frames = [base.copy() for _ in range(n)]
+        for i, frame in enumerate(frames):
+            frame[i % 18, :, i % 3] = rng.integers(0, 256, 26, dtype=np.uint8)
+        parts.append((frames, [t * 40 for t in range(n)]))
+    path = tmp_path / "v.mp4"
+    writer = VideoWriter(path, 26, 18, LOSSLESS, threads=1)
+    encoders = [FrameEncoder(26, 18), FrameEncoder(26, 18)]
+    start, want, want_times = 0, [], []
+    for i, (frames, times) in enumerate(parts):
+        writer.mux(encoders[i % 2].encode(frames, times), start)
+        want += frames
+        want_times += [(start + t) / 1000 for t in times]
+        start += times[-1] + 40
+    with pytest.raises(ValueError, match="not after"):
+        writer.mux(encoders[0].encode(*parts[0]), start - 40)
+    lossy = replace(LOSSLESS, options={**LOSSLESS.options, "crf": "10"})
+    with pytest.raises(ValueError, match="other settings"):
+        writer.mux(FrameEncoder(26, 18, lossy).encode(*parts[0]), start)
+    with pytest.raises(ValueError, match="frames of 26x18 in a 26x20"):
+        VideoWriter(tmp_path / "w.mp4", 26, 20).mux(encoders[1].encode(*parts[2]), 0)
+    with pytest.raises(ValueError, match="packets for 12 frames"):
+        FrameEncoder(26, 18, PLAYABLE).encode(*parts[1])  # its lookahead holds frames back
+    writer.close()
+    got, got_times = read_video(path)
+    assert len(got) == len(want) == 21
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    assert got_times == pytest.approx(want_times)

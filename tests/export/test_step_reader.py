@@ -111,3 +111,30 @@ def test_read_log_equals_envlogger_reader(tmp_path: Path) -> None:
             same(getattr(g.timestep, name), getattr(w.timestep, name), f"step {t} {name}")
         same(g.action, w.action, f"step {t} action")
         same(g.custom_data, w.custom_data, f"step {t} custom_data")
+
+
+def test_read_log_hands_its_specs_to_a_cache(tmp_path: Path) -> None:
+    """With ``specs``, a log's metadata holds what ``specs`` made of its serialized
+    environment specs (the rest as decoded); the episode reader's cache of them gives the
+    specs decoded from the metadata, one object for every log of the environment."""
+    from server.export.episode import read_episode, read_header, read_specs
+
+    def make() -> gym.Env:
+        return gym.make("CartPole-v1", render_mode="rgb_array", max_episode_steps=5)
+
+    logs = [
+        record_episode(make, tmp_path / f"ep{i}", env_id="CartPole-v1", episode_id=f"e{i}", seed=i)
+        for i in range(2)
+    ]
+    want, _steps = read_log(str(logs[0].log_dir), steps=False)
+    seen: list[bytes] = []
+    meta, _steps = read_log(
+        str(logs[0].log_dir), steps=False, specs=lambda b: seen.append(b) or "cached"
+    )
+    assert meta.pop("environment_specs") == "cached"
+    same(meta, {k: v for k, v in want.items() if k != "environment_specs"}, "metadata")
+    same(decode(storage_pb2.Data.FromString(seen[0])), want["environment_specs"], "specs")
+    decoded = read_specs(want)
+    specs = [read_header(rec.log_dir)[0] for rec in logs] + [read_episode(logs[1].log_dir).specs]
+    assert all(s is specs[0] for s in specs)
+    assert repr(specs[0]) == repr(decoded)

@@ -27,21 +27,17 @@ from server.export.base import (
     ExportResult,
     WriteJob,
     card_lines,
+    export_threads,
 )
 from server.export.encoding import check_range, control_values, timing_column
 from server.export.episode import EnvSpecs, RldsEpisode
 from server.export.errors import ExportError
-from server.export.lerobot_stats import Stats, frames_pixel_counts
+from server.export.lerobot_stats import Stats
+from server.export.lerobot_video import SLOTS, EpisodeVideo, VideoSlots, leaf
 from server.export.registry import Format, register
 from server.export.tags import tag_columns
 
 REPO_PREFIX = "rlds-studio"
-
-
-def _leaf(value: Any, path: tuple[str, ...]) -> Any:
-    for key in path:
-        value = value[key]
-    return value
 
 
 @dataclass
@@ -65,12 +61,11 @@ class _File:
 
 @dataclass(frozen=True)
 class _Encoded:
-    """One episode's columns and frames, made before its turn to be written."""
+    """One episode's columns and videos, made before its turn to be written."""
 
     columns: dict[str, pa.Array]
     stat_values: list[tuple[str, np.ndarray]]  # (feature, values) for the statistics
-    frames: dict[str, list[np.ndarray]]  # per video feature, decoded
-    counts: dict[str, np.ndarray]  # per video feature, the frames' pixel counts (3 x 256)
+    videos: dict[str, EpisodeVideo]  # per video feature
 
 
 class LeRobotWriter:
@@ -90,17 +85,17 @@ class LeRobotWriter:
         self.total = 0
         self.file = _File(0)
         self.env_id = ""
+        self.slots = VideoSlots()  # the videos' encoders
 
     # --- one episode ----------------------------------------------------------------------
-    def encode(
-        self, ep: EpisodeInput, episode: RldsEpisode, tag_cols: dict[str, np.ndarray]
-    ) -> _Encoded:
-        """What does not depend on the episodes before: columns, decoded frames and their
-        pixel counts (runs in a worker thread, see ``WriteJob.each_encoded``)."""
+    def encode(self, i: int, episode: RldsEpisode, tag_cols: dict[str, np.ndarray]) -> _Encoded:
+        """What does not depend on the episodes before: columns, and each video's frames
+        decoded, counted and encoded (from a keyframe) on episode ``i``'s encoder slot (runs
+        in a worker thread, see ``WriteJob.each_encoded``; the codecs release the GIL, so
+        episodes are encoded on several cores at once)."""
         columns, stat_values = self._data_columns(episode, tag_cols)
-        frames = {col.name: self._frames(col, episode) for col in self.video_cols}
-        counts = {name: frames_pixel_counts(fr) for name, fr in frames.items()}
-        return _Encoded(columns, stat_values, frames, counts)
+        videos = {col.name: self.slots.encode(i, col, episode) for col in self.video_cols}
+        return _Encoded(columns, stat_values, videos)
 
     def add(self, ep: EpisodeInput, episode: RldsEpisode, encoded: _Encoded) -> None:
         """Append one encoded episode (in the episodes' order)."""
@@ -138,8 +133,8 @@ class LeRobotWriter:
         }
         for col in self.video_cols:
             start = f.video_end_ms.get(col.name, 0)
-            self._write_video(col, encoded.frames[col.name], times, start)
-            self.stats.add_counts(col.name, encoded.counts[col.name], n)
+            self._write_video(col, encoded.videos[col.name], start)
+            self.stats.add_counts(col.name, encoded.videos[col.name].counts, n)
             end = start + times[-1] + interval
             f.video_end_ms[col.name] = end
             row[f"videos/{col.name}/chunk_index"] = f.chunk_file["chunk_index"]
@@ -202,8 +197,8 @@ class LeRobotWriter:
         if src in sequences:
             seq = sequences[src]
             if col.dtype == "string":
-                return [_leaf(v, col.path) for v in seq]
-            return np.stack([np.asarray(_leaf(v, col.path)) for v in seq])
+                return [leaf(v, col.path) for v in seq]
+            return np.stack([np.asarray(leaf(v, col.path)) for v in seq])
         if src == "reward":
             return np.stack([np.asarray(r) for r in episode.rewards])
         if src == "discount":
@@ -224,33 +219,20 @@ class LeRobotWriter:
             return control_values(episode, col.path[0])
         raise ExportError(f"no values for {where}")
 
-    def _frames(self, col: fmt.Column, episode: RldsEpisode) -> list[np.ndarray]:
-        if col.source == "frame":
-            out = []
-            for t, data in enumerate(episode.frames):
-                if not data:
-                    raise ExportError(f"step {t}: no frame was recorded (strip step metadata)")
-                out.append(video.decode_jpeg(data))
-            return out
-        return [video.as_rgb(np.asarray(_leaf(o, col.path))) for o in episode.observations]
-
-    def _write_video(
-        self, col: fmt.Column, frames: list[np.ndarray], times: list[int], start: int
-    ) -> None:
-        shape = frames[0].shape
+    def _write_video(self, col: fmt.Column, episode_video: EpisodeVideo, start: int) -> None:
+        shape = episode_video.shape
         known = self.video_shapes.setdefault(col.name, (shape[0], shape[1], 3))
         f = self.file
         writer = f.videos.get(col.name)
         if writer is None:
             path = self.root / fmt.VIDEO_PATH.format(video_key=col.name, **f.chunk_file)
-            writer = video.VideoWriter(path, known[1], known[0], video.LOSSLESS)
+            # its encoder only gives the file its headers (the episodes' come from the slots)
+            writer = video.VideoWriter(path, known[1], known[0], video.LOSSLESS, threads=1)
             f.videos[col.name] = writer
-        for t, frame in enumerate(frames):
-            if frame.shape != known:
-                raise ExportError(
-                    f"step {t}, field {col.name}: a {frame.shape} frame in a video of {known}"
-                )
-            writer.add(frame, start + times[t])
+        t, other = (0, shape) if shape != known else (episode_video.other or (0, shape))
+        if other != known or episode_video.encoded is None:
+            raise ExportError(f"step {t}, field {col.name}: a {other} frame in a video of {known}")
+        writer.mux(episode_video.encoded, start)
 
     # --- files ----------------------------------------------------------------------------
     def _roll_if_full(self, nbytes: int) -> None:
@@ -284,19 +266,7 @@ class LeRobotWriter:
         shapes: dict[str, tuple[int, ...]] = {}
         for col in self.cols:
             if col.is_video:
-                h, w, _ = self.video_shapes[col.name]
-                col = fmt.Column(col.name, col.source, col.path, "video", (h, w, 3), (h, w, 3))
-                info = {
-                    "video.height": h,
-                    "video.width": w,
-                    "video.codec": "h264",
-                    "video.pix_fmt": "gbrp",
-                    "video.is_depth_map": False,
-                    "video.fps": fps,
-                    "video.channels": 3,
-                    "has_audio": False,
-                }
-                features[col.name] = fmt.feature_doc(col, info)
+                features[col.name] = fmt.video_feature_doc(col, self.video_shapes[col.name], fps)
             else:
                 features[col.name] = fmt.feature_doc(col)
                 shapes[col.name] = col.shape
@@ -348,15 +318,18 @@ class LeRobot(Format):
         )
         root = job.out / options.name
         writer = LeRobotWriter(root, cols, options)
+        index = {ep.episode_id: i for i, ep in enumerate(job.episodes)}
 
         def encode(ep: EpisodeInput, episode: RldsEpisode) -> _Encoded:
-            return writer.encode(ep, episode, tag_columns(ep.step_tags, tag_names, len(episode)))
+            tag_cols = tag_columns(ep.step_tags, tag_names, len(episode))
+            return writer.encode(index[ep.episode_id], episode, tag_cols)
 
         def write(_i: int, ep: EpisodeInput, episode: RldsEpisode, encoded: _Encoded) -> None:
             writer.add(ep, episode, encoded)
 
         try:
-            summaries = job.each_encoded(encode, write)
+            threads = min(export_threads(), SLOTS)  # a slot's episodes one after another
+            summaries = job.each_encoded(encode, write, threads=threads)
             writer.finish()
         except BaseException:
             writer.abort()
