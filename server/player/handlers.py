@@ -202,12 +202,11 @@ async def _adapt_quality(s: LiveSession, run: EpisodeRun, step: int, delay_ms: f
         )
     outboxes = s.frame_outboxes()
     if outboxes and env.mode == "async":  # frames ack-clocked (outbox.FrameWindow)
-        # each socket's window holds its share of the stream with one socket held up (a
-        # retransmission stall): the others then carry its frames (LiveSession._show)
-        share = max(1, len(outboxes) - 1)
-        period_ms = 1000 * stream.every * share / (env.fps * s.speed)
+        # the page's window is shared out between its sockets; a socket held up by a
+        # retransmission stall fills its share and the others carry (LiveSession._show)
+        period_ms = 1000 * stream.every / (env.fps * s.speed)
         for outbox in outboxes:
-            outbox.clock(delay_ms, period_ms)
+            outbox.clock(delay_ms, period_ms, len(outboxes))
     level, every = stream.level, stream.every
     if not stream.on_ack(delay_ms, now_ms(), run.frames_dropped):
         return

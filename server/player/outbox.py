@@ -31,27 +31,31 @@ def _now_ms() -> float:
 class FrameWindow:
     """How many frames may be on their way to the player over one socket at once: those its
     link's best ack delay (round trip plus drawing, plus :data:`SLACK_MS`) holds at the
-    socket's share of the stream's frame rate. An ack of one of the socket's frames settles
-    it and every earlier one of that socket."""
+    stream's frame rate (at least :data:`MIN_IN_FLIGHT`), shared out between the page's
+    ``sockets`` (lanes), at least one each. An ack of one of the socket's frames settles it
+    and every earlier one of that socket."""
 
     def __init__(self) -> None:
         self.best_ms: float | None = None
         self.period_ms = 1000.0
+        self.sockets = 1
         self.flight: deque[tuple[tuple[int, int], float]] = deque()  # ((episode, step), sent)
 
     @property
     def limit(self) -> int:
         best = 0.0 if self.best_ms is None else self.best_ms
-        return max(MIN_IN_FLIGHT, math.ceil((best + SLACK_MS) / self.period_ms))
+        page = max(MIN_IN_FLIGHT, math.ceil((best + SLACK_MS) / self.period_ms))
+        return max(1, math.ceil(page / self.sockets))
 
     def sent(self, frame: Frame, now_ms: float) -> None:
         self.flight.append(((frame.episode, frame.step), now_ms))
 
-    def clock(self, delay_ms: float, period_ms: float) -> None:
-        """One more ack delay of the page (any socket), and the socket's time between
-        frames."""
+    def clock(self, delay_ms: float, period_ms: float, sockets: int) -> None:
+        """One more ack delay of the page (any socket), the stream's time between frames,
+        and how many sockets carry them."""
         self.best_ms = delay_ms if self.best_ms is None else min(self.best_ms, delay_ms)
         self.period_ms = period_ms
+        self.sockets = sockets
 
     def settle(self, episode: int, step: int) -> None:
         """The page got this socket's frame ``step`` (drawn or skipped), so every earlier one
@@ -131,12 +135,13 @@ class Outbox:
             self._frames.clear()
             self._wake.set()
 
-    def clock(self, delay_ms: float, period_ms: float) -> None:
-        """The player drew a frame ``delay_ms`` after it was sent; ``period_ms``: this
-        socket's time between frames. From the first call on, frames are ack-clocked."""
+    def clock(self, delay_ms: float, period_ms: float, sockets: int = 1) -> None:
+        """The player drew a frame ``delay_ms`` after it was sent; ``period_ms``: the
+        stream's time between frames, over ``sockets`` sockets (this one and the page's
+        other lanes). From the first call on, frames are ack-clocked."""
         if self.window is None:
             self.window = FrameWindow()
-        self.window.clock(delay_ms, period_ms)
+        self.window.clock(delay_ms, period_ms, sockets)
         self._wake.set()
 
     def settle(self, episode: int, step: int) -> None:

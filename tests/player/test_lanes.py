@@ -10,7 +10,7 @@ import pytest
 from starlette.websockets import WebSocketDisconnect
 
 from server.models import Episode
-from server.player.outbox import Frame, Outbox, next_turn
+from server.player.outbox import SLACK_MS, Frame, Outbox, next_turn
 from server.player.protocol import unpack_frame
 from server.recording.writer import open_reader
 from tests.player.conftest import Player, counter_env, spec
@@ -82,11 +82,13 @@ def test_frames_take_turns_over_the_lanes_and_inputs_count_once(factory, designe
 
 
 def test_a_socket_whose_acks_stop_is_passed_over_until_they_come():
-    # three sockets, frames ack-clocked (the adaptive stream): two frames in flight each
+    # three sockets, frames ack-clocked (the adaptive stream): a best ack delay of 540 ms at
+    # 10 frames/s holds (540 + SLACK_MS) / 100 = six frames for the page, two per socket
     async def scenario():
         boxes = [Outbox() for _ in range(3)]
         for box in boxes:
-            box.clock(0.0, 1000.0)  # a window of MIN_IN_FLIGHT (2) frames
+            box.clock(540.0, 100.0, sockets=3)
+        assert SLACK_MS == 60 and {box.window.limit for box in boxes} == {2}
         sent: list[int] = []
         turn = 0
         for step in range(12):
