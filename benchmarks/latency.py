@@ -77,22 +77,21 @@ def timings_from_log(path: str) -> dict[int, dict[str, float]]:
     return steps
 
 
-def latencies_from_log(path: str) -> list[float]:
-    """frame_drawn - input_sent for each step that applied a fresh input (from the log)."""
-    return [
-        t["frame_drawn"] - t["input_sent"]
-        for t in timings_from_log(path).values()
-        if "frame_drawn" in t
-    ]
+def latencies(timings: dict[int, dict[str, float]]) -> list[float]:
+    """frame_drawn - input_sent for each step that applied a fresh input (``timings``: from
+    :func:`timings_from_log`)."""
+    return [t["frame_drawn"] - t["input_sent"] for t in timings.values() if "frame_drawn" in t]
 
 
-def stages_from_log(path: str) -> dict[str, float | None]:
+def stages_of(times: dict[str, float]) -> dict[str, float]:
+    """One input's stages (:data:`STAGES`) that its timestamps give, in ms."""
+    return {name: times[b] - times[a] for name, a, b in STAGES if a in times and b in times}
+
+
+def stage_medians(timings: dict[int, dict[str, float]]) -> dict[str, float | None]:
     """Median of each stage of input → frame drawn (client and server share one clock here)."""
-    timings = timings_from_log(path).values()
-    return {
-        name: percentile([t[b] - t[a] for t in timings if a in t and b in t], 50)
-        for name, a, b in STAGES
-    }
+    each = [stages_of(t) for t in timings.values()]
+    return {name: percentile([s[name] for s in each if name in s], 50) for name, _, _ in STAGES}
 
 
 def play(page: Any, url: str, token: str, mode: str, inputs: int,
@@ -150,8 +149,8 @@ def measure(browser: Any, mode: str, inputs: int) -> dict[str, Any]:
             row = conn.execute(text("SELECT storage_path, steps, latency_p50_ms, latency_p95_ms, "
                                     "frames_dropped FROM episodes")).one()  # fmt: skip
         engine.dispose()
-        values = latencies_from_log(row.storage_path)
-        stages = stages_from_log(row.storage_path)
+        timings = timings_from_log(row.storage_path)
+        values, stages = latencies(timings), stage_medians(timings)
     return {
         "mode": mode if mode == "sync" else "async_60fps",
         "inputs_measured": len(values),

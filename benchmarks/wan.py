@@ -231,7 +231,7 @@ class WanProxy:
 
 def measure(browser: Any, server: dict[str, Any], link: Link, inputs: int) -> dict[str, Any]:
     """One async Pong episode played through ``link``; figures from its log and row."""
-    from latency import latencies_from_log, percentile, play, stages_from_log
+    from latency import latencies, percentile, play, stage_medians, timings_from_log
     from sqlalchemy import create_engine, text
 
     with WanProxy(server["port"], link) as proxy:
@@ -252,7 +252,8 @@ def measure(browser: Any, server: dict[str, Any], link: Link, inputs: int) -> di
             {"who": f"wan-{link.name}"},
         ).one()  # fmt: skip
     engine.dispose()
-    values = latencies_from_log(row.storage_path)
+    timings = timings_from_log(row.storage_path)
+    values = latencies(timings)
     p50, p99 = percentile(values, 50), percentile(values, 99)
     return {
         "link": link.name,
@@ -264,8 +265,8 @@ def measure(browser: Any, server: dict[str, Any], link: Link, inputs: int) -> di
         "p99_ms": p99,
         "p50_over_rtt_ms": None if p50 is None else round(p50 - link.rtt_ms, 2),
         "p99_over_rtt_ms": None if p99 is None else round(p99 - link.rtt_ms, 2),
-        "worst": _worst(row.storage_path, link.rtt_ms),
-        "stages_p50_ms": stages_from_log(row.storage_path),
+        "worst": _worst(timings, link.rtt_ms),
+        "stages_p50_ms": stage_medians(timings),
         "steps": row.steps,
         "frames_dropped": row.frames_dropped,
         "steps_per_s": round(row.steps / row.duration_s, 1) if row.duration_s else None,
@@ -275,16 +276,20 @@ def measure(browser: Any, server: dict[str, Any], link: Link, inputs: int) -> di
     }
 
 
-def _worst(path: str, rtt_ms: float, count: int = 5) -> list[dict[str, float]]:
+def _worst(
+    timings: dict[int, dict[str, float]], rtt_ms: float, count: int = 5
+) -> list[dict[str, float]]:
     """The ``count`` slowest inputs: over the RTT, and each stage (as in the p50s)."""
-    from latency import STAGES, timings_from_log
+    from latency import stages_of
 
-    timings = [t for t in timings_from_log(path).values() if "frame_drawn" in t]
-    timings.sort(key=lambda t: t["frame_drawn"] - t["input_sent"])
+    drawn = sorted(
+        (t for t in timings.values() if "frame_drawn" in t),
+        key=lambda t: t["frame_drawn"] - t["input_sent"],
+    )
     return [
         {"over_rtt_ms": round(t["frame_drawn"] - t["input_sent"] - rtt_ms, 1)}
-        | {name: round(t[b] - t[a], 1) for name, a, b in STAGES if a in t and b in t}
-        for t in timings[-count:]
+        | {name: round(ms, 1) for name, ms in stages_of(t).items()}
+        for t in drawn[-count:]
     ]
 
 
