@@ -34,6 +34,35 @@ _REPEATED = {
 }
 
 
+# Arrays of these exact dtypes → (field, how), where envlogger's codec finds the field by a
+# chain of ``np.issubdtype`` and copies twice (``astype`` then ``tobytes``): one-byte types
+# need no byte swap, and a repeated field takes the array's values as a list at once.
+_BYTES = "bytes"
+_LIST = "list"
+_ARRAY_FIELDS = {
+    np.dtype(np.uint8): ("uint8_values", _BYTES),
+    np.dtype(np.int8): ("int8_values", _BYTES),
+    np.dtype(np.float64): ("double_values", _LIST),
+    np.dtype(np.int32): ("int32_values", _LIST),
+    np.dtype(np.int64): ("int64_values", _LIST),
+    np.dtype(np.uint32): ("uint32_values", _LIST),
+    np.dtype(np.uint64): ("uint64_values", _LIST),
+    np.dtype(np.bool_): ("bool_values", _LIST),
+}
+
+
+def _set_values(array: np.ndarray, values: Any) -> None:
+    """``codec._set_datum_values_from_array``, with the same result, faster for the dtypes
+    of :data:`_ARRAY_FIELDS` (native byte order only: the others go envlogger's way)."""
+    found = _ARRAY_FIELDS.get(array.dtype)
+    if found is None:
+        codec._set_datum_values_from_array(array, values)  # noqa: SLF001
+    elif found[1] is _BYTES:
+        setattr(values, found[0], array.tobytes())
+    elif array.size:  # (an empty one leaves ``values`` unset, as envlogger's loop does)
+        getattr(values, found[0]).extend(array.ravel().tolist())
+
+
 def encode(value: Any) -> Any:
     """``value`` as a ``storage_pb2.Data`` message, equal to ``codec.encode(value)``."""
     out = storage_pb2.Data()
@@ -51,7 +80,7 @@ def encode_into(value: Any, out: Any) -> None:
         for dim in value.shape:
             if dim > 0:
                 datum.shape.dim.add().size = dim
-        codec._set_datum_values_from_array(value, datum.values)  # noqa: SLF001
+        _set_values(value, datum.values)
     elif isinstance(value, tuple):  # dm_env.TimeStep and StepData are named tuples
         if value:
             items = out.tuple.values

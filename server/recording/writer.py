@@ -12,7 +12,10 @@ leaves a readable log that lacks at most the last :data:`MAX_LOSS_S` of steps, w
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
+import queue
 import sys
 import threading
 import time
@@ -236,9 +239,10 @@ class _Flusher:
     def start(self) -> None:
         self.running, self.error = True, None
         self.done.clear()
-        threading.Thread(target=self._run, name="log-flush", daemon=True).start()
+        _flush_queue().put(self)
 
-    def _run(self) -> None:
+    def run(self) -> None:
+        """The flush itself, in the process's flush thread."""
         try:
             self.backend._data_writer.flush()
         except BaseException as exc:  # reported to the worker by settle()
@@ -260,6 +264,40 @@ class _Flusher:
         if backend.journal is not None:  # the steps that waited go first in the new lap
             backend.journal.restart(keep=[_record_bytes(step) for step in backend.pending])
         return True
+
+
+# One flush thread per process, started with the first flush and serving every writer in
+# it: starting a thread per flush cost as much CPU as the step's JPEG, and the worker's
+# thread waited for each new thread to run, which it does only once the flush gives the GIL
+# back (docs/performance.md, "A flush thread per process").
+_FLUSHES: tuple[int, queue.SimpleQueue[_Flusher | None]] | None = None
+
+
+def _flush_queue() -> queue.SimpleQueue[_Flusher | None]:
+    """The queue of this process's flush thread (a forked child starts its own)."""
+    global _FLUSHES
+    if _FLUSHES is None or _FLUSHES[0] != os.getpid():
+        jobs: queue.SimpleQueue[_Flusher | None] = queue.SimpleQueue()
+        thread = threading.Thread(target=_serve_flushes, args=(jobs,), name="log-flush",
+                                  daemon=True)  # fmt: skip
+        thread.start()
+        atexit.register(_stop_flushes, jobs, thread)
+        _FLUSHES = (os.getpid(), jobs)
+    return _FLUSHES[1]
+
+
+def _serve_flushes(jobs: queue.SimpleQueue[_Flusher | None]) -> None:
+    while (job := jobs.get()) is not None:
+        job.run()
+
+
+def _stop_flushes(jobs: queue.SimpleQueue[_Flusher | None], thread: threading.Thread) -> None:
+    """At exit: the flushes asked for are done before the interpreter stops its threads
+    (a writer closed later, by its ``__del__``, flushes in place)."""
+    global _FLUSHES
+    jobs.put(None)
+    thread.join()
+    _FLUSHES = None
 
 
 def open_reader(directory: Path | str) -> Any:

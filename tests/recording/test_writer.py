@@ -156,6 +156,30 @@ def test_steps_that_waited_for_a_background_flush_start_the_journal_again(tmp_pa
         assert [int(s.custom_data["input"]) for s in reader.steps] == list(range(6))
 
 
+def test_background_flushes_of_every_writer_share_one_thread(tmp_path):
+    """The flushes of several episodes in one process (a worker's sessions) run one after
+    the other in one flush thread, not in a new thread each; every log holds all its steps."""
+    import threading
+
+    writers = [EpisodeWriter(CounterEnv(episode_len=10_000), tmp_path / f"e{n}", meta(),
+                             numbered, flush_interval_s=0.0, defer_records=True,
+                             background_flush=True) for n in range(3)]  # fmt: skip
+    for writer in writers:
+        writer.reset()
+    seen: set[int] = set()
+    for i in range(1, 40):  # every commit asks for a flush (interval 0)
+        for writer in writers:
+            writer.step(np.int64(i % 3))
+            writer.commit()
+        seen |= {t.ident or 0 for t in threading.enumerate() if t.name == "log-flush"}
+    for writer in writers:
+        writer.finalize()
+    assert len(seen) == 1
+    for n in range(3):
+        with open_reader(tmp_path / f"e{n}") as reader:
+            assert [int(s.custom_data["input"]) for s in reader.steps] == list(range(40))
+
+
 def test_a_writer_left_open_at_exit_is_closed_with_its_steps(tmp_path):
     """A writer nobody finalized (a crashed caller) is closed by envlogger's ``__del__`` as
     the interpreter ends: its last flush runs in place, not in a thread that can no longer
