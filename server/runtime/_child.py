@@ -8,6 +8,8 @@ slot; ``error`` is ``(type, message, traceback)``. The protocol is in ``docs/run
 
 from __future__ import annotations
 
+import math
+import os
 import time
 import traceback
 from pathlib import Path
@@ -31,6 +33,13 @@ MAX_CATCH_UP_S = 0.5  # further behind than this, the async clock skips instead 
 # (every player's sockets, the database, the API) keeps its share and the workers' clocks
 # slow down instead of the app starving among N workers (benchmarks/concurrency.py).
 WORKER_NICE = 5
+GOLDEN = 0.6180339887
+
+
+def grid_phase(pid: int) -> float:
+    """Where in the period (a fraction of it) the ticks of process ``pid`` fall: consecutive
+    pids far apart."""
+    return (pid * GOLDEN) % 1.0
 
 
 class ProtocolError(RuntimeError):
@@ -201,7 +210,7 @@ class Session:
         self.gated = bool(payload.get("paused"))
         if self.spec.mode == "async" and not self.gated:
             self.running = True
-            self.next_tick = time.monotonic() + self.period
+            self.next_tick = self._on_grid(time.monotonic() + self.period)
         return self.event(timestep)
 
     def step(self) -> dict[str, Any]:
@@ -275,6 +284,17 @@ class Session:
     def period(self) -> float:
         return 1.0 / (self.spec.fps * self.speed)
 
+    def _on_grid(self, t: float) -> float:
+        """The first tick of this process's grid for the clock's period at or after ``t``.
+
+        The sessions of one process that play at one pace tick together, so one wake-up
+        steps them all (docs/performance.md, "Ticks on a grid"); each process has its own
+        phase (from its pid), so that processes do not all wake at once.
+        """
+        period = self.period
+        phase = grid_phase(os.getpid()) * period
+        return phase + math.ceil((t - phase) / period) * period
+
     def tick_due(self) -> float | None:
         """Seconds until the next async step (None when the clock is stopped).
 
@@ -293,7 +313,8 @@ class Session:
         self.fresh_input = False
         now = time.monotonic()
         if now - self.next_tick > MAX_CATCH_UP_S:
-            self.next_tick = now  # far behind (e.g. the app stalled): skip, don't race
+            self.next_tick = self._on_grid(now) - self.period  # far behind (e.g. the app
+            # stalled): skip, don't race
         self.next_tick += self.period
         try:
             event = self.step()
@@ -329,7 +350,7 @@ class Session:
                 self.env.start_clock()
             if self.spec.mode == "async" and not self.ended:
                 self.running = True
-                self.next_tick = time.monotonic() + self.period
+                self.next_tick = self._on_grid(time.monotonic() + self.period)
             return None
         if command == "set_speed":
             speed = float(payload["speed"])

@@ -118,3 +118,47 @@ def test_a_killed_process_ends_every_session_in_it_and_each_log_stays_readable(d
         with open_reader(episode_dir(data_root, 7, episode_id)) as reader:
             assert len(list(reader.steps)) > 10
     no_leaks()
+
+
+def test_sessions_of_one_process_tick_together_and_processes_apart(data_root):
+    """The async clocks of a process's sessions at one pace sit on one grid, so one wake-up
+    steps them all, whenever each started or resumed; another process has another phase."""
+    import time
+
+    from server.runtime._child import Session, grid_phase
+    from server.runtime.adapters import build_adapter
+
+    class Dropped:
+        def send(self, message):
+            pass
+
+    spec = _async_spec()
+    sessions = [Session(Dropped(), spec, build_adapter(spec.source, ALLOWED), "7", data_root,
+                        0.2, ALLOWED) for _ in range(3)]  # fmt: skip
+    period = 1 / 60
+    try:
+        for i, session in enumerate(sessions):
+            session.begin_episode({"episode_id": f"e{i}", "seed": i})
+            time.sleep(period * 0.37)  # joins at another moment of the period
+        sessions[2].handle("pause", {})
+        time.sleep(period * 0.5)
+        sessions[2].handle("resume", {})
+        ticks = [s.next_tick for s in sessions]
+        # on one grid: whole periods apart (a later start may be a period later)
+        for tick in ticks[1:]:
+            slots = (tick - ticks[0]) / period
+            assert abs(slots - round(slots)) < 1e-6, ticks
+        for session in sessions:  # every tick stays on it
+            session.tick()
+            session.tick()
+        steps = [(s.next_tick - ticks[0]) / period for s in sessions]
+        assert all(abs(x - round(x)) < 1e-6 for x in steps), steps
+        offset = abs((ticks[0] / period) % 1 - grid_phase(os.getpid()))
+        assert min(offset, 1 - offset) < 1e-6  # this process's phase
+        # the processes of a burst of players (consecutive pids) wake apart
+        phases = sorted(grid_phase(pid) for pid in range(4000, 4008))
+        assert min(b - a for a, b in zip(phases, phases[1:], strict=False)) > 0.05
+    finally:
+        for session in sessions:
+            session.end_episode({"reason": "completed"})
+            session.env.close()
