@@ -254,6 +254,7 @@ function showRefusal(error) {
 async function saveNow(errorBox) {
   flushSettings();
   ed.refused = new Map();
+  $("#validate-status").textContent = ""; // an earlier validation's verdict is not this save's
   let study;
   const yamlView = ed.view === "yaml";
   const text = $("#spec-yaml").value;

@@ -147,9 +147,11 @@ const openSections = new Set();
 
 function keptOpen(details, key) {
   details.open = openSections.has(key);
-  details.addEventListener("toggle", () => {
-    if (details.open) openSections.add(key);
-    else openSections.delete(key);
-  });
+  const keep = (open) => (open ? openSections.add(key) : openSections.delete(key));
+  // Noted at the click (mouse or keyboard), before the details toggles: the "toggle" event
+  // comes a task later, and cards drawn again in between (a validation's reports arriving)
+  // would have drawn the section closed again.
+  details.querySelector("summary")?.addEventListener("click", () => keep(!details.open));
+  details.addEventListener("toggle", () => keep(details.open));
   return details;
 }
