@@ -267,9 +267,10 @@ class _Flusher:
 
 
 # One flush thread per process, started with the first flush and serving every writer in
-# it: starting a thread per flush cost as much CPU as the step's JPEG, and the worker's
-# thread waited for each new thread to run, which it does only once the flush gives the GIL
-# back (docs/performance.md, "A flush thread per process").
+# it. With a thread per flush, the step loop waited in ``Thread.start`` for each new thread
+# to run, which it does only once the flush gives the GIL back: in a profile of 8 sessions,
+# as long as on the steps' JPEGs (docs/performance.md, "A flush thread per process, ticks
+# on a grid").
 _FLUSHES: tuple[int, queue.SimpleQueue[_Flusher | None]] | None = None
 
 

@@ -288,8 +288,9 @@ class Session:
         """The first tick of this process's grid for the clock's period at or after ``t``.
 
         The sessions of one process that play at one pace tick together, so one wake-up
-        steps them all (docs/performance.md, "Ticks on a grid"); each process has its own
-        phase (from its pid), so that processes do not all wake at once.
+        steps them all (docs/performance.md, "A flush thread per process, ticks on a grid");
+        each process has its own phase (from its pid), so that processes do not all wake at
+        once.
         """
         period = self.period
         phase = grid_phase(os.getpid()) * period
@@ -313,8 +314,8 @@ class Session:
         self.fresh_input = False
         now = time.monotonic()
         if now - self.next_tick > MAX_CATCH_UP_S:
-            self.next_tick = self._on_grid(now) - self.period  # far behind (e.g. the app
-            # stalled): skip, don't race
+            # far behind (e.g. the app stalled): skip to the grid's next slot, don't race
+            self.next_tick = self._on_grid(now) - self.period
         self.next_tick += self.period
         try:
             event = self.step()
