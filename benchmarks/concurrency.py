@@ -132,6 +132,12 @@ def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError("the server did not start")
 
 
+def stat_fields(pid: int | str) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first, utime at 11)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2 :].split()
+
+
 def tree_cpu_seconds(root_pid: int) -> tuple[float, float]:
     """User + system CPU seconds of ``root_pid`` itself and of all its descendants.
 
@@ -147,10 +153,9 @@ def tree_cpu_seconds(root_pid: int) -> tuple[float, float]:
         if not entry.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            fields = stat_fields(entry)
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2 :].split()
         parents[int(entry)] = int(fields[1])
         own[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
         reaped[int(entry)] = (int(fields[13]) + int(fields[14])) / tick

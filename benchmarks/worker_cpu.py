@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.concurrency import PONG  # noqa: E402
+from benchmarks.concurrency import PONG, stat_fields  # noqa: E402
 from server.runtime import EnvWorker  # noqa: E402
 from server.runtime.allowlist import AllowedEnvironments  # noqa: E402
 from server.study_spec import EnvironmentSpec  # noqa: E402
@@ -42,7 +42,7 @@ WARMUP_S = 2.5  # the first session's cost is measured after 2 s (COST_WINDOW_S)
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of process ``pid`` (all its threads), in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = stat_fields(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 

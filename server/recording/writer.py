@@ -12,10 +12,7 @@ leaves a readable log that lacks at most the last :data:`MAX_LOSS_S` of steps, w
 
 from __future__ import annotations
 
-import atexit
 import json
-import os
-import queue
 import sys
 import threading
 import time
@@ -26,7 +23,7 @@ from typing import Any
 import dm_env
 import numpy as np
 
-from server.recording import codec
+from server.recording import codec, flush_thread
 from server.recording import format as fmt
 from server.recording._envlogger import environment_logger, envlogger, riegeli_backend_writer
 from server.recording.journal import Journal
@@ -239,7 +236,7 @@ class _Flusher:
     def start(self) -> None:
         self.running, self.error = True, None
         self.done.clear()
-        _flush_queue().put(self)
+        flush_thread.submit(self)
 
     def run(self) -> None:
         """The flush itself, in the process's flush thread."""
@@ -264,41 +261,6 @@ class _Flusher:
         if backend.journal is not None:  # the steps that waited go first in the new lap
             backend.journal.restart(keep=[_record_bytes(step) for step in backend.pending])
         return True
-
-
-# One flush thread per process, started with the first flush and serving every writer in
-# it. With a thread per flush, the step loop waited in ``Thread.start`` for each new thread
-# to run, which it does only once the flush gives the GIL back: in a profile of 8 sessions,
-# as long as on the steps' JPEGs (docs/performance.md, "A flush thread per process, ticks
-# on a grid").
-_FLUSHES: tuple[int, queue.SimpleQueue[_Flusher | None]] | None = None
-
-
-def _flush_queue() -> queue.SimpleQueue[_Flusher | None]:
-    """The queue of this process's flush thread (a forked child starts its own)."""
-    global _FLUSHES
-    if _FLUSHES is None or _FLUSHES[0] != os.getpid():
-        jobs: queue.SimpleQueue[_Flusher | None] = queue.SimpleQueue()
-        thread = threading.Thread(target=_serve_flushes, args=(jobs,), name="log-flush",
-                                  daemon=True)  # fmt: skip
-        thread.start()
-        atexit.register(_stop_flushes, jobs, thread)
-        _FLUSHES = (os.getpid(), jobs)
-    return _FLUSHES[1]
-
-
-def _serve_flushes(jobs: queue.SimpleQueue[_Flusher | None]) -> None:
-    while (job := jobs.get()) is not None:
-        job.run()
-
-
-def _stop_flushes(jobs: queue.SimpleQueue[_Flusher | None], thread: threading.Thread) -> None:
-    """At exit: the flushes asked for are done before the interpreter stops its threads
-    (a writer closed later, by its ``__del__``, flushes in place)."""
-    global _FLUSHES
-    jobs.put(None)
-    thread.join()
-    _FLUSHES = None
 
 
 def open_reader(directory: Path | str) -> Any:
