@@ -13,12 +13,15 @@ it rarely reaches the disk. The worker holds an exclusive ``flock`` on it for th
 life; :mod:`server.recording.recovery` takes that lock before it reads the journal, so it
 never touches a log a live worker writes.
 
-A file is the log metadata record, then step records; a record is ``HEAD`` (magic, index,
-pickle length, buffer count), the buffers' lengths, a protocol-5 pickle whose arrays travel
-as the raw buffers that follow it, and ``FOOT`` (index, magic). Records after a restart
-overwrite older ones; reading stops at the first record that is not the next index, so a
-torn write or an older lap is never read as a step. Only our own types are unpickled
-(:class:`_Unpickler`).
+A file is the log metadata record, then step records. A step record is ``HEAD`` (magic
+``RSJ2``, index, body length, is-new-episode flag), the step's envlogger ``Data`` message
+serialized (the message the log's writer gets, encoded once for both), and ``FOOT`` (index,
+magic). The metadata record (magic ``RSJ1``; steps too in journals written before
+2026-11-25) is a protocol-5 pickle whose arrays travel as raw buffers after it: ``HEAD``
+(magic, index -1, pickle length, buffer count), the buffers' lengths, the pickle, the
+buffers, ``FOOT``. Records after a restart overwrite older ones; reading stops at the first
+record that is not the next index, so a torn write or an older lap is never read as a step.
+Only our own types are unpickled (:class:`_Unpickler`).
 """
 
 from __future__ import annotations
@@ -32,9 +35,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import dm_env
+
+from server.recording import codec
+from server.recording._envlogger import codec as envlogger_codec
+from server.recording._envlogger import step_data, storage_pb2
+
 JOURNAL_NAME = "steps.journal"
-MAGIC = b"RSJ1"
-HEAD = struct.Struct("<4sqII")  # magic, index (-1: the log metadata), pickle bytes, buffers
+MAGIC = b"RSJ1"  # a pickled record
+STEP_MAGIC = b"RSJ2"  # a step's serialized Data message
+HEAD = struct.Struct("<4sqII")  # magic, index (-1: the log metadata), body bytes, buffers|flag
 LENGTH = struct.Struct("<Q")
 FOOT = struct.Struct("<q4s")
 META = -1
@@ -57,6 +67,12 @@ def _record(index: int, value: Any) -> list[Any]:
     return [head + lengths, body, *raws, FOOT.pack(index, MAGIC)]
 
 
+def _step_record(index: int, encoded: Any, is_new_episode: bool) -> tuple[bytes, bytes, bytes]:
+    body = encoded.SerializeToString()
+    head = HEAD.pack(STEP_MAGIC, index, len(body), int(is_new_episode))
+    return head, body, FOOT.pack(index, STEP_MAGIC)
+
+
 class Journal:
     """The journal of one episode, written by its worker (see the module doc)."""
 
@@ -68,7 +84,7 @@ class Journal:
         self.offset = self.start
         self.index = 0  # of the next step
 
-    def _write(self, parts: list[Any], offset: int) -> int:
+    def _write(self, parts: Sequence[Any], offset: int) -> int:
         size = sum(memoryview(part).nbytes for part in parts)
         done = os.pwritev(self.fd, parts, offset)
         if done != size:  # a short write (signal, huge record): the rest, in one piece
@@ -80,10 +96,10 @@ class Journal:
                 done, rest = done + n, rest[n:]
         return offset + size
 
-    def append(self, data: Any, is_new_episode: bool) -> list[Any]:
-        """Write step ``self.index`` (an envlogger ``StepData``) before it is sent anywhere;
-        its record's parts (arrays as views: ``b"".join`` them to keep it as it is now)."""
-        parts = _record(self.index, (data, is_new_episode))
+    def append(self, encoded: Any, is_new_episode: bool) -> tuple[bytes, ...]:
+        """Write step ``self.index`` (its envlogger ``Data`` message) before it is sent
+        anywhere; its record's parts, for :meth:`restart`."""
+        parts = _step_record(self.index, encoded, is_new_episode)
         try:
             self.offset = self._write(parts, self.offset)
         except OSError as exc:
@@ -91,14 +107,14 @@ class Journal:
         self.index += 1
         return parts
 
-    def restart(self, keep: Sequence[bytes] = ()) -> None:
+    def restart(self, keep: Sequence[Sequence[bytes]] = ()) -> None:
         """Every step journaled so far but the last ``len(keep)`` is flushed in the log:
         overwrite from the start, with those steps' records (as :meth:`append` returned
-        them, joined) first."""
+        them) first."""
         self.offset = self.start
         try:
             for record in keep:
-                self.offset = self._write([record], self.offset)
+                self.offset = self._write(record, self.offset)
         except OSError as exc:
             raise JournalError(f"the step journal could not be written: {exc}") from exc
 
@@ -149,6 +165,15 @@ def _read_record(data: memoryview, offset: int) -> tuple[int, Any, int] | None:
         return None
     magic, index, body_size, count = HEAD.unpack_from(data, offset)
     cursor = offset + HEAD.size
+    if magic == STEP_MAGIC:
+        end = cursor + body_size
+        if end + FOOT.size > len(data) or FOOT.unpack_from(data, end) != (index, STEP_MAGIC):
+            return None
+        try:
+            step = storage_pb2.Data.FromString(bytes(data[cursor:end]))
+        except Exception:  # a torn record whose frame could not have been sent
+            return None
+        return index, (step, bool(count)), end + FOOT.size
     if magic != MAGIC or count > 1_000_000 or cursor + count * LENGTH.size > len(data):
         return None
     sizes = [LENGTH.unpack_from(data, cursor + i * LENGTH.size)[0] for i in range(count)]
@@ -169,7 +194,8 @@ def _read_record(data: memoryview, offset: int) -> tuple[int, Any, int] | None:
 
 
 def read(data: bytes) -> tuple[Any, list[tuple[int, Any, bool]]]:
-    """(log metadata, [(index, StepData, is_new_episode), ...]) of a journal's bytes.
+    """(log metadata, [(index, step, is_new_episode), ...]) of a journal's bytes; a step is
+    its envlogger ``Data`` message (:func:`decode` makes it a ``StepData``).
 
     Steps are consecutive indexes from the first one after the metadata record: the records
     of the current lap. Raises ValueError when there is no metadata record.
@@ -184,5 +210,14 @@ def read(data: bytes) -> tuple[Any, list[tuple[int, Any, bool]]]:
         index, (step, is_new), offset = record
         if steps and index != steps[-1][0] + 1:
             break  # an older lap's record after the current one
+        if not isinstance(step, storage_pb2.Data):  # pickled by an earlier version
+            step = codec.encode(step)
         steps.append((index, step, bool(is_new)))
     return metadata, steps
+
+
+def decode(encoded: Any) -> Any:
+    """A journaled step's ``Data`` message as the ``StepData`` a log reader returns."""
+    value = envlogger_codec.decode(encoded)
+    timestep = dm_env.TimeStep(dm_env.StepType(value[0][0]), *value[0][1:4])
+    return step_data.StepData(timestep, value[1], value[2])

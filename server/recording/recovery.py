@@ -47,7 +47,8 @@ def _lock(fd: int, wait_s: float) -> bool:
 def _rewrite(directory: Path, metadata: Any, logged: Any, missing: list[tuple[Any, bool]],
              episode_end: list[Any]) -> None:  # fmt: skip
     """Write the log again, ``logged`` (a sequence of the old log's steps, read one at a
-    time) then ``missing``, in a sibling folder, and swap it in for ``directory``."""
+    time) then ``missing`` (encoded steps from the journal), in a sibling folder, and swap
+    it in for ``directory``."""
     fresh = directory.with_name(directory.name + ".recovered")
     replaced = directory.with_name(directory.name + ".replaced")
     shutil.rmtree(fresh, ignore_errors=True)
@@ -57,8 +58,8 @@ def _rewrite(directory: Path, metadata: Any, logged: Any, missing: list[tuple[An
     try:
         for index, data in enumerate(logged):
             backend.record_step(data, index == 0)
-        for data, is_new in missing:
-            backend.record_step(data, is_new)
+        for encoded, is_new in missing:
+            backend.write_encoded(encoded, is_new)
         if episode_end:
             backend.set_episode_metadata(episode_end[-1])
     finally:

@@ -16,7 +16,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,40 +100,43 @@ class _TimedFlush:
 class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
     """The Riegeli backend with deferred records, a public ``flush``, idempotent ``close``.
 
-    With ``defer`` set, steps are kept until :meth:`commit` so the worker can reply to the
-    player first and encode + write the step right after. With ``journal`` set, every step
-    is first written to the episode's step journal (:mod:`server.recording.journal`), which
-    starts again after each flush. With ``background`` set, a due flush (its ``fsync``,
-    2-20 ms) runs in a thread of its own while the worker keeps stepping: steps recorded
-    meanwhile wait in :attr:`pending` (they are in the journal) and are written after it.
+    A step is encoded (envlogger's ``Data`` message) as it is recorded. With ``defer`` set,
+    steps are kept until :meth:`commit` so the worker can reply to the player first and
+    write the step right after. With ``journal`` set, every step is first written to the
+    episode's step journal (:mod:`server.recording.journal`), which starts again after each
+    flush. With ``background`` set, a due flush (its ``fsync``, 2-20 ms) runs in a thread of
+    its own while the worker keeps stepping: steps recorded meanwhile wait in :attr:`pending`
+    (they are in the journal) and are written after it.
     """
 
     def __init__(self, *, journal: bool = False, background: bool = False, **kwargs: Any) -> None:
         self._closed = False
         self.defer = False
         self.dirty = False  # records written since the last flush
-        # (data, is_new, encoded or None, journal record: its parts or, once frozen, bytes)
-        self.pending: list[tuple[Any, bool, Any, Any]] = []
+        # (encoded step, is_new, its journal record's parts)
+        self.pending: list[tuple[Any, bool, Sequence[bytes]]] = []
         self.flusher = _Flusher(self) if background else None
         super().__init__(**kwargs)
         self.journal = Journal(kwargs["data_directory"], self._metadata) if journal else None
 
     def _record_step(self, data: Any, is_new_episode: bool) -> None:
-        parts = self.journal.append(data, is_new_episode) if self.journal is not None else []
+        # envlogger's own _record_step, with our in-place encoder (same bytes, less CPU); the
+        # encoded step holds copies of its arrays (an environment may reuse them).
+        encoded = codec.encode(data)
+        journal = self.journal
+        parts = journal.append(encoded, is_new_episode) if journal is not None else ()
         if self.defer or self.flusher is not None:
-            self.pending.append((data, is_new_episode, None, parts))
+            self.pending.append((encoded, is_new_episode, parts))
             if not self.defer:
                 self.commit()
         else:
-            self._write(data, is_new_episode)
+            self.write_encoded(encoded, is_new_episode)
 
-    def _write(self, data: Any, is_new_episode: bool, encoded: Any = None) -> None:
-        # envlogger's own _record_step, with our in-place encoder (same bytes, less CPU).
-        if encoded is None:
-            encoded = codec.encode(data)
+    def write_encoded(self, encoded: Any, is_new_episode: bool) -> None:
+        """Write one encoded step to the log now (the journal is not involved)."""
         if not self._data_writer.add_step(encoded, is_new_episode):
             raise RuntimeError("envlogger could not write the step")
-        if self._flush_scheduler(data):
+        if self._flush_scheduler(encoded):
             flusher = self._background()
             if flusher is None:
                 self._flushed()
@@ -151,19 +154,16 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
     def _flushed(self) -> None:
         self._data_writer.flush()
         if self.journal is not None:
-            self.journal.restart(keep=[_record_bytes(step) for step in self.pending])
+            self.journal.restart(keep=[step[2] for step in self.pending])
 
     def commit(self, wait: bool = False) -> None:
         """Write the pending steps; without ``wait``, not while a background flush runs."""
         flusher = self.flusher
         while self.pending and not self._closed:
             if flusher is not None and not flusher.settle(wait):
-                # A flush runs: encode the steps and copy their journal records now (an
-                # environment may reuse its arrays for the next step); written after it.
-                self.pending = [_frozen(step) for step in self.pending]
-                return
-            data, is_new_episode, encoded, _ = self.pending.pop(0)
-            self._write(data, is_new_episode, encoded)
+                return  # a flush runs: the steps are written after it
+            encoded, is_new_episode, _ = self.pending.pop(0)
+            self.write_encoded(encoded, is_new_episode)
         if wait and flusher is not None:
             flusher.settle(True)
 
@@ -200,21 +200,6 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
                 super().close()
                 if self.journal is not None:  # the log holds every step now
                     self.journal.close()
-
-
-def _frozen(step: tuple[Any, bool, Any, Any]) -> tuple[Any, bool, Any, Any]:
-    """A pending step that no later change to its arrays can alter: encoded for the log, its
-    journal record joined into bytes."""
-    data, is_new_episode, encoded, _ = step
-    if encoded is None:
-        encoded = codec.encode(data)
-    return data, is_new_episode, encoded, _record_bytes(step)
-
-
-def _record_bytes(step: tuple[Any, bool, Any, Any]) -> bytes:
-    """A pending step's journal record, as bytes."""
-    record = step[3]
-    return record if isinstance(record, bytes) else b"".join(record)
 
 
 class _Flusher:
@@ -259,7 +244,7 @@ class _Flusher:
         backend = self.backend
         backend.dirty = bool(backend.pending)
         if backend.journal is not None:  # the steps that waited go first in the new lap
-            backend.journal.restart(keep=[_record_bytes(step) for step in backend.pending])
+            backend.journal.restart(keep=[step[2] for step in backend.pending])
         return True
 
 

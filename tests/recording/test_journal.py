@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from envlogger import step_data
 
-from server.recording import journal
+from server.recording import codec, journal
 from server.recording.recovery import recover
 from server.recording.writer import open_reader
 
@@ -129,20 +129,21 @@ def _journal_bytes(directory: Path) -> bytes:
 def test_only_the_current_lap_is_read_and_torn_records_are_not(tmp_path):
     writer = journal.Journal(tmp_path, {"meta": 1})
     for t in range(6):
-        writer.append(_step(t), t == 0)
+        writer.append(codec.encode(_step(t)), t == 0)
     writer.restart()  # steps 0-5 flushed in the log
     for t in range(6, 8):
-        writer.append(_step(t), False)
+        writer.append(codec.encode(_step(t)), False)
     data = _journal_bytes(tmp_path)
     metadata, steps = journal.read(data)
     assert metadata == {"meta": 1}
     assert [index for index, _, _ in steps] == [6, 7]  # not the older lap behind them
-    index, step, is_new = steps[1]
+    index, encoded, is_new = steps[1]
+    step = journal.decode(encoded)
     assert not is_new and step.timestep.observation["joints"].tolist() == [0.0, 7.0, 14.0]
     assert step.timestep.observation["count"].dtype == np.int32 and step.action[1] == 0.5
     assert step.custom_data == {"frame": b"f7"}
     # a write cut short by the process's death: the record is not read
-    end = data.index(journal.FOOT.pack(7, journal.MAGIC))
+    end = data.index(journal.FOOT.pack(7, journal.STEP_MAGIC))
     assert [i for i, _, _ in journal.read(data[:end])[1]] == [6]
     with pytest.raises(ValueError):
         journal.read(b"not a journal")
@@ -176,3 +177,17 @@ def test_an_interrupted_recovery_is_completed(tmp_path):
     assert recover(directory) > 0
     assert len(_logged(directory)) == len(sent)
     assert not (tmp_path / "episode.replaced").exists()
+
+
+def test_a_journal_of_pickled_steps_from_an_earlier_version_is_still_read():
+    """Until 2026-11-25 a step's record was its pickled StepData: a worker of that version
+    killed before an upgrade leaves such a journal, and its steps still go back in the log."""
+    records = [journal._record(journal.META, {"meta": 1})]  # noqa: SLF001
+    records += [journal._record(t, (_step(t), t == 4)) for t in (4, 5)]  # noqa: SLF001
+    data = b"".join(bytes(part) for record in records for part in record)
+    metadata, steps = journal.read(data)
+    assert metadata == {"meta": 1}
+    assert [(index, is_new) for index, _, is_new in steps] == [(4, True), (5, False)]
+    for t, (_, encoded, _) in zip((4, 5), steps, strict=True):
+        assert encoded == codec.encode(_step(t))  # as the log's writer gets it
+        assert journal.decode(encoded).timestep.observation["count"] == t

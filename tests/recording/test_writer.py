@@ -150,7 +150,7 @@ def test_steps_that_waited_for_a_background_flush_start_the_journal_again(tmp_pa
     writer.commit()  # sees the flush done: the journal's new lap is steps 1-5
     _, lap = journal.read(journal.journal_path(tmp_path / "e").read_bytes())
     assert [index for index, _, _ in lap] == [1, 2, 3, 4, 5]
-    assert [int(step.custom_data["input"]) for _, step, _ in lap] == [1, 2, 3, 4, 5]
+    assert [int(journal.decode(step).custom_data["input"]) for _, step, _ in lap] == [1, 2, 3, 4, 5]
     writer.finalize()
     with open_reader(tmp_path / "e") as reader:
         assert [int(s.custom_data["input"]) for s in reader.steps] == list(range(6))
