@@ -37,6 +37,8 @@ from server.runtime._action_spec import flat_leaves, leaf_bounds, unflatten
 from server.study_spec import Controls
 from server.study_spec.controls import DEVICE_AXES
 
+_UNSET = object()  # no input mapped yet
+
 
 @dataclass(frozen=True)
 class _Binding:
@@ -116,6 +118,9 @@ class ActionMapper:
         self.clamp_low, self.clamp_high = self._clamp()
         self._latched: set[str] = set()  # toggles on (by their vector)
         self._toggle_held: set[str] = set()  # toggles whose keys were down at the last call
+        # a discrete action is a function of the input alone: the last one, for the async
+        # clock's steps that apply the same held input again (60 a second)
+        self._last: tuple[Any, Any] = (_UNSET, None)
 
     def reset(self) -> None:
         """Every toggle off (a new episode starts from the noop)."""
@@ -283,14 +288,14 @@ class ActionMapper:
 
     def __call__(self, raw: Any) -> Any:
         """The action for one input message (the noop when nothing valid is pressed)."""
+        if self.discrete:
+            if raw is self._last[0]:
+                return self._last[1]
+            action = self._discrete(raw)
+            self._last = (raw, action)
+            return action
         tokens = self.pressed(raw)
         active = self._active(tokens)
-        if self.discrete:
-            if not active:
-                return np.int64(self.noop)
-            order = {t: i for i, t in enumerate(tokens)}
-            best = max(active, key=lambda b: (len(b.parts), max(order[p] for p in b.parts)))
-            return np.int64(best.value)
         vec = np.array(self.noop, dtype=np.float64)
         for binding in [*self._latch(set(tokens)), *active]:
             if binding.name not in self.toggles and binding.name not in self.analog:
@@ -310,6 +315,15 @@ class ActionMapper:
         vec = np.clip(vec, self.clamp_low, self.clamp_high)
         vec = np.where(self._integer, np.round(vec), vec)
         return unflatten(self.spec, vec)
+
+    def _discrete(self, raw: Any) -> np.int64:
+        tokens = self.pressed(raw)
+        active = self._active(tokens)
+        if not active:
+            return np.int64(self.noop)
+        order = {t: i for i, t in enumerate(tokens)}
+        best = max(active, key=lambda b: (len(b.parts), max(order[p] for p in b.parts)))
+        return np.int64(best.value)
 
     def _analog_sum(self, raw: Any) -> np.ndarray:
         """The analog buttons' vectors, each scaled by how far it is pressed."""

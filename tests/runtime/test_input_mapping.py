@@ -27,6 +27,16 @@ def test_discrete_single_key_and_noop():
     assert m({}) == 0
 
 
+def test_a_held_input_maps_again_to_its_action_and_a_new_one_is_mapped_afresh():
+    """The async clock applies the held input at every step: its action is kept, and any
+    other input (even the one before it again) is mapped on its own."""
+    m = discrete_mapper()
+    left, right = {"keys": ["ArrowLeft"]}, {"keys": ["ArrowRight"]}
+    actions = [m(left), m(left), m(right), m(right), m(left), m(None), m(None)]
+    assert actions == [3, 3, 2, 2, 3, 0, 0]
+    assert m(left) is m(left)  # the same held input: no new mapping
+
+
 def test_discrete_most_specific_combo_wins():
     m = discrete_mapper()
     assert m({"keys": ["ArrowRight", "Space"]}) == 4
