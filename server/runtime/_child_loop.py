@@ -25,19 +25,43 @@ from typing import Any
 
 from server.recording import format as fmt
 from server.runtime._child import WORKER_NICE, ProtocolError, Session, error_tuple
+from server.runtime._wire import frame_message
 from server.runtime.adapters import build_adapter
 from server.runtime.allowlist import AllowedEnvironments
 from server.study_spec import EnvironmentSpec
 
 
+class _Outgoing:
+    """The process's messages to the app, framed as ``Connection.send`` frames them and
+    written together by :meth:`flush`: one write for the events of all the sessions that
+    ticked at once, instead of one each (docs/performance.md, "One encoding, one write")."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.fd = conn.fileno()
+        self.frames: list[bytes] = []
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        self.frames.append(frame_message(message))
+
+    def flush(self) -> None:
+        frames, self.frames = self.frames, []
+        if not frames:
+            return
+        done = os.writev(self.fd, frames)
+        if done < sum(len(frame) for frame in frames):  # the socket's buffer was full
+            rest = memoryview(b"".join(frames))[done:]
+            while rest:
+                rest = rest[os.write(self.fd, rest) :]
+
+
 class _SlotConn:
     """A session's view of the process's connection: its messages carry its slot."""
 
-    def __init__(self, conn: Connection, slot: int) -> None:
-        self.conn, self.slot = conn, slot
+    def __init__(self, out: _Outgoing, slot: int) -> None:
+        self.out, self.slot = out, slot
 
     def send(self, message: tuple[Any, ...]) -> None:
-        self.conn.send((message[0], self.slot, *message[1:]))
+        self.out.send((message[0], self.slot, *message[1:]))
 
 
 class WorkerLoop:
@@ -46,6 +70,7 @@ class WorkerLoop:
     def __init__(self, conn: Connection, allowed: AllowedEnvironments, study_id: str,
                  data_root: Path, flush_interval_s: float) -> None:  # fmt: skip
         self.conn = conn
+        self.out = _Outgoing(conn)
         self.allowed = allowed
         self.study_id = study_id
         self.data_root = data_root
@@ -60,17 +85,17 @@ class WorkerLoop:
                 raise ProtocolError(f"slot {slot} is taken")
             spec = EnvironmentSpec.model_validate_json(spec_json)
             adapter = build_adapter(spec.source, self.allowed)
-            session = Session(_SlotConn(self.conn, slot), spec, adapter, self.study_id,
+            session = Session(_SlotConn(self.out, slot), spec, adapter, self.study_id,
                               self.data_root, self.flush_interval_s, self.allowed)  # fmt: skip
             info = session.info()
         except Exception as exc:
             if adapter is not None:
                 with contextlib.suppress(Exception):
                     adapter.close()
-            self.conn.send(("failed", slot, error_tuple(exc)))
+            self.out.send(("failed", slot, error_tuple(exc)))
             return
         self.sessions[slot] = session
-        self.conn.send(("ready", slot, info))
+        self.out.send(("ready", slot, info))
 
     def close(self, slot: int, reason: str = fmt.END_CLOSED) -> None:
         """End a session's episode and close its environment (nothing when there is none)."""
@@ -95,7 +120,7 @@ class WorkerLoop:
             try:
                 self.close(slot)
             finally:
-                self.conn.send(("reply", rid, True, None))
+                self.out.send(("reply", rid, True, None))
             return bool(self.sessions)
         session = self.sessions.get(slot)
         try:
@@ -105,9 +130,10 @@ class WorkerLoop:
         except Exception as exc:
             result, ok = error_tuple(exc), False
         if rid is not None:
-            self.conn.send(("reply", rid, ok, result))
+            self.out.send(("reply", rid, ok, result))
         elif not ok:
-            self.conn.send(("error", slot, result))
+            self.out.send(("error", slot, result))
+        self.out.flush()  # the reply before the step's recording
         if session is not None:
             session.commit()
         return True
@@ -116,13 +142,21 @@ class WorkerLoop:
         """Serve commands and every session's async clock until the last session closes."""
         while True:
             if self.conn.poll(self._due()):
-                if not self.serve(*self.conn.recv()):
+                serving = self.serve(*self.conn.recv())
+                self.out.flush()
+                if not serving:
                     return
+            ticked = []
             for session in list(self.sessions.values()):
                 due = session.tick_due()
                 if due is not None and due <= 0:
                     session.tick()
-                    session.commit()
+                    ticked.append(session)
+            self.out.flush()  # the steps' events, before their recording
+            for session in ticked:
+                session.commit()
+            self.out.flush()  # errors of the recording
+            for session in self.sessions.values():
                 if session.writer is not None:
                     session.writer.flush_if_due()
 
