@@ -19,21 +19,10 @@ from typing import Any
 import numpy as np
 from tensorflow_datasets.core.utils import py_utils
 
+from server.recording.protowire import ONE_BYTE, varint
+
 _SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)  # a varint's 7-bit groups, at most 10
-_ONE_BYTE = [bytes((n,)) for n in range(0x80)]
 _FEW = 32  # integers varint-encoded one by one below this many (numpy's fixed cost)
-
-
-def varint(n: int) -> bytes:
-    """One unsigned varint (a length, or an int64 as its two's complement)."""
-    if n < 0x80:
-        return _ONE_BYTE[n] if n >= 0 else varint(n & 0xFFFF_FFFF_FFFF_FFFF)
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def varints(values: np.ndarray) -> bytes:
@@ -57,7 +46,7 @@ def varints(values: np.ndarray) -> bytes:
 
 def _head(tag: int, size: int) -> bytes:
     """The key and length of a length-delimited field (wire type 2) of ``size`` bytes."""
-    return _ONE_BYTE[(tag << 3) | 2] + varint(size)
+    return ONE_BYTE[(tag << 3) | 2] + varint(size)
 
 
 def _field(tag: int, payload: bytes) -> bytes:

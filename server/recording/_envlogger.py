@@ -13,7 +13,10 @@ if not hasattr(np, "unicode_"):
 import envlogger  # noqa: E402
 from envlogger import environment_logger, step_data  # noqa: E402
 from envlogger.backends import riegeli_backend_writer  # noqa: E402
-from envlogger.backends.python import riegeli_dataset_reader  # noqa: E402
+from envlogger.backends.python import (
+    riegeli_dataset_reader,  # noqa: E402
+    riegeli_dataset_writer,  # noqa: E402
+)
 from envlogger.converters import codec, spec_codec  # noqa: E402
 from envlogger.proto import storage_pb2  # noqa: E402
 
@@ -23,6 +26,7 @@ __all__ = [
     "environment_logger",
     "riegeli_backend_writer",
     "riegeli_dataset_reader",
+    "riegeli_dataset_writer",
     "spec_codec",
     "step_data",
     "storage_pb2",

@@ -12,11 +12,14 @@ functions, so the message it builds is equal to ``codec.encode``'s
 
 from __future__ import annotations
 
+import enum
+import struct
 from typing import Any
 
 import numpy as np
 
 from server.recording._envlogger import codec, storage_pb2
+from server.recording.protowire import key, varint
 
 _SCALAR = codec._SCALAR_DIM_SIZE  # noqa: SLF001 - envlogger's marker for a scalar datum
 
@@ -96,3 +99,141 @@ def encode_into(value: Any, out: Any) -> None:
         getattr(datum.values, _REPEATED[kind]).append(value)
     else:  # lists, other scalars (ints, bools, small ints), dict subclasses: envlogger's way
         out.CopyFrom(codec.encode(value))
+
+
+# -- the wire form, built directly -----------------------------------------------------------
+# A step's Data message as bytes, without building the message first: the observation's
+# bytes are copied once, into the joined message, where ``encode(...).SerializeToString()``
+# copies them into the message, then out of it. A message is built as a list of parts (a
+# field's key and length before its contents' parts), joined once. The parts a step is made
+# of (tuples, string-keyed dicts, uint8/int8 images, floats, text and bytes, int64 scalars)
+# are written here; anything else is ``encode``'s message, serialized, in its place (a
+# sub-message's bytes are the same wherever they sit). ``tests/recording/test_codec.py``
+# parses the bytes back and compares them with envlogger's codec, value by value.
+Parts = tuple[int, list[Any]]  # (size in bytes, the parts: bytes or C-contiguous arrays)
+
+
+def _field(key: bytes, inner: Parts) -> Parts:
+    """The field of ``key`` holding ``inner``: key, length, contents."""
+    head = key + varint(inner[0])
+    return len(head) + inner[0], [head, *inner[1]]
+
+
+def _bytes_field(key: bytes, payload: bytes) -> bytes:
+    return key + varint(len(payload)) + payload
+
+
+# Data's fields: datum, tuple (Tuple.values and a Dict's map entries are field 1 of theirs);
+# Datum's: shape, values (Shape.dim is 2); a map entry's: key, value.
+_DATUM, _TUPLE, _DICT, _ITEM = key(1), key(3), key(4), key(1)
+_SHAPE, _VALUES, _DIM, _ENTRY_KEY, _ENTRY_VALUE = key(1), key(2), key(2), key(1), key(2)
+# A scalar datum's shape: one dim (Dim.size, a varint field 1) of envlogger's scalar marker.
+_SCALAR_SHAPE = _bytes_field(_SHAPE, _bytes_field(_DIM, b"\x08" + varint(_SCALAR)))
+# Datum.Values' fields: double_values (packed), int64_values (packed), strings, bytes, and
+# the bytes of one-byte arrays.
+_DOUBLES, _INT64S, _STRINGS, _BYTES_VALUES = key(2), key(4), key(8), key(9)
+_IMAGE_FIELDS = {np.dtype(np.uint8): key(13), np.dtype(np.int8): key(11)}
+_DOUBLE = struct.Struct("<d")
+
+
+def _scalar(values: bytes) -> Parts:
+    """A Data message of one scalar datum whose Datum.Values are ``values``."""
+    body = _bytes_field(_DATUM, _SCALAR_SHAPE + _bytes_field(_VALUES, values))
+    return len(body), [body]
+
+
+def _wire_float(value: Any) -> Parts:
+    return _scalar(_bytes_field(_DOUBLES, _DOUBLE.pack(value)))
+
+
+def _wire_int64(value: Any) -> Parts:
+    return _scalar(_bytes_field(_INT64S, varint(int(value))))
+
+
+def _wire_bytes(value: Any) -> Parts:
+    return _scalar(_bytes_field(_BYTES_VALUES, value))
+
+
+def _wire_str(value: Any) -> Parts:
+    return _scalar(_bytes_field(_STRINGS, value.encode()))
+
+
+_WIRE_SCALARS = {
+    float: _wire_float,
+    np.float64: _wire_float,
+    np.int64: _wire_int64,
+    bytes: _wire_bytes,
+    str: _wire_str,
+}
+_CACHED: dict[Any, Parts] = {}  # enum members (dm_env's step types): their message, once
+_EMPTY: Parts = (0, [])
+
+
+def _image(array: np.ndarray, field: bytes) -> Parts:
+    """Data.datum of a one-byte array: its shape's dims, then its bytes (the array itself,
+    joined at the end)."""
+    dims = b"".join(_bytes_field(_DIM, b"\x08" + varint(dim)) for dim in array.shape)
+    data = array if array.flags.c_contiguous else np.ascontiguousarray(array)
+    values = _field(_VALUES, _field(field, (array.nbytes, [data])))
+    shape = _bytes_field(_SHAPE, dims)
+    return _field(_DATUM, (len(shape) + values[0], [shape, *values[1]]))
+
+
+def _parts(value: Any) -> Parts:
+    kind = type(value)
+    wire = _WIRE_SCALARS.get(kind)
+    if wire is not None:
+        return wire(value)
+    if kind is np.ndarray:
+        field = _IMAGE_FIELDS.get(value.dtype)
+        if field is not None and value.size:
+            return _image(value, field)
+    elif isinstance(value, tuple):  # dm_env.TimeStep and StepData are named tuples
+        if not value:
+            return _EMPTY
+        return _field(_TUPLE, _join([_field(_ITEM, _parts(item)) for item in value]))
+    elif kind is dict and value and all(type(name) is str for name in value):
+        entries = []
+        for name, item in value.items():
+            head = _bytes_field(_ENTRY_KEY, name.encode())
+            inner = _field(_ENTRY_VALUE, _parts(item))
+            entries.append(_field(_ITEM, (len(head) + inner[0], [head, *inner[1]])))
+        return _field(_DICT, _join(entries))
+    elif value is None:
+        return _EMPTY
+    elif isinstance(value, enum.Enum):
+        cached = _CACHED.get(value)
+        if cached is None:
+            body = encode(value).SerializeToString()
+            cached = _CACHED[value] = (len(body), [body])
+        return cached
+    body = encode(value).SerializeToString()
+    return len(body), [body]
+
+
+def _join(items: list[Parts]) -> Parts:
+    size, parts = 0, []
+    for item in items:
+        size += item[0]
+        parts += item[1]
+    return size, parts
+
+
+def serialize(value: Any) -> bytes:
+    """``encode(value)`` serialized, built without the message (see above)."""
+    return b"".join(_parts(value)[1])
+
+
+class Serialized:
+    """A serialized ``Data`` message where envlogger's writer takes a message: the writer's
+    binding asks the Python message for ``SerializeToString()`` and parses that in C++
+    anyway, so it takes these bytes as they are (``tests/recording/test_codec.py``)."""
+
+    __slots__ = ("body",)
+    DESCRIPTOR = storage_pb2.Data.DESCRIPTOR
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def SerializeToString(self, **_: Any) -> bytes:  # noqa: N802 - the protobuf API's name
+        return self.body

@@ -120,9 +120,10 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
         self.journal = Journal(kwargs["data_directory"], self._metadata) if journal else None
 
     def _record_step(self, data: Any, is_new_episode: bool) -> None:
-        # envlogger's own _record_step, with our in-place encoder (same bytes, less CPU); the
-        # encoded step holds copies of its arrays (an environment may reuse them).
-        encoded = codec.encode(data)
+        # envlogger's own _record_step, with the step serialized by our codec (the same
+        # message, built without building it first); the bytes are a copy of the step's
+        # arrays (an environment may reuse them), journaled and written as they are.
+        encoded = codec.Serialized(codec.serialize(data))
         journal = self.journal
         parts = journal.append(encoded, is_new_episode) if journal is not None else ()
         if self.defer or self.flusher is not None:
