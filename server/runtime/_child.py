@@ -176,7 +176,7 @@ class Session:
             return True
         return (self.step_index + 1) % self.stream_every == 0  # (recorded before the count)
 
-    def begin_episode(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def begin_episode(self, payload: dict[str, Any]) -> tuple[Any, ...]:
         episode_id = str(payload["episode_id"])
         seed = payload.get("seed")
         if not self.ended or self.writer is not None:
@@ -213,7 +213,7 @@ class Session:
             self.next_tick = self._on_grid(time.monotonic() + self.period)
         return self.event(timestep)
 
-    def step(self) -> dict[str, Any]:
+    def step(self) -> tuple[Any, ...]:
         if self.writer is None or self.ended:
             raise ProtocolError("no episode is running: call begin_episode first")
         started = time.perf_counter()
@@ -234,21 +234,22 @@ class Session:
             self._finalize(self.env.end_reason or fmt.END_TERMINATED)
         return self.event(timestep, started)
 
-    def event(self, timestep: dm_env.TimeStep, started: float | None = None) -> dict[str, Any]:
+    def event(self, timestep: dm_env.TimeStep, started: float | None = None) -> tuple[Any, ...]:
+        """The step's event, as its fields in ``_wire.EVENT_FIELDS``' order."""
         reason = self.env.end_reason if timestep.last() else None
-        return {
-            "episode_id": self.episode_id,
-            "step": self.step_index,
-            "reward": float(timestep.reward or 0.0),
-            "return": self.total,
-            "terminated": reason == fmt.END_TERMINATED,
-            "truncated": timestep.last() and reason != fmt.END_TERMINATED,
-            "end_reason": reason,
-            "frame": self.jpeg if self.streamed else b"",
-            "worker_ms": fmt.now_ms(),
-            "work_ms": 0.0 if started is None else (time.perf_counter() - started) * 1000,
-            **(NO_AUTONOMY if self.autonomy is None else self.autonomy.event()),
-        }
+        return (
+            self.episode_id,
+            self.step_index,
+            float(timestep.reward or 0.0),
+            self.total,
+            reason == fmt.END_TERMINATED,  # terminated
+            timestep.last() and reason != fmt.END_TERMINATED,  # truncated
+            reason,
+            self.jpeg if self.streamed else b"",
+            fmt.now_ms(),  # worker_ms
+            0.0 if started is None else (time.perf_counter() - started) * 1000,  # work_ms
+            *(NO_AUTONOMY if self.autonomy is None else self.autonomy.event()),
+        )
 
     def _finalize(self, reason: str) -> dict[str, Any]:
         values = (self.episode_id, reason, self.step_index + 1, self.total)

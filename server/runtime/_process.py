@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from server.runtime._child_loop import worker_main
-from server.runtime._wire import Wire, frame_message, settle
+from server.runtime._wire import WORK_MS, Wire, frame_message, settle
 from server.runtime.allowlist import AllowedEnvironments
 from server.runtime.errors import RemoteError, WorkerClosed
 
@@ -152,7 +152,7 @@ class WorkerProcess:
         if slot is not None:
             slot.on_message(kind, message[2])
         if kind == "event" and self.pooled:  # only a shared process's cost is needed
-            self._measure(float(message[2].get("work_ms") or 0.0))
+            self._measure(float(message[2][WORK_MS] or 0.0))
 
     def _measure(self, work_ms: float) -> None:
         start, total = self._window

@@ -46,7 +46,7 @@ SOURCE_NAMES = ("human", "policy")
 # The frame header's control byte: no shared autonomy, the player drives, the policy drives.
 FRAME_NONE, FRAME_HUMAN, FRAME_POLICY = 0, 1, 2
 # What a step event says without shared autonomy (see :meth:`SharedAutonomy.event`).
-NO_AUTONOMY = {"control": FRAME_NONE, "policy_error": None, "interventions": 0}
+NO_AUTONOMY = (FRAME_NONE, 0, None)  # a step event's control, interventions, policy_error
 
 
 class PolicyFailure(RuntimeError):
@@ -136,11 +136,11 @@ class SharedAutonomy:
         decision = self.decide(observation, human_action, human_active)
         return decision.action, control_record(decision)
 
-    def event(self) -> dict[str, Any]:
-        """A step event's fields: who drives (the frame header's byte), the takeovers so
+    def event(self) -> tuple[int, int, str | None]:
+        """A step event's last fields: who drives (the frame header's byte), the takeovers so
         far, why the policy stopped (None while it works)."""
         code = FRAME_POLICY if self.source == POLICY else FRAME_HUMAN
-        return {"control": code, "policy_error": self.error, "interventions": self.interventions}
+        return code, self.interventions, self.error
 
     def _propose(self, observation: Any) -> np.ndarray | None:
         try:

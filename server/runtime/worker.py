@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
 from server.recording.writer import FLUSH_INTERVAL_S
 from server.runtime import _process
 from server.runtime._process import WorkerProcess
+from server.runtime._wire import EVENT_FIELDS
 from server.runtime.allowlist import AllowedEnvironments
 from server.runtime.errors import RemoteError, WorkerClosed, WorkerError, WorkerTimeout
 from server.study_spec import EnvironmentSpec
@@ -46,10 +47,12 @@ class StepEvent:
         return self.terminated or self.truncated
 
     @classmethod
-    def from_wire(cls, data: dict[str, Any]) -> StepEvent:
-        data = dict(data)
-        data["return_"] = data.pop("return")
-        return cls(**data)
+    def from_wire(cls, data: tuple[Any, ...]) -> StepEvent:
+        """The event as the worker sent it: its fields in order (``_wire.EVENT_FIELDS``)."""
+        return cls(*data)
+
+
+assert tuple(f.name for f in fields(StepEvent)) == EVENT_FIELDS  # the worker's tuple order
 
 
 class EnvWorker:

@@ -85,7 +85,7 @@ def test_takeover_at_once_and_hand_back_after_the_release_delay():
     clock.now += 0.2
     assert drive(auto, mapper, IDLE)[1]["source"] == "policy"
     drive(auto, mapper, HELD)  # a second takeover
-    assert auto.interventions == 2 and auto.event()["control"] == 1
+    assert auto.interventions == 2 and auto.event()[0] == 1
     auto.reset()  # a new episode: the policy again, no takeovers
     assert auto.interventions == 0 and auto.source == POLICY and policy.resets == 2
 
@@ -131,7 +131,7 @@ def test_a_failing_policy_hands_over_for_the_rest_of_the_episode(policy, reason)
     assert reason in (auto.error or "")
     clock.now += 60  # no hand-back: the player drives on, no takeover counted
     assert drive(auto, mapper, IDLE)[1]["source"] == "human"
-    assert auto.interventions == 0 and auto.event()["policy_error"] == auto.error
+    assert auto.interventions == 0 and auto.event()[2] == auto.error
     if isinstance(policy, Hangs):
         policy.release.set()
 
