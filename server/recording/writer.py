@@ -120,8 +120,8 @@ class _Backend(riegeli_backend_writer.RiegeliBackendWriter):
         self.journal = Journal(kwargs["data_directory"], self._metadata) if journal else None
 
     def _record_step(self, data: Any, is_new_episode: bool) -> None:
-        # envlogger's own _record_step, with the step serialized by our codec (the same
-        # message, built without building it first); the bytes are a copy of the step's
+        # envlogger's own _record_step, with the step serialized by our codec (the bytes of
+        # envlogger's message, written without building it); they are a copy of the step's
         # arrays (an environment may reuse them), journaled and written as they are.
         encoded = codec.Serialized(codec.serialize(data))
         journal = self.journal
