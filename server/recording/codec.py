@@ -175,7 +175,7 @@ def _image(array: np.ndarray, field: bytes) -> Parts:
     dims = b"".join(_bytes_field(_DIM, b"\x08" + varint(dim)) for dim in array.shape)
     data = array if array.flags.c_contiguous else np.ascontiguousarray(array)
     values = _field(_VALUES, _field(field, (array.nbytes, [data])))
-    shape = _bytes_field(_SHAPE, dims)
+    shape = _bytes_field(_SHAPE, dims) if dims else b""  # (a 0-d array's shape is unset)
     return _field(_DATUM, (len(shape) + values[0], [shape, *values[1]]))
 
 

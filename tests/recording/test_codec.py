@@ -51,6 +51,8 @@ ARRAYS = [
     np.zeros((0,), dtype=np.float32),
     np.zeros((2, 0), dtype=np.int64),
     np.float32(3.0) * np.ones(()),
+    np.array(7, dtype=np.uint8),
+    np.arange(6, dtype=np.uint8).reshape(2, 3)[:, ::2],  # not contiguous
 ]
 
 NESTED = [
