@@ -113,14 +113,14 @@ def encode_into(value: Any, out: Any) -> None:
 Parts = tuple[int, list[Any]]  # (size in bytes, the parts: bytes or C-contiguous arrays)
 
 
-def _field(key: bytes, inner: Parts) -> Parts:
-    """The field of ``key`` holding ``inner``: key, length, contents."""
-    head = key + varint(inner[0])
+def _field(tag: bytes, inner: Parts) -> Parts:
+    """The field of key ``tag`` holding ``inner``: key, length, contents."""
+    head = tag + varint(inner[0])
     return len(head) + inner[0], [head, *inner[1]]
 
 
-def _bytes_field(key: bytes, payload: bytes) -> bytes:
-    return key + varint(len(payload)) + payload
+def _bytes_field(tag: bytes, payload: bytes) -> bytes:
+    return tag + varint(len(payload)) + payload
 
 
 # Data's fields: datum, tuple (Tuple.values and a Dict's map entries are field 1 of theirs);
