@@ -16,10 +16,10 @@ that the benchmark still runs (``make test``), its figures mean nothing.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
+import pickle
 import statistics
 import sys
 import tempfile
@@ -32,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.concurrency import PONG  # noqa: E402
+from benchmarks.worker_cpu import session_args  # noqa: E402
 from server.recording import codec  # noqa: E402
 from server.recording import writer as writer_module  # noqa: E402
 from server.recording.journal import Journal  # noqa: E402
@@ -56,8 +57,6 @@ class _Sink:
     """Where a session's events go (the process's socket in a worker): pickled, dropped."""
 
     def send(self, message: tuple[Any, ...]) -> None:
-        import pickle
-
         pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
 
 
@@ -121,14 +120,7 @@ def play(sessions: list[_child.Session], seconds: float) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sessions", type=int, default=8)
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--smoke", action="store_true", help="half a second: does it run?")
-    args = parser.parse_args()
-    if args.smoke:
-        args.sessions, args.seconds, args.repeat = 2, 0.5, 1
+    args = session_args(__doc__, seconds=5.0)
     spec = EnvironmentSpec.model_validate({**PONG, "max_steps": 1_000_000})
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="step-breakdown-") as tmp:

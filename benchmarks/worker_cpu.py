@@ -106,15 +106,22 @@ async def one_run(sessions: int, seconds: float, data_root: Path) -> dict[str, A
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def session_args(doc: str, seconds: float) -> argparse.Namespace:
+    """``--sessions`` (8), ``--seconds``, ``--repeat`` (3) and ``--smoke`` (2 sessions, half a
+    second, once): the arguments of the benchmarks that play Pong sessions in a process."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=8)
-    parser.add_argument("--seconds", type=float, default=6.0)
+    parser.add_argument("--seconds", type=float, default=seconds)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="half a second: does it run?")
     args = parser.parse_args()
     if args.smoke:
         args.sessions, args.seconds, args.repeat = 2, 0.5, 1
+    return args
+
+
+def main() -> None:
+    args = session_args(__doc__, seconds=6.0)
     runs = []
     with tempfile.TemporaryDirectory(prefix="worker-cpu-") as tmp:
         for _ in range(args.repeat):
