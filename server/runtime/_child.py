@@ -21,6 +21,7 @@ from server.recording import format as fmt
 from server.recording.writer import EpisodeWriter, episode_metadata, info_json, to_json
 from server.runtime import _specs
 from server.runtime._frames import QUALITY, check_observation, checked_frame, encode_jpeg
+from server.runtime._presses import Presses
 from server.runtime.adapters import EnvAdapter
 from server.runtime.allowlist import AllowedEnvironments
 from server.runtime.autonomy import NO_AUTONOMY, shared_autonomy
@@ -94,6 +95,8 @@ class Session:
         # what the next recorded step carries
         self.held_input: Any = None
         self.held_timing: dict[str, Any] = {}
+        self.presses = Presses()  # async: what went down since the last step (a tap counts)
+        self.step_input: Any = None  # the input the step being recorded applied
         self.acks: list[Any] = []
         self.jpeg = b""
         # async clock
@@ -163,7 +166,7 @@ class Session:
             timing["acks"], self.acks = self.acks, []
         return {
             "frame": self.jpeg,
-            "input": to_json(self.held_input),
+            "input": to_json(self.step_input),
             "timing": to_json(timing),
             "info": info_json(self.env.last_info),
             "control": self.control,
@@ -193,7 +196,8 @@ class Session:
             background_flush=True,
         )  # fmt: skip
         self.episode_id, self.ended, self.step_index, self.total = episode_id, False, 0, 0.0
-        self.held_input, self.held_timing, self.acks = None, {}, []
+        self.held_input, self.held_timing, self.acks, self.step_input = None, {}, [], None
+        self.presses.clear()
         self.fresh_input = False
         self.mapper.reset()  # toggles off
         self.control = "null"
@@ -217,9 +221,10 @@ class Session:
         if self.writer is None or self.ended:
             raise ProtocolError("no episode is running: call begin_episode first")
         started = time.perf_counter()
-        action = self.mapper(self.held_input)
+        self.step_input = raw = self.presses.apply(self.held_input)
+        action = self.mapper(raw)
         if self.autonomy is not None:
-            active = self.mapper.human_active(self.held_input)
+            active = self.mapper.human_active(raw)
             action, self.control = self.autonomy.step(self.observation, action, active)
         try:
             timestep = self.writer.step(action)
@@ -328,6 +333,8 @@ class Session:
     # -- commands -------------------------------------------------------------------------
     def handle(self, command: str, payload: Any) -> Any:
         if command == "input":
+            if self.spec.mode == "async":
+                self.presses.note(self.held_input, payload.get("input"))
             self.held_input = payload.get("input")
             self.held_timing = payload.get("timing") or {}
             self.held_timing.setdefault("worker_recv", fmt.now_ms())
