@@ -162,7 +162,7 @@ function renderTable() {
   $("empty-title").textContent = filtered ? "No episode matches these filters" : "No episodes yet";
   $("empty-text").textContent = filtered
     ? "Loosen or reset the filters to see more episodes."
-    : "Episodes appear here as soon as people play the study: share its permalink from the studies page.";
+    : EMPTY_TEXT[state.studyState] || EMPTY_TEXT.active;
   renderSortHeads();
   renderBulk();
   $("total").textContent = `(${totalText()})`;
@@ -298,6 +298,14 @@ async function review(change) {
   await refreshEpisode({ detail });
 }
 
+/** The empty list's way forward, by the study's state (a draft has no permalink yet). */
+const EMPTY_TEXT = {
+  draft: "Episodes appear here once people play the study. Test-play it from the studies page (tick Show test plays to see yours), then activate it to get its permalink.",
+  active: "Episodes appear here as soon as people play the study: share its permalink from the studies page.",
+  paused: "The study is paused: resume it from the studies page, and episodes appear here as people play.",
+  closed: "The study is closed and nobody played it: it takes no more episodes.",
+};
+
 // --- start -----------------------------------------------------------------------------
 async function init() {
   if (!study) { $("page-error").hidden = false; $("page-error").textContent = "No study given: open this page from a study."; return; }
@@ -308,6 +316,7 @@ async function init() {
     $("page-error").hidden = false; $("page-error").textContent = err.message; return;
   }
   $("study-name").textContent = info.name; document.title = `Episodes · ${info.name}`;
+  state.studyState = info.state;
   $("live-link").href = `/live.html?study=${study}`;
   $("f-env").replaceChildren(...info.environments.map((e) => el("option", { value: e.env_key }, e.name)));
   $("filters").addEventListener("submit", guard(async (e) => { e.preventDefault(); state.offset = 0; await loadEpisodes(); }));

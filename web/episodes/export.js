@@ -63,6 +63,10 @@ export function createExport({ api, study, state, toast, guard, pageFilter, filt
     if (!split) {
       const out = await preview();
       if (!out) return;
+      if (out.exported === 0) { // said before any job starts, in words (not a refused request)
+        toast(`Nothing to export: none of the ${out.listed} ${useChecked() ? "checked" : "listed"} episodes would be written. ${out.left_out.length ? "See what it leaves out and why above." : ""}`.trim(), "error");
+        return;
+      }
       if (out.spaces?.split === "impossible") { toast(out.spaces.message, "error"); return; }
       if (out.spaces?.split === "offer") {
         $("split-text").textContent = `${out.spaces.message} Export one dataset per environment?`;

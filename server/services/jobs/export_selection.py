@@ -92,7 +92,7 @@ def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
                 raise Invalid(
                     "Every selected episode is marked excluded; include excluded episodes "
                     "to export them.",
-                    detail=[{"loc": ["body", "selection"], "msg": "only excluded episodes"}],
+                    detail=[{"loc": ["body", "selection"], "msg": "Every selected episode is marked excluded"}],
                 )
     else:
         query = review.filtered(study.id, selection_filter(sel))
@@ -101,7 +101,7 @@ def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
             raise Invalid(
                 "No episode matches the selection (only completed episodes are exported "
                 "unless you choose other statuses; excluded ones only when included).",
-                detail=[{"loc": ["body", "selection"], "msg": "matches no episode"}],
+                detail=[{"loc": ["body", "selection"], "msg": "No episode matches the selection"}],
             )
     recording = [e.id for e in episodes if e.status == EpisodeStatus.recording]
     if recording:

@@ -360,7 +360,7 @@ def test_user_id_beyond_integer_selects_nothing(world) -> None:  # type: ignore[
         json={"selection": {"participants": [f"user:{2**70}"]}},
     )
     assert res.status_code == 422, res.text
-    assert res.json()["detail"][0]["msg"] == "matches no episode"
+    assert res.json()["detail"][0]["msg"] == "No episode matches the selection"
 
 
 def test_bad_value_fails_the_job_naming_it(world, db, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
