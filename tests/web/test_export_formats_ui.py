@@ -75,3 +75,23 @@ def test_export_as_lerobot_with_videos_and_an_episode_video(
     info.value.save_as(path)
     frames, _times = read_video(path)
     assert len(frames) in {r.num_steps for r in cp[:2]}
+
+
+def test_a_draft_with_no_episodes_says_how_to_get_some_and_exports_nothing(
+    live_server: str, page: Page, factory: Factory, db
+) -> None:  # type: ignore[no-untyped-def]
+    owner = factory.user()
+    study = factory.study(owner)  # a draft: no permalink yet
+    res = page.request.post(
+        f"{live_server}/api/auth/login", data={"email": owner.email, "password": PASSWORD}
+    )
+    assert res.ok
+    page.goto(f"{live_server}/episodes.html?study={study.id}")
+    expect(page.locator("#empty-title")).to_have_text("No episodes yet")
+    expect(page.locator("#empty-text")).to_contain_text("activate it to get its permalink")
+    expect(page.locator("#empty-text")).not_to_contain_text("share its permalink")
+    expect(page.locator("#ex-preview")).to_contain_text("Exports 0 episodes")
+    page.get_by_role("button", name="Start export").click()
+    expect(page.get_by_role("alert")).to_contain_text("Nothing to export")
+    expect(page.get_by_role("alert")).not_to_contain_text("matches no episode")
+    expect(page.locator("#job")).to_be_hidden()  # no job was started
