@@ -138,10 +138,12 @@ function tick() {
 
 function release() { motion.up(); if (xr) xr.up(); state.grip = false; state.slider = null; sliderAxes.fill(0); }
 
-/** A button held with a finger (pointer capture: sliding off it does not let go). */
+/** A button held with a finger (pointer capture: sliding off it does not let go). Its press
+ *  and its release are each sent at once, not at the next 20 Hz tick: a tap shorter than
+ *  that still reaches the game (docs/protocol.md, "Every press reaches a step"). */
 function hold(button, down, up) {
-  button.addEventListener("pointerdown", (e) => { e.preventDefault(); button.setPointerCapture(e.pointerId); down(); });
-  for (const kind of ["pointerup", "pointercancel", "lostpointercapture"]) button.addEventListener(kind, up);
+  button.addEventListener("pointerdown", (e) => { e.preventDefault(); button.setPointerCapture(e.pointerId); down(); tick(); });
+  for (const kind of ["pointerup", "pointercancel", "lostpointercapture"]) button.addEventListener(kind, () => { up(); tick(); });
   button.addEventListener("contextmenu", (e) => e.preventDefault()); // a long press is no menu
 }
 
