@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from tests.player.conftest import counter_env, row_of
+from tests.web._phone import PHONE, pair
 from tests.web.test_player import _participant, _play
 
 pytestmark = pytest.mark.browser
@@ -62,6 +63,7 @@ def test_space_mashed_through_the_end_answers_nothing(live_server, page, factory
     dialog = page.get_by_role("dialog", name="Episode over")
     expect(dialog).to_be_visible()
     expect(dialog).to_be_focused()  # the dialog itself, not its Save button
+    page.screenshot(path="/tmp/shots/player-save-guard.png")  # its buttons greyed a moment
     expect(page.locator("#save-yes")).to_be_enabled()  # the guard is over: still Space
     _mash(page, "Space", 5)
     page.keyboard.down("Space")
@@ -80,6 +82,7 @@ def test_space_mashed_through_the_end_answers_nothing(live_server, page, factory
     expect(panel).to_be_focused()
     _mash(page, "Space", 8)  # the panel's guard, then its keys: Space is none of them
     expect(page.locator("#next-btn")).to_be_enabled()
+    page.screenshot(path="/tmp/shots/player-after-save-panel.png")
     _mash(page, "Space", 3)
     expect(panel).to_be_visible()
     expect(page.locator("#st-phase")).to_have_text("idle")
@@ -175,3 +178,35 @@ def test_esc_pressed_quickly_sets_one_pause_state(live_server, page, factory, de
     with open_reader(row.storage_path) as reader:
         keys = [json.loads(s.custom_data["input"])["keys"] for s in list(reader.steps)[1:]]
     assert keys == [["KeyA"], ["KeyA"], ["KeyB"]]
+
+
+def test_a_second_phones_request_leaves_the_game_its_keys(
+    live_server, page, browser, factory, designer, db
+):
+    env = counter_env(episode_len=50)
+    env["controls"]["keys"]["PhoneGrip"] = 2  # the study binds a phone
+    _participant(page, live_server, factory, designer, db, env)
+    _play(page)
+    phones = browser.new_context(**PHONE)
+    pair(page, phones.new_page(), live_server, sensors=False)
+    first_code = page.locator("#phone-code").text_content()
+    page.get_by_role("button", name="Pair another phone").click()
+    expect(page.locator("#phone-code")).not_to_have_text(first_code or "")
+    second = phones.new_page()
+    second.goto(f"{live_server}/phone.html")
+    second.get_by_label("Code").fill(page.locator("#phone-code").text_content() or "")
+    page.locator("#screen").click()  # back to the game before the request comes
+    second.get_by_role("button", name="Pair").click()
+    request = page.get_by_role("alertdialog", name="Another phone wants to connect")
+    expect(request).to_be_visible()
+    expect(page.locator("#screen")).to_be_focused()  # the request took no key from the game
+    page.keyboard.press("Enter")  # not its key here: the game's (nothing while playing)
+    page.keyboard.press("KeyA")
+    expect(page.locator("#st-step")).to_have_text("1")
+    expect(request).to_be_visible()
+    page.screenshot(path="/tmp/shots/player-phone-request.png")
+    request.get_by_role("button", name="Use the new phone").click()  # after its guard
+    expect(request).to_be_hidden()
+    expect(second.locator("#link-status")).to_have_text("Phone connected")
+    expect(page.locator("#phone-state")).to_have_text("Phone connected")
+    phones.close()
