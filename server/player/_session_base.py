@@ -62,6 +62,7 @@ class SessionBase:
         self.phone = PhoneLink(session_id, principal.participant_id)
         self.desktop_raw: dict[str, Any] = {}  # the player page's latest input
         self._pause_timer: asyncio.Task[None] | None = None
+        self._pause_deadline: float | None = None  # the event loop's time the pause ends at
         self._grace_timer: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -161,6 +162,14 @@ class SessionBase:
 
     def disarm_pause_timer(self) -> None:
         """Stop the pause countdown."""
+        self._pause_deadline = None
         if self._pause_timer is not None:
             self._pause_timer.cancel()
             self._pause_timer = None
+
+    def pause_left_s(self) -> float:
+        """Seconds before the running pause abandons the episode (the whole limit if no
+        countdown runs)."""
+        if self._pause_deadline is None:
+            return self.spec.pause_timeout_s
+        return max(0.0, round(self._pause_deadline - asyncio.get_running_loop().time(), 3))

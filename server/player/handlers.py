@@ -219,7 +219,16 @@ async def _adapt_quality(s: LiveSession, run: EpisodeRun, step: int, delay_ms: f
 
 
 async def on_pause(s: LiveSession, _msg: p.PauseMsg) -> None:
-    """Stop the clock; a pause longer than the study allows abandons the episode."""
+    """Stop the clock; a pause longer than the study allows abandons the episode.
+
+    Pause and resume set one state: a ``pause`` while paused (a second Esc that crossed the
+    first's answer) is answered with ``paused`` again, its countdown left as it runs, and a
+    pause that crossed the episode's end is dropped, as an input would be."""
+    if s.phase == Phase.paused:
+        s.send({"type": "paused", "timeout_s": s.pause_left_s()})
+        return
+    if s.phase == Phase.ended:
+        return
     if s.phase != Phase.playing:
         raise wrong_state(s.phase, "pause")
     if await s.pause_worker():
@@ -228,7 +237,12 @@ async def on_pause(s: LiveSession, _msg: p.PauseMsg) -> None:
 
 
 async def on_resume(s: LiveSession, _msg: p.ResumeMsg) -> None:
-    """Restart the clock."""
+    """Restart the clock (while playing: answered with ``resumed``, nothing changes)."""
+    if s.phase == Phase.playing:
+        s.send({"type": "resumed"})
+        return
+    if s.phase == Phase.ended:
+        return  # crossed the episode's end: its save question is on its way
     if s.phase != Phase.paused or s.worker is None:
         raise wrong_state(s.phase, "resume")
     if not await s.resume_clock():

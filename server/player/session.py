@@ -99,7 +99,9 @@ class LiveSession(EpisodeEndings):
     def arm_pause_timer(self) -> None:
         """(Re)start the countdown after which a pause abandons the episode."""
         self.disarm_pause_timer()
-        self._pause_timer = self._spawn(self._pause_expired(self.spec.pause_timeout_s))
+        delay = self.spec.pause_timeout_s
+        self._pause_deadline = asyncio.get_running_loop().time() + delay
+        self._pause_timer = self._spawn(self._pause_expired(delay))
 
     async def _pause_expired(self, delay: float) -> None:
         await asyncio.sleep(delay)

@@ -68,9 +68,11 @@ def pass_gate(page: Page, key: str = "Enter") -> None:
 
 
 def play_to_the_end(page: Page, presses: int = 2) -> None:
-    """Press A until the episode ends, then save it (Enter on the save dialog)."""
+    """Press A until the episode ends, then save it (Enter on the save dialog, once its
+    guard lets keys answer)."""
     for _ in range(presses):
         page.keyboard.press("KeyA")
     expect(page.locator("#save-dialog")).to_be_visible()
+    expect(page.locator("#save-yes")).to_be_enabled()
     page.keyboard.press("Enter")
     expect(page.locator("#after-save")).to_be_visible()

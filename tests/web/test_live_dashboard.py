@@ -70,6 +70,7 @@ def test_dashboard_follows_a_live_session(live_server, page, browser, factory: F
         shot(page, "40-live-dashboard")
 
         player.keyboard.press("Delete")  # the participant cancels (Enter confirms): waiting
+        expect(player.locator("#cancel-yes")).to_be_enabled()  # the question's guard is over
         player.keyboard.press("Enter")
         expect(player.locator("#after-save-text")).to_contain_text("Episode canceled.")
         expect(row).to_contain_text("waiting")

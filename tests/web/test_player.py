@@ -108,12 +108,14 @@ def test_cancel_with_the_delete_key_asks_first(live_server, page, factory, desig
     expect(ask).to_be_visible()
     expect(page.locator("#st-phase")).to_have_text("paused")
     page.screenshot(path="/tmp/shots/player-cancel-ask.png")
+    expect(page.locator("#cancel-no")).to_be_enabled()  # its guard is over: keys answer it
     page.keyboard.press("Escape")
     expect(ask).to_be_hidden()
     expect(page.locator("#st-phase")).to_have_text("playing")
     # Delete twice cancels
     page.keyboard.press("Delete")
     expect(ask).to_be_visible()
+    expect(page.locator("#cancel-yes")).to_be_enabled()
     page.keyboard.press("Delete")
     expect(page.locator("#after-save-text")).to_contain_text("Episode canceled.")
     expect(ask).to_be_hidden()
@@ -243,7 +245,7 @@ def test_env_crash_is_shown_as_failed(live_server, page, factory, designer, db):
     expect(page.locator("#play-message")).to_have_text(
         "This game stopped working. Your progress is kept; you can continue."
     )
-    expect(page.locator("#next-btn")).to_be_focused()
+    expect(page.locator("#after-save")).to_be_focused()  # the panel, not its button
     assert "boom" not in page.locator("body").inner_text()
     row = wait_status(db, _episode(db, study).id, EpisodeStatus.failed)
     assert "boom" in row.error
@@ -307,7 +309,8 @@ def test_save_dialog_asks_the_outcome_with_keys(live_server, page, factory, desi
     expect(dialog).to_contain_text("Did you succeed?")
     expect(dialog.get_by_role("button", name="Succeeded S")).to_be_visible()
     expect(dialog.get_by_role("button", name="Failed F")).to_be_visible()
-    expect(dialog.get_by_role("button", name="Skip Enter")).to_be_focused()
+    expect(dialog).to_be_focused()  # the dialog itself: no button answers a game key
+    expect(dialog.get_by_role("button", name="Skip Enter")).to_be_enabled()  # guard over
     page.screenshot(path="/tmp/shots/review-labels/save-outcome.png")
     page.keyboard.press("f")  # Failed
     expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")

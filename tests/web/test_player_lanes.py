@@ -46,6 +46,7 @@ def test_frames_come_over_three_sockets_and_inputs_count_once(live_server, page,
     page.keyboard.up("KeyA")
     page.wait_for_timeout(400)
     page.keyboard.press("Delete")
+    expect(page.locator("#cancel-yes")).to_be_enabled()  # the question's guard is over
     page.keyboard.press("Enter")
     expect(page.locator("#after-save-text")).to_contain_text("canceled")
 

@@ -59,9 +59,11 @@ def test_preview_as_participant_walks_a_draft_to_the_test_completion_page(
     save = tab.get_by_role("dialog", name="Episode over")
     expect(save).to_contain_text("TEST — saved as a test play.")
     _shot(tab, "preview-save")
+    expect(tab.locator("#save-yes")).to_be_enabled()  # its guard is over
     tab.keyboard.press("Enter")
     expect(tab.locator("#after-save")).to_be_visible()
     expect(tab.locator("#next-btn")).to_contain_text("Finish and get your code")
+    expect(tab.locator("#next-btn")).to_be_enabled()
     tab.keyboard.press("Enter")
 
     # the completion page: the study's code, marked TEST; its button sends nothing

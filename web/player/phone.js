@@ -2,6 +2,7 @@
    the phone page's address (with its pairing ticket) and a short code to type instead; the
    phone's state (connected, lost), and the question when a second phone asks to take over.
    The server holds the pairing with the session, so a reload shows the phone still paired. */
+import { ask, enterAnswers } from "./questions.js";
 import { $, send, state } from "./session.js";
 
 const WORDS = { none: "No phone connected yet", connected: "Phone connected", lost: "Phone lost — reconnecting…" };
@@ -35,7 +36,13 @@ export const phoneHandlers = {
     const was = state.phone;
     state.phone = m.state;
     setState(m.state);
-    $("phone-request").hidden = !m.request;
+    const request = $("phone-request");
+    if (m.request && request.hidden) {
+      // beside the game: guarded, but the focus stays where the player is
+      request.hidden = false;
+      ask(request, { keys: enterAnswers(request, () => null), focus: false });
+    }
+    request.hidden = !m.request;
     if (was === "connected" && m.state === "lost") pair(); // ready for a re-pairing too
   },
 };

@@ -4,6 +4,7 @@
    game, save dialog, what comes next) and the episode's phases, and wires the page; the way
    in is entry.js, the socket socket.js, the state they share session.js. */
 import * as crowd from "./crowd.js";
+import * as questions from "./questions.js";
 import { createInput, PLAYER_KEYS } from "./input.js";
 import { createMouse, mouseHint } from "./mouse.js";
 import { createSpaceMouse } from "./spacemouse.js";
@@ -50,7 +51,8 @@ function goLobby() {
   if (first) first.focus();
 }
 
-/** After an episode: one obvious way forward, reachable with Enter (``next`` from the server). */
+/** After an episode: one obvious way forward, reachable with Enter or a click once its guard
+    is over (``next`` from the server); a game key does not take it. */
 function showNext(next, text) {
   const kind = next ? next.kind : isParticipant() ? "lobby" : "again";
   const nextEnv = next && next.env_id && state.envs[next.env_id];
@@ -66,7 +68,8 @@ function showNext(next, text) {
   $("after-save").hidden = false;
   renderLobby();
   setPhase("idle", `${label} — press Enter`);
-  $("next-btn").focus({ preventScroll: true });
+  const panel = $("after-save");
+  questions.ask(panel, { keys: questions.enterAnswers(panel, () => $("next-btn")), scope: questions.pageKeys(panel) });
 }
 
 function goNext() {
@@ -117,6 +120,15 @@ function setPhase(phase, overlay = OVERLAYS[phase]) {
   $("overlay").hidden = !overlay;
   $("overlay").dataset.phase = phase;
   $("overlay-text").textContent = overlay || "";
+  if (!active) resetPause();
+}
+
+/** The save question's keys: Enter, and S / F / D unless the game binds them (a game key
+    never answers: that key is then hidden and only a click answers). */
+function saveKeys(e) {
+  const own = (code, id) => (e.code === code && !state.boundKeys.has(code) ? $(id) : null);
+  const outcome = $("save-dialog").dataset.ask === "true" && (own("KeyS", "save-success") || own("KeyF", "save-failure"));
+  return questions.enterAnswers($("save-dialog"), () => $("save-yes"))(e) || outcome || own("KeyD", "save-no");
 }
 
 function askSave(m) {
@@ -128,8 +140,12 @@ function askSave(m) {
   $("save-question").textContent = ask ? "Did you succeed? Your answer is saved with the episode." : "Save this episode?";
   $("save-yes-label").textContent = ask ? "Skip" : "Save";
   $("save-dialog").dataset.ask = ask ? "true" : "false";
-  if (!$("save-dialog").open) $("save-dialog").showModal();
-  $("save-yes").focus();
+  for (const [id, code] of [["save-success", "KeyS"], ["save-failure", "KeyF"], ["save-no", "KeyD"]]) {
+    $(id).querySelector("kbd").hidden = state.boundKeys.has(code);
+  }
+  if ($("save-dialog").open) return; // asked again (a reconnect): its guard runs on
+  $("save-dialog").showModal();
+  questions.ask($("save-dialog"), { keys: saveKeys, scope: questions.allKeys });
 }
 
 /* --- episodes: start, the ready gate, pause, cancel ------------------------------------ */
@@ -163,19 +179,43 @@ function go() {
   tick();
 }
 
-function togglePause() {
-  if (state.phase === "playing") { releaseAll(true); send({ type: "pause" }); }
-  else if (state.phase === "paused") send({ type: "resume" });
+/* Pause is one state: Esc toggles the state the player wants, one request at a time goes to
+   the server, and its answer (``paused`` / ``resumed``) sends the next when the two differ. */
+const pausing = { want: null, asked: null }; // "paused" / "playing"; the request in flight
+const activePhase = () => state.phase === "playing" || state.phase === "paused";
+function wantPause(paused) { pausing.want = paused ? "paused" : "playing"; syncPause(); }
+function syncPause() {
+  if (!pausing.asked && activePhase() && pausing.want && pausing.want !== state.phase) {
+    pausing.asked = pausing.want === "paused" ? "pause" : "resume";
+    if (pausing.asked === "pause") releaseAll(true);
+    send({ type: pausing.asked });
+  }
+  $("st-phase").dataset.asking = pausing.asked || "";
 }
-/** Delete (or the button) asks first, pausing the game meanwhile; Delete again or Enter
- *  cancels, Esc goes back (resuming what was playing). */
+/** The server's answer to a pause or resume: the phase it is in (null: refused). */
+function pauseAnswered(phase) {
+  pausing.asked = null;
+  if (phase) setPhase(phase);
+  if (phase === "playing" && !questions.anyOpen()) $("screen").focus();
+  if (!phase) pausing.want = null;
+  syncPause();
+}
+function resetPause() { pausing.want = pausing.asked = null; $("st-phase").dataset.asking = ""; }
+function togglePause() {
+  if (activePhase()) wantPause((pausing.want || state.phase) !== "paused");
+}
+/** Delete (or the button) asks first, pausing the game meanwhile; after the question's guard,
+ *  Delete again or Enter cancels, Esc goes back (resuming what was playing). */
 function cancelEpisode() {
-  if (state.phase !== "playing" && state.phase !== "paused") return;
-  if (state.askingCancel) { confirmCancel(); return; }
-  state.askingCancel = { resume: state.phase === "playing" };
-  if (state.phase === "playing") { releaseAll(true); send({ type: "pause" }); }
-  $("cancel-ask").hidden = false;
-  $("screen").focus(); // its keys: Delete / Enter / Esc
+  if (!activePhase()) return;
+  if (state.askingCancel) { $("cancel-yes").click(); return; } // the button again: as its guard allows
+  state.askingCancel = { resume: (pausing.want || state.phase) === "playing" };
+  wantPause(true);
+  const ask = $("cancel-ask");
+  ask.hidden = false;
+  const keys = (e) => (e.code === "Delete" ? $("cancel-yes") : e.code === "Escape" ? $("cancel-no")
+    : questions.enterAnswers(ask, () => $("cancel-yes"))(e));
+  questions.ask(ask, { keys, scope: questions.pageKeys(ask) });
 }
 function closeCancelAsk() { state.askingCancel = null; $("cancel-ask").hidden = true; }
 function confirmCancel() {
@@ -186,19 +226,14 @@ function confirmCancel() {
 function keepPlaying() {
   const { resume } = state.askingCancel || {};
   closeCancelAsk();
-  if (resume) send({ type: "resume" });
+  if (resume) wantPause(false);
   $("screen").focus();
 }
-/** The keys while the cancel question is on screen: all of them go to it. */
-function answerCancel(e) {
-  if (!state.askingCancel) return false;
-  if (e.code === "Delete" || e.code === "Enter" || e.code === "NumpadEnter") confirmCancel();
-  else if (e.code === "Escape") keepPlaying();
-  return true;
-}
+/** While the cancel question is on screen no other key plays (its own: questions.js). */
+const answerCancel = () => Boolean(state.askingCancel);
 function primaryAction() {
   if (state.phase === "ready") go();
-  else if (state.phase === "idle" && !$("after-save").hidden) goNext();
+  else if (state.phase === "idle" && !$("after-save").hidden) $("next-btn").click(); // its guard holds
   else if (state.phase === "idle") startEpisode();
 }
 
@@ -228,7 +263,8 @@ function renderDevices(controls) {
   $("stage").dataset.mouse = items.length ? "true" : "false";
   spaceMouse.render();
 }
-Object.assign(flow, { afterHello, goLobby, showNext, enterPlay, setPhase, askSave, readyGate, clearCountdown, input, renderDevices });
+Object.assign(flow, { afterHello, goLobby, showNext, enterPlay, setPhase, askSave, readyGate, clearCountdown, input,
+  renderDevices, pauseAnswered, resetPause });
 
 /* --- wiring ------------------------------------------------------------------------- */
 function wire() {
@@ -270,12 +306,9 @@ function wire() {
   $("save-no").addEventListener("click", () => answer(false));
   $("save-success").addEventListener("click", () => answer(true, "success"));
   $("save-failure").addEventListener("click", () => answer(true, "failure"));
-  $("save-dialog").addEventListener("keydown", (e) => {
-    if ($("save-dialog").dataset.ask !== "true" || e.repeat || e.ctrlKey || e.metaKey || e.altKey) return;
-    if (e.code === "KeyS") { e.preventDefault(); answer(true, "success"); }
-    else if (e.code === "KeyF") { e.preventDefault(); answer(true, "failure"); }
-  });
-  $("save-dialog").addEventListener("cancel", (e) => e.preventDefault()); // an answer is needed
+  // an answer is needed: Esc (the pause key) never closes it
+  $("save-dialog").addEventListener("keydown", (e) => { if (e.code === "Escape") e.preventDefault(); });
+  $("save-dialog").addEventListener("cancel", (e) => e.preventDefault());
   $("speed").addEventListener("change", (e) => send({ type: "set_speed", speed: Number(e.target.value) }));
   $("quality").addEventListener("change", (e) => send({ type: "set_quality", quality: e.target.value }));
   $("camera").addEventListener("change", (e) => send({ type: "set_camera", camera: e.target.value }));

@@ -3,6 +3,7 @@
    binary and go to the stage. */
 import * as crowd from "./crowd.js";
 import { phoneHandlers } from "./phone.js";
+import * as questions from "./questions.js";
 import { renderTouch } from "./touch.js";
 import * as views from "./views.js";
 import { fmt, now, onFrame, onFrameDrawn, onFrameSkipped, resetFrames, updateStatus } from "./stage.js";
@@ -48,21 +49,26 @@ function openLanes(offer) {
 
 function takeOver() { state.takeover = true; state.sessionId = null; connect(); }
 
+/** "Continue here": a question too (a key held for the game does not move the study). */
+function askTakeOver(title, text) {
+  crowd.showStatus({ title, text, button: { label: "Continue here", onClick: takeOver } });
+  const view = $("status-view");
+  questions.ask(view, { keys: questions.enterAnswers(view, () => $("status-btn")), scope: questions.pageKeys(view) });
+}
+
 function onClose(ev, opened) {
   state.ws = null;
   closeLanes();
   flow.clearCountdown();
   if (ev.code === 4002) {
-    crowd.showStatus({ title: "This study is open in another tab",
-      text: "You can take part in one tab or window at a time. Continue here to move your study to this tab (the other one will stop).",
-      button: { label: "Continue here", onClick: takeOver } });
+    askTakeOver("This study is open in another tab",
+      "You can take part in one tab or window at a time. Continue here to move your study to this tab (the other one will stop).");
     return;
   }
   if (ev.code === 4000) {
     stopPlaying();
-    crowd.showStatus({ title: "Continued in another tab",
-      text: "This study was opened in another tab or window, so it stopped here. Nothing you did is lost.",
-      button: { label: "Continue here", onClick: takeOver } });
+    askTakeOver("Continued in another tab",
+      "This study was opened in another tab or window, so it stopped here. Nothing you did is lost.");
     return;
   }
   if (state.closing) return;
@@ -98,6 +104,7 @@ const handlers = {
     phoneHandlers.phone_study(m.study);
     if (m.participant !== undefined) state.participant = m.participant;
     playMessage("");
+    flow.resetPause(); // the phase below is the server's: nothing is asked of it yet
     flow.setPhase(m.phase);
     if (m.episode) {
       state.episode = m.episode; state.step = m.episode.step;
@@ -126,8 +133,8 @@ const handlers = {
     if (m.ready_gate) flow.readyGate(); else flow.setPhase("playing");
   },
   started() { if (state.phase === "countdown" || state.phase === "ready") flow.setPhase("playing"); },
-  paused() { flow.setPhase("paused"); },
-  resumed() { flow.setPhase("playing"); $("screen").focus(); },
+  paused() { flow.pauseAnswered("paused"); }, // also the answer to a second pause
+  resumed() { flow.pauseAnswered("playing"); },
   episode_ended(m) { flow.setPhase("ended"); flow.input.releaseAll(false); flow.askSave(m); },
   episode_saved(m) {
     if ($("save-dialog").open) $("save-dialog").close();
@@ -161,6 +168,10 @@ const handlers = {
   error(m) {
     if (m.for === "input" && m.code === "wrong_state") return; // a key in flight as the state changed
     if (m.code === "open_elsewhere") return; // the close (4002) that follows says it
+    if (m.for === "pause" || m.for === "resume") {
+      flow.pauseAnswered(null); // the episode ended or was left meanwhile: nothing to say
+      if (m.code === "wrong_state") return;
+    }
     if (m.for === "input" && m.code === "rate_limited" && flow.input.mode() === "async") {
       // the server still holds an older input: send the current one once the limit allows
       clearTimeout(state.resendTimer);
