@@ -57,9 +57,10 @@ def test_keyboard_episode_to_the_end_and_saved(live_server, page, factory, desig
         page.keyboard.press("KeyA")
     dialog = page.locator("#save-dialog")
     expect(dialog).to_be_visible()
-    expect(dialog).to_contain_text("6 steps, return 5")
+    expect(dialog).to_contain_text("5 steps, return 5")  # as the status bar counts
+    expect(page.locator("#st-step")).to_have_text("5")
     page.get_by_role("button", name="Save").click()
-    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
+    expect(page.locator("#after-save-text")).to_contain_text("Episode saved. 5 steps")
     row = _episode(db, study)
     assert row.status == EpisodeStatus.completed and row.steps == 6 and row.total_reward == 5.0
     with open_reader(row.storage_path) as reader:

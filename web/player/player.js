@@ -9,7 +9,7 @@ import { createInput, PLAYER_KEYS } from "./input.js";
 import { createMouse, mouseHint } from "./mouse.js";
 import { createSpaceMouse } from "./spacemouse.js";
 import * as views from "./views.js";
-import { fit, fmt } from "./stage.js";
+import { fit, fmt, stepsTaken } from "./stage.js";
 import { renderTopbar } from "../shared/topbar.js";
 import "./entry.js";
 import "./socket.js";
@@ -132,7 +132,7 @@ function saveKeys(e) {
 }
 
 function askSave(m) {
-  $("save-text").textContent = `${m.steps ?? m.step} steps, return ${fmt(m.return)}.`;
+  $("save-text").textContent = `${stepsTaken(m)} steps, return ${fmt(m.return)}.`;
   // the study asks whether the player succeeded: Succeeded (S) / Failed (F) save with it,
   // Skip (Enter) saves without an answer
   const ask = Boolean(m.ask_outcome);

@@ -6,7 +6,7 @@ import { phoneHandlers } from "./phone.js";
 import * as questions from "./questions.js";
 import { renderTouch } from "./touch.js";
 import * as views from "./views.js";
-import { fmt, now, onFrame, onFrameDrawn, onFrameSkipped, resetFrames, updateStatus } from "./stage.js";
+import { fmt, now, stepsTaken, onFrame, onFrameDrawn, onFrameSkipped, resetFrames, updateStatus } from "./stage.js";
 import { $, closeLanes, finish, flow, forgetTicket, isParticipant, params, playMessage, remember, send, sendOn, state, stopPlaying } from "./session.js";
 
 const PROTOCOL = 1;
@@ -145,7 +145,7 @@ const handlers = {
     for (const [key, n] of Object.entries(m.completed || {})) if (state.envs[key]) state.envs[key].completed = n;
     const words = { completed: "Episode saved.", rejected: "Episode discarded.", canceled: "Episode canceled.",
       abandoned: "The episode was abandoned.", failed: "The game stopped." };
-    flow.showNext(m.next, `${words[m.status] || m.status} ${m.steps} steps, return ${fmt(m.return)}.`);
+    flow.showNext(m.next, `${words[m.status] || m.status} ${stepsTaken(m)} steps, return ${fmt(m.return)}.`);
   },
   policy_failed(m) { playMessage(m.message); }, // a designer's: the policy stopped driving
   episode_failed(m) {

@@ -94,6 +94,10 @@ export function fit() {
   canvas.style.height = `${Math.floor(canvas.height * scale)}px`;
 }
 
+/** The steps an episode took, as the status bar counts them (its last step's index, and
+ *  what max_steps limits): a message's ``steps`` counts the first observation too. */
+export function stepsTaken(m) { return m.steps != null ? Math.max(m.steps - 1, 0) : m.step; }
+
 export function fmt(x) { return Number.isInteger(x) ? String(x) : Number(x).toFixed(2); }
 
 export function updateStatus({ episode, step, ret }) {
