@@ -92,7 +92,12 @@ def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
                 raise Invalid(
                     "Every selected episode is marked excluded; include excluded episodes "
                     "to export them.",
-                    detail=[{"loc": ["body", "selection"], "msg": "Every selected episode is marked excluded"}],
+                    detail=[
+                        {
+                            "loc": ["body", "selection"],
+                            "msg": "Every selected episode is marked excluded",
+                        }
+                    ],
                 )
     else:
         query = review.filtered(study.id, selection_filter(sel))
