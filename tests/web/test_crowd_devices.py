@@ -56,9 +56,14 @@ def test_a_phone_leaves_a_keyboard_only_study_with_the_screenout_code(
     expect(phone.locator("#status-text")).not_to_contain_text("gamepad")
     phone.get_by_role("button", name="Leave the study").tap()
     expect(phone.locator("#code-value")).to_have_value("NO-DEVICE")
+    expect(phone.locator("#code-text")).to_have_text(  # they did not decline anything
+        "This device cannot play the games of this study, so the study ends here. "
+        "Please return this code to the platform."
+    )
     expect(phone.locator("#consent-view")).to_be_hidden()
     [row] = _participants(db, study)
     assert row.screened_out_at is not None and row.consented_at is None
+    assert row.screenout_reason == "device"  # the participants page tells it from a refusal
 
 
 def test_a_phone_plays_a_touch_study_with_on_screen_buttons(live_server, phone, factory, db):

@@ -203,10 +203,21 @@ const CODE_WORDS = {
   full: { title: "This study is now full",
     withCode: "The study filled up before you could finish it. Thank you for your time! Please give this code to the platform.",
     withoutCode: "The study filled up before you could finish it. Thank you for your time. You can close this page." },
-  screenout: { title: "Thank you for your time",
-    withCode: "You chose not to take part, so the study ends here. Please return this code to the platform.",
-    withoutCode: "You chose not to take part, so the study ends here. You can close this page." },
+  screenout: { title: "Thank you for your time" }, // its words: screenoutText
 };
+/* A screen-out's first sentence when the participant left at the device check (never saw
+   the consent), and what an MTurk worker does instead of returning a code: MTurk has no
+   code step for leaving, the worker returns the HIT. */
+const LEFT_AT_DEVICE = "This device cannot play the games of this study, so the study ends here.";
+const RETURN_HIT = "Please return the HIT on MTurk (the Return button on the HIT's page). You need no code for that.";
+
+/** The screen-out page's words for this participant (``who``: ParticipantState). */
+function screenoutText(code, redirect, who) {
+  const first = who.screenout_reason === "device" ? LEFT_AT_DEVICE : "You chose not to take part, so the study ends here.";
+  if (who.platform === "mturk") return `${first} ${RETURN_HIT}`;
+  const then = code ? "Please return this code to the platform." : redirect ? "Use the button below to finish." : "You can close this page.";
+  return `${first} ${then}`;
+}
 
 /** Where a platform is, in words, for the redirect button. */
 function platformName(redirect) {
@@ -217,13 +228,15 @@ function platformName(redirect) {
   return "";
 }
 
-/** The completion or screen-out page: ``outcome = {code, redirect}``. */
-export function showCode(kind, outcome) {
+/** The completion or screen-out page: ``outcome = {code, redirect}``; ``who`` the
+    ParticipantState (its platform and why it was screened out choose the words). */
+export function showCode(kind, outcome, who = {}) {
   const words = CODE_WORDS[kind];
-  const code = (outcome && outcome.code) || "";
+  const mturkOut = kind === "screenout" && who.platform === "mturk";
+  const code = mturkOut ? "" : (outcome && outcome.code) || ""; // MTurk takes no code for a return
   const redirect = outcome && outcome.redirect;
   $("code-title").textContent = words.title;
-  $("code-text").textContent = code ? words.withCode : words.withoutCode;
+  $("code-text").textContent = kind === "screenout" ? screenoutText(code, redirect, who) : code ? words.withCode : words.withoutCode;
   $("code-box").hidden = !code;
   $("code-value").value = code;
   $("code-copied").textContent = "";
@@ -233,7 +246,7 @@ export function showCode(kind, outcome) {
     const name = platformName(redirect);
     btn.textContent = redirect.method === "POST" ? "Submit the HIT" : name ? `Return to ${name}` : "Return to the platform";
     btn.onclick = () => (testMode ? testLeave(name, redirect) : leave(redirect));
-    if (!code) $("code-text").textContent = "Use the button below to finish.";
+    if (!code && kind !== "screenout") $("code-text").textContent = "Use the button below to finish.";
   }
   show("code-view");
   (redirect ? btn : code ? $("code-copy") : $("main")).focus();
