@@ -2,6 +2,8 @@
    open, MTurk preview, another tab), consent, instructions, and the completion or
    screen-out code with the way back to the crowd platform. Also the /api/play calls. */
 
+import { tapOr, touchOnly } from "./words.js";
+
 const $ = (id) => document.getElementById(id);
 const VIEWS = ["status-view", "preview-view", "join-view", "consent-view", "instructions-view", "code-view",
   "lobby-view", "play-view", "done-view"];
@@ -119,7 +121,6 @@ export function showNotOpen(studyState, retry, detail = "") {
    before anything else (no consent, no participant made): the way out is to come back on a
    computer or to leave the study (the screen-out page, when the link came from a platform),
    or to go on anyway (a keyboard or gamepad attached). */
-const touchOnly = () => matchMedia("(hover: none) and (pointer: coarse)").matches;
 export const deviceCanPlay = (inputs) => (inputs || ["keyboard", "gamepad"]).includes("touch") || !touchOnly();
 
 const NEEDS = { keyboard: "a keyboard", gamepad: "a gamepad" };
@@ -154,7 +155,7 @@ export function askForId(study, notice, onSubmit) {
   const anonymous = Boolean(study && study.allow_anonymous);
   $("join-study").textContent = study ? study.name : "";
   $("join-ask").textContent = anonymous
-    ? "Press Start to begin. If you were given a participant ID, you may enter it first."
+    ? `${tapOr("Tap", "Press")} Start to begin. If you were given a participant ID, you may enter it first.`
     : "Enter the participant ID you were given (for example your Prolific ID) to begin.";
   $("participant-id-field").firstChild.textContent = anonymous ? "Participant ID (optional)" : "Participant ID";
   $("join-btn").textContent = anonymous ? "Start" : "Continue";
@@ -282,7 +283,8 @@ async function copyCode() {
     input.focus(); input.select();
     try { copied = document.execCommand("copy"); } catch { copied = false; }
   }
-  $("code-copied").textContent = copied ? "Copied." : "Press Ctrl+C (⌘C on a Mac) to copy the selected code.";
+  $("code-copied").textContent = copied ? "Copied."
+    : tapOr("Touch and hold the selected code, then choose Copy.", "Press Ctrl+C (⌘C on a Mac) to copy the selected code.");
 }
 
 $("code-copy").addEventListener("click", copyCode);
