@@ -4,15 +4,17 @@ controls (buttons, inputs, selects, links styled as buttons, key hints, touch bu
 no control's text spills out of it or is cut off by the box around it, and nothing is wider
 than the screen. The journey taps as a person would: the device check
 of a keyboard-only study and its screen-out page, the typed-id form, consent, instructions,
-the lobby and its instructions dialog, the ready gate, the game with its touch buttons, the
-cancel question, pause, the save dialog, the panel after it, and the completion code."""
+the lobby and its instructions dialog, the ready gate with the phone-pairing panel, the phone
+controller's pages, the game with its touch buttons, the cancel question, pause, the save
+dialog, the panel after it, and the completion code."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Page, expect
 
 from tests.player.conftest import counter_env
 from tests.web._crowd import crowd_study, link, shot
@@ -44,17 +46,36 @@ def phone(request, browser):  # type: ignore[no-untyped-def]
 
 def _env() -> dict[str, Any]:
     env = counter_env(episode_len=2, episodes_per_participant=1)
-    env["controls"] = {"keys": {"KeyA": 1, "KeyB": 2, "Space": 0}, "noop": 0, "labels": LABELS}
+    # PhoneGrip: the study binds a phone too, so the pairing panel is on the game's screen
+    keys = {"KeyA": 1, "KeyB": 2, "Space": 0, "PhoneGrip": 2}
+    env["controls"] = {"keys": keys, "noop": 0, "labels": LABELS}
     return env
+
+
+def _phone_page(page: Page, live_server: str, check) -> None:  # type: ignore[no-untyped-def]
+    """The phone controller's screens (web/phone/), paired with the code the game's panel
+    shows: the pairing form, the controller, its sliders."""
+    code = page.locator("#phone-code")
+    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{3} [A-Z0-9]{3}$"))
+    controller = page.context.new_page()
+    controller.goto(f"{live_server}/phone.html")
+    check("phone-pair", controller)
+    controller.get_by_label("Code").fill(code.text_content() or "")
+    controller.get_by_role("button", name="Pair").tap()
+    expect(controller.locator("#link-status")).to_have_text("Phone connected")
+    check("phone-controller", controller)
+    controller.get_by_role("button", name="Use on-screen sliders").tap()
+    check("phone-sliders", controller)
+    controller.close()
 
 
 def test_every_participant_screen_fits_a_phone(live_server, phone, factory, db):
     designer = factory.user()
     size = "x".join(str(v) for v in phone.viewport_size.values())
 
-    def check(screen: str) -> None:
-        shot(phone, f"layout-{size}-{screen}")
-        assert_laid_out(phone, screen)
+    def check(screen: str, page: Page = phone) -> None:
+        shot(page, f"layout-{size}-{screen}")
+        assert_laid_out(page, screen)
 
     # a keyboard-only study: the device check, then the screen-out page
     keyboard = crowd_study(db, factory, designer, inputs=["keyboard"], consent="I agree.",
@@ -90,6 +111,7 @@ def test_every_participant_screen_fits_a_phone(live_server, phone, factory, db):
     expect(phone.locator("#st-phase")).to_have_text("ready")
     expect(phone.locator("#touch-pad")).to_be_visible()
     check("ready-gate")
+    _phone_page(phone, live_server, check)
     phone.locator("#start-btn").tap()
     expect(phone.locator("#st-phase")).to_have_text("playing")
     check("playing")
