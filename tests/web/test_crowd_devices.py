@@ -90,7 +90,8 @@ def test_a_phone_plays_a_touch_study_with_on_screen_buttons(live_server, phone, 
     expect(phone.locator("#overlay-text")).to_have_text("Tap the game or Start to start")
     expect(phone.locator(".overlay-touch")).to_have_text("or tap a game button below")
     expect(phone.locator("#start-btn kbd")).to_be_hidden()
-    expect(phone.locator("#cancel-ask .keys-hint")).to_be_hidden()
+    expect(phone.locator("aside .keys-hint")).to_be_hidden()  # "Player keys: Enter start…"
+    expect(phone.locator("aside h2", has_text="Controls")).to_be_visible()  # its neighbour
     shot(phone, "phone-ready-gate")
     one.tap()  # a game button starts the episode, as a game key does
     expect(phone.locator("#st-phase")).to_have_text("playing")
