@@ -10,6 +10,7 @@ import stat
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -133,6 +134,12 @@ class Settings(BaseSettings):
     )
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     session_max_age_s: int = 7 * 24 * 3600
+    public_url: str = Field(
+        default="",
+        description="The address people's devices reach this server at (e.g. "
+        "https://studio.example.org): a paired phone's link and QR code name it instead of "
+        "the address the player page was opened at; empty: the page's address.",
+    )
     insecure_cookies: bool = Field(
         default=False,
         description="Production without HTTPS (a LAN trial): login cookies not Secure.",
@@ -253,6 +260,25 @@ class Settings(BaseSettings):
         bad = [v for v in value if not isinstance(v, str) or not pattern.match(v)]
         if bad:
             raise ValueError(f"not {what}: {bad}")
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if not value:
+            return ""
+        parts = urlsplit(value)
+        try:
+            parts.port  # noqa: B018 - a port that is no number raises here
+        except ValueError:
+            parts = urlsplit("")
+        if (parts.scheme not in ("http", "https") or not parts.hostname or parts.path
+                or parts.query or parts.fragment or "@" in parts.netloc):  # fmt: skip
+            raise ValueError(
+                "STUDIO_PUBLIC_URL must be a scheme and host (and port), such as "
+                "https://studio.example.org, with no path"
+            )
         return value
 
     @model_validator(mode="after")

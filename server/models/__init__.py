@@ -24,7 +24,7 @@ from server.models.episodes import (
     StepTag,
 )
 from server.models.jobs import BulkJob, ClaimableJob, ExportJob, JobState
-from server.models.participants import Participant, Platform, PlaySession
+from server.models.participants import Participant, Platform, PlaySession, ScreenoutReason
 from server.models.phone import PhoneCode, PhoneCodeFailure
 from server.models.replicas import LiveSessionRow, Replica, SessionLease
 from server.models.studies import Study, StudyEnvironment, StudyState
@@ -54,6 +54,7 @@ __all__ = [
     "PlaySession",
     "Replica",
     "Role",
+    "ScreenoutReason",
     "SessionLease",
     "StepTag",
     "Study",

@@ -21,6 +21,13 @@ class Platform(enum.StrEnum):
     anonymous = "anonymous"
 
 
+class ScreenoutReason(enum.StrEnum):
+    """Why a participant was screened out."""
+
+    declined = "declined"  # said no to the consent form
+    device = "device"  # left at the device check, before the consent was shown
+
+
 class Participant(Base):
     """A crowd worker in one study, known by an external id (Prolific, MTurk, ...)."""
 
@@ -43,6 +50,8 @@ class Participant(Base):
     assigned_env: Mapped[str | None] = mapped_column(String(64))  # balanced assignment
     consented_at: Mapped[datetime | None] = mapped_column(TS)
     screened_out_at: Mapped[datetime | None] = mapped_column(TS)
+    # why (ScreenoutReason): declined the consent, or left at the device check before it
+    screenout_reason: Mapped[str | None] = mapped_column(String(16))
     # done because the study filled up before they finished (crowd.full_code, not completion)
     full_at: Mapped[datetime | None] = mapped_column(TS)
     # sha256 of the secret the browser that earned their code keeps (codes go only to it)

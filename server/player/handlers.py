@@ -147,7 +147,9 @@ async def forward_input(s: LiveSession, timing: dict[str, Any]) -> None:
 
 
 async def on_phone_pair(s: LiveSession, msg: p.PhonePairMsg) -> None:
-    """A new pairing for the panel: a QR code of the phone page's address and a code."""
+    """A new pairing for the panel: a QR code of the phone page's address (under
+    ``STUDIO_PUBLIC_URL`` when set, else the page's origin) and a code; ``loopback`` when that
+    address is one no phone can reach."""
     if not any(uses_phone(env) for env in s.spec.environments):
         raise PlayError("no_phone", "this study's controls do not use a phone")
     replica = s.settings.replica_id  # the phone's socket must reach this replica
@@ -155,10 +157,11 @@ async def on_phone_pair(s: LiveSession, msg: p.PhonePairMsg) -> None:
         raise PlayError("invalid", "phone_pair: origin: give the page's location.origin")
     ticket, expires, ttl = s.phone.pair(s.settings.secret_key, replica)
     code = await s.db(phone_codes.add, s.id, replica, ticket, expires)  # any replica redeems it
-    url = phone_pairing.page_url(msg.origin, ticket, replica)
+    url = phone_pairing.page_url(msg.origin, ticket, replica, s.settings.public_url)
     assert url is not None
     s.send({"type": "phone_pairing", "code": code, "url": url, "replica": replica,
-            "qr": phone_pairing.qr_svg(url), "expires_s": ttl})  # fmt: skip
+            "qr": phone_pairing.qr_svg(url), "expires_s": ttl,
+            "loopback": phone_pairing.is_loopback(url)})  # fmt: skip
 
 
 async def on_phone_confirm(s: LiveSession, msg: p.PhoneConfirmMsg) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
@@ -75,15 +76,28 @@ def read_ticket(secret_key: str, ticket: str | None) -> PhoneTicket | None:
     return PhoneTicket(session_id, int(participant) or None, nonce, float(expires), name)
 
 
-def page_url(origin: str, ticket: str, replica: str) -> str | None:
-    """The phone page's address under the player page's ``origin`` (None: not an origin)."""
-    parts = urlsplit(origin)
+def page_url(origin: str, ticket: str, replica: str, public_url: str = "") -> str | None:
+    """The phone page's address under ``public_url`` (``STUDIO_PUBLIC_URL``) when it is set,
+    else under the player page's ``origin`` (None: not an origin)."""
+    parts = urlsplit(public_url or origin)
     if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
         return None
     if parts.query or parts.fragment or "@" in parts.netloc:
         return None
     fragment = urlencode({"ticket": ticket, "replica": replica})
     return f"{parts.scheme}://{parts.netloc}/phone.html#{fragment}"
+
+
+def is_loopback(url: str) -> bool:
+    """True when ``url`` names this machine only (127.0.0.1, localhost, ::1): no phone can
+    open it."""
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def qr_svg(url: str) -> str:

@@ -27,7 +27,7 @@ from server.player.outbox import Frame, Outbox
 from server.player.views import study_view
 from server.recording.format import now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
-from server.runtime.autonomy import FRAME_POLICY
+from server.runtime.autonomy import FRAME_POLICY, failure_kind
 from server.services.crowd import episodes, phone_codes, progress, quotas
 from server.services.live import replicas
 from server.services.studies.env_check import allowed_environments
@@ -312,8 +312,8 @@ class LiveSession(EpisodeEndings):
             self.send(self._ended_message(run))
 
     def _control(self, run: EpisodeRun, event: StepEvent) -> None:
-        """Shared autonomy: count who drove the step; tell a designer once that the policy
-        stopped (a participant sees only the badge turn to "You are driving")."""
+        """Shared autonomy: count who drove the step; say once that the policy stopped and
+        why (``reason``: ``slow`` or ``failed``; the error itself only to a designer)."""
         if not event.control:
             return
         if event.step > run.driven_step:
@@ -321,9 +321,11 @@ class LiveSession(EpisodeEndings):
             run.driven_step = event.step
         if event.policy_error and run.policy_error is None:
             run.policy_error = event.policy_error
+            message = None
             if self.principal.participant_id is None:
                 message = f"The policy stopped driving: {event.policy_error}"
-                self.send({"type": "policy_failed", "episode_id": run.id, "message": message})
+            self.send({"type": "policy_failed", "episode_id": run.id,
+                       "reason": failure_kind(event.policy_error), "message": message})  # fmt: skip
 
     def _ended_message(self, run: EpisodeRun) -> dict[str, Any]:
         return {"type": "episode_ended", "episode_id": run.id, "index": run.index,

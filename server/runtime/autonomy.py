@@ -160,9 +160,16 @@ class SharedAutonomy:
             return self._runner.call(fn, args, self.budget_s)
         except TimeoutError:
             self._runner = _Runner()  # the late one's answer must not be taken for the next
-            raise PolicyFailure(
-                f"the policy took longer than its {self.budget_s * 1000:.0f} ms budget"
-            ) from None
+            raise PolicyFailure(f"{_SLOW} its {self.budget_s * 1000:.0f} ms budget") from None
+
+
+def failure_kind(error: str) -> str:
+    """Why the policy stopped, for the player's words: ``slow`` (it missed its step budget)
+    or ``failed`` (it raised, proposed no action, or could not be built)."""
+    return "slow" if error.startswith(f"{PolicyFailure.__name__}: {_SLOW}") else "failed"
+
+
+_SLOW = "the policy took longer than"
 
 
 def _reason(exc: BaseException) -> str:

@@ -55,6 +55,11 @@ class PreviewAsIn(StrictModel):
 
 class ConsentIn(StrictModel):
     accept: bool
+    at: Literal["consent", "device"] = Field(
+        default="consent",
+        description="Where a participant who does not accept leaves: at the consent form, or "
+        "at the device check before it (the device cannot play the study).",
+    )
 
 
 class PlayerStudyOut(BaseModel):
@@ -88,6 +93,10 @@ class ParticipantRow(BaseModel):
     platform_session_id: str | None
     consented_at: datetime | None
     screened_out_at: datetime | None
+    screenout_reason: str | None = Field(
+        description="Why screened out: declined (the consent) or device (left at the device "
+        "check, before the consent); null: not screened out, or before this was recorded."
+    )
     started_at: datetime
     last_seen_at: datetime | None
     episodes: dict[str, int] = Field(description="Episodes per status.")

@@ -105,3 +105,17 @@ def test_a_replica_is_dead_after_at_least_three_heartbeats(tmp_path):
     ok = Settings(data_root=tmp_path, heartbeat_interval_s=2.0, replica_dead_after_s=6.0,
                   _env_file=None)  # fmt: skip
     assert ok.replica_dead_after_s == 6.0
+
+
+def test_the_public_url_is_a_scheme_and_host(tmp_path):
+    def public(value: str) -> str:
+        return Settings(data_root=tmp_path, public_url=value, _env_file=None).public_url
+
+    assert public("") == ""
+    assert public(" https://studio.example.org/ ") == "https://studio.example.org"
+    assert public("http://10.0.0.5:8000") == "http://10.0.0.5:8000"
+    for bad in ("studio.example.org", "ftp://studio.example.org", "https://example.org/studio",
+                "https://example.org?x=1", "https://user@example.org", "https://example.org:port",
+                "javascript:alert(1)"):  # fmt: skip
+        with pytest.raises(ValidationError, match="STUDIO_PUBLIC_URL"):
+            public(bad)

@@ -11,7 +11,7 @@ import pytest
 
 from server.player import phone
 from server.player.phone import PHONE_SUBPROTOCOL, PhoneLink, parse_phone
-from server.player.phone_pairing import issue_ticket, read_ticket
+from server.player.phone_pairing import issue_ticket, qr_svg, read_ticket
 from server.player.protocol import BadMessage
 from server.player.views import controls_legend
 from server.services.crowd.phone_codes import CODE_ALPHABET, normalize_code
@@ -24,6 +24,13 @@ def _phone_env():
     env = counter_env(episode_len=1000)
     env["controls"]["keys"]["PhoneGrip"] = 2  # the study binds the phone
     return env
+
+
+@pytest.fixture
+def settings(settings, request):  # type: ignore[no-untyped-def]
+    """The test settings, with ``STUDIO_PUBLIC_URL`` when a test passes one (indirect)."""
+    public = getattr(request, "param", "")
+    return settings.model_copy(update={"public_url": public}) if public else settings
 
 
 @pytest.fixture
@@ -219,6 +226,33 @@ def test_the_session_end_revokes_the_pairing(joined):
     with _phone(client, phone_ticket) as phone_ws:
         assert _until_closed(phone_ws)[0]["code"] == "session_ended"
     assert client.post("/api/phone/pair", json={"code": spare["code"]}).status_code == 404
+
+
+def test_the_pairing_names_the_page_origin_and_says_when_no_phone_reaches_it(joined):
+    client, ticket = joined
+    with _page(client, ticket) as player:
+        assert _pairing(player)["loopback"] is False  # http://testserver
+        for origin in ("http://127.0.0.1:8000", "http://localhost:8000", "http://[::1]:8000"):
+            player.send(type="phone_pair", origin=origin)
+            pairing = player.until("phone_pairing")
+            assert pairing["url"].startswith(f"{origin}/phone.html#ticket=phone.")
+            assert pairing["loopback"] is True, origin
+
+
+@pytest.mark.parametrize("settings", ["https://studio.example.org"], indirect=True)
+def test_the_pairing_link_and_qr_code_use_the_public_url(joined):
+    client, ticket = joined
+    assert client.app.state.settings.public_url == "https://studio.example.org"
+    with _page(client, ticket) as player:
+        player.send(type="phone_pair", origin="http://127.0.0.1:8000")  # the page's own address
+        pairing = player.until("phone_pairing")
+        assert pairing["url"].startswith("https://studio.example.org/phone.html#ticket=phone.")
+        assert pairing["loopback"] is False
+        # the QR code is the public link's: the same SVG as a QR code made of it here
+        assert pairing["qr"] == qr_svg(pairing["url"])
+        # and the link pairs: its ticket is the one the code gives
+        res = client.post("/api/phone/pair", json={"code": pairing["code"]})
+        assert res.json()["ticket"] == _link_ticket(pairing)
 
 
 def test_bad_phone_messages_get_errors(joined):

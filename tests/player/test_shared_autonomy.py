@@ -35,6 +35,7 @@ def test_takeover_and_a_failing_policy_are_recorded_and_reported(factory, design
         player.step([])  # its fourth proposal raises: the player drives from now on
         (failed,) = [m for m in player.seen if m["type"] == "policy_failed"]  # before its frame
         assert "ValueError: lost track of the counter" in failed["message"]
+        assert failed["reason"] == "failed"  # not slow: the player's badge words it so
         player.step([])
         player.until("episode_ended")
         player.send(type="save", keep=True)

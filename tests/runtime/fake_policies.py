@@ -3,18 +3,23 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 FAKE = "tests.runtime.fake_policies"
-ALLOWED = [f"gives-two={FAKE}:gives_two", f"fails-fourth={FAKE}:fails_fourth"]
+ALLOWED = [f"gives-two={FAKE}:gives_two", f"fails-fourth={FAKE}:fails_fourth",
+           f"slow-third={FAKE}:slow_third"]  # fmt: skip
+SLOW_S = 2.0  # slow-third's third proposal: past any test's step budget
 
 
 class GivesTwo:
-    """Proposes action 2 (the counter env's KeyB); raises on its fourth proposal when asked."""
+    """Proposes action 2 (the counter env's KeyB); raises, or takes too long, on one proposal
+    when asked."""
 
-    def __init__(self, fail_at: int | None = None) -> None:
+    def __init__(self, fail_at: int | None = None, slow_at: int | None = None) -> None:
         self.calls = 0
         self.fail_at = fail_at
+        self.slow_at = slow_at
 
     def reset(self) -> None:
         self.calls = 0
@@ -23,6 +28,8 @@ class GivesTwo:
         self.calls += 1
         if self.calls == self.fail_at:
             raise ValueError("lost track of the counter")
+        if self.calls == self.slow_at:
+            time.sleep(SLOW_S)  # really too slow: the step stops waiting for it
         return 2
 
 
@@ -32,3 +39,7 @@ def gives_two(_action_spec: Any, _observation_spec: Any) -> GivesTwo:
 
 def fails_fourth(_action_spec: Any, _observation_spec: Any) -> GivesTwo:
     return GivesTwo(fail_at=4)
+
+
+def slow_third(_action_spec: Any, _observation_spec: Any) -> GivesTwo:
+    return GivesTwo(slow_at=3)

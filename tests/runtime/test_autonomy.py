@@ -17,6 +17,7 @@ from server.runtime.autonomy import (
     HUMAN,
     POLICY,
     SharedAutonomy,
+    failure_kind,
     flatten,
     shared_autonomy,
 )
@@ -118,17 +119,18 @@ class NotAnAction:
 
 
 @pytest.mark.parametrize(
-    ("policy", "reason"),
-    [(Raises(), "ValueError: no cube in sight"), (NotAnAction(), "not finite"),
-     (Hangs(), "longer than its 50 ms budget")],
+    ("policy", "reason", "kind"),
+    [(Raises(), "ValueError: no cube in sight", "failed"), (NotAnAction(), "not finite", "failed"),
+     (Hangs(), "longer than its 50 ms budget", "slow")],
 )  # fmt: skip
-def test_a_failing_policy_hands_over_for_the_rest_of_the_episode(policy, reason):
+def test_a_failing_policy_hands_over_for_the_rest_of_the_episode(policy, reason, kind):
     clock = Clock()
     auto, mapper = arbiter(policy, clock, budget_s=0.05)
     action, record = drive(auto, mapper, IDLE)
     assert record == {"source": "human", "human": [0.0, 0.0], "policy": None}
     assert action.tolist() == [0.0, 0.0]
     assert reason in (auto.error or "")
+    assert failure_kind(auto.error or "") == kind  # the player's words: too slow, or failed
     clock.now += 60  # no hand-back: the player drives on, no takeover counted
     assert drive(auto, mapper, IDLE)[1]["source"] == "human"
     assert auto.interventions == 0 and auto.event()[2] == auto.error

@@ -1,5 +1,6 @@
 """Helpers of the paired-phone browser tests: a phone's browser context, its sensors' events,
-pairing it with the code the computer shows, and holding its "Hold to move" button."""
+pairing it with the code the computer shows (and the sensors' first reading, after which the
+page says the tilt moves the hand), and holding its "Hold to move" button."""
 
 from __future__ import annotations
 
@@ -44,6 +45,13 @@ def pair(desktop, phone, base: str, sensors: bool = True) -> None:
     if sensors:
         phone.get_by_role("button", name="Use motion sensors").click()  # asks the permission
         expect(phone.locator("#motion-btn")).to_be_hidden()
+        # no reading yet: the page does not claim the tilt moves anything
+        source = phone.locator("#motion-source")
+        expect(source).to_have_text(
+            "Moves with: nothing yet (no motion readings from this phone so far)"
+        )
+        orient(phone, 0, 0, 0)  # the sensors' first reading
+        expect(source).to_have_text("Moves with: tilt (device orientation)")
 
 
 def hold_clutch(phone, while_held: Callable[[], None]) -> None:

@@ -155,6 +155,28 @@ def test_declined_consent_ends_at_the_screen_out_page(live_server, page, factory
     assert _episodes(db, study) == []
 
 
+def test_an_mturk_worker_who_declines_is_told_to_return_the_hit(
+    live_server, page, factory, designer, db
+):
+    # the study's screen-out code is for its Prolific participants: MTurk takes no code back
+    study = crowd_study(db, factory, designer, consent=CONSENT, screenout_code="NOPE-2")
+    page.goto(link(live_server, study, workerId="W-no", assignmentId="A9", hitId="H1",
+                   turkSubmitTo="https://workersandbox.mturk.com"))  # fmt: skip
+    page.get_by_role("button", name="I do not agree").click()
+    expect(page.locator("#code-title")).to_have_text("Thank you for your time")
+    text = page.locator("#code-text")
+    expect(text).to_have_text(
+        "You chose not to take part, so the study ends here. Please return the HIT on MTurk "
+        "(the Return button on the HIT's page). You need no code for that."
+    )
+    expect(text).not_to_contain_text("return this code")
+    expect(page.locator("#code-box")).to_be_hidden()  # no code to hand anywhere
+    expect(page.locator("#redirect-btn")).to_be_hidden()  # nor a HIT to submit
+    shot(page, "12-mturk-screen-out")
+    worker = db.query(Participant).filter_by(study_id=study.id).one()
+    assert worker.screened_out_at is not None and worker.screenout_reason == "declined"
+
+
 def test_balanced_workers_get_different_environments(
     live_server, browser, page, factory, designer, db
 ):

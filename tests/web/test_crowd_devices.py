@@ -56,9 +56,14 @@ def test_a_phone_leaves_a_keyboard_only_study_with_the_screenout_code(
     expect(phone.locator("#status-text")).not_to_contain_text("gamepad")
     phone.get_by_role("button", name="Leave the study").tap()
     expect(phone.locator("#code-value")).to_have_value("NO-DEVICE")
+    expect(phone.locator("#code-text")).to_have_text(  # they did not decline anything
+        "This device cannot play the games of this study, so the study ends here. "
+        "Please return this code to the platform."
+    )
     expect(phone.locator("#consent-view")).to_be_hidden()
     [row] = _participants(db, study)
     assert row.screened_out_at is not None and row.consented_at is None
+    assert row.screenout_reason == "device"  # the participants page tells it from a refusal
 
 
 def test_a_phone_plays_a_touch_study_with_on_screen_buttons(live_server, phone, factory, db):
@@ -81,6 +86,12 @@ def test_a_phone_plays_a_touch_study_with_on_screen_buttons(live_server, phone, 
     assert box is not None and box["height"] >= 44 and box["width"] >= 44  # thumb-sized
     expect(phone.locator("#play-progress")).to_have_text(progress)  # at the ready gate
     expect(phone.locator("#st-phase")).to_have_text("ready")
+    # a phone's words: tap, not "press Enter"; no key hints on the buttons a finger taps
+    expect(phone.locator("#overlay-text")).to_have_text("Tap the game or Start to start")
+    expect(phone.locator(".overlay-touch")).to_have_text("or tap a game button below")
+    expect(phone.locator("#start-btn kbd")).to_be_hidden()
+    expect(phone.locator("aside .keys-hint")).to_be_hidden()  # "Player keys: Enter start…"
+    expect(phone.locator("aside h2", has_text="Controls")).to_be_visible()  # its neighbour
     shot(phone, "phone-ready-gate")
     one.tap()  # a game button starts the episode, as a game key does
     expect(phone.locator("#st-phase")).to_have_text("playing")
@@ -107,6 +118,7 @@ def test_a_phone_plays_a_touch_study_with_on_screen_buttons(live_server, phone, 
         inputs = [json.loads(s.custom_data["input"]) for s in list(reader.steps)[1:]]
     assert inputs == [{"keys": ["KeyA"], "buttons": {}, "axes": [], "devices": {}}] * 2
     expect(phone.locator("#next-btn")).to_be_in_viewport()  # the way on, without scrolling
+    expect(phone.locator("#overlay-text")).to_have_text("Next episode — tap the button below")
     phone.locator("#next-btn").tap()
     expect(phone.locator("#st-phase")).to_have_text("ready")
     expect(phone.locator("#play-progress")).to_have_text(  # the ready gate after an episode

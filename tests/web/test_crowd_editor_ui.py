@@ -17,6 +17,22 @@ from tests.web.test_study_editor_ui import add_from_catalog, shot
 pytestmark = pytest.mark.browser
 
 
+def _words_whole(table) -> None:  # type: ignore[no-untyped-def]
+    """No header word of ``table`` (its region) is broken across two lines."""
+    split = table.locator("thead th").evaluate_all("""(cells) => cells.flatMap((th) => {
+      const text = th.firstChild, out = [];
+      for (const m of text.data.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(text, m.index); range.setEnd(text, m.index + m[0].length);
+        if (range.getClientRects().length > 1) out.push(m[0]);
+      }
+      return out;
+    })""")
+    assert split == [], f"header words broken across lines: {split}"
+    # and the table still fits its card (no column pushed out of sight)
+    assert table.evaluate("(box) => box.scrollWidth <= box.clientWidth + 1")
+
+
 def test_completion_per_platform_follows_the_edits(
     live_server: str, page: Page, factory: Factory, db: Session
 ):
@@ -32,6 +48,11 @@ def test_completion_per_platform_follows_the_edits(
     def cell(row, platform):  # type: ignore[no-untyped-def]
         return row.locator(f"td[data-platform='{platform}']")
 
+    # the headers break between words, never inside one ("ANONYMOU / S"), however narrow
+    for width in (1280, 1120, 1024, 700, 600):
+        page.set_viewport_size({"width": width, "height": 800})
+        _words_whole(table)
+    page.set_viewport_size({"width": 1280, "height": 800})
     expect(cell(finished, "prolific")).to_have_text("no code: told they may close the page")
     expect(cell(finished, "mturk")).to_have_text("submits the HIT (no code)")
 

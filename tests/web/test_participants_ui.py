@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import csv
+import io
+
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.factories import Factory
 from tests.player.conftest import activate, counter_env, spec
-from tests.web._crowd import shot
+from tests.web._crowd import crowd_study, link, shot
 from tests.web.test_designer_ui import log_in
 
 pytestmark = pytest.mark.browser
@@ -63,9 +66,6 @@ def test_participants_page_from_the_study_panel(
 def test_completed_full_and_screened_out_are_told_apart(
     live_server: str, page: Page, factory: Factory, db
 ) -> None:  # type: ignore[no-untyped-def]
-    import csv
-    import io
-
     from server.models import Participant, utcnow
 
     owner = factory.user()
@@ -94,3 +94,41 @@ def test_completed_full_and_screened_out_are_told_apart(
     text = open(download.value.path(), encoding="utf-8").read()
     outcomes = {r["external_id"]: r["outcome"] for r in csv.DictReader(io.StringIO(text))}
     assert outcomes == {"done-1": "completed", "full-1": "full", "out-1": "screened_out"}
+
+
+def test_a_device_screen_out_is_told_from_a_consent_refusal(
+    live_server: str, page: Page, browser, factory: Factory, db
+) -> None:  # type: ignore[no-untyped-def]
+    owner = factory.user()
+    study = crowd_study(db, factory, owner, consent="Agree?", inputs=["keyboard"],
+                        screenout_code="OUT-1")  # fmt: skip
+    # on a phone, a keyboard-only study: they leave at the device check, never asked
+    phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                has_touch=True)  # fmt: skip
+    on_phone = phone.new_page()
+    on_phone.goto(link(live_server, study, PROLIFIC_PID="left-on-phone"))
+    on_phone.get_by_role("button", name="Leave the study").tap()
+    expect(on_phone.locator("#code-value")).to_have_value("OUT-1")
+    phone.close()
+    # on a computer: they read the consent and say no
+    page.goto(link(live_server, study, PROLIFIC_PID="said-no"))
+    page.get_by_role("button", name="I do not agree").click()
+    expect(page.locator("#code-value")).to_have_value("OUT-1")
+
+    log_in(page, live_server, owner)
+    page.get_by_role("button", name="Player test").click()
+    page.get_by_role("link", name="Participants").click()
+    device = page.locator("#participants-body tr", has_text="left-on-phone")
+    declined = page.locator("#participants-body tr", has_text="said-no")
+    expect(device.locator("td").nth(2)).to_have_text("never shown")
+    expect(device.locator("td").nth(7)).to_contain_text("left at the device check")
+    expect(declined.locator("td").nth(2)).to_have_text("declined")
+    expect(declined.locator("td").nth(7)).to_contain_text("declined the consent")
+    for row in (device, declined):  # both are screened out (with the screen-out code)
+        expect(row.locator(".badge", has_text="screened out")).to_have_count(1)
+    shot(page, "32-participants-screened-out")
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download CSV").click()
+    text = open(download.value.path(), encoding="utf-8").read()
+    reasons = {r["external_id"]: r["screenout_reason"] for r in csv.DictReader(io.StringIO(text))}
+    assert reasons == {"left-on-phone": "device", "said-no": "declined"}

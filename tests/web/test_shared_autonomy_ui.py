@@ -1,7 +1,8 @@
 """Shared autonomy in real Chromium: the scripted policy drives Fetch pick-and-place, the
 player takes over twice by holding keys and lets go, then saves. The badge says who drives;
 the log, the episode row and the exports (loaded by TFDS+rlds, LeRobotDataset and minari)
-say the same, step by step."""
+say the same, step by step. A policy that turns too slow hands control to the participant,
+and the badge says so, and why, in words."""
 
 from __future__ import annotations
 
@@ -17,16 +18,14 @@ from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
 from tests.factories import PASSWORD
-from tests.player.conftest import activate, spec
+from tests.player.conftest import activate, counter_env, spec
+from tests.runtime.fake_policies import ALLOWED
 from tests.web._join import join_study, to_ready_gate
 from tests.web._teleop import load_steps, wait_steps
 
 ENTRY = CATALOG["FetchPickAndPlace"]
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.consumer,
-    pytest.mark.skipif(not ENTRY.installed(), reason="the robotics extra is not installed"),
-]
+pytestmark = pytest.mark.browser
+ROBOTICS = pytest.mark.skipif(not ENTRY.installed(), reason="the robotics extra is not installed")
 # The project's own entry point (pyproject.toml); listed here too, since the test venv's
 # installed metadata may predate it.
 SCRIPTED = "fetch-pick-place-scripted=server.runtime.scripted_policies:fetch_pick_place"
@@ -39,9 +38,13 @@ SHOTS = Path("/tmp/shots/autonomy")
 def settings(settings):  # type: ignore[no-untyped-def]
     # a budget for a 2-core machine shared by many tests: a step's thread hand-off alone can
     # wait tens of ms for a core there (the default 20 ms is the operator's to tune)
-    return settings.model_copy(update={"policies": [SCRIPTED], "policy_step_budget_ms": 500})
+    return settings.model_copy(
+        update={"policies": [SCRIPTED, *ALLOWED], "policy_step_budget_ms": 500}
+    )
 
 
+@pytest.mark.consumer
+@ROBOTICS
 def test_the_player_takes_over_twice_and_the_exports_say_so(
     live_server, page, factory, db, tmp_path
 ):
@@ -118,3 +121,27 @@ def test_the_player_takes_over_twice_and_the_exports_say_so(
         assert loaded["cameras"] == [[""] * len(want)], fmt  # one camera: none named
         if fmt == "lerobot":
             assert loaded["is_intervention"] == [[float(s == 0) for s in want]]
+
+
+def test_a_participant_is_told_why_the_robot_stopped_helping(live_server, page, factory, db):
+    env = counter_env(episode_len=1000, mode="async", fps=10, max_steps=60)
+    env["policy"] = {"id": "slow-third", "takeover": {"release_delay_s": 0}}
+    study = activate(db, factory.study(factory.user(), spec(env)))
+    join_study(page, live_server, study.permalink_token, "T-2")
+    to_ready_gate(page, "Counter")
+    page.keyboard.press("Enter")
+    driver = page.locator("#driver")
+    expect(driver).to_have_text(ROBOT)  # the policy's first two steps
+    # its third proposal takes 2 s, past the 500 ms budget: the participant drives, and reads
+    # why (not just "You are driving" while nothing moves)
+    expect(driver).to_have_text("The robot stopped helping (it was too slow): you are driving now")
+    expect(page.locator("#play-message")).to_be_hidden()  # the error itself is the designer's
+    page.locator("#stage").screenshot(path=str(SHOTS / "player-policy-slow.png"))
+    page.keyboard.press("KeyA")  # still theirs, the reason still shown
+    expect(driver).to_have_text("The robot stopped helping (it was too slow): you are driving now")
+    expect(page.locator("#save-dialog")).to_be_visible(timeout=30_000)  # max_steps
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
+    (row,) = db.query(Episode).filter_by(study_id=study.id).all()
+    db.refresh(row)
+    assert "500 ms budget" in (row.policy_error or "")

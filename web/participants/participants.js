@@ -35,15 +35,25 @@ function episodes(counts) {
 
 let asksConsent = false; // the study has consent text (else nobody is asked)
 
+/* Screened out: declined the consent form, or left at the device check (their device could
+   not play the study) and never saw the consent. */
+const leftAtDevice = (p) => p.screenout_reason === "device";
+
 function consent(p) {
+  if (p.screened_out_at && leftAtDevice(p)) {
+    return el("span", { class: "muted", title: "They left at the device check, before the consent form" }, "never shown");
+  }
   if (p.screened_out_at) return el("span", { class: "badge pt-screened" }, "declined");
   if (p.consented_at) return el("span", { title: p.consented_at }, "given");
   return el("span", { class: "muted" }, asksConsent ? "not yet" : "not asked");
 }
 
 function completion(p) {
-  // declined consent: screened out with the platform's code, never "not yet"
-  if (!p.completed_at && !p.full_at && p.screened_out_at) return el("span", { class: "badge pt-screened" }, "screened out");
+  // declined consent or left at the device check: screened out with the platform's code, never "not yet"
+  if (!p.completed_at && !p.full_at && p.screened_out_at) {
+    return el("span", {}, el("span", { class: "badge pt-screened" }, "screened out"), " ", when(p.screened_out_at),
+      el("span", { class: "pt-sub pt-why" }, leftAtDevice(p) ? "left at the device check" : "declined the consent"));
+  }
   // "full": the study filled up before they finished; they got the full code, not completion
   const at = p.completed_at || p.full_at;
   if (!at) return el("span", { class: "muted" }, "not yet");

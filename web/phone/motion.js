@@ -58,5 +58,7 @@ export function createMotion(say) {
     down() { held = true; ref = last; if (ref) update(); },
     up() { held = false; ref = null; axes.fill(0); },
     get held() { return held; },
+    /** True once a reading arrived: only then does the tilt move anything. */
+    get heard() { return heard; },
   };
 }

@@ -3,7 +3,8 @@
    balancer routes on: docs/deploy.md): the motion axes while "Hold to move" is held,
    PhoneClutch and PhoneGrip while their buttons are down, sent at 20 Hz; zeros once let go.
    The axes come from the WebXR pose when the participant chose it (xr.js: six axes), else
-   the tilt (motion.js: three), else the sliders; the page says which. The socket reconnects
+   the tilt (motion.js: three) once its readings arrive, else the sliders; the page says which,
+   and says "nothing yet" while no source gives readings. The socket reconnects
    by itself when it drops ("Phone lost — reconnecting"). docs/study-format.md. */
 import { createApi } from "../shared/api.js";
 import { renderTopbar } from "../shared/topbar.js";
@@ -21,12 +22,12 @@ const CLOSES = {
   4001: "The study session ended. To go on, pair again from the computer.",
 };
 
-const state = { ticket: null, replica: "", ws: null, connected: false, retries: 0, error: null, grip: false, slider: null, sentZero: true, tilt: true };
+const state = { ticket: null, replica: "", ws: null, connected: false, retries: 0, error: null, grip: false, slider: null, sentZero: true };
 const sliderAxes = [0, 0, 0];
 const motion = createMotion((text, offer) => {
   if (!xrOn()) $("motion-text").textContent = text || $("motion-text").dataset.help;
   $("pad-view").classList.toggle("no-motion", offer && !xrOn());
-  if (offer) { state.tilt = false; showSliders(); }
+  if (offer) showSliders();
   showSource();
 });
 let xr = null; // the WebXR pose, once the participant chose it
@@ -37,13 +38,21 @@ const source = () => (xrOn() ? xr : motion);
 function view(id) { for (const v of ["pair-view", "wait-view", "pad-view"]) $(v).hidden = v !== id; }
 function setLink(stateName, text) { $("link-status").dataset.state = stateName; $("link-status").textContent = text; }
 function showError(text) { $("phone-error").textContent = text || ""; $("phone-error").hidden = !text; }
-function showSliders() { $("sliders").hidden = false; $("sliders-btn").hidden = true; }
-/** Which source moves the hand: the WebXR pose, the tilt or the sliders. */
+function showSliders() { $("sliders").hidden = false; $("sliders-btn").hidden = true; showSource(); }
+/* What moves the hand, as it is: the WebXR pose; the tilt only once the sensors' readings
+   arrive (a browser may have the API and never send one); the sliders; or nothing yet. */
+const SOURCES = {
+  webxr: "Moves with: the WebXR pose (position and orientation)",
+  orientation: "Moves with: tilt (device orientation)",
+  both: "Moves with: tilt (device orientation), or a slider while you hold it",
+  sliders: "Moves with: the on-screen sliders",
+  none: "Moves with: nothing yet (no motion readings from this phone so far)",
+};
 function showSource() {
-  const xrNow = xrOn();
-  $("motion-source").textContent = xrNow ? "Moves with: the WebXR pose (position and orientation)"
-    : state.tilt ? "Moves with: tilt (device orientation)" : "Moves with: the on-screen sliders";
-  $("motion-source").dataset.source = xrNow ? "webxr" : state.tilt ? "orientation" : "sliders";
+  const xrNow = xrOn(), sliders = !$("sliders").hidden;
+  const kind = xrNow ? "webxr" : motion.heard ? (sliders ? "both" : "orientation") : sliders ? "sliders" : "none";
+  $("motion-source").textContent = SOURCES[kind];
+  $("motion-source").dataset.source = kind;
   $("axes-xr").hidden = !xrNow;
   $("xr-btn").hidden = xrNow || !state.xrMode;
 }
@@ -51,9 +60,10 @@ async function useXr() {
   $("xr-btn").hidden = true;
   source().up();
   xr = createXr(state.xrMode, (text) => { if (!text) showSource(); }, (why) => {
-    xr = null; // back to the tilt
-    $("motion-text").textContent = `${why} Back to tilting the phone.`;
-    $("pad-view").classList.toggle("no-motion", !state.tilt);
+    xr = null; // back to the tilt (or the sliders)
+    $("motion-text").textContent = `${why} ${motion.heard ? "Back to tilting the phone." : "Use the on-screen sliders."}`;
+    $("pad-view").classList.toggle("no-motion", !motion.heard);
+    if (!motion.heard) showSliders();
     showSource();
   });
   try {
@@ -62,7 +72,7 @@ async function useXr() {
     $("motion-text").textContent = "Press and hold Hold to move, then move and turn the phone: the hand follows its moves and turns from where it was when you pressed. Let go to stop.";
   } catch (err) {
     xr = null;
-    $("motion-text").textContent = `AR tracking could not start (${err.message || err}). Tilt the phone instead.`;
+    $("motion-text").textContent = `AR tracking could not start (${err.message || err}). ${motion.heard ? "Tilt the phone instead." : "Use the on-screen sliders."}`;
   }
   showSource();
 }
@@ -164,7 +174,6 @@ function wire() {
   $("motion-btn").hidden = !motion.needsPermission;
   $("motion-btn").addEventListener("click", () => { $("motion-btn").hidden = true; motion.enable(); });
   if (!motion.available) {
-    state.tilt = false;
     $("motion-text").textContent = "This browser has no motion sensors: use the on-screen sliders.";
     $("pad-view").classList.add("no-motion");
     showSliders();

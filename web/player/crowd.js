@@ -2,6 +2,8 @@
    open, MTurk preview, another tab), consent, instructions, and the completion or
    screen-out code with the way back to the crowd platform. Also the /api/play calls. */
 
+import { tapOr, touchOnly } from "./words.js";
+
 const $ = (id) => document.getElementById(id);
 const VIEWS = ["status-view", "preview-view", "join-view", "consent-view", "instructions-view", "code-view",
   "lobby-view", "play-view", "done-view"];
@@ -119,7 +121,6 @@ export function showNotOpen(studyState, retry, detail = "") {
    before anything else (no consent, no participant made): the way out is to come back on a
    computer or to leave the study (the screen-out page, when the link came from a platform),
    or to go on anyway (a keyboard or gamepad attached). */
-const touchOnly = () => matchMedia("(hover: none) and (pointer: coarse)").matches;
 export const deviceCanPlay = (inputs) => (inputs || ["keyboard", "gamepad"]).includes("touch") || !touchOnly();
 
 const NEEDS = { keyboard: "a keyboard", gamepad: "a gamepad" };
@@ -154,7 +155,7 @@ export function askForId(study, notice, onSubmit) {
   const anonymous = Boolean(study && study.allow_anonymous);
   $("join-study").textContent = study ? study.name : "";
   $("join-ask").textContent = anonymous
-    ? "Press Start to begin. If you were given a participant ID, you may enter it first."
+    ? `${tapOr("Tap", "Press")} Start to begin. If you were given a participant ID, you may enter it first.`
     : "Enter the participant ID you were given (for example your Prolific ID) to begin.";
   $("participant-id-field").firstChild.textContent = anonymous ? "Participant ID (optional)" : "Participant ID";
   $("join-btn").textContent = anonymous ? "Start" : "Continue";
@@ -203,10 +204,21 @@ const CODE_WORDS = {
   full: { title: "This study is now full",
     withCode: "The study filled up before you could finish it. Thank you for your time! Please give this code to the platform.",
     withoutCode: "The study filled up before you could finish it. Thank you for your time. You can close this page." },
-  screenout: { title: "Thank you for your time",
-    withCode: "You chose not to take part, so the study ends here. Please return this code to the platform.",
-    withoutCode: "You chose not to take part, so the study ends here. You can close this page." },
+  screenout: { title: "Thank you for your time" }, // its words: screenoutText
 };
+/* A screen-out's first sentence when the participant left at the device check (never saw
+   the consent), and what an MTurk worker does instead of returning a code: MTurk has no
+   code step for leaving, the worker returns the HIT. */
+const LEFT_AT_DEVICE = "This device cannot play the games of this study, so the study ends here.";
+const RETURN_HIT = "Please return the HIT on MTurk (the Return button on the HIT's page). You need no code for that.";
+
+/** The screen-out page's words for this participant (``who``: ParticipantState). */
+function screenoutText(code, redirect, who) {
+  const first = who.screenout_reason === "device" ? LEFT_AT_DEVICE : "You chose not to take part, so the study ends here.";
+  if (who.platform === "mturk") return `${first} ${RETURN_HIT}`;
+  const then = code ? "Please return this code to the platform." : redirect ? "Use the button below to finish." : "You can close this page.";
+  return `${first} ${then}`;
+}
 
 /** Where a platform is, in words, for the redirect button. */
 function platformName(redirect) {
@@ -217,13 +229,15 @@ function platformName(redirect) {
   return "";
 }
 
-/** The completion or screen-out page: ``outcome = {code, redirect}``. */
-export function showCode(kind, outcome) {
+/** The completion or screen-out page: ``outcome = {code, redirect}``; ``who`` the
+    ParticipantState (its platform and why it was screened out choose the words). */
+export function showCode(kind, outcome, who = {}) {
   const words = CODE_WORDS[kind];
-  const code = (outcome && outcome.code) || "";
+  const mturkOut = kind === "screenout" && who.platform === "mturk";
+  const code = mturkOut ? "" : (outcome && outcome.code) || ""; // MTurk takes no code for a return
   const redirect = outcome && outcome.redirect;
   $("code-title").textContent = words.title;
-  $("code-text").textContent = code ? words.withCode : words.withoutCode;
+  $("code-text").textContent = kind === "screenout" ? screenoutText(code, redirect, who) : code ? words.withCode : words.withoutCode;
   $("code-box").hidden = !code;
   $("code-value").value = code;
   $("code-copied").textContent = "";
@@ -233,7 +247,7 @@ export function showCode(kind, outcome) {
     const name = platformName(redirect);
     btn.textContent = redirect.method === "POST" ? "Submit the HIT" : name ? `Return to ${name}` : "Return to the platform";
     btn.onclick = () => (testMode ? testLeave(name, redirect) : leave(redirect));
-    if (!code) $("code-text").textContent = "Use the button below to finish.";
+    if (!code && kind !== "screenout") $("code-text").textContent = "Use the button below to finish.";
   }
   show("code-view");
   (redirect ? btn : code ? $("code-copy") : $("main")).focus();
@@ -269,7 +283,8 @@ async function copyCode() {
     input.focus(); input.select();
     try { copied = document.execCommand("copy"); } catch { copied = false; }
   }
-  $("code-copied").textContent = copied ? "Copied." : "Press Ctrl+C (⌘C on a Mac) to copy the selected code.";
+  $("code-copied").textContent = copied ? "Copied."
+    : tapOr("Touch and hold the selected code, then choose Copy.", "Press Ctrl+C (⌘C on a Mac) to copy the selected code.");
 }
 
 $("code-copy").addEventListener("click", copyCode);

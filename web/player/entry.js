@@ -84,7 +84,7 @@ async function joined(body, leaving = false) {
   crowd.keepBrowserKey(body);
   remember({ who: body.participant_id });
   useStudy(body.study);
-  if (leaving) await answerConsent(false); else route(body.participant);
+  if (leaving) await answerConsent(false, "device"); else route(body.participant);
 }
 
 function useStudy(study) {
@@ -97,9 +97,9 @@ function useStudy(study) {
 /** The screen a participant's state calls for (ParticipantState, docs/protocol.md). */
 async function route(ps) {
   state.participant = ps;
-  if (ps.screened_out) { stopPlaying(); crowd.showCode("screenout", ps.screenout); return; }
-  if (ps.completed && ps.completion) { stopPlaying(); crowd.showCode("completion", ps.completion); return; }
-  if (ps.full && ps.full_outcome) { stopPlaying(); crowd.showCode("full", ps.full_outcome); return; }
+  if (ps.screened_out) { stopPlaying(); crowd.showCode("screenout", ps.screenout, ps); return; }
+  if (ps.completed && ps.completion) { stopPlaying(); crowd.showCode("completion", ps.completion, ps); return; }
+  if (ps.full && ps.full_outcome) { stopPlaying(); crowd.showCode("full", ps.full_outcome, ps); return; }
   if (ps.code_elsewhere) {
     stopPlaying();
     crowd.showStatus({ title: "You have already taken part",
@@ -111,8 +111,9 @@ async function route(ps) {
   if (!state.ws) flow.connect();
 }
 
-async function answerConsent(accept) {
-  const res = await crowd.call("POST", "/api/play/consent", { accept }, state.ticket);
+/** Yes or no to the consent form (``at`` "device": leaving at the device check, unasked). */
+async function answerConsent(accept, at = "consent") {
+  const res = await crowd.call("POST", "/api/play/consent", { accept, at }, state.ticket);
   crowd.keepBrowserKey(res.body);
   if (res.ok) { route(res.body); return; }
   if ([401, 403, 404].includes(res.status)) { forgetTicket(); boot(); return; }

@@ -1,9 +1,11 @@
 /* The "Use your phone" panel: on a study whose controls read a paired phone, a QR code of
    the phone page's address (with its pairing ticket) and a short code to type instead; the
    phone's state (connected, lost), and the question when a second phone asks to take over.
-   The server holds the pairing with the session, so a reload shows the phone still paired. */
+   The server holds the pairing with the session, so a reload shows the phone still paired.
+   The address is the server's public one (STUDIO_PUBLIC_URL) when set; one that names this
+   machine only (127.0.0.1, localhost) is said to be out of a phone's reach. */
 import { ask, enterAnswers } from "./questions.js";
-import { $, send, state } from "./session.js";
+import { $, isParticipant, send, state } from "./session.js";
 
 const WORDS = { none: "No phone connected yet", connected: "Phone connected", lost: "Phone lost — reconnecting…" };
 let expiry = null;
@@ -17,6 +19,15 @@ function setState(phone) {
   $("phone-new").textContent = phone === "connected" ? "Pair another phone" : "New code";
 }
 
+/** Say so when no phone can open the pairing address (``host``: a loopback name, or ""). */
+function loopbackWarning(host) {
+  const designer = !isParticipant() || Boolean(state.participant && state.participant.test);
+  $("phone-unreachable").textContent = !host ? ""
+    : designer ? `A phone cannot reach ${host}: set STUDIO_PUBLIC_URL to this site's address on your network (docs/deploy.md), or open this page at that address.`
+      : `A phone cannot open this address (${host}). Please ask the researchers for the study's public link.`;
+  $("phone-unreachable").hidden = !host;
+}
+
 export const phoneHandlers = {
   /** On every hello: show the panel for a study that binds the phone and get a code. */
   phone_study(study) {
@@ -27,7 +38,9 @@ export const phoneHandlers = {
   phone_pairing(m) {
     $("phone-qr").src = m.qr;
     $("phone-code").textContent = `${m.code.slice(0, 3)} ${m.code.slice(3)}`;
-    $("phone-address").textContent = `${location.host}/phone.html`;
+    const url = new URL(m.url);
+    $("phone-address").textContent = `${url.host}/phone.html`;
+    loopbackWarning(m.loopback ? url.hostname : "");
     $("phone-expiry").textContent = `The code works once, for ${Math.round(m.expires_s / 60)} minutes.`;
     clearTimeout(expiry);
     expiry = setTimeout(() => { if (state.phone !== "connected") pair(); }, m.expires_s * 1000);

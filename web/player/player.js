@@ -10,6 +10,7 @@ import { createMouse, mouseHint } from "./mouse.js";
 import { createSpaceMouse } from "./spacemouse.js";
 import * as views from "./views.js";
 import { fit, fmt, stepsTaken } from "./stage.js";
+import { nextPrompt, overlays } from "./words.js";
 import { renderTopbar } from "../shared/topbar.js";
 import "./entry.js";
 import "./socket.js";
@@ -67,7 +68,7 @@ function showNext(next, text) {
   $("end-btn").hidden = isParticipant();
   $("after-save").hidden = false;
   renderLobby();
-  setPhase("idle", `${label} — press Enter`);
+  setPhase("idle", nextPrompt(label));
   const panel = $("after-save");
   questions.ask(panel, { keys: questions.enterAnswers(panel, () => $("next-btn")), scope: questions.pageKeys(panel) });
 }
@@ -103,9 +104,7 @@ function enterPlay(envId) {
   if ($("play-view").hidden) { show("play-view"); requestAnimationFrame(fit); }
 }
 
-const OVERLAYS = { paused: "Paused — press Esc or Resume to continue", idle: "Press Enter to start",
-  starting: "Starting…", ended: "Episode over",
-  ready: "Press Enter, any game key or gamepad A to start" };
+const OVERLAYS = overlays(); // "tap" on a touch-only device, else the keys
 
 function setPhase(phase, overlay = OVERLAYS[phase]) {
   state.phase = phase;

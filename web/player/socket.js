@@ -6,7 +6,7 @@ import { phoneHandlers } from "./phone.js";
 import * as questions from "./questions.js";
 import { renderTouch } from "./touch.js";
 import * as views from "./views.js";
-import { fmt, now, stepsTaken, onFrame, onFrameDrawn, onFrameSkipped, resetFrames, updateStatus } from "./stage.js";
+import { fmt, now, onFrame, onFrameDrawn, onFrameSkipped, policyStopped, resetFrames, stepsTaken, updateStatus } from "./stage.js";
 import { $, closeLanes, finish, flow, forgetTicket, isParticipant, params, playMessage, remember, send, sendOn, state, stopPlaying } from "./session.js";
 
 const PROTOCOL = 1;
@@ -126,6 +126,7 @@ const handlers = {
   },
   episode_started(m) {
     state.episode = m.episode; state.step = 0; state.next = null;
+    policyStopped(""); // a new episode: the policy drives again
     if (m.episode.env_id && state.envs[m.episode.env_id]) flow.enterPlay(m.episode.env_id);
     $("after-save").hidden = true; playMessage("");
     $("screen").focus();
@@ -147,7 +148,9 @@ const handlers = {
       abandoned: "The episode was abandoned.", failed: "The game stopped." };
     flow.showNext(m.next, `${words[m.status] || m.status} ${stepsTaken(m)} steps, return ${fmt(m.return)}.`);
   },
-  policy_failed(m) { playMessage(m.message); }, // a designer's: the policy stopped driving
+  // the policy stopped for the rest of the episode: the badge says why; a designer also
+  // reads the error itself
+  policy_failed(m) { policyStopped(m.reason || "failed"); if (m.message) playMessage(m.message); },
   episode_failed(m) {
     flow.setPhase("idle"); state.episode = null;
     // the server words it plainly for a participant (the designer finds the details with the episode)

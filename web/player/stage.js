@@ -106,14 +106,30 @@ export function updateStatus({ episode, step, ret }) {
   if (ret !== undefined) $("st-return").textContent = fmt(ret);
 }
 
+/* Why the policy stopped this episode (policy_failed's reason): the badge then says so in
+   words, instead of a bare "You are driving" while the arm sits still. */
+const STOPPED = {
+  slow: "The robot stopped helping (it was too slow): you are driving now",
+  failed: "The robot stopped helping (it ran into an error): you are driving now",
+};
+let stopped = "";
+
 /** The badge saying who drives this frame (hidden without shared autonomy). */
 export function showDriver(control) {
   const badge = $("driver");
   const driver = DRIVERS[control];
   badge.hidden = !driver;
-  if (!driver || badge.dataset.driver === driver[0]) return;
-  badge.dataset.driver = driver[0];
-  badge.textContent = driver[1];
+  if (!driver) return;
+  const [who, text] = stopped && driver[0] === "human" ? ["stopped", STOPPED[stopped] || STOPPED.failed] : driver;
+  if (badge.dataset.driver === who) return;
+  badge.dataset.driver = who;
+  badge.textContent = text;
+}
+
+/** The policy stopped for this episode (``reason``: slow, failed), or a new episode (""). */
+export function policyStopped(reason) {
+  stopped = reason;
+  $("driver").dataset.driver = ""; // the next frame words it again
 }
 
 setInterval(() => {

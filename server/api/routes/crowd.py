@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.core.config import Settings
 from server.errors import Conflict, NotFound, Unauthorized
-from server.models import Participant, Study, utcnow
+from server.models import Participant, ScreenoutReason, Study, utcnow
 from server.player import tickets
 from server.player.protocol import PROTOCOL_VERSION
 from server.player.views import study_view
@@ -140,7 +140,8 @@ def consent(
     x_play_ticket: Annotated[str | None, Header()] = None,
     x_browser_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """Accepting lets the participant play; declining screens them out (for good)."""
+    """Accepting lets the participant play; declining screens them out (for good), noting
+    whether at the consent form or at the device check before it (``at``)."""
     study, participant = ticket_holder(db, settings, x_play_ticket)
     declined = False
     if participants.outcome(participant) is None:
@@ -148,6 +149,9 @@ def consent(
             participant.consented_at = participant.consented_at or utcnow()
         else:
             participant.screened_out_at = utcnow()
+            participant.screenout_reason = (
+                ScreenoutReason.device if body.at == "device" else ScreenoutReason.declined
+            )
             declined = True
     return _state(db, study, participant, x_browser_key, earned=declined)
 

@@ -261,6 +261,7 @@ def listing(db: Session, study_id: int) -> list[dict[str, Any]]:
         {"id": p.id, "external_id": p.external_id, "platform": p.platform,
          "platform_study_id": p.platform_study_id, "platform_session_id": p.platform_session_id,
          "consented_at": p.consented_at, "screened_out_at": p.screened_out_at,
+         "screenout_reason": p.screenout_reason,
          "started_at": p.created_at, "last_seen_at": p.last_seen_at,
          "episodes": counts.get(p.id, {}), "play_time_s": round(float(played.get(p.id) or 0), 3),
          "completed_at": p.completed_at, "full_at": p.full_at, "outcome": outcome(p),
@@ -271,7 +272,8 @@ def listing(db: Session, study_id: int) -> list[dict[str, Any]]:
 
 
 CSV_COLUMNS = ["external_id", "platform", "platform_study_id", "platform_session_id",
-               "consented_at", "screened_out_at", "started_at", "last_seen_at",
+               "consented_at", "screened_out_at", "screenout_reason", "started_at",
+               "last_seen_at",
                "episodes_completed", "episodes_total", "play_time_s", "outcome", "completed_at",
                "full_at", "completion_code_shown"]  # fmt: skip
 

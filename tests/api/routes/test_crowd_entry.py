@@ -158,6 +158,23 @@ def test_consent_accept_and_decline(factory, db):
     later = anon.post("/api/play/consent", json={"accept": True},
                       headers={"X-Play-Ticket": no["ticket"]}).json()  # fmt: skip
     assert later["screened_out"] and not later["consented"]
+    assert later["screenout_reason"] == "declined"
+
+
+def test_leaving_at_the_device_check_is_told_from_declining(factory, db):
+    study = _study(factory, db, consent="Agree?", inputs=["keyboard"])
+    anon = factory.client()
+    who = _join(anon, study, participant_id="P-phone").json()
+    ticket = {"X-Play-Ticket": who["ticket"]}
+    for bad in ("phone", "", None, 1):  # only the two places a participant leaves from
+        res = anon.post("/api/play/consent", json={"accept": False, "at": bad}, headers=ticket)
+        assert res.status_code == 422, res.text
+    assert anon.get("/api/play/me", headers=ticket).json()["screened_out"] is False
+    left = anon.post("/api/play/consent", json={"accept": False, "at": "device"},
+                     headers=ticket).json()  # fmt: skip
+    assert left["screened_out"] and left["screenout_reason"] == "device"
+    row = db.query(Participant).filter_by(study_id=study.id).one()
+    assert row.screenout_reason == "device" and row.consented_at is None
 
 
 def test_the_study_view_says_which_inputs_the_study_needs(factory, db):

@@ -1,0 +1,25 @@
+/* Words that fit the device: a touch-only device (a phone, a tablet without a keyboard) is
+   told to tap what a computer's player presses a key for. The keys' hints (kbd) are hidden on
+   such a device by player.css, under the same media query. */
+
+const TOUCH_ONLY = "(hover: none) and (pointer: coarse)";
+
+/** A device whose only pointer is a finger (no mouse to hover, no keyboard assumed). */
+export const touchOnly = () => matchMedia(TOUCH_ONLY).matches;
+
+/** ``touch`` on a touch-only device, else ``keys``. */
+export const tapOr = (touch, keys) => (touchOnly() ? touch : keys);
+
+/** The game's overlay per phase: what to do next, in this device's words. */
+export function overlays() {
+  return tapOr({
+    paused: "Paused — tap Resume to continue", idle: "Tap Start to start", starting: "Starting…",
+    ended: "Episode over", ready: "Tap the game or Start to start",
+  }, {
+    paused: "Paused — press Esc or Resume to continue", idle: "Press Enter to start",
+    starting: "Starting…", ended: "Episode over", ready: "Press Enter, any game key or gamepad A to start",
+  });
+}
+
+/** The overlay after an episode, under ``label`` (the way on's button). */
+export const nextPrompt = (label) => `${label} — ${tapOr("tap the button below", "press Enter")}`;
