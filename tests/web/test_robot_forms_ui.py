@@ -88,10 +88,22 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
         "hand away / nearer"
     )
 
+    # a device's menu opens from its action's row and Esc closes only the menu
+    down = controls.locator("tr[data-action='dimension 2 −']")
+    down.get_by_role("button", name="Bind a device to dimension 2 −").click()
+    menu = down.get_by_role("group", name="Devices for dimension 2 −")
+    expect(menu.get_by_role("button", name="MouseLeft (held while dragging)")).to_be_focused()
+    menu.screenshot(path=str(SHOTS / "device-menu.png"))
+    page.keyboard.press("Escape")
+    expect(menu).to_be_hidden()
+    expect(down.get_by_role("button", name="Bind a device to dimension 2 −")).to_be_focused()
+    expect(page.get_by_label("Study name")).to_be_visible()  # the editor stays open
+
     # a faster drag, and a SpaceMouse pushed up lifting the hand (bound from its action's row)
     typed(axes.get_by_label("Scale of mouse drag ←→"), "0.8")
     up = controls.locator("tr[data-action='dimension 2 +']")
-    up.get_by_label("Bind a device to dimension 2 +").select_option(label="SpaceMouse up / down")
+    up.get_by_role("button", name="Bind a device to dimension 2 +").click()
+    up.get_by_role("group", name="SpaceMouse axes").get_by_role("button", name="up / down").click()
     expect(up).to_contain_text("SpaceMouse up / down +")
     expect(axes.get_by_label("Source of SpaceMouse up / down")).to_have_value("spacemouse")
     typed(axes.get_by_label("Scale of SpaceMouse up / down"), "-0.3")

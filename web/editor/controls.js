@@ -16,7 +16,7 @@
 
 import { el } from "../shared/api.js";
 import { actionModel, describe, normalize, same, tidy, valueText } from "./controls-model.js";
-import { axesTable, axisName, axisProblems, deviceSelect, isPad } from "./devices.js";
+import { axesTable, axisName, axisProblems, deviceMenu, isPad } from "./devices.js";
 
 const CAPTURE_TIMEOUT_MS = 15000;
 const PRESSED = 0.5; // a gamepad button, or an axis moved this far, counts as pressed
@@ -296,7 +296,7 @@ export function mountControlsEditor(container, { actions = null, meanings = null
       const padButton = el("button", { type: "button", class: "btn btn-small" }, "Gamepad…");
       padButton.addEventListener("click", () => captureGamepad(model, row, padButton));
       padButton.setAttribute("aria-label", `Bind a gamepad button or axis to ${row.title}`);
-      const device = deviceSelect(row, {
+      const device = deviceMenu(row, {
         onButton: (code) => offerKey(code, row),
         onAxis: (source, axis) => {
           current.axes.push(model.discrete ? { source, axis, negative: null, positive: row.value }

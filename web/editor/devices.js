@@ -23,12 +23,12 @@ const DEVICE_AXES_MAX = 8; // a device sends at most 8 axes (a gamepad 16)
 
 /** The reserved key codes of device buttons, and what they are. */
 export const DEVICE_BUTTONS = [
-  ["MouseLeft", "left mouse button (held while dragging)"],
-  ["MouseRight", "right mouse button"],
-  ["SpaceMouseLeft", "SpaceMouse left button"],
-  ["SpaceMouseRight", "SpaceMouse right button"],
-  ["PhoneClutch", "phone: Hold to move"],
-  ["PhoneGrip", "phone: Grip"],
+  ["MouseLeft", "held while dragging"],
+  ["MouseRight", "right button"],
+  ["SpaceMouseLeft", "left button"],
+  ["SpaceMouseRight", "right button"],
+  ["PhoneClutch", "Hold to move"],
+  ["PhoneGrip", "Grip"],
 ];
 
 export const isPad = (axis) => (axis.source ?? "gamepad") === "gamepad";
@@ -44,22 +44,40 @@ export function axisName(axis) {
 const labelKey = (axis) => (isPad(axis) ? `axis ${axis.axis}` : `${axis.source} ${axis.axis}`);
 
 /**
- * A select binding a device to ``row``: a device button (its code in ``keys``) or a device
- * axis pushed this row's way. ``onButton(code)``, ``onAxis(source, axis)``.
+ * A "Device…" button opening a menu that binds a device to ``row``: a device button (its
+ * code in ``keys``) or a device axis pushed this row's way. ``onButton(code)``,
+ * ``onAxis(source, axis)``. A menu of buttons, not a select: a select's arrow keys would
+ * bind as the designer moves through it. Esc closes it.
  */
-export function deviceSelect(row, { onButton, onAxis }) {
-  const select = el("select", { class: "device-pick", "aria-label": `Bind a device to ${row.title}` },
-    el("option", { value: "" }, "Device…"),
-    el("optgroup", { label: "Buttons" }, DEVICE_BUTTONS.map(([code, what]) => el("option", { value: `key:${code}` }, `${code} · ${what}`))),
-    ["mouse", "spacemouse", "phone"].map((source) => el("optgroup", { label: `${SOURCE_NAMES[source]} axes` },
-      SOURCE_AXES[source].map((name, i) => el("option", { value: `axis:${source}:${i}` }, `${SOURCE_NAMES[source]} ${name}`)))));
-  select.addEventListener("change", () => {
-    const [kind, a, b] = select.value.split(":");
-    select.value = "";
-    if (kind === "key") onButton(a);
-    else if (kind === "axis") onAxis(a, Number(b));
+export function deviceMenu(row, { onButton, onAxis }) {
+  const toggle = el("button", { type: "button", class: "btn btn-small", "aria-expanded": "false",
+    "aria-label": `Bind a device to ${row.title}` }, "Device…");
+  const choice = (text, pick) => el("button", { type: "button", class: "btn btn-ghost btn-small device-choice",
+    onclick: () => { close(); pick(); } }, text);
+  const group = (title, choices) => el("div", { class: "device-group", role: "group", "aria-label": title },
+    el("p", { class: "small muted" }, title), choices);
+  const panel = el("div", { class: "device-menu", hidden: "", role: "group", "aria-label": `Devices for ${row.title}`,
+    onkeydown: (event) => {
+      if (event.key !== "Escape") return;
+      event.preventDefault();
+      event.stopPropagation();
+      close();
+      toggle.focus();
+    } },
+  group("Device buttons", DEVICE_BUTTONS.map(([code, what]) => choice(`${code} (${what})`, () => onButton(code)))),
+  ["mouse", "spacemouse", "phone"].map((source) => group(`${SOURCE_NAMES[source]} axes`,
+    SOURCE_AXES[source].map((name, i) => choice(name, () => onAxis(source, i))))));
+  function close() {
+    panel.hidden = true;
+    toggle.setAttribute("aria-expanded", "false");
+  }
+  toggle.addEventListener("click", () => {
+    const opening = panel.hidden;
+    panel.hidden = !opening;
+    toggle.setAttribute("aria-expanded", String(opening));
+    if (opening) panel.querySelector("button")?.focus();
   });
-  return select;
+  return el("div", { class: "device-pick" }, toggle, panel);
 }
 
 // --- checks at the field (the server checks again: study_spec/controls.py) -----------------
