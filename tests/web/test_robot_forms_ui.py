@@ -3,7 +3,8 @@ and FetchPickAndPlace from the catalog, sees PickCube's mouse and phone bindings
 controls editor, changes a mouse axis's scale, binds a SpaceMouse axis, is refused a NaN
 scale and a dead zone past 1 at their fields (as they type, and by the server at Save),
 picks the installed policy for Fetch with a takeover delay, and saves: the YAML view and the
-saved study hold exactly those values, and the YAML edited back shows in the form."""
+saved study hold exactly those values, and the YAML edited back shows in the form. In a
+discrete game a device axis sends one action each way."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from sqlalchemy.orm import Session
 
 from server.models import Study
 from server.runtime.catalog import CATALOG
-from tests.factories import Factory
-from tests.web.test_designer_ui import log_in
+from tests.factories import Factory, spec_dict
+from tests.web.test_designer_ui import fresh, log_in
 from tests.web.test_study_editor_ui import add_from_catalog
 
 ROBOTICS = CATALOG["PickCube"].installed() and CATALOG["FetchPickAndPlace"].installed()
@@ -194,3 +195,37 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
     assert saved[1]["policy"] == {
         "id": "fetch-pick-place-scripted", "takeover": {"release_delay_s": 3}
     }  # fmt: skip
+
+
+def test_a_discrete_game_binds_a_device_axis_to_two_actions(
+    live_server: str, page: Page, factory: Factory, db: Session
+):
+    """CartPole (two actions): a mouse drag ←→ pushes left below its dead zone and right
+    above it, bound from the actions' rows and the Axes table, with its own dead zone."""
+    user = factory.user()
+    study = factory.study(user, spec_dict("Cart", mode="async"))
+    log_in(page, live_server, user)
+    page.get_by_role("button", name="Cart").click()
+    page.get_by_role("button", name="Validate").click()
+    expect(page.locator("#validate-status")).to_contain_text("Every environment builds")
+    cart = page.get_by_role("article", name="Environment 1: CartPole")
+    controls = section(cart, "Controls")
+    left = controls.locator("tr[data-action='0']")
+    left.get_by_role("button", name="Bind a device to 0").click()
+    mouse_axes = left.get_by_role("group", name="mouse axes")
+    mouse_axes.get_by_role("button", name="drag ←→", exact=True).click()
+    expect(left).to_contain_text("mouse drag ←→ +")
+    axes = controls.get_by_role("table", name="Axes")
+    # pushed left (−) sends 0, pushed right (+) sends 1
+    axes.get_by_label("pushed − on mouse drag ←→").select_option(label="0")
+    axes.get_by_label("pushed + on mouse drag ←→").select_option(label="1")
+    expect(left).to_contain_text("mouse drag ←→ −")
+    expect(controls.locator("tr[data-action='1']")).to_contain_text("mouse drag ←→ +")
+    typed(axes.get_by_label("Dead zone of mouse drag ←→"), "0.3")
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.locator(".toast", has_text="Saved.")).to_be_visible()
+    saved = fresh(db, study.id)
+    assert saved is not None
+    axes_saved = saved.spec["environments"][0]["controls"]["axes"]
+    mouse = [a for a in axes_saved if a.get("source") == "mouse"]
+    assert mouse == [{"source": "mouse", "axis": 0, "negative": 0, "positive": 1, "deadzone": 0.3}]

@@ -136,23 +136,33 @@ export function axesTable(current, model, problems, changed) {
     return control;
   };
 
-  const actionOptions = (value) => [el("option", { value: "" }, "nothing"),
-    ...model.rows.map((r, k) => el("option", { value: String(k), selected: value !== null && value !== undefined && r.matches(value) ? "" : undefined }, r.title))];
+  // the actions an axis direction may send; a value no row knows yet (an action name before
+  // Validate has listed them) is kept and shown as it is
+  const valueText = (value) => (typeof value === "string" ? value : JSON.stringify(value));
+  const actionOptions = (value) => {
+    const set = value !== null && value !== undefined;
+    const known = set && model.rows.some((r) => r.matches(value));
+    return [el("option", { value: "" }, "nothing"),
+      set && !known ? el("option", { value: "=", selected: "" }, valueText(value)) : null,
+      ...model.rows.map((r, k) => el("option", { value: String(k), selected: set && r.matches(value) ? "" : undefined }, r.title))];
+  };
 
   const rows = current.axes.flatMap((axis, i) => {
     notes = [];
     const name = axisName(axis);
     const source = axis.source ?? "gamepad";
-    const sourceSelect = el("select", { "aria-label": `Source of ${name}`,
+    const sourceId = fieldId(i, "source");
+    const sourceSelect = el("select", { id: sourceId, "aria-label": `Source of ${name}`,
       onchange: (event) => edit(i, "source", () => {
         const next = event.target.value;
         if (next === "gamepad") delete axis.source;
         else axis.source = next;
-        if (axis.axis >= SOURCE_AXES[next].length) axis.axis = 0;
-      }, `${name} now reads the ${SOURCE_NAMES[event.target.value]}.`) },
-    Object.entries(SOURCE_NAMES).map(([value, text]) => el("option", { value, selected: value === source ? "" : undefined }, text)));
+        if (axis.axis >= (SOURCE_AXES[next] ?? []).length) axis.axis = 0;
+      }, `${name} now reads the ${SOURCE_NAMES[event.target.value] ?? event.target.value}.`) },
+    Object.entries(SOURCE_NAMES).map(([value, text]) => el("option", { value, selected: value === source ? "" : undefined }, text)),
+    SOURCE_NAMES[source] ? null : el("option", { value: source, selected: "" }, `${source} (unknown)`));
 
-    const axisOptions = SOURCE_AXES[source].map((text, k) => [k, `${k} · ${text}`]);
+    const axisOptions = (SOURCE_AXES[source] ?? []).map((text, k) => [k, `${k} · ${text}`]);
     if (!axisOptions.some(([k]) => k === axis.axis)) axisOptions.push([axis.axis, `${axis.axis}`]);
     const axisId = fieldId(i, "axis");
     const axisSelect = el("select", { id: axisId, "aria-label": `Axis of ${name}`,
@@ -166,7 +176,7 @@ export function axesTable(current, model, problems, changed) {
         el("select", { "aria-label": `${label} on ${name}`,
           onchange: (event) => edit(i, key, () => {
             const k = event.target.value;
-            axis[key] = k === "" ? null : model.rows[Number(k)].value;
+            if (k !== "=") axis[key] = k === "" ? null : model.rows[Number(k)].value;
           }, "") }, actionOptions(axis[key])));
       drives = [side("negative", "pushed −"), " ", side("positive", "pushed +")];
     } else {
@@ -199,7 +209,7 @@ export function axesTable(current, model, problems, changed) {
       }, "") });
 
     const row = el("tr", { dataset: { axis: name } },
-      el("td", {}, sourceSelect),
+      el("td", {}, checked(sourceSelect, problemAt(i, "source", SOURCE_NAMES[source] ? null : "must be gamepad, mouse, spacemouse or phone."), sourceId)),
       el("td", {}, checked(axisSelect, problemAt(i, "axis", axisProblem(axis)), axisId), label),
       el("td", {}, model.discrete ? drives : checked(drives, problemAt(i, "dim", null), dimId)),
       model.discrete ? null : el("td", {}, checked(scale, problemAt(i, "scale", scaleProblem(axis.scale ?? 1)), scaleId)),
