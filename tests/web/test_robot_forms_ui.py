@@ -152,6 +152,10 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
     typed(delay, "12")
     expect(delay).to_have_attribute("aria-invalid", "true")
     expect(policy.get_by_role("alert")).to_have_text("Release delay must be from 0 to 10 seconds.")
+    page.get_by_role("button", name="Save changes").click()  # the server refuses it too
+    expect(policy.get_by_role("alert")).to_have_text("Input should be less than or equal to 10")
+    expect(delay).to_have_attribute("aria-invalid", "true")
+    assert db.scalars(select(Study)).all() == []
     typed(delay, "2.5")
     expect(policy.get_by_role("alert")).to_be_hidden()
     fetch.screenshot(path=str(SHOTS / "fetch-policy.png"))

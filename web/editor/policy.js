@@ -43,6 +43,8 @@ export function policyEditor(api, env, problems, onChange) {
   const delayProblem = (value) => (value === "" || (Number.isFinite(Number(value)) && value >= DELAY.min && value <= DELAY.max)
     ? null : `Release delay must be from ${DELAY.min} to ${DELAY.max} seconds.`);
   const localNote = el("p", { class: "field-problem", id: `${delayId}-local`, role: "alert", hidden: "" });
+  const refusedDelay = note(delay, "release_delay_s"); // the last save's, gone once edited
+  const refusedPolicy = note(select, "id");
 
   let policies = [];
   const show = () => {
@@ -69,6 +71,8 @@ export function policyEditor(api, env, problems, onChange) {
     if (!select.value) setIn(env, ["policy"], undefined);
     else setIn(env, ["policy", "id"], select.value);
     if (!select.value) delay.value = "";
+    refusedPolicy?.remove();
+    select.removeAttribute("aria-invalid");
     show();
     onChange();
   });
@@ -77,10 +81,16 @@ export function policyEditor(api, env, problems, onChange) {
     const value = raw === "" ? undefined : Number(raw);
     setIn(env, ["policy", "takeover", "release_delay_s"], value);
     const problem = delay.validity.badInput ? "Type a number of seconds." : delayProblem(raw === "" ? "" : value);
+    refusedDelay?.remove();
     localNote.hidden = !problem;
     localNote.textContent = problem ?? "";
-    if (problem) delay.setAttribute("aria-invalid", "true");
-    else delay.removeAttribute("aria-invalid");
+    if (problem) {
+      delay.setAttribute("aria-invalid", "true");
+      delay.setAttribute("aria-describedby", localNote.id);
+    } else {
+      delay.removeAttribute("aria-invalid");
+      delay.removeAttribute("aria-describedby");
+    }
     onChange();
   });
 
@@ -93,8 +103,8 @@ export function policyEditor(api, env, problems, onChange) {
   });
 
   return el("div", { class: "form-grid policy-grid" },
-    el("div", {}, fieldBox(selectId, "Policy", select), note(select, "id"), about),
+    el("div", {}, fieldBox(selectId, "Policy", select), refusedPolicy, about),
     el("div", {}, fieldBox(delayId, "Takeover release delay (s)", delay,
       "After the participant lets go of every control, the policy drives again this long later (0–10 s)."),
-    note(delay, "release_delay_s"), localNote));
+    refusedDelay, localNote));
 }
