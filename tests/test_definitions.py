@@ -31,7 +31,8 @@ SCHEMAS = {
     "BulkJobPublic", "ExportSelection", "ExportOptionsIn", "ExportCreate", "ExportPreviewIn",
     "SpacesPreview", "LeftOut", "ExportPreviewPublic", "ExportJobPublic", "PreviewIn",
     "JOIN_PARAMS", "JoinIn", "PreviewAsIn", "ConsentIn", "PlayerStudyOut",
-    "CatalogEntryPublic", "ValidationIssue", "EnvValidationPublic", "StudyValidationPublic",
+    "CatalogEntryPublic", "PolicyPublic", "ValidationIssue", "EnvValidationPublic",
+    "StudyValidationPublic",
     "PreviewOut", "ParticipantRow", "PhoneCodeIn", "PhoneTicketOut",
     # imported from server.core.passwords, server.models and server.study_spec
     "MIN_PASSWORD_LENGTH", "MAX_DB_INT", "EpisodeStatus", "JobState", "Role", "StudyState",

@@ -10,6 +10,10 @@ from server.study_spec import AxisBinding, Controls
 # Our pick-cube (server/envs/pick_cube.py): [dx, dy, dz, droll, dpitch, dyaw, gripper] in
 # [-1, 1]; gripper -1 open, +1 shut. Seen from its ``front`` camera: arrows move the hand over
 # the table, W/S up and down, A/D turn it, Q/E and R/F tilt it; Space toggles the gripper shut.
+# The same moves from a gamepad (sticks), the mouse (drag on the picture over the table, the
+# wheel or Shift+drag up/down, Shift+drag sideways turns it, the right button toggles the
+# gripper) and a paired phone (tipped forward: away, tipped right: right, twisted left: up,
+# as Fetch's; its Grip toggles the gripper): docs/study-format.md, "Devices".
 def _pick_cube_controls(move: float = 0.5, turn: float = 0.5) -> Controls:
     keys: dict[str, Any] = {}
     labels: dict[str, str] = {}
@@ -30,14 +34,30 @@ def _pick_cube_controls(move: float = 0.5, turn: float = 0.5) -> Controls:
         vector = [0.0] * 7
         vector[dim] = sign * (move if dim < 3 else turn)
         keys[code], labels[code] = vector, label
-    keys["Space"] = [0.0] * 6 + [2.0]
-    labels["Space"] = "close / open the gripper (toggle)"
+    gripper = "close / open the gripper (toggle)"
+    for code in ("Space", "MouseRight", "PhoneGrip"):  # one latch: any of them shuts, opens
+        keys[code], labels[code] = [0.0] * 6 + [2.0], gripper
     labels.update({"axis 0": "hand left / right", "axis 1": "hand away / nearer",
-                   "axis 3": "hand up / down", "axis 2": "turn (yaw)"})  # fmt: skip
+                   "axis 3": "hand up / down", "axis 2": "turn (yaw)",
+                   "mouse 0": "hand left / right", "mouse 1": "hand away / nearer",
+                   "mouse 2": "hand up / down", "mouse 3": "turn (yaw)",
+                   "mouse 4": "hand up / down", "phone 0": "hand away / nearer",
+                   "phone 1": "hand right / left", "phone 2": "hand up / down"})  # fmt: skip
     return Controls(
-        keys=keys, toggle=["Space"], labels=labels,
+        keys=keys, toggle=["Space", "MouseRight", "PhoneGrip"], labels=labels,
         axes=[AxisBinding(axis=0, dim=0, scale=move), AxisBinding(axis=1, dim=1, scale=-move),
-              AxisBinding(axis=3, dim=2, scale=-move), AxisBinding(axis=2, dim=5, scale=-turn)],
+              AxisBinding(axis=3, dim=2, scale=-move), AxisBinding(axis=2, dim=5, scale=-turn),
+              # drag right: right; drag down: nearer; the wheel away or Shift+drag up: up;
+              # Shift+drag right: turn right
+              AxisBinding(source="mouse", axis=0, dim=0, scale=move),
+              AxisBinding(source="mouse", axis=1, dim=1, scale=-move),
+              AxisBinding(source="mouse", axis=2, dim=2, scale=move),
+              AxisBinding(source="mouse", axis=3, dim=5, scale=-turn),
+              AxisBinding(source="mouse", axis=4, dim=2, scale=-move),
+              # a paired phone: tipped forward = away, tipped right = right, twisted left = up
+              AxisBinding(source="phone", axis=0, dim=1, scale=move),
+              AxisBinding(source="phone", axis=1, dim=0, scale=move),
+              AxisBinding(source="phone", axis=2, dim=2, scale=move)],
         noop=[0.0] * 6 + [-1.0],  # the fingers open unless Space closed them
     )  # fmt: skip
 

@@ -57,5 +57,10 @@ class FetchPickAndPlace:
 
 
 def fetch_pick_place(_action_spec: Any, _observation_spec: Any) -> FetchPickAndPlace:
-    """The policy factory (entry point ``fetch-pick-place-scripted``)."""
+    """For the catalog's FetchPickAndPlace: moves the open hand above the cube, lowers it,
+    shuts it and carries the cube to the goal (scripted, no weights).
+
+    The policy factory of the entry point ``fetch-pick-place-scripted`` (the editor shows
+    the first paragraph, :mod:`server.runtime.policy_list`).
+    """
     return FetchPickAndPlace()

@@ -51,6 +51,7 @@ from server.schemas.exports import (
 from server.schemas.studies import (
     CatalogEntryPublic,
     EnvValidationPublic,
+    PolicyPublic,
     StudyCreate,
     StudyEnvironmentPublic,
     StudyPublic,
@@ -84,6 +85,7 @@ __all__ = [
     # studies and the study editor
     "CatalogEntryPublic",
     "EnvValidationPublic",
+    "PolicyPublic",
     "StudyCreate",
     "StudyEnvironmentPublic",
     "StudyPublic",

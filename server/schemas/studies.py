@@ -81,6 +81,19 @@ class CatalogEntryPublic(BaseModel):
     thumbnail_url: str | None = Field(description="First frame (only when installed).")
 
 
+class PolicyPublic(BaseModel):
+    """A shared-autonomy policy installed on this server, which a study's environment may name."""
+
+    id: str = Field(description="What a study's `policy.id` names.")
+    description: str | None = Field(
+        description="The first paragraph of its factory's docstring (None: it has none)."
+    )
+    origin: str = Field(
+        description="Where the operator installed it: `package <name>` (an entry point of "
+        "the `rlds_studio.policies` group) or `STUDIO_POLICIES`."
+    )
+
+
 class ValidationIssue(BaseModel):
     loc: list[str | int]
     msg: str

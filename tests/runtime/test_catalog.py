@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from server.runtime.catalog import (
@@ -160,3 +161,42 @@ def test_every_setting_says_what_it_does_and_its_default():
     breakout = CATALOG["Breakout"].schema["properties"]
     assert breakout["mode"]["enum"] == [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44]
     assert breakout["frameskip"]["default"] == 4
+
+
+def test_pick_cube_plays_with_the_mouse_and_a_phone_by_default():
+    """PickCube's defaults bind the mouse (drag on the picture, the wheel, Shift+drag, the
+    right button) and a paired phone (tilt, twist, Grip), besides its keys: the player shows
+    the mouse hint and the pairing panel for it."""
+    from dm_env import specs
+
+    from server.player.views import uses_phone
+    from server.runtime.input_mapping import ActionMapper
+
+    entry = CATALOG["PickCube"]
+    mapper = ActionMapper(specs.BoundedArray((7,), np.float32, -1, 1), entry.controls, strict=True)
+    assert mapper.issues == [] and mapper.unbound() == []
+
+    def act(**raw: object) -> list[float]:
+        return [round(float(v), 6) for v in mapper({"keys": [], "axes": [], **raw})]
+
+    still = [0.0] * 6 + [-1.0]
+    assert act() == still
+    # drag right: hand right; drag up (negative y): away; the wheel away: up
+    assert act(devices={"mouse": [1.0, 0, 0, 0, 0]}) == [0.5, 0, 0, 0, 0, 0, -1]
+    assert act(devices={"mouse": [0, -1.0, 0, 0, 0]}) == [0, 0.5, 0, 0, 0, 0, -1]
+    assert act(devices={"mouse": [0, 0, 1.0, 0, 0]}) == [0, 0, 0.5, 0, 0, 0, -1]
+    # Shift+drag up: up; Shift+drag right: turn right (yaw −)
+    assert act(devices={"mouse": [0, 0, 0, 0, -1.0]}) == [0, 0, 0.5, 0, 0, 0, -1]
+    assert act(devices={"mouse": [0, 0, 0, 1.0, 0]}) == [0, 0, 0, 0, 0, -0.5, -1]
+    # a phone tipped forward: away; tipped right: right; twisted left: up
+    assert act(devices={"phone": [1.0, 0, 0]}) == [0, 0.5, 0, 0, 0, 0, -1]
+    assert act(devices={"phone": [0, 1.0, 0]}) == [0.5, 0, 0, 0, 0, 0, -1]
+    assert act(devices={"phone": [0, 0, 1.0]}) == [0, 0, 0.5, 0, 0, 0, -1]
+    # the right mouse button and the phone's Grip shut the gripper until pressed again
+    for button in ("MouseRight", "PhoneGrip"):
+        assert act(keys=[button])[6] == 1.0
+        assert act()[6] == 1.0  # latched
+        assert act(keys=[button])[6] == -1.0  # and open again
+        assert act() == still
+    env = EnvironmentSpec(id="cube", name="Cube", source=entry.source())
+    assert uses_phone(env)  # the pairing panel shows

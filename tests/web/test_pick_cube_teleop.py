@@ -3,11 +3,13 @@ controls at 25 Hz), switches from the front camera to the wrist camera with the 
 on screen, and saves the episode: the log records the camera of each frame, the observation
 keeps both cameras' images whatever was shown, and the exports (loaded by TFDS+rlds,
 LeRobotDataset and minari) name the camera of every step's frame as the player chose it.
+With the catalog's defaults the mouse drives the hand too, and the page offers to pair a phone.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -15,17 +17,17 @@ from playwright.sync_api import expect
 
 from server.export import EpisodeInput, ExportFormat, ExportOptions, export_dataset
 from server.runtime.catalog import CATALOG
-from tests.web._teleop import hold, load_steps, open_game, save_episode
+from tests.web._teleop import hold, load_steps, open_game, save_episode, wait_steps
 
 ENTRY = CATALOG["PickCube"]
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.consumer,
     pytest.mark.skipif(not ENTRY.installed(), reason="the robotics extra is not installed"),
 ]
 MAX_STEPS = 150  # 6 s (room for a slow machine): the episode ends by itself
 
 
+@pytest.mark.consumer  # the exports are loaded by each format's own library
 def test_keyboard_teleoperator_moves_the_gripper_and_switches_camera(
     live_server, page, factory, db, tmp_path
 ):
@@ -71,3 +73,40 @@ def test_keyboard_teleoperator_moves_the_gripper_and_switches_camera(
         result = export_dataset([episode], options, tmp_path / fmt)
         loaded = load_steps(fmt, result.data_dir if fmt == "rlds" else result.path, "cube")
         assert loaded["cameras"] == [cams], fmt
+
+
+def test_the_catalog_controls_drive_the_hand_with_the_mouse_and_offer_a_phone(
+    live_server, page, factory, db
+):
+    """PickCube's defaults bind the mouse and a phone: the player says what a drag does,
+    offers to pair a phone, and a drag right on the picture moves the hand right."""
+    study = open_game(page, live_server, factory, db, ENTRY, name="Cube", seeds=[4],
+                      max_steps=60)  # fmt: skip
+    hint = page.locator("#mouse-hint")
+    expect(hint).to_contain_text("press on the picture and drag")
+    expect(hint).to_contain_text("drag ←→: hand left / right")
+    expect(hint).to_contain_text("wheel: hand up / down")
+    expect(page.locator("#legend")).to_contain_text("right mouse button")
+    panel = page.get_by_role("region", name="Use your phone")
+    expect(panel).to_be_visible()
+    expect(panel.get_by_label("Pairing code")).to_have_text(re.compile(r"^\w{3} \w{3}$"))
+    expect(panel.get_by_role("img", name="QR code of the phone page's address")).to_be_visible()
+    expect(panel.get_by_role("button", name="New code")).to_be_visible()
+    page.keyboard.press("Enter")
+    expect(page.locator("#st-phase")).to_have_text("playing")
+
+    box = page.locator("#screen").bounding_box()
+    assert box is not None
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(cx, cy)
+    page.mouse.down()
+    page.mouse.move(cx + box["width"] / 2, cy, steps=4)  # to the rim and past: full right
+    wait_steps(page, 10)
+    page.mouse.up()
+
+    _, steps = save_episode(page, db, study)
+    sent = [(json.loads(s.custom_data["input"]), np.asarray(s.action)) for s in steps[1:]]
+    right = [a for raw, a in sent if raw and (raw.get("devices") or {}).get("mouse", [0])[0] == 1]
+    assert right and all(np.allclose(a, [0.5, 0, 0, 0, 0, 0, -1]) for a in right)
+    state = np.array([s.timestep.observation["state"] for s in steps])
+    assert state[-1, 0] - state[0, 0] > 0.05  # the hand went right

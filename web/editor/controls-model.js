@@ -1,6 +1,8 @@
 // The key binding table of the controls editor (controls.js): a controls mapping with every
-// field present, and the rows of actions it binds (one per discrete action, or one per
-// direction of each dimension of a Box).
+// field present, the rows of actions it binds (one per discrete action, or one per
+// direction of each dimension of a Box), and the mapping as one line or as the file writes it.
+
+import { axisName } from "./devices.js";
 
 export const clone = (value) => JSON.parse(JSON.stringify(value ?? {}));
 
@@ -19,6 +21,32 @@ export function normalize(controls) {
 }
 
 export const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+/** An action value as the editor shows it: a name as it is, else its JSON. */
+export const valueText = (value) => (typeof value === "string" ? value : JSON.stringify(value));
+
+/** Every binding of ``c`` in one line ("KeyA → 1; button 0 → 2; mouse drag ←→ → dimension 0 × 0.5"). */
+export function describe(c) {
+  const parts = [
+    ...Object.entries(c.keys).map(([k, v]) => `${k} → ${valueText(v)}`),
+    ...Object.entries(c.buttons).map(([b, v]) => `button ${b} → ${valueText(v)}`),
+    ...c.axes.map((a) => ((a.negative ?? null) !== null || (a.positive ?? null) !== null
+      ? `${axisName(a)} → ${valueText(a.negative ?? null)} / ${valueText(a.positive ?? null)}`
+      : `${axisName(a)} → dimension ${a.dim ?? 0} × ${a.scale ?? 1}`)),
+  ];
+  return parts.join("; ");
+}
+
+/**
+ * ``controls`` as the study file writes it: fields left at their default (null) are left
+ * out, so an axis reads ``{source: mouse, axis: 0, dim: 0, scale: 0.8}``, not its nulls.
+ */
+export function tidy(controls) {
+  const out = clone(controls);
+  if (out.noop === null) delete out.noop;
+  out.axes = (out.axes || []).map((axis) => Object.fromEntries(Object.entries(axis).filter(([, v]) => v !== null)));
+  return out;
+}
 
 // --- the actions: one row per discrete action, or per direction of each Box dimension -------
 

@@ -1,6 +1,7 @@
-// The controls editor: bind each action of an environment to keys, gamepad buttons and axes.
+// The controls editor: bind each action of an environment to keys, gamepad buttons, axes and
+// devices (mouse, SpaceMouse, a paired phone: devices.js).
 //
-//   mountControlsEditor(container, { actions, meanings, controls, defaults, onChange })
+//   mountControlsEditor(container, { actions, meanings, controls, defaults, problems, onChange })
 //
 // ``actions`` is the action space as validation reports it (``action_space``: a discrete
 // space has ``num_values``; a Box has ``shape``, ``minimum``, ``maximum``), or null when it
@@ -10,33 +11,33 @@
 // catalog's controls. ``onChange(newControls)`` fires on every change with a fresh object in
 // the study format (docs/study-format.md, "Controls"). An action no control reaches can be
 // marked "not for players" (``not_for_players``); a key another action holds moves only
-// once the designer says so. Returns ``{ controls, destroy }``.
+// once the designer says so. ``problems``: what the server refused ({loc, msg}), shown at the
+// axis field they name. Returns ``{ controls, destroy }``.
 
 import { el } from "../shared/api.js";
-import { actionModel, clone, normalize, same } from "./controls-model.js";
+import { actionModel, describe, normalize, same, tidy, valueText } from "./controls-model.js";
+import { axesTable, axisName, axisProblems, deviceMenu, isPad } from "./devices.js";
 
 const CAPTURE_TIMEOUT_MS = 15000;
 const PRESSED = 0.5; // a gamepad button, or an axis moved this far, counts as pressed
 
 // --- the editor ------------------------------------------------------------------------------
 
-export function mountControlsEditor(container, { actions = null, meanings = null, controls = null, defaults = null, onChange = () => {} } = {}) {
+export function mountControlsEditor(container, { actions = null, meanings = null, controls = null, defaults = null, problems = [], onChange = () => {} } = {}) {
   const defaultControls = normalize(defaults);
   let current = normalize(controls ?? defaults);
   let stopCapture = () => {};
   let status = "";
   let pending = null; // a key another action holds, waiting for the designer's answer
+  let vectors = false; // the actions are vectors (a Box): keys may toggle
+  const refused = axisProblems(problems); // "axis.field" → the server's message
 
   const root = el("div", { class: "controls-editor" });
   container.replaceChildren(root);
 
   function changed() {
     render();
-    onChange(clone(current));
-  }
-
-  function valueText(value) {
-    return typeof value === "string" ? value : JSON.stringify(value);
+    onChange(tidy(current));
   }
 
   // bindings of a row: keys, buttons, axes
@@ -53,7 +54,7 @@ export function mountControlsEditor(container, { actions = null, meanings = null
       if (model.discrete) {
         if (axis.negative !== null && axis.negative !== undefined && row.matches(axis.negative)) out.push({ kind: "axis", index: i, side: "negative", name: `${name} −` });
         if (axis.positive !== null && axis.positive !== undefined && row.matches(axis.positive)) out.push({ kind: "axis", index: i, side: "positive", name: `${name} +` });
-      } else if ((axis.dim ?? 0) === row.dim && (axis.scale ?? 1) !== 0) {
+      } else if ((axis.dim ?? 0) === row.dim && Number.isFinite(axis.scale ?? 1) && (axis.scale ?? 1) !== 0) {
         // a stick drives its dimension both ways: the direction that moves this row's way
         const direction = row.sign * Math.sign(axis.scale ?? 1);
         out.push({ kind: "axis", index: i, name: `${name} ${direction > 0 ? "+" : "−"}` });
@@ -66,6 +67,7 @@ export function mountControlsEditor(container, { actions = null, meanings = null
     if (binding.kind === "key") {
       delete current.keys[binding.name];
       delete current.labels[binding.name];
+      setToggle(binding.name, false);
     } else if (binding.kind === "button") {
       delete current.buttons[binding.name];
     } else if (binding.side) {
@@ -75,7 +77,16 @@ export function mountControlsEditor(container, { actions = null, meanings = null
     } else {
       current.axes.splice(binding.index, 1);
     }
+    refused.clear(); // the axes' indices moved
     changed();
+  }
+
+  /** ``name`` of ``keys`` latches (a press turns it on until the next), or not. */
+  function setToggle(name, on) {
+    const rest = (current.toggle || []).filter((k) => k !== name);
+    if (on) rest.push(name);
+    if (rest.length) current.toggle = rest;
+    else delete current.toggle;
   }
 
   function chip(binding) {
@@ -95,6 +106,16 @@ export function mountControlsEditor(container, { actions = null, meanings = null
           changed();
         },
       }));
+      if (vectors) {
+        parts.push(el("label", { class: "small binding-toggle", title: "A press turns it on until the next press (a gripper held shut)" },
+          el("input", { type: "checkbox", checked: (current.toggle || []).includes(binding.name) ? "" : undefined,
+            "aria-label": `${binding.name} toggles`,
+            onchange: (event) => {
+              setToggle(binding.name, event.target.checked);
+              status = `${binding.name} ${event.target.checked ? "now toggles" : "acts while held"}.`;
+              changed();
+            } }), " toggle"));
+      }
     }
     parts.push(el("button", {
       type: "button",
@@ -127,17 +148,8 @@ export function mountControlsEditor(container, { actions = null, meanings = null
       event.preventDefault();
       event.stopPropagation();
       if (!held.length) return;
-      const combo = held.join("+");
       stop();
-      const before = current.keys[combo];
-      if (before !== undefined && !row.matches(before) && !same(before, row.value)) {
-        // the key sends another action: ask before taking it from that action
-        pending = { combo, row, before };
-        render();
-        root.querySelector(".rebind-ask .btn-primary")?.focus();
-        return;
-      }
-      bindKey(combo, row);
+      offerKey(held.join("+"), row);
     };
     const stop = () => {
       window.removeEventListener("keydown", down, true);
@@ -147,6 +159,19 @@ export function mountControlsEditor(container, { actions = null, meanings = null
     window.addEventListener("keydown", down, true);
     window.addEventListener("keyup", up, true);
     stopCapture = () => { stop(); };
+  }
+
+  /** Bind ``combo`` (a key, a combination or a device button's code) to ``row``. */
+  function offerKey(combo, row) {
+    const before = current.keys[combo];
+    if (before !== undefined && !row.matches(before) && !same(before, row.value)) {
+      // the key sends another action: ask before taking it from that action
+      pending = { combo, row, before };
+      render();
+      root.querySelector(".rebind-ask .btn-primary")?.focus();
+      return;
+    }
+    bindKey(combo, row);
   }
 
   function bindKey(combo, row) {
@@ -258,6 +283,7 @@ export function mountControlsEditor(container, { actions = null, meanings = null
   function render() {
     stopCapture();
     const model = actionModel(actions, meanings, current);
+    vectors = !model.discrete;
     const noop = current.noop;
     const rows = model.rows.map((row) => {
       const bindings = bindingsOf(model, row);
@@ -270,6 +296,15 @@ export function mountControlsEditor(container, { actions = null, meanings = null
       const padButton = el("button", { type: "button", class: "btn btn-small" }, "Gamepad…");
       padButton.addEventListener("click", () => captureGamepad(model, row, padButton));
       padButton.setAttribute("aria-label", `Bind a gamepad button or axis to ${row.title}`);
+      const device = deviceMenu(row, {
+        onButton: (code) => offerKey(code, row),
+        onAxis: (source, axis) => {
+          current.axes.push(model.discrete ? { source, axis, negative: null, positive: row.value }
+            : { source, axis, dim: row.dim, scale: row.sign * row.magnitude });
+          status = `${axisName({ source, axis })} → ${row.title}: set its scale and dead zone under Axes.`;
+          changed();
+        },
+      });
       return el("tr", { class: unbound ? "unbound" : "", dataset: { action: row.title } },
         el("td", { class: "action-name" }, el("strong", {}, row.title),
           isNoop ? el("span", { class: "muted small" }, " (when nothing is pressed)") : null,
@@ -283,7 +318,7 @@ export function mountControlsEditor(container, { actions = null, meanings = null
               " not for players")
             : null),
         el("td", {}, bindings.length ? bindings.map(chip) : el("span", { class: "muted small" }, "—")),
-        el("td", { class: "right nowrap" }, keyButton, " ", padButton));
+        el("td", { class: "right bind-cell" }, keyButton, " ", padButton, " ", device));
     });
 
     // bindings that reach no action of this environment
@@ -319,6 +354,7 @@ export function mountControlsEditor(container, { actions = null, meanings = null
         el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Action"), el("th", { scope: "col" }, "Bound to"), el("th", { scope: "col" }, ""))),
         el("tbody", {}, rows)),
       rebindQuestion(),
+      axesTable(current, model, refused, (text) => { if (text) status = text; changed(); }),
       strayRows.length ? el("div", { class: "stray-bindings" }, el("p", { class: "small" }, "Bindings that reach no action:"), el("ul", {}, strayRows)) : null,
       el("div", { class: "controls-footer" },
         el("label", { for: `deadzone-${uid}` }, "Stick dead zone "), deadzone,
@@ -329,26 +365,11 @@ export function mountControlsEditor(container, { actions = null, meanings = null
     ].filter(Boolean));
   }
 
-  function describe(c) {
-    const parts = [
-      ...Object.entries(c.keys).map(([k, v]) => `${k} → ${valueText(v)}`),
-      ...Object.entries(c.buttons).map(([b, v]) => `button ${b} → ${valueText(v)}`),
-      ...c.axes.map((a) => ((a.negative ?? null) !== null || (a.positive ?? null) !== null
-        ? `${axisName(a)} → ${valueText(a.negative ?? null)} / ${valueText(a.positive ?? null)}`
-        : `${axisName(a)} → dimension ${a.dim ?? 0} × ${a.scale ?? 1}`)),
-    ];
-    return parts.join("; ");
-  }
-
   const uid = Math.random().toString(36).slice(2, 8);
   render();
   return {
-    get controls() { return clone(current); },
+    get controls() { return tidy(current); },
     destroy() { stopCapture(); root.remove(); },
   };
 }
 
-// An axis of the gamepad (bound here by moving a stick) or of a device the study file binds
-// (mouse, spacemouse, phone: docs/study-format.md, "Devices"), shown and kept as it is.
-const isPad = (axis) => (axis.source ?? "gamepad") === "gamepad";
-const axisName = (axis) => (isPad(axis) ? `axis ${axis.axis}` : `${axis.source} axis ${axis.axis}`);

@@ -1,10 +1,12 @@
 // RLDS Studio, study editor: one environment's card (display name, instructions, mode and
-// pace, limits, image quality, camera, seeds, quotas, settings, controls), with its buttons
+// pace, limits, image quality, camera, seeds, quotas, settings, shared-autonomy policy,
+// controls and devices), with its buttons
 // to move, duplicate and remove it, and what Validate found for it.
 
 import { el } from "../shared/api.js";
 import { mountControlsEditor } from "./controls.js";
 import { fieldBox, inputField, markdownField, selectField, setIn, switchField, uid } from "./fields.js";
+import { policyEditor } from "./policy.js";
 import { mountSettings } from "./settings.js";
 import { renderEnvReport } from "./validation.js";
 
@@ -81,7 +83,7 @@ export function renderEnvCard(env, index, count, ctx) {
     switchField(env, ["step_on_input"], "Step on input (async)", { onChange: changed,
       hint: "Lower latency: a new input steps at once, not at the next tick; the pace stays the same." }),
     inputField(env, ["speed"], "Speed (async)", { kind: "number", min: 0.05, max: 10, defaultValue: 1, onChange: changed }),
-    numbersField(env, "speed_choices", "Speeds players may choose (async)", "none: the speed is fixed (default)",
+    numbersField(env, "speed_choices", "Speeds players may choose (async)", "none: fixed (default)",
       "Comma-separated, e.g. 0.5, 1, 2; must include the speed above.", changed),
     inputField(env, ["max_steps"], "Max steps", { kind: "int", min: 1, max: 1000000, defaultValue: "none", onChange: changed }),
     inputField(env, ["max_duration_s"], "Max duration (s)", { kind: "number", min: 0, max: 86400, defaultValue: "none", onChange: changed }),
@@ -91,7 +93,7 @@ export function renderEnvCard(env, index, count, ctx) {
     inputField(env, ["min_stream_fps"], "Fewest frames/s to stream (adaptive)", { kind: "int", min: 1, max: 119, defaultValue: "every frame", onChange: changed,
       hint: "Async with adaptive quality: a slow link may get fewer frames, down to this rate; every step is still recorded." }),
     cameraField(env, report, changed),
-    numbersField(env, "seeds", "Seeds", "random per episode (default)", "Used in turn, one per episode; comma-separated.", changed),
+    numbersField(env, "seeds", "Seeds", "random (default)", "Used in turn, one per episode; comma-separated.", changed),
     inputField(env, ["episodes_per_participant"], "Episodes per participant", { kind: "int", min: 1, defaultValue: 1, onChange: changed }),
     inputField(env, ["episodes_total"], "Episodes in total", { kind: "int", min: 1, defaultValue: "no limit", onChange: changed }));
 
@@ -112,6 +114,8 @@ export function renderEnvCard(env, index, count, ctx) {
     onChange();
   });
 
+  // a section holding a field the server refused opens by itself, its message at the field
+  const about = (part) => (ctx.refused || []).some(({ loc }) => loc.includes(part));
   const controls = el("div", { class: "env-controls", role: "group", "aria-label": `Controls of ${name}` });
   mountControlsEditor(controls, {
     actions: report?.action_space ?? null,
@@ -119,6 +123,7 @@ export function renderEnvCard(env, index, count, ctx) {
     controls: env.controls ?? null,
     // the validation report's default controls are the catalog's for this very source
     defaults: report?.default_controls ?? entry?.controls ?? null,
+    problems: found,
     onChange: (value) => {
       setIn(env, ["controls"], value ?? undefined);
       onChange();
@@ -139,13 +144,17 @@ export function renderEnvCard(env, index, count, ctx) {
       entry ? el("p", { class: "muted small" }, "Tick a setting to set it; a setting left unticked keeps the environment's own default.")
         : el("p", { class: "muted small" }, "Not a catalog environment: edit its settings (kwargs) in YAML."),
       settings),
-    keptOpen(el("details", { class: "env-section" }, el("summary", {}, "Controls"), controls), `controls:${env.id}`));
+    keptOpen(el("details", { class: "env-section" }, el("summary", {}, "Policy (shared autonomy)",
+      env.policy?.id ? el("span", { class: "muted small summary-note" }, ` · ${env.policy.id}`) : null),
+    policyEditor(api, env, found, changed)), `policy:${env.id}`, about("policy")),
+    keptOpen(el("details", { class: "env-section" }, el("summary", {}, "Controls"), controls), `controls:${env.id}`, about("axes")));
 }
 
 // Sections the designer opened stay open when the cards are drawn again (after Validate, a save).
 const openSections = new Set();
 
-function keptOpen(details, key) {
+function keptOpen(details, key, problem = false) {
+  if (problem) openSections.add(key);
   details.open = openSections.has(key);
   const keep = (open) => (open ? openSections.add(key) : openSections.delete(key));
   // Noted at the click (mouse or keyboard), before the details toggles: the "toggle" event

@@ -9,7 +9,7 @@ from fastapi.responses import FileResponse
 
 from server.api.deps import BudgetDep, CurrentUser, SettingsDep
 from server.errors import NotFound
-from server.schemas import CatalogEntryPublic
+from server.schemas import CatalogEntryPublic, PolicyPublic
 from server.services.studies import env_validation
 from server.services.studies.env_check import allowed_environments
 
@@ -51,6 +51,20 @@ def read_gymnasium_ids(_user: CurrentUser, settings: SettingsDep) -> list[str]:
     from server.runtime.gym_ids import allowed_gym_ids
 
     return list(allowed_gym_ids(tuple(settings.gym_packages)))
+
+
+@router.get("/policies", response_model=list[PolicyPublic], summary="Installed policies")
+def read_policies(_user: CurrentUser, settings: SettingsDep) -> list[dict[str, Any]]:
+    """The shared-autonomy policies a study's environment may name (`policy.id`): those
+    the operator installed (entry-point group `rlds_studio.policies`, or `STUDIO_POLICIES`),
+    sorted by id. Nothing is imported to list them; an empty list when none is installed.
+    """
+    from dataclasses import asdict
+
+    from server.runtime.policy_list import installed_policies
+
+    allowed = allowed_environments(settings)
+    return [asdict(p) for p in installed_policies(allowed, list(settings.policies))]
 
 
 @router.get(
