@@ -104,7 +104,8 @@ def _completion(spec: StudySpec) -> Iterable[Item]:
             "come from: anyone who arrives from Prolific would finish with no code and no "
             "redirect.",
             "Tick where participants come from. For Prolific, also enter its completion "
-            "code as the Completion code; for a link you share yourself, tick Direct link.",
+            "code as the Completion code; for a link you share yourself, tick Direct link "
+            "or anonymous.",
         )  # fmt: skip
 
 
