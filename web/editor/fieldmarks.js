@@ -53,7 +53,10 @@ export function fieldFor(loc) {
     const found = [...root.querySelectorAll(`[data-path="${CSS.escape(key)}"]`)].find((n) => own(n, env));
     if (found) return found;
     if (env !== null && key === "controls") return root.querySelector(".env-controls");
-    if (env !== null && key.startsWith("source.kwargs")) return root.querySelector(".env-settings");
+    if (env !== null && key.startsWith("source.kwargs")) {
+      const setting = rest[2] === undefined ? null : root.querySelector(`.env-settings [data-schemapath$=".${CSS.escape(String(rest[2]))}"]`);
+      return setting || root.querySelector(".env-settings");
+    }
     const label = (env === null ? STUDY_LABELS : ENV_LABELS)[key];
     const byLabel = label && [...root.querySelectorAll(".field > label, .field > legend")]
       .find((n) => own(n, env) && n.textContent.trim().startsWith(label));
@@ -98,6 +101,8 @@ export function inWords(label, msg) {
   let text = String(msg ?? "");
   for (const [pattern, words] of PHRASES) text = text.replace(pattern, words);
   if (/^(must|is|may|has) /.test(text)) return `${label} ${text}`;
+  if (text.startsWith(`setting '${label}'`)) return `S${text.slice(1)}`; // it names itself
+
   return `${label}: ${text}`;
 }
 
@@ -135,6 +140,7 @@ export function markField(item) {
   if (!box) return null;
   for (let open = box.closest("details"); open; open = open.parentElement?.closest("details")) open.open = true;
   box.classList.add("field-invalid");
+  if (box.closest(".env-settings")) return box; // the settings form says it beside the setting
   const label = labelFor(item.loc);
   const text = inWords(label, item.msg).replace(`${label}: `, ""); // the label is right above it
   if ([...box.querySelectorAll(":scope > .field-error")].some((n) => n.textContent === text)) return box;
