@@ -47,6 +47,7 @@ def test_a_prolific_study_without_a_code_is_blocked_until_the_code_is_filled_in(
     expect(panel.get_by_role("button", name="Activate anyway")).to_have_count(0)
     expect(page.locator("#detail-state")).to_have_text("Draft")
     shot(page, "activate-blocked")
+    panel.screenshot(path=str(SHOTS / "launch-checklist.png"))  # docs/img/launch-checklist.png
 
     # The link opens the form at the field: the crowd settings unfold, the field is marked.
     panel.get_by_role("button", name="Go to Completion code").click()
