@@ -47,7 +47,8 @@ def _study(dep: Deployment) -> str:
     http.headers["X-CSRF-Token"] = login.json()["csrf_token"]
     study = http.post("/api/studies", json={"spec": {"name": "Bench", "environments": [PONG]}})
     study.raise_for_status()
-    active = http.post(f"/api/studies/{study.json()['id']}/state", json={"state": "active"})
+    state = {"state": "active", "acknowledge_warnings": True}  # past the checklist's warnings
+    active = http.post(f"/api/studies/{study.json()['id']}/state", json=state)
     assert active.status_code == 200, active.text
     return str(active.json()["permalink_token"])
 

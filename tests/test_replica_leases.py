@@ -53,7 +53,10 @@ def _study(base: str, admin: httpx.Client) -> str:
     """An active study's permalink token."""
     study = admin.post("/api/studies", json={"spec": spec(counter_env(episode_len=1000))})
     assert study.status_code == 201, study.text
-    active = admin.post(f"/api/studies/{study.json()['id']}/state", json={"state": "active"})
+    active = admin.post(
+        f"/api/studies/{study.json()['id']}/state",
+        json={"state": "active", "acknowledge_warnings": True},
+    )
     assert active.status_code == 200, active.text
     return str(active.json()["permalink_token"])
 

@@ -22,6 +22,12 @@ class StudyUpdate(StrictModel):
 
 class StudyStateChange(StrictModel):
     state: StudyState
+    acknowledge_warnings: bool = Field(
+        default=False,
+        strict=True,
+        description="Activate (or resume) although the pre-launch checklist has warnings; "
+        "its errors still refuse the move.",
+    )
 
 
 class StudyEnvironmentPublic(Public):
@@ -125,6 +131,30 @@ class EnvValidationPublic(BaseModel):
     frame_url: str | None = None
 
 
+class ChecklistItem(BaseModel):
+    """A reason the study would fail its participants or its data, and what to do."""
+
+    level: Literal["error", "warning"] = Field(
+        description="error: activation is refused; warning: it asks once (acknowledge_warnings)."
+    )
+    code: str = Field(description="What kind of item, e.g. no_completion_code, unbound_action.")
+    message: str = Field(description="What would go wrong, in the designer's words.")
+    fix: str = Field(description="What to do about it (empty when the message says).")
+    field: str = Field(description="The spec path it is about, e.g. crowd.completion_code.")
+    label: str = Field(description="The editor form's label for that field.")
+    loc: list[str | int] = Field(description='["spec", *the path]: as a 422\'s detail.')
+    msg: str = Field(description="The message again, as a 422's detail.")
+
+
+class ChecklistPublic(BaseModel):
+    ready: bool = Field(description="No errors: activation would go ahead (warnings asked once).")
+    items: list[ChecklistItem] = Field(description="Errors first, then warnings.")
+
+
 class StudyValidationPublic(BaseModel):
     ok: bool = Field(description="True when every environment built with no problems.")
     environments: list[EnvValidationPublic]
+    checklist: list[ChecklistItem] = Field(
+        default_factory=list,
+        description="The pre-launch checklist of this spec (what activation would say).",
+    )

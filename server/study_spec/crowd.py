@@ -6,7 +6,7 @@ import unicodedata
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from server.study_spec.base import StrictModel
 
@@ -36,6 +36,11 @@ class Requirements(StrictModel):
 
 Input = Literal["keyboard", "gamepad", "touch"]  # what a participant may play with
 MAX_TOUCH_BUTTONS = 8  # key bindings an environment may have to get on-screen touch buttons
+
+
+# Where participants come from: Prolific, MTurk, or the link shared any other way (a typed
+# id, or anonymous). Said by the designer for the pre-launch checklist and the editor only.
+PlatformName = Literal["prolific", "mturk", "direct"]
 
 
 def _default_inputs() -> list[Input]:
@@ -75,11 +80,19 @@ class CrowdSettings(StrictModel):
         f"at most {MAX_TOUCH_BUTTONS} key bindings get on-screen buttons.",
     )  # fmt: skip
 
-    @field_validator("inputs")
+    platforms: list[PlatformName] = Field(
+        default_factory=list, max_length=3,
+        description="Where participants come from: prolific, mturk, direct (the link shared "
+        "any other way: a typed id, or anonymous). Empty: not said. Read by the pre-launch "
+        "checklist (a Prolific study needs a completion code or URL); anyone holding the link "
+        "may still join.",
+    )  # fmt: skip
+
+    @field_validator("inputs", "platforms")
     @classmethod
-    def _inputs_once(cls, value: list[Input]) -> list[Input]:
+    def _listed_once(cls, value: list[str], info: ValidationInfo) -> list[str]:
         if len(set(value)) != len(value):
-            raise ValueError("inputs lists an input twice")
+            raise ValueError(f"{info.field_name} lists an entry twice")
         return value
 
     @field_validator("completion_url", "screenout_url", "full_url")

@@ -126,7 +126,9 @@ def study(dep: Deployment) -> dict[str, Any]:
     created = admin.http.post("/api/studies", json={"spec": body})
     assert created.status_code == 201, created.text
     sid = created.json()["id"]
-    active = admin.http.post(f"/api/studies/{sid}/state", json={"state": "active"})
+    active = admin.http.post(
+        f"/api/studies/{sid}/state", json={"state": "active", "acknowledge_warnings": True}
+    )
     assert active.status_code == 200, active.text
     return {"id": sid, "token": active.json()["permalink_token"], "killed": {}}
 
@@ -248,7 +250,9 @@ def test_a_phone_reaches_the_players_replica_through_the_load_balancer(dep) -> N
     created = admin.http.post("/api/studies", json={"spec": spec(env)})
     assert created.status_code == 201, created.text
     sid = created.json()["id"]
-    active = admin.http.post(f"/api/studies/{sid}/state", json={"state": "active"})
+    active = admin.http.post(
+        f"/api/studies/{sid}/state", json={"state": "active", "acknowledge_warnings": True}
+    )
     assert active.status_code == 200, active.text
     browsers = browsers_on_each_replica(dep)
     phones = browsers_on_each_replica(dep)  # a phone pinned to each replica too

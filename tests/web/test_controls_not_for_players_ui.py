@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from tests.factories import Factory, spec_dict
 from tests.web.test_controls_editor import open_controls
-from tests.web.test_designer_ui import fresh, log_in
+from tests.web.test_designer_ui import activate, fresh, log_in
 
 pytestmark = pytest.mark.browser
 SHOTS = "/tmp/shots/editor-backend"
@@ -30,11 +30,12 @@ def test_unbound_action_blocks_activation_until_marked_not_for_players(
     page.get_by_role("button", name="Validate").click()
     expect(page.locator("#validate-status")).to_have_text("Some environments do not build.")
     card = page.get_by_role("article", name="Environment 1: MountainCar")
-    expect(card.get_by_role("list", name="problems")).to_contain_text(
-        "environments.0.controls: no control reaches these actions: 2"
-    )
+    unbound = "Action 2 has no key or button: bind one, or tick “not for players” on it"
+    expect(card.get_by_role("list", name="problems")).to_contain_text(f"Controls: {unbound}")
     page.get_by_role("button", name="Activate").click()
-    expect(page.locator("#detail-error")).to_contain_text("no control reaches these actions: 2")
+    checklist = page.get_by_role("region", name="Pre-launch checklist")
+    expect(checklist).to_contain_text(unbound)
+    expect(checklist.get_by_role("button", name="Go to MountainCar · Controls")).to_be_visible()
     expect(page.locator("#detail-state")).to_have_text("Draft")
 
     # Binding a key that action 0 holds asks first; Esc keeps it where it was.
@@ -60,5 +61,5 @@ def test_unbound_action_blocks_activation_until_marked_not_for_players(
     saved = fresh(db, study.id)
     assert saved is not None
     assert saved.spec["environments"][0]["controls"]["not_for_players"] == [2]
-    page.get_by_role("button", name="Activate").click()
+    activate(page)  # past the warning that it does not say where participants come from
     expect(page.locator("#detail-state")).to_have_text("Active")

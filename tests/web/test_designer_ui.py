@@ -33,6 +33,14 @@ def log_in(page: Page, base: str, user: User, password: str = PASSWORD) -> None:
     form.get_by_role("button", name="Log in").click()
 
 
+def activate(page: Page, verb: str = "Activate") -> None:
+    """Press Activate (or Resume) and go past the pre-launch checklist's warnings, once."""
+    page.get_by_role("button", name=verb, exact=True).click()
+    page.get_by_role("region", name="Pre-launch checklist").get_by_role(
+        "button", name=f"{verb} anyway"
+    ).click()
+
+
 def study_row(page: Page, name: str) -> Locator:
     return page.locator("#studies-body tr", has_text=name)
 
@@ -154,7 +162,7 @@ def test_activate_shows_the_permalink_and_rotating_replaces_it(
     expect(page.locator("#permalink")).to_be_hidden()
     expect(page.get_by_role("button", name="Pause")).to_have_count(0)
 
-    page.get_by_role("button", name="Activate").click()
+    activate(page)
     expect(page.locator("#detail-state")).to_have_text("Active")
     expect(study_row(page, "Balance")).to_contain_text("Active")
     link = page.get_by_label("Link for participants")
@@ -168,6 +176,9 @@ def test_activate_shows_the_permalink_and_rotating_replaces_it(
     expect(page.locator("#toasts")).to_contain_text("Link copied.")
 
     page.get_by_role("button", name="Rotate link").click()
+    page.get_by_role("dialog", name="Make a new link?").get_by_role(
+        "button", name="Make a new link"
+    ).click()
     expect(link).not_to_have_value(f"{live_server}/player.html?token={old_token}")
     rotated = fresh(db, study.id)
     assert rotated is not None and rotated.permalink_token != old_token
@@ -185,9 +196,10 @@ def test_activation_problems_are_shown(live_server: str, page: Page, factory: Fa
     log_in(page, live_server, user)
     page.get_by_role("button", name="Nowhere").click()
     page.get_by_role("button", name="Activate").click()
-    error = page.locator("#detail-error")
-    expect(error).to_contain_text("The study cannot start")
-    expect(error).to_contain_text("spec.environments.0.source.id: unknown Gymnasium environment id")
+    checklist = page.get_by_role("region", name="Pre-launch checklist")
+    expect(checklist).to_contain_text("“Nowhere” cannot start yet")
+    expect(checklist).to_contain_text("unknown Gymnasium environment id")
+    expect(checklist.get_by_role("button", name="Go to CartPole · Source")).to_be_visible()
     fresh_study = fresh(db, study.id)
     assert fresh_study is not None and fresh_study.state == StudyState.draft
 
@@ -198,7 +210,7 @@ def test_pause_resume_and_close(live_server: str, page: Page, factory: Factory, 
     log_in(page, live_server, user)
     page.get_by_role("button", name="Lifecycle").click()
     lifecycle = page.locator("#lifecycle")
-    page.get_by_role("button", name="Activate").click()
+    activate(page)
     expect(lifecycle.get_by_role("button")).to_have_text(["Pause", "Close study"])
 
     page.get_by_role("button", name="Pause").click()
@@ -207,7 +219,7 @@ def test_pause_resume_and_close(live_server: str, page: Page, factory: Factory, 
     paused = fresh(db, study.id)
     assert paused is not None and paused.state == StudyState.paused
 
-    page.get_by_role("button", name="Resume").click()
+    activate(page, "Resume")
     expect(page.locator("#detail-state")).to_have_text("Active")
 
     page.get_by_role("button", name="Close study").click()
@@ -245,13 +257,15 @@ def test_editing_the_spec_saves_drafts_and_explains_409(
 
     editor.fill(editor.input_value() + "  fps: 0\n")  # a key of the last environment
     page.get_by_role("button", name="Save changes").click()
-    expect(page.locator("#detail-error")).to_contain_text("environments.0.fps")
+    expect(page.locator("#detail-error")).to_contain_text(
+        "CartPole: Steps per second (async) must be at least 1"
+    )
     editor.fill("name: [unclosed")
     page.get_by_role("button", name="Save changes").click()
     expect(page.locator("#detail-error")).to_contain_text("line 1")
 
     page.get_by_role("button", name="Discard edits").click()
-    page.get_by_role("button", name="Activate").click()
+    activate(page)
     expect(page.locator("#detail-state")).to_have_text("Active")
     expect(page.locator("#edit-hint")).to_contain_text("pause it first")
     page.get_by_role("button", name="Save changes").click()
@@ -405,7 +419,7 @@ def test_validate_shows_spaces_first_frame_and_speed_warning_until_fixed(
     expect(report).to_contain_text("int64 scalar, 2 values")
     expect(report).to_contain_text("0.30× real speed")
     warnings = report.get_by_role("list", name="warnings")
-    expect(warnings).to_contain_text("environments.0.fps: plays at 0.30× real speed")
+    expect(warnings).to_contain_text("Steps per second (async): plays at 0.30× real speed")
 
     page.get_by_role("tab", name="Edit as YAML").click()
     editor = page.get_by_label("Edit the study file (YAML)")
@@ -426,7 +440,7 @@ def test_validate_lists_problems_with_field_paths(live_server: str, page: Page, 
     page.get_by_role("button", name="Validate").click()
     report = page.get_by_role("article", name="Validation of CartPole")
     expect(report.get_by_role("list", name="problems")).to_contain_text(
-        "environments.0.source.kwargs.bogus: unknown setting 'bogus'"
+        "bogus: unknown setting 'bogus'"
     )
     expect(page.locator("#validate-status")).to_have_text("Some environments do not build.")
 

@@ -1,5 +1,5 @@
 // RLDS Studio, study editor: the crowd settings (consent, assignment, codes and redirects,
-// requirements, the inputs participants may play with) and a table of which completion
+// requirements, where participants come from, the inputs they may play with) and a table of which completion
 // applies to whom, kept up to date as the designer types.
 
 import { el } from "../shared/api.js";
@@ -7,6 +7,7 @@ import { getIn, inputField, markdownField, selectField, setIn, switchField, uid 
 
 const INPUTS = [["keyboard", "Keyboard"], ["gamepad", "Gamepad"], ["touch", "Touch (on-screen buttons)"]];
 const DEFAULT_INPUTS = ["keyboard", "gamepad"];
+const PLATFORMS = [["prolific", "Prolific"], ["mturk", "MTurk"], ["direct", "Direct link or anonymous"]];
 const PROLIFIC_COMPLETE = "app.prolific.com/submissions/complete"; // where the server sends them (shown, never loaded)
 
 /** The crowd section of the form for ``data``; ``changed()`` after every edit. */
@@ -31,6 +32,7 @@ export function crowdSection(api, data, changed) {
       inputField(data, path("full_url"), "Study-full URL", { onChange, hint: "MTurk workers always submit the HIT." }),
       inputField(data, ["crowd", "requirements", "min_episodes"], "Required episodes", { kind: "int", min: 0, defaultValue: 0, onChange }),
       inputField(data, ["crowd", "requirements", "min_play_time_s"], "Required play time (s)", { kind: "number", min: 0, defaultValue: 0, onChange })),
+    platformsField(data, onChange),
     inputsField(data, onChange),
     el("h4", {}, "Completion per platform"),
     table);
@@ -38,27 +40,32 @@ export function crowdSection(api, data, changed) {
   return section;
 }
 
-/** Checkboxes for ``crowd.inputs``: unset means keyboard and gamepad. */
-function inputsField(data, onChange) {
-  const current = getIn(data, ["crowd", "inputs"]) || DEFAULT_INPUTS;
-  const boxes = INPUTS.map(([value, label]) => {
+/** Checkboxes for the list ``crowd.<key>`` (``fallback`` while unset), under ``legend``. */
+function checksField(data, key, legend, options, fallback, hint, onChange) {
+  const current = getIn(data, ["crowd", key]) || fallback;
+  const boxes = options.map(([value, label]) => {
     const id = uid("in");
     const box = el("input", { id, type: "checkbox", value });
     box.checked = current.includes(value);
     box.addEventListener("change", () => {
-      const picked = INPUTS.map(([v]) => v).filter((v) => boxes.some((b) => b.box.value === v && b.box.checked));
-      setIn(data, ["crowd", "inputs"], picked);
+      const picked = options.map(([v]) => v).filter((v) => boxes.some((b) => b.box.value === v && b.box.checked));
+      setIn(data, ["crowd", key], picked);
       onChange();
     });
     return { box, row: el("label", { class: "check", for: id }, box, ` ${label}`) };
   });
-  return el("fieldset", { class: "field inputs-field" },
-    el("legend", {}, "Participants play with"),
-    boxes.map((b) => b.row),
-    el("p", { class: "muted small hint" },
-      "A phone or tablet without a keyboard is told before consent that it cannot take part, unless Touch is ticked. " +
-      "With Touch, environments with at most 8 key bindings show a button per binding under the game."));
+  return el("fieldset", { class: "field inputs-field", dataset: { path: `crowd.${key}` } },
+    el("legend", {}, legend), boxes.map((b) => b.row), el("p", { class: "muted small hint" }, hint));
 }
+
+/** ``crowd.inputs``: unset means keyboard and gamepad. */
+const inputsField = (data, onChange) => checksField(data, "inputs", "Participants play with", INPUTS, DEFAULT_INPUTS,
+  "A phone or tablet without a keyboard is told before consent that it cannot take part, unless Touch is ticked. " +
+  "With Touch, environments with at most 8 key bindings show a button per binding under the game.", onChange);
+
+/** ``crowd.platforms``: where participants come from (read by the pre-launch checklist). */
+const platformsField = (data, onChange) => checksField(data, "platforms", "Participants come from", PLATFORMS, [],
+  "Checked before activating: a Prolific study needs a completion code (or URL). Anyone holding the link can still join.", onChange);
 
 const fill = (url, code) => url.replaceAll("{code}", encodeURIComponent(code));
 
@@ -71,7 +78,6 @@ function describe(platform, code, url, submit) {
   return code ? `${withCode} shown` : "no code: told they may close the page";
 }
 
-const PLATFORMS = [["prolific", "Prolific"], ["mturk", "MTurk"], ["direct", "Direct link or anonymous"]];
 
 function renderCompletion(box, crowd) {
   const outcomes = [

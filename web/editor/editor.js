@@ -11,6 +11,8 @@ import { renderEnvCard } from "./env.js";
 import { crowdSection } from "./crowd.js";
 import { flushSettings } from "./settings.js";
 import { fieldBox, getIn, inputField, markdownField, setIn, uid } from "./fields.js";
+import { clearMarks, markFields, problemLine, specPath } from "./fieldmarks.js";
+import { renderChecklist } from "./checklist.js";
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -27,6 +29,7 @@ const ed = {
   yamlSynced: "", // the YAML text that matches ``data``
   reports: new Map(), // environment id → its last validation report
   refused: new Map(), // environment index → problems ({loc, msg}) the server found when saving
+  marked: [], // problems ({loc, msg}) last shown at their fields
   entries: [],
 };
 
@@ -57,6 +60,9 @@ export async function loadStudy(study, yaml, editable) {
   ed.loaded = true;
   ed.editable = editable;
   ed.reports = new Map();
+  ed.marked = [];
+  $("#editor-checklist").hidden = true;
+  $("#launch-checklist").hidden = true; // another study, or this one saved again: ask anew
   let data = { name: "", environments: [] };
   if (yaml) {
     try {
@@ -234,26 +240,53 @@ export async function save(errorBox) {
   }
 }
 
-/** A refused save's problems, also beside the environments they are about. */
+/** A refused save's problems: at their fields (marked, the first scrolled to), beside the
+ *  environments they are about, and in the designer's words in the error box. */
 function showRefusal(error) {
   ed.refused = new Map();
+  ed.marked = [];
   // a change that needs a new version is no problem to fix: the panel offers the new version
   if (error instanceof ApiError && error.body?.code === "needs_new_version") return;
   const detail = error instanceof ApiError && Array.isArray(error.body?.detail) ? error.body.detail : [];
   for (const item of detail) {
-    const loc = [...(item.loc || [])];
-    while (loc.length && loc[0] !== "environments") loc.shift();
-    if (loc.length < 2 || typeof loc[1] !== "number") continue;
+    const loc = specPath(item.loc);
+    if (!loc.length || loc[0] === "path") continue;
+    ed.marked.push({ loc, msg: item.msg });
+    if (loc[0] !== "environments" || typeof loc[1] !== "number") continue;
     const items = ed.refused.get(loc[1]) || [];
     items.push({ loc, msg: item.msg });
     ed.refused.set(loc[1], items);
   }
-  if (ed.view === "form") renderForm();
+  if (ed.view === "form") {
+    renderForm();
+    if (ed.marked.length) markFields(ed.marked);
+  }
+  // the error box lists them as the form names them (no raw paths)
+  if (ed.marked.length) error.body = { ...error.body, detail: ed.marked.map((m) => ({ loc: [], msg: problemLine(m) })) };
+}
+
+/** Open the form at the field of ``item`` (a checklist item or {loc, msg}): marked, scrolled to. */
+export async function showField(item) {
+  if (ed.view !== "form") await showView("form");
+  ed.marked = [{ loc: specPath(item.loc), msg: item.message ?? item.msg }];
+  clearMarks();
+  markFields(ed.marked);
+}
+
+/** The pre-launch checklist beside Validate (``checklist`` items from the server). */
+function showChecklist(items) {
+  renderChecklist($("#editor-checklist"), items, {
+    title: "Before you activate",
+    emptyText: "Nothing stands in the way of activating this study.",
+    goTo: showField,
+  });
 }
 
 async function saveNow(errorBox) {
   flushSettings();
   ed.refused = new Map();
+  ed.marked = [];
+  clearMarks();
   $("#validate-status").textContent = ""; // an earlier validation's verdict is not this save's
   let study;
   const yamlView = ed.view === "yaml";
@@ -304,6 +337,7 @@ export async function validate({ toForm = true } = {}) {
     const result = await ed.api("POST", "/api/studies/validate", { json: { spec: ed.data } });
     ed.reports = new Map(result.environments.map((report) => [report.id, report]));
     renderForm();
+    showChecklist(result.checklist || []);
     status.textContent = (result.ok ? "Every environment builds." : "Some environments do not build.")
       + (ed.view === "yaml" ? " (Details beside each environment in the form.)" : "");
   } catch (error) {

@@ -9,6 +9,7 @@ import { fieldBox, inputField, markdownField, selectField, setIn, switchField, u
 import { policyEditor } from "./policy.js";
 import { mountSettings } from "./settings.js";
 import { renderEnvReport } from "./validation.js";
+import { inWords, labelFor } from "./fieldmarks.js";
 
 /** What an environment's source names: a Gymnasium id or a dm_env factory. */
 export function sourceRef(env) {
@@ -135,7 +136,7 @@ export function renderEnvCard(env, index, count, ctx) {
     ctx.refused?.length
       ? el("div", { class: "alert alert-error", role: "alert" },
         el("p", { class: "alert-message" }, "Not saved: fix these first."),
-        el("ul", { class: "problems", "aria-label": "save problems" }, ctx.refused.map(({ loc, msg }) => el("li", {}, `${loc.join(".")}: ${msg}`))))
+        el("ul", { class: "problems", "aria-label": "save problems" }, ctx.refused.map(({ loc, msg }) => el("li", {}, inWords(labelFor(loc), msg)))))
       : null,
     report ? renderEnvReport(report) : null,
     grid,

@@ -37,9 +37,10 @@ export function setIn(data, path, value) {
   }
 }
 
-/** A labelled field: ``control`` below its label, with an optional hint. */
-export function fieldBox(id, label, control, hint) {
-  return el("div", { class: "field" },
+/** A labelled field: ``control`` below its label, with an optional hint; ``path`` (keys
+ *  from the data it edits) lets a problem about it be shown at it (fieldmarks.js). */
+export function fieldBox(id, label, control, hint, path) {
+  return el("div", { class: "field", dataset: path ? { path: path.join(".") } : {} },
     el("label", { for: id }, label),
     control,
     hint ? el("p", { class: "muted small hint" }, hint) : null);
@@ -71,7 +72,7 @@ export function inputField(data, path, label, { kind = "text", defaultValue, min
     setIn(data, path, value);
     onChange?.(path, value);
   });
-  return fieldBox(id, label, input, hint);
+  return fieldBox(id, label, input, hint, path);
 }
 
 /** A select bound to ``path``: the first option "Default (x)" leaves the key unset. */
@@ -87,7 +88,7 @@ export function selectField(data, path, label, options, { defaultValue, hint, on
     setIn(data, path, value);
     onChange?.(path, value);
   });
-  return fieldBox(id, label, select, hint);
+  return fieldBox(id, label, select, hint, path);
 }
 
 /** A switch (a checkbox) bound to ``path``: unset until first touched. */
@@ -99,7 +100,7 @@ export function switchField(data, path, label, { hint, onChange } = {}) {
     setIn(data, path, input.checked);
     onChange?.(path, input.checked);
   });
-  return el("div", { class: "field field-switch" }, input, el("label", { for: id }, label),
+  return el("div", { class: "field field-switch", dataset: { path: path.join(".") } }, input, el("label", { for: id }, label),
     hint ? el("p", { class: "muted small hint" }, hint) : null);
 }
 
@@ -136,7 +137,7 @@ export function markdownField(api, data, path, label, { rows = 5, hint, onChange
     timer = setTimeout(render, 250);
   });
   render();
-  return el("div", { class: "field md-field" },
+  return el("div", { class: "field md-field", dataset: { path: path.join(".") } },
     el("label", { for: id }, label, el("span", { class: "muted small" }, " (Markdown)")),
     el("div", { class: "md-split" }, textarea, preview),
     hint ? el("p", { class: "muted small hint" }, hint) : null);

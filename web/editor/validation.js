@@ -1,7 +1,8 @@
 // RLDS Studio, study editor: what Validate found for one environment (spaces, first frame,
 // resolved controls, game speed, warnings and problems with their field paths).
 
-import { el, problems } from "../shared/api.js";
+import { el } from "../shared/api.js";
+import { inWords, labelFor } from "./fieldmarks.js";
 
 const num = (v) => (Number.isInteger(v) ? String(v) : String(+v.toPrecision(6)).replace("-", "−"));
 // JSON has no infinity: an unbounded low is null (−∞), an unbounded high null (∞)
@@ -56,7 +57,7 @@ function describeSpeed(speed) {
 
 function issueList(kind, items) {
   if (!items.length) return null;
-  const lines = problems({ detail: items });
+  const lines = items.map((item) => inWords(labelFor(item.loc), item.msg)); // of this environment: its name is above
   return el("ul", { class: `problems validation-${kind}`, "aria-label": kind }, lines.map((line) => el("li", {}, line)));
 }
 

@@ -1,8 +1,11 @@
 // RLDS Studio, the designer's page: a study's lifecycle (activate, pause, resume, close,
-// delete) and its permalink (copy, rotate).
+// delete), the pre-launch checklist when activating is refused or has warnings, and its
+// permalink (copy, rotate after asking).
 
-import { el, toast } from "../shared/api.js";
+import { ApiError, el, toast } from "../shared/api.js";
 import { STATE_LABELS, confirmAction } from "./ui.js";
+import { renderChecklist } from "../editor/checklist.js";
+import { showField } from "../editor/editor.js";
 
 const $ = (selector) => document.querySelector(selector);
 const ctx = { api: null, selected: () => null, withDetailErrors: null, refreshAfterWrite: null, deleted: null };
@@ -31,13 +34,42 @@ export function lifecycleButtons(study) {
   }
 }
 
-function changeState(target) {
+function changeState(target, acknowledge = false) {
   const study = ctx.selected();
+  const panel = $("#launch-checklist");
   return ctx.withDetailErrors(async () => {
-    const updated = await ctx.api("POST", `/api/studies/${study.id}/state`, { json: { state: target } });
+    let updated;
+    try {
+      const json = acknowledge ? { state: target, acknowledge_warnings: true } : { state: target };
+      updated = await ctx.api("POST", `/api/studies/${study.id}/state`, { json });
+    } catch (error) {
+      // the pre-launch checklist refused it: its items, each with the way to its field
+      const code = error instanceof ApiError ? error.body?.code : null;
+      if (code !== "not_ready" && code !== "unacknowledged_warnings") throw error;
+      showLaunchChecklist(study, target, error.body.detail, code === "not_ready");
+      return;
+    }
+    panel.hidden = true;
     await ctx.refreshAfterWrite(updated);
     toast(`“${updated.name}” is now ${STATE_LABELS[updated.state].toLowerCase()}.`, "success");
   });
+}
+
+/** Why activating was refused (errors), or what to check first (warnings: asked once). */
+function showLaunchChecklist(study, target, items, blocked) {
+  const panel = $("#launch-checklist");
+  const verb = target === "active" && study.state === "paused" ? "Resume" : "Activate";
+  const anyway = el("button", { type: "button", class: "btn btn-primary", onclick: () => changeState(target, true) }, `${verb} anyway`);
+  const cancel = el("button", { type: "button", class: "btn btn-ghost", onclick: () => { panel.hidden = true; } }, "Not now");
+  renderChecklist(panel, items, {
+    title: blocked ? `“${study.name}” cannot start yet` : `Check before you ${verb.toLowerCase()}`,
+    intro: blocked ? "Fix each item below (Go to opens the form at its field), save, and activate again."
+      : "These will not stop the study, but may cost you participants or data.",
+    goTo: (item) => { showField(item); },
+    actions: blocked ? [cancel] : [anyway, cancel],
+  });
+  panel.scrollIntoView({ block: "nearest" });
+  (blocked ? panel.querySelector(".checklist-go") : anyway)?.focus();
 }
 
 async function closeStudy() {
@@ -65,12 +97,21 @@ async function deleteStudy() {
   });
 }
 
-export function rotateLink() {
+export async function rotateLink() {
   const study = ctx.selected();
+  const ok = await confirmAction(
+    "Make a new link?",
+    "The current link stops working at once: anyone who opens it is told it is no longer valid, so people who "
+      + "hold it (on Prolific, MTurk or in an email) can no longer join. Participants playing now keep their open game, "
+      + "but to reload, reconnect or get their completion code they need the new link; with the same id they go on "
+      + "where they were (their episodes are kept). Give the new link to your platform right away.",
+    "Make a new link",
+  );
+  if (!ok) return;
   return ctx.withDetailErrors(async () => {
     const updated = await ctx.api("POST", `/api/studies/${study.id}/permalink`);
     await ctx.refreshAfterWrite(updated);
-    toast("A new link was made; the old one no longer works.", "success");
+    toast("A new link was made; the old one no longer works. Update it on your platform.", "success");
   });
 }
 

@@ -9,6 +9,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 
 from server.api.deps import BudgetDep, CurrentPrincipal, RowId, SessionDep, SettingsDep
+from server.core.budget import ProcessBudget
+from server.core.config import Settings
 from server.models import Study, StudyState
 from server.runtime.allowlist import AllowedEnvironments
 from server.schemas import (
@@ -19,12 +21,16 @@ from server.schemas import (
     StudyUpdate,
     StudyValidationPublic,
 )
-from server.services.studies import env_validation, studies, study_files, study_versions
-from server.services.studies.env_check import (
-    allowed_environments,
-    require_allowed,
-    validate_study_environments,
+from server.schemas.studies import ChecklistPublic
+from server.services.studies import (
+    env_validation,
+    launch_check,
+    studies,
+    study_files,
+    study_versions,
 )
+from server.services.studies.env_check import allowed_environments, require_allowed
+from server.study_spec import StudySpec
 
 router = APIRouter(prefix="/api/studies", tags=["studies"])
 
@@ -212,11 +218,30 @@ def delete_study(
     studies.delete_study(db, studies.get_study(db, principal, study_id), settings.data_root)
 
 
+def _launch_check(
+    spec: StudySpec, settings: Settings, allowed: AllowedEnvironments, budget: ProcessBudget
+) -> list[dict[str, Any]]:
+    """The pre-launch checklist, with each environment built (or its cached validation)."""
+    reports = env_validation.validate_study(spec, settings, allowed, budget=budget)
+    return launch_check.checklist(spec, reports)
+
+
 @router.post(
     "/{study_id}/state",
     response_model=StudyPublic,
     summary="Move along the lifecycle",
-    responses={**NOT_FOUND, **CONFLICT},
+    responses={
+        **NOT_FOUND,
+        409: {
+            "description": "Not allowed in the study's current state; or `code: "
+            "unacknowledged_warnings`: the pre-launch checklist has warnings (in `detail`, as "
+            "checklist items): send the request again with `acknowledge_warnings: true`."
+        },
+        422: {
+            "description": "`code: not_ready`: the pre-launch checklist has errors; `detail` "
+            "lists them as checklist items, each with its fix and field."
+        },
+    },
 )
 def change_state(
     study_id: RowId,
@@ -229,13 +254,46 @@ def change_state(
 ) -> Study:
     """draft → active → paused ↔ active → closed; other moves are refused with 409.
 
-    Activating checks that every environment is allowed and builds here, with controls that
-    fit its actions (422 otherwise, with field paths), and creates the permalink token the
-    first time. (A sync route: the check builds each environment in a worker, off the loop.)
+    Activating (and resuming) runs the pre-launch checklist (``GET
+    /api/studies/{id}/checklist``): every environment must be allowed and build here with
+    controls that fit its actions, and the study must be able to pay and serve its
+    participants (a Prolific study needs a completion code or URL, the required play time
+    must be reachable...). Errors refuse it with 422 ``not_ready``; warnings with 409
+    ``unacknowledged_warnings`` until the request says ``acknowledge_warnings: true``. The
+    first activation creates the permalink token. (A sync route: the check builds each
+    environment in a worker, off the loop.)
     """
     study = studies.get_study(db, principal, study_id)
-    check = partial(validate_study_environments, settings=settings, allowed=allowed, budget=budget)
-    return studies.change_state(db, study, body.state, check)
+    check = partial(_launch_check, settings=settings, allowed=allowed, budget=budget)
+    return studies.change_state(
+        db, study, body.state, check, acknowledge_warnings=body.acknowledge_warnings
+    )
+
+
+@router.get(
+    "/{study_id}/checklist",
+    response_model=ChecklistPublic,
+    summary="The pre-launch checklist",
+    responses=NOT_FOUND,
+)
+def read_checklist(
+    study_id: RowId,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+    allowed: AllowedDep,
+    budget: BudgetDep,
+) -> dict[str, Any]:
+    """Every reason the study would fail its participants or its data, as activation sees
+    it: each item's ``level`` (``error`` refuses activation, ``warning`` asks once), ``code``,
+    ``message``, ``fix``, ``field`` (the spec path, e.g. ``crowd.completion_code``) and the
+    editor's ``label`` for it. Builds each environment as Validate does (from the cache when
+    unchanged)."""
+    study = studies.get_study(db, principal, study_id)
+    spec = studies.spec_of(study)
+    db.close()  # building can take a while: do not hold a connection meanwhile
+    items = _launch_check(spec, settings, allowed, budget)
+    return {"ready": not any(i["level"] == "error" for i in items), "items": items}
 
 
 @router.post(
@@ -264,7 +322,8 @@ def validate_study(
     spec = studies.spec_of(study)
     db.close()  # building can take a while: do not hold a connection meanwhile
     reports = env_validation.validate_study(spec, settings, allowed, budget=budget)
-    return {"ok": all(r["ok"] for r in reports), "environments": reports}
+    checklist = launch_check.checklist(spec, reports)
+    return {"ok": all(r["ok"] for r in reports), "environments": reports, "checklist": checklist}
 
 
 @router.post(
@@ -274,7 +333,10 @@ def validate_study(
     responses={**NOT_FOUND, **CONFLICT},
 )
 def rotate_permalink(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> Study:
-    """A new token; links with the old one stop working."""
+    """A new token. The old link stops working: anyone opening it is told it is no longer
+    valid, and play tickets issued under it are refused, so a participant playing now keeps
+    the game open in their page but needs the new link to reconnect, reload or get their
+    completion code (their episodes are kept; the same id continues where it was)."""
     return studies.rotate_permalink(db, studies.get_study(db, principal, study_id))
 
 

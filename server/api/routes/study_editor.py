@@ -12,7 +12,7 @@ from server.api.deps import BudgetDep, CurrentUser, SettingsDep
 from server.api.routes.studies import TOO_LARGE, YAML_BODY, AllowedDep, StudyFileBody
 from server.player.views import render_markdown
 from server.schemas import StudyCreate, StudyValidationPublic
-from server.services.studies import env_validation, study_files
+from server.services.studies import env_validation, launch_check, study_files
 from server.services.studies.env_check import require_allowed
 from server.study_spec import StrictModel
 
@@ -78,10 +78,12 @@ def validate_unsaved(
     _user: CurrentUser, body: StudyCreate, settings: SettingsDep, allowed: AllowedDep,
     budget: BudgetDep,
 ) -> dict[str, Any]:  # fmt: skip
-    """As ``POST /api/studies/{id}/validate``, for the editor's current study (unsaved)."""
+    """As ``POST /api/studies/{id}/validate``, for the editor's current study (unsaved),
+    with its pre-launch checklist (``checklist``)."""
     require_allowed(body.spec, allowed, with_settings=False)  # bad settings are in the report
     reports = env_validation.validate_study(body.spec, settings, allowed, budget=budget)
-    return {"ok": all(r["ok"] for r in reports), "environments": reports}
+    checklist = launch_check.checklist(body.spec, reports)
+    return {"ok": all(r["ok"] for r in reports), "environments": reports, "checklist": checklist}
 
 
 @router.post("/markdown", response_model=MarkdownOut, summary="Preview Markdown")

@@ -172,9 +172,14 @@ def unbound_problem(env: EnvironmentSpec, info: dict[str, Any]) -> Problem | Non
     names = _listing([str(a) for a in unbound])
     action = info.get("action_spec")
     discrete = isinstance(action, dict) and action.get("shape") == []
-    what = "actions" if discrete else "action dimensions"
-    return (("controls",), f"no control reaches these {what}: {names}; bind a key to each, "
-                           "or mark it \"not for players\"")  # fmt: skip
+    what, reach = (
+        ("Action", "key or button") if discrete else ("Action dimension", "key, button or stick")
+    )
+    if len(unbound) == 1:
+        return (("controls",), f"{what} {names} has no {reach}: bind one, or tick "
+                               "“not for players” on it")  # fmt: skip
+    return (("controls",), f"{what}s {names} have no {reach}: bind one to each, or tick "
+                           "“not for players” on them")  # fmt: skip
 
 
 def warnings(env: EnvironmentSpec, info: dict[str, Any], sp: dict[str, Any]) -> list[Problem]:

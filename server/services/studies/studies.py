@@ -11,11 +11,11 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
 from server.core.security import new_token
-from server.errors import Conflict, Invalid, NotFound
+from server.errors import Conflict, NotFound
 from server.models import Episode, ExportJob, Study, StudyEnvironment, StudyState, utcnow
 from server.principal import Principal
 from server.recording.format import episode_dir, episode_video_lock, episode_videos, export_dir
-from server.services.studies import study_files
+from server.services.studies import launch_check, study_files
 from server.study_spec import StudySpec
 
 # state -> states it may move to
@@ -27,8 +27,9 @@ TRANSITIONS: dict[StudyState, frozenset[StudyState]] = {
 }
 EDITABLE = frozenset({StudyState.draft, StudyState.paused})
 
-# Checks an environment can be built here; returns problems as {"loc", "msg"} (runtime wires it).
-EnvValidator = Callable[[StudySpec], list[dict]]
+# The pre-launch checklist of a spec (the route wires in the environments' validation):
+# items as server.services.studies.launch_check makes them.
+LaunchCheck = Callable[[StudySpec], list[dict]]
 
 
 def _a(state: str) -> str:
@@ -165,18 +166,22 @@ def delete_study(db: Session, study: Study, data_root: Path) -> None:
 
 
 def change_state(
-    db: Session, study: Study, target: StudyState, validate: EnvValidator | None = None
+    db: Session,
+    study: Study,
+    target: StudyState,
+    check: LaunchCheck | None = None,
+    *,
+    acknowledge_warnings: bool = False,
 ) -> Study:
-    """Move along the lifecycle; the first activation creates the permalink token."""
+    """Move along the lifecycle; the first activation creates the permalink token.
+
+    Activating (or resuming) runs ``check``: its errors refuse the move (422), its warnings
+    too (409) unless ``acknowledge_warnings``."""
     current = StudyState(study.state)
     if target not in TRANSITIONS[current]:
         raise Conflict(f"{_a(current).capitalize()} study cannot become {target}.")
-    if target == StudyState.active and validate is not None:
-        problems = validate(spec_of(study))
-        if problems:
-            raise Invalid(
-                "The study cannot start: some environments do not run here.", detail=problems
-            )
+    if target == StudyState.active and check is not None:
+        launch_check.enforce(check(spec_of(study)), acknowledge_warnings)
     study.state = target
     if target == StudyState.active and study.permalink_token is None:
         study.permalink_token = new_token(16)
@@ -186,7 +191,8 @@ def change_state(
 
 
 def rotate_permalink(db: Session, study: Study) -> Study:
-    """Replace the permalink token; the old link stops working."""
+    """Replace the permalink token: the old link stops working, and every play ticket issued
+    under it is refused from then on (a socket already open plays on; see docs/protocol.md)."""
     if study.permalink_token is None:
         raise Conflict("The study has no permalink yet: activate it first.")
     study.permalink_token = new_token(16)

@@ -37,5 +37,7 @@ def test_pick_cube_is_offered_validated_and_activates(factory):
     assert report["action_space"] == {
         "shape": [7], "dtype": "float32", "minimum": [-1.0] * 7, "maximum": [1.0] * 7
     }  # fmt: skip
-    res = client.post(f"/api/studies/{study.id}/state", json={"state": "active"})
+    res = client.post(
+        f"/api/studies/{study.id}/state", json={"state": "active", "acknowledge_warnings": True}
+    )
     assert res.status_code == 200, res.text

@@ -111,7 +111,9 @@ def test_validate_lists_problems_with_field_paths(factory, owner, client):
     assert ["environments", 0, "controls"] in [p["loc"] for p in env["problems"]]
     assert env["default_controls"]["keys"] == {}  # Taxi is not in the catalog
     # activation runs the same check
-    res = client.post(f"/api/studies/{study.id}/state", json={"state": "active"})
+    res = client.post(
+        f"/api/studies/{study.id}/state", json={"state": "active", "acknowledge_warnings": True}
+    )
     assert res.status_code == 422
     assert res.json()["detail"][0]["loc"] == [
         "spec",
@@ -127,7 +129,9 @@ def test_activation_reuses_the_validation_cache(factory, owner, client):
     study = factory.study(owner, spec_dict(mode="async", fps=50))
     assert _validate(client, study.id)["ok"] is True
     before = STARTS.starts
-    res = client.post(f"/api/studies/{study.id}/state", json={"state": "active"})
+    res = client.post(
+        f"/api/studies/{study.id}/state", json={"state": "active", "acknowledge_warnings": True}
+    )
     assert res.status_code == 200 and STARTS.starts == before
 
 

@@ -63,7 +63,8 @@ def test_delete_draft(world, role, db):
 @pytest.mark.parametrize("role", ROLES)
 def test_state_change(world, role):
     res = world["clients"][role].post(
-        f"/api/studies/{world['study'].id}/state", json={"state": "active"}
+        f"/api/studies/{world['study'].id}/state",
+        json={"state": "active", "acknowledge_warnings": True},
     )
     assert _ok(res.status_code, EXPECTED[role]), res.text
     if res.status_code == 200:
@@ -160,7 +161,9 @@ def test_transitions(factory, db, source, target):
     study = factory.study(owner)
     study.state = source
     db.commit()
-    res = factory.client(owner).post(f"/api/studies/{study.id}/state", json={"state": target})
+    res = factory.client(owner).post(
+        f"/api/studies/{study.id}/state", json={"state": target, "acknowledge_warnings": True}
+    )
     if (source, target) in LEGAL:
         assert res.status_code == 200, res.text
         assert res.json()["state"] == target
@@ -175,11 +178,13 @@ def test_permalink_is_created_once_and_kept_across_pause(factory):
     owner = factory.user()
     study = factory.study(owner)
     client = factory.client(owner)
-    token = client.post(f"/api/studies/{study.id}/state", json={"state": "active"}).json()[
-        "permalink_token"
-    ]
+    token = client.post(
+        f"/api/studies/{study.id}/state", json={"state": "active", "acknowledge_warnings": True}
+    ).json()["permalink_token"]
     client.post(f"/api/studies/{study.id}/state", json={"state": "paused"})
-    again = client.post(f"/api/studies/{study.id}/state", json={"state": "active"}).json()
+    again = client.post(
+        f"/api/studies/{study.id}/state", json={"state": "active", "acknowledge_warnings": True}
+    ).json()
     assert token and again["permalink_token"] == token
     rotated = client.post(f"/api/studies/{study.id}/permalink").json()["permalink_token"]
     assert rotated and rotated != token
@@ -230,7 +235,9 @@ def test_activation_refuses_environments_that_do_not_run_here(factory):
     owner = factory.user()
     spec = spec_dict(source={"kind": "gymnasium", "id": "NoSuchEnv-v0"})
     study = factory.study(owner, spec)
-    res = factory.client(owner).post(f"/api/studies/{study.id}/state", json={"state": "active"})
+    res = factory.client(owner).post(
+        f"/api/studies/{study.id}/state", json={"state": "active", "acknowledge_warnings": True}
+    )
     assert res.status_code == 422
     detail = res.json()["detail"]
     assert detail[0]["loc"] == ["spec", "environments", 0, "source", "id"]

@@ -23,7 +23,9 @@ SUBPROCESS = {"kind": "dm_env", "factory": "subprocess:call"}
 
 
 def _activate(client, study_id: int):
-    return client.post(f"/api/studies/{study_id}/state", json={"state": "active"})
+    return client.post(
+        f"/api/studies/{study_id}/state", json={"state": "active", "acknowledge_warnings": True}
+    )
 
 
 def _locs(res) -> list[list[Any]]:
@@ -247,7 +249,9 @@ def test_an_unbound_action_blocks_activation_until_marked_not_for_players(client
     res = _activate(client, study_id)
     assert res.status_code == 422, res.text
     assert _locs(res) == [["spec", "environments", 0, "controls"]]
-    assert "no control reaches these actions: 1" in res.json()["detail"][0]["msg"]
+    (item,) = res.json()["detail"]
+    assert item["msg"] == "Action 1 has no key or button: bind one, or tick “not for players” on it"
+    assert (item["level"], item["code"], item["label"]) == ("error", "unbound_action", "Controls")
 
     marked = {**only_left, "not_for_players": [1]}
     spec = spec_dict(source=cartpole, controls=marked)

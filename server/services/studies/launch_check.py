@@ -1,0 +1,239 @@
+"""The pre-launch checklist: every reason a study would fail its participants or its data.
+
+Each item is ``{level, code, message, fix, field, label, loc, msg}``: ``level`` ``error``
+(activation is refused) or ``warning`` (activation asks once, ``acknowledge_warnings``),
+``message`` what goes wrong in the designer's words, ``fix`` what to do, ``field`` the spec
+path (``crowd.completion_code``) and ``label`` the form's name for it. ``loc`` (``["spec",
+*path]``) and ``msg`` (the message) repeat them in the shape of a 422's ``detail``, so a
+client that lists problems lists these too. Read from the spec and, where there is one, its
+validation report (:func:`server.services.studies.env_validation.validate_study`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from server.errors import Conflict, Invalid
+from server.runtime.catalog import default_controls
+from server.study_spec import MAX_TOUCH_BUTTONS, Controls, EnvironmentSpec, StudySpec
+
+Loc = tuple[str | int, ...]
+Item = dict[str, Any]
+
+# The form's labels (web/editor: fields of the study, the crowd settings, each environment).
+STUDY_LABELS = {
+    "name": "Study name", "description": "Description", "instructions": "Study instructions",
+    "pause_timeout_s": "Pause timeout (s)", "crowd.consent": "Consent text",
+    "crowd.assignment": "Assignment", "crowd.allow_anonymous": "Allow anonymous participants",
+    "crowd.completion_code": "Completion code", "crowd.screenout_code": "Screen-out code",
+    "crowd.completion_url": "Completion URL", "crowd.screenout_url": "Screen-out URL",
+    "crowd.full_code": "Study-full code", "crowd.full_url": "Study-full URL",
+    "crowd.requirements.min_episodes": "Required episodes",
+    "crowd.requirements.min_play_time_s": "Required play time (s)",
+    "crowd.inputs": "Participants play with", "crowd.platforms": "Participants come from",
+}  # fmt: skip
+ENV_LABELS = {
+    "name": "Display name", "id": "Id (in exports)", "mode": "Play mode",
+    "fps": "Steps per second (async)", "countdown_s": "Countdown (s, async)",
+    "step_on_input": "Step on input (async)", "speed": "Speed (async)",
+    "speed_choices": "Speeds players may choose (async)", "max_steps": "Max steps",
+    "max_duration_s": "Max duration (s)", "image_quality": "Image quality",
+    "adaptive_quality": "Adapt quality to the player's link",
+    "min_stream_fps": "Fewest frames/s to stream (adaptive)", "camera": "Camera",
+    "seeds": "Seeds", "episodes_per_participant": "Episodes per participant",
+    "episodes_total": "Episodes in total", "instructions": "Instructions",
+    "controls": "Controls", "source": "Source", "source.id": "Source",
+    "source.factory": "Source", "source.kwargs": "Settings", "policy": "Policy",
+    "policy.id": "Policy",
+}  # fmt: skip
+
+
+def label_of(loc: Loc) -> str:
+    """The form's label for a spec path (the longest known prefix; a setting by its name)."""
+    parts = [str(p) for p in loc]
+    if len(parts) >= 2 and parts[0] == "environments":
+        rest = parts[2:]
+        if len(rest) >= 3 and rest[:2] == ["source", "kwargs"]:
+            return rest[2]  # a setting is labelled with its own name
+        labels, key = ENV_LABELS, rest
+    else:
+        labels, key = STUDY_LABELS, parts
+    for end in range(len(key), 0, -1):
+        label = labels.get(".".join(key[:end]))
+        if label is not None:
+            return label
+    return ".".join(parts)
+
+
+def item(level: str, code: str, loc: Loc, message: str, fix: str = "") -> Item:
+    """One checklist item (see the module doc)."""
+    return {
+        "level": level, "code": code, "message": message, "fix": fix,
+        "field": ".".join(str(p) for p in loc), "label": label_of(loc),
+        "loc": ["spec", *loc], "msg": message,
+    }  # fmt: skip
+
+
+def _env_loc(index: int, *rest: str | int) -> Loc:
+    return ("environments", index, *rest)
+
+
+def _completion(spec: StudySpec) -> Iterable[Item]:
+    crowd = spec.crowd
+    has_completion = bool(crowd.completion_code or crowd.completion_url)
+    if "prolific" in crowd.platforms and not has_completion:
+        yield item(
+            "error", "no_completion_code", ("crowd", "completion_code"),
+            "Participants from Prolific would finish with no completion code and no "
+            "redirect: Prolific would not know they finished, and they could not be paid.",
+            "Enter the completion code of your Prolific study (under Completion) as the "
+            "Completion code, or set a Completion URL.",
+        )  # fmt: skip
+    if "prolific" in crowd.platforms and not (crowd.screenout_code or crowd.screenout_url):
+        yield item(
+            "warning", "no_screenout_code", ("crowd", "screenout_code"),
+            "Participants from Prolific who decline the consent or leave on a device that "
+            "cannot play would get no code: they would have to return the study themselves.",
+            "Add a screen-out code in Prolific and enter it as the Screen-out code.",
+        )  # fmt: skip
+    if not crowd.platforms and not has_completion:
+        yield item(
+            "warning", "platform_not_said", ("crowd", "platforms"),
+            "There is no completion code, and the study does not say where participants "
+            "come from: anyone who arrives from Prolific would finish with no code and no "
+            "redirect.",
+            "Tick where participants come from. For Prolific, also enter its completion "
+            "code as the Completion code; for a link you share yourself, tick Direct link "
+            "or anonymous.",
+        )  # fmt: skip
+
+
+def _controls(env: EnvironmentSpec) -> Controls:
+    return env.controls if env.controls is not None else default_controls(env.source)
+
+
+# Device buttons (MouseLeft, SpaceMouseRight, PhoneGrip) sit among key names; no
+# KeyboardEvent.code starts like these, and a device's button gets no touch button.
+_DEVICE_PREFIXES = ("Mouse", "SpaceMouse", "Phone")
+
+
+def _touch_buttons(controls: Controls) -> int:
+    """On-screen buttons a touch device gets: one per key binding without a device button."""
+    return sum(
+        1
+        for name in controls.keys
+        if not any(part.startswith(_DEVICE_PREFIXES) for part in name.split("+") if part)
+    )
+
+
+def _taps_matter(controls: Controls) -> bool:
+    """A key or button that picks a discrete action, or a toggle: its moment is the point."""
+    values = [*controls.keys.values(), *controls.buttons.values()]
+    return bool(controls.toggle) or any(isinstance(v, int | str) for v in values)
+
+
+def _environment(spec: StudySpec, index: int, env: EnvironmentSpec) -> Iterable[Item]:
+    controls = _controls(env)
+    if env.mode == "async" and not env.step_on_input and _taps_matter(controls):
+        wait_ms = round(1000 / (env.fps * env.speed))
+        yield item(
+            "warning", "step_on_input_off", _env_loc(index, "step_on_input"),
+            f"{env.name}: a key or button press waits for the next step, up to {wait_ms} ms "
+            f"at {env.fps} steps/s, before the game answers it; quick taps feel late.",
+            "Tick Step on input so a press steps the game at once (the pace stays the same).",
+        )  # fmt: skip
+    if "touch" in spec.crowd.inputs:
+        buttons = _touch_buttons(controls)
+        if buttons == 0 or buttons > MAX_TOUCH_BUTTONS:
+            why = ("it has no key bindings" if buttons == 0 else
+                   f"it has {buttons} key bindings, and phones get buttons for at most "
+                   f"{MAX_TOUCH_BUTTONS}")  # fmt: skip
+            yield item(
+                "warning", "no_touch_buttons", _env_loc(index, "controls"),
+                f"{env.name}: participants on a phone or tablet would see no buttons to play "
+                f"it with ({why}).",
+                f"Bind 1 to {MAX_TOUCH_BUTTONS} keys in its Controls, or untick Touch under "
+                "Participants play with.",
+            )  # fmt: skip
+    total = env.episodes_total
+    if total is not None and total < env.episodes_per_participant:
+        yield item(
+            "warning", "total_below_per_participant", _env_loc(index, "episodes_total"),
+            f"{env.name}: Episodes in total ({total}) is below Episodes per participant "
+            f"({env.episodes_per_participant}): the first participant fills it before "
+            "finishing, and nobody else plays it.",
+            "Raise Episodes in total, or lower Episodes per participant.",
+        )  # fmt: skip
+
+
+def _longest_episode_s(env: EnvironmentSpec) -> float | None:
+    """The longest an episode can last (None: no limit), from max_duration_s and, in async
+    mode, max_steps at the environment's pace."""
+    limits = [env.max_duration_s] if env.max_duration_s is not None else []
+    if env.mode == "async" and env.max_steps is not None:
+        limits.append(env.max_steps / (env.fps * env.speed))
+    return min(limits) if limits else None
+
+
+def _quotas(spec: StudySpec) -> Iterable[Item]:
+    wanted = spec.crowd.requirements.min_play_time_s
+    if not wanted:
+        return
+    most = 0.0
+    for env in spec.environments:
+        longest = _longest_episode_s(env)
+        if longest is None:
+            return  # an episode without a time limit can last as long as needed
+        per = env.episodes_per_participant
+        episodes = min(per, env.episodes_total or per)
+        most += longest * episodes
+    if most < wanted:
+        yield item(
+            "error", "play_time_unreachable", ("crowd", "requirements", "min_play_time_s"),
+            f"Required play time is {wanted:g} s, but the episodes a participant may play "
+            f"last at most {most:g} s together: nobody could ever complete the study.",
+            "Lower Required play time, or allow more or longer episodes (Episodes per "
+            "participant, Max duration, Max steps).",
+        )  # fmt: skip
+
+
+def _from_reports(reports: list[dict[str, Any]]) -> Iterable[Item]:
+    """Validation's problems (errors) and warnings, field paths from the study's root."""
+    for report in reports:
+        for problem in report["problems"]:
+            loc = tuple(problem["loc"])
+            unbound = loc[-1:] == ("controls",) and "not for players" in problem["msg"]
+            code = "unbound_action" if unbound else "environment_problem"
+            yield item("error", code, loc, problem["msg"])
+        for warning in report["warnings"]:
+            loc = tuple(warning["loc"])
+            yield item("warning", "environment_warning", loc, warning["msg"])
+
+
+def checklist(spec: StudySpec, reports: list[dict[str, Any]] | None = None) -> list[Item]:
+    """Every item for ``spec`` (and its validation ``reports``, fields from the root):
+    errors first, then warnings, each in the order of the form."""
+    found: list[Item] = [*(_from_reports(reports) if reports else ())]
+    found += _completion(spec)
+    found += _quotas(spec)
+    for index, env in enumerate(spec.environments):
+        found += _environment(spec, index, env)
+    return sorted(found, key=lambda i: i["level"] != "error")
+
+
+def enforce(items: list[Item], acknowledge_warnings: bool) -> None:
+    """Refuse to activate: 422 ``not_ready`` with the errors while there are any, then 409
+    ``unacknowledged_warnings`` with the warnings until they are acknowledged."""
+    errors = [i for i in items if i["level"] == "error"]
+    if errors:
+        count = f"{len(errors)} thing{'s' if len(errors) > 1 else ''}"
+        raise Invalid(
+            f"The study cannot start yet: {count} to fix first.", detail=errors, code="not_ready"
+        )
+    if items and not acknowledge_warnings:
+        raise Conflict(
+            "Check these warnings first; activate with acknowledge_warnings: true to go ahead "
+            "anyway.",
+            detail=items, code="unacknowledged_warnings",
+        )  # fmt: skip

@@ -1,0 +1,114 @@
+"""The pre-launch checklist through the API: GET /checklist, Validate's checklist, and
+activation refused on errors (422) and asked about warnings (409) until acknowledged."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.models import Study, StudyState
+from tests.factories import spec_dict
+
+
+@pytest.fixture
+def owner(factory):
+    return factory.user()
+
+
+@pytest.fixture
+def client(factory, owner):
+    return factory.client(owner)
+
+
+def _prolific(**crowd):
+    return {**spec_dict("On Prolific"), "crowd": {"platforms": ["prolific"], **crowd}}
+
+
+def _activate(client, study_id: int, **extra):
+    return client.post(f"/api/studies/{study_id}/state", json={"state": "active", **extra})
+
+
+def test_a_prolific_study_without_a_code_cannot_activate_until_it_has_one(
+    client, factory, owner, db
+):
+    study = factory.study(owner, _prolific(screenout_code="NOPE"))
+    res = client.get(f"/api/studies/{study.id}/checklist")
+    assert res.status_code == 200, res.text
+    body = res.json()
+    assert body["ready"] is False
+    (item,) = body["items"]
+    assert item["level"] == "error" and item["code"] == "no_completion_code"
+    assert (item["field"], item["label"]) == ("crowd.completion_code", "Completion code")
+    assert item["fix"] and "Prolific" in item["message"]
+
+    # acknowledging warnings does not get past an error
+    res = _activate(client, study.id, acknowledge_warnings=True)
+    assert res.status_code == 422, res.text
+    assert res.json()["code"] == "not_ready"
+    assert res.json()["message"] == "The study cannot start yet: 1 thing to fix first."
+    assert [i["field"] for i in res.json()["detail"]] == ["crowd.completion_code"]
+    db.expire_all()
+    assert db.get(Study, study.id).state == StudyState.draft
+    assert db.get(Study, study.id).permalink_token is None
+
+    spec = _prolific(screenout_code="NOPE", completion_code="C0MPLETE")
+    assert client.put(f"/api/studies/{study.id}", json={"spec": spec}).status_code == 200
+    assert client.get(f"/api/studies/{study.id}/checklist").json() == {"ready": True, "items": []}
+    res = _activate(client, study.id)
+    assert res.status_code == 200, res.text
+    assert res.json()["state"] == "active" and res.json()["permalink_token"]
+
+
+def test_warnings_are_asked_once_per_activation(client, factory, owner, db):
+    breakout = {"kind": "gymnasium", "id": "ALE/Breakout-v5"}
+    spec = {**spec_dict("Taps", source=breakout, mode="async", fps=15),
+            "crowd": {"platforms": ["direct"]}}  # fmt: skip
+    study = factory.study(owner, spec)
+    body = client.get(f"/api/studies/{study.id}/checklist").json()
+    assert body["ready"] is True
+    assert [i["code"] for i in body["items"]] == ["step_on_input_off"]
+
+    res = _activate(client, study.id)
+    assert res.status_code == 409, res.text
+    assert res.json()["code"] == "unacknowledged_warnings"
+    assert [i["field"] for i in res.json()["detail"]] == ["environments.0.step_on_input"]
+    db.expire_all()
+    assert db.get(Study, study.id).state == StudyState.draft
+
+    res = _activate(client, study.id, acknowledge_warnings=True)
+    assert res.status_code == 200, res.text
+    assert res.json()["state"] == "active"
+
+
+def test_an_unbound_action_is_a_checklist_error_at_the_controls(client, factory, owner):
+    spec = {**spec_dict("Half bound", controls={"keys": {"ArrowLeft": 0}}),
+            "crowd": {"platforms": ["direct"]}}  # fmt: skip
+    study = factory.study(owner, spec)
+    (item,) = client.get(f"/api/studies/{study.id}/checklist").json()["items"]
+    assert (item["code"], item["field"], item["label"]) == (
+        "unbound_action", "environments.0.controls", "Controls",
+    )  # fmt: skip
+    assert item["message"] == (
+        "Action 1 has no key or button: bind one, or tick “not for players” on it"
+    )
+
+
+def test_validate_carries_the_checklist_of_the_unsaved_spec(client):
+    res = client.post("/api/studies/validate", json={"spec": _prolific()})
+    assert res.status_code == 200, res.text
+    codes = [i["code"] for i in res.json()["checklist"]]
+    assert codes == ["no_completion_code", "no_screenout_code"]
+
+
+def test_checklist_of_someone_elses_study_is_404(factory, owner):
+    study = factory.study(owner, _prolific())
+    stranger = factory.client(factory.user())
+    assert stranger.get(f"/api/studies/{study.id}/checklist").status_code == 404
+    assert factory.client().get(f"/api/studies/{study.id}/checklist").status_code == 401
+
+
+@pytest.mark.parametrize("flag", ["yes", 1.5, None, [True]])
+def test_a_bad_acknowledgement_is_422_not_500(client, factory, owner, flag):
+    study = factory.study(owner, _prolific(completion_code="C0DE"))
+    res = _activate(client, study.id, acknowledge_warnings=flag)
+    assert res.status_code == 422, res.text
+    assert res.json()["detail"][0]["loc"][-1] == "acknowledge_warnings"

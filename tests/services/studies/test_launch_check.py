@@ -1,0 +1,139 @@
+"""The pre-launch checklist read from a spec (and its validation reports)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from server.errors import Conflict, Invalid
+from server.services.studies import launch_check
+from server.study_spec import StudySpec
+from tests.factories import spec_dict
+
+
+def _spec(crowd: dict[str, Any] | None = None, **env: Any) -> StudySpec:
+    data = spec_dict("Checked", **env)
+    if crowd is not None:
+        data["crowd"] = crowd
+    return StudySpec.model_validate(data)
+
+
+def _codes(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {i["code"]: i for i in items}
+
+
+DIRECT = {"platforms": ["direct"]}
+
+
+def test_a_direct_link_study_in_sync_mode_has_nothing_to_say():
+    assert launch_check.checklist(_spec(DIRECT)) == []
+
+
+def test_a_prolific_study_without_a_completion_code_is_an_error_at_its_field():
+    items = launch_check.checklist(_spec({"platforms": ["prolific"]}))
+    found = _codes(items)
+    error = found["no_completion_code"]
+    assert error["level"] == "error" and items[0] is error  # errors come first
+    assert error["field"] == "crowd.completion_code" and error["label"] == "Completion code"
+    assert error["loc"] == ["spec", "crowd", "completion_code"] and error["msg"] == error["message"]
+    assert "no completion code" in error["message"] and "Completion code" in error["fix"]
+    assert found["no_screenout_code"]["level"] == "warning"
+    # a code, or a redirect of the study's own, settles it
+    for settled in ({"completion_code": "C0DE"}, {"completion_url": "https://example.org/done"}):
+        again = _codes(launch_check.checklist(_spec({"platforms": ["prolific"], **settled})))
+        assert "no_completion_code" not in again
+
+
+def test_mturk_submits_the_hit_so_no_code_is_no_error():
+    assert launch_check.checklist(_spec({"platforms": ["mturk"]})) == []
+
+
+def test_a_study_that_does_not_say_its_platform_warns_only_without_a_code():
+    (item,) = launch_check.checklist(_spec())
+    assert (item["code"], item["level"], item["field"]) == (
+        "platform_not_said", "warning", "crowd.platforms",
+    )  # fmt: skip
+    assert item["label"] == "Participants come from"
+    assert launch_check.checklist(_spec({"completion_code": "C0DE"})) == []
+
+
+def test_a_real_time_game_with_taps_and_no_step_on_input_warns():
+    breakout = {"kind": "gymnasium", "id": "ALE/Breakout-v5"}
+    found = _codes(launch_check.checklist(_spec(DIRECT, source=breakout, mode="async", fps=60)))
+    item = found["step_on_input_off"]
+    assert item["field"] == "environments.0.step_on_input"
+    assert item["label"] == "Step on input (async)" and "17 ms at 60 steps/s" in item["message"]
+    ticked = _spec(DIRECT, source=breakout, mode="async", fps=60, step_on_input=True)
+    assert launch_check.checklist(ticked) == []
+    assert launch_check.checklist(_spec(DIRECT, source=breakout, mode="sync")) == []
+
+
+def test_held_vector_keys_are_no_taps():
+    held = {"keys": {"ArrowLeft": [-1.0], "ArrowRight": [1.0]}}
+    pendulum = {"kind": "gymnasium", "id": "Pendulum-v1"}
+    spec = _spec(DIRECT, source=pendulum, mode="async", controls=held)
+    assert launch_check.checklist(spec) == []
+    toggled = {**held, "keys": {**held["keys"], "Space": [0.5]}, "toggle": ["Space"]}
+    spec = _spec(DIRECT, source=pendulum, mode="async", controls=toggled)
+    assert "step_on_input_off" in _codes(launch_check.checklist(spec))
+
+
+@pytest.mark.parametrize(
+    ("keys", "why"),
+    [({}, "no key bindings"), ({f"Digit{i}": 0 for i in range(9)}, "9 key bindings")],
+)
+def test_touch_without_touch_buttons_warns(keys, why):
+    crowd = {**DIRECT, "inputs": ["keyboard", "touch"]}
+    controls = {"keys": keys, "buttons": {0: 0}, "noop": 0}
+    (item,) = launch_check.checklist(_spec(crowd, controls=controls))
+    assert item["code"] == "no_touch_buttons" and why in item["message"]
+    assert item["field"] == "environments.0.controls" and item["label"] == "Controls"
+
+
+def test_a_device_button_gets_no_touch_button():
+    crowd = {**DIRECT, "inputs": ["touch"]}
+    mouse_only = {"keys": {"MouseLeft": 0, "PhoneGrip": 1}, "noop": 0}
+    assert _codes(launch_check.checklist(_spec(crowd, controls=mouse_only)))["no_touch_buttons"]
+    keys = {"keys": {"ArrowLeft": 0, "ArrowRight": 1}}
+    assert launch_check.checklist(_spec(crowd, controls=keys)) == []
+
+
+def test_quotas_that_cannot_be_met():
+    crowded = _spec(DIRECT, episodes_per_participant=5, episodes_total=3)
+    found = _codes(launch_check.checklist(crowded))
+    assert found["total_below_per_participant"]["field"] == "environments.0.episodes_total"
+    crowd = {**DIRECT, "requirements": {"min_play_time_s": 120}}
+    short = _spec(crowd, max_duration_s=30, episodes_per_participant=2)
+    (item,) = launch_check.checklist(short)
+    assert (item["code"], item["level"]) == ("play_time_unreachable", "error")
+    assert item["label"] == "Required play time (s)" and "at most 60 s" in item["message"]
+    assert launch_check.checklist(_spec(crowd, max_duration_s=30, episodes_per_participant=4)) == []
+    assert launch_check.checklist(_spec(crowd)) == []  # no time limit: any time can be played
+
+
+def test_validation_problems_and_warnings_become_items():
+    unbound = "Action 1 has no key or button: bind one, or tick “not for players” on it"
+    reports = [{"name": "CartPole", "problems": [
+        {"loc": ["environments", 0, "controls"], "msg": unbound},
+        {"loc": ["environments", 0, "source", "kwargs", "size"], "msg": "must be at most 9"},
+    ], "warnings": [{"loc": ["environments", 0, "fps"], "msg": "plays at 2× speed"}]}]  # fmt: skip
+    items = launch_check.checklist(_spec(DIRECT), reports)
+    assert [(i["code"], i["level"], i["label"]) for i in items] == [
+        ("unbound_action", "error", "Controls"),
+        ("environment_problem", "error", "size"),
+        ("environment_warning", "warning", "Steps per second (async)"),
+    ]
+
+
+def test_enforce_refuses_errors_then_asks_about_warnings():
+    error = launch_check.item("error", "x", ("name",), "bad")
+    warning = launch_check.item("warning", "y", ("name",), "hm")
+    with pytest.raises(Invalid) as refused:
+        launch_check.enforce([error, warning], acknowledge_warnings=True)
+    assert refused.value.detail == [error] and refused.value.code == "not_ready"
+    with pytest.raises(Conflict) as asked:
+        launch_check.enforce([warning], acknowledge_warnings=False)
+    assert asked.value.detail == [warning] and asked.value.code == "unacknowledged_warnings"
+    launch_check.enforce([warning], acknowledge_warnings=True)
+    launch_check.enforce([], acknowledge_warnings=False)
