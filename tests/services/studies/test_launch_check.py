@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from server.errors import Conflict, Invalid
+from server.main import WEB_DIR
 from server.services.studies import launch_check
+from server.services.studies.launch_check import ENV_LABELS, STUDY_LABELS
 from server.study_spec import StudySpec
 from tests.factories import spec_dict
 
@@ -137,3 +140,22 @@ def test_enforce_refuses_errors_then_asks_about_warnings():
     assert asked.value.detail == [warning] and asked.value.code == "unacknowledged_warnings"
     launch_check.enforce([warning], acknowledge_warnings=True)
     launch_check.enforce([], acknowledge_warnings=False)
+
+
+def test_the_editor_labels_fields_as_the_checklist_does():
+    """web/editor/fieldmarks.js words a plain 422 with the same labels the checklist sends:
+    the two tables (one per language) must not drift apart."""
+    source = (WEB_DIR / "editor" / "fieldmarks.js").read_text(encoding="utf-8")
+
+    def table(name):
+        body = re.search(rf"const {name} = \{{(.*?)\n\}};", source, re.S)
+        assert body, name
+        pairs = re.findall(r'"?([\w.]+)"?: "([^"]+)"', body.group(1))
+        return dict(pairs)
+
+    web_study, web_env = table("STUDY_LABELS"), table("ENV_LABELS")
+    assert web_study and web_env
+    for key, label in web_study.items():
+        assert STUDY_LABELS.get(key) == label, key
+    for key, label in web_env.items():
+        assert ENV_LABELS.get(key) == label, key
