@@ -13,8 +13,9 @@ import importlib
 import pytest
 
 MODELS = {
-    "MAX_DB_INT", "NO_ID_REUSE", "is_row_id", "utcnow", "new_uuid", "Role", "Platform", "ScreenoutReason",
-    "StudyState", "EpisodeStatus", "Outcome", "JobState", "UTCDateTime", "User", "AuthSession",
+    "MAX_DB_INT", "NO_ID_REUSE", "is_row_id", "utcnow", "new_uuid", "Role", "Platform",
+    "ScreenoutReason", "StudyState", "EpisodeStatus", "Outcome", "JobState", "UTCDateTime", "User",
+    "AuthSession",
     "Study", "StudyEnvironment", "Participant", "PlaySession", "Episode", "EpisodeTag",
     "StepTag", "Note", "EpisodeDeletion", "LoginFailure", "ClaimableJob", "ExportJob",
     "Replica", "LiveSessionRow", "SessionLease", "BulkJob", "PhoneCode", "PhoneCodeFailure",
