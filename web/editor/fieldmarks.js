@@ -131,7 +131,10 @@ let marks = 0;
 export function clearMarks() {
   for (const node of document.querySelectorAll("#editor-form .field-error")) node.remove();
   for (const node of document.querySelectorAll("#editor-form .field-invalid")) node.classList.remove("field-invalid");
-  for (const node of document.querySelectorAll("#editor-form [aria-invalid='true']:not(.env-settings *)")) node.removeAttribute("aria-invalid");
+  // only the marks this module made: the settings form and the axes table keep their own
+  for (const node of document.querySelectorAll("#editor-form [data-field-mark]")) {
+    node.removeAttribute("aria-invalid"); delete node.dataset.fieldMark;
+  }
 }
 
 /** Mark the field of ``item`` ({loc, msg}) with its message; the field box, or null. */
@@ -150,9 +153,10 @@ export function markField(item) {
   const control = box.matches(".field") ? box.querySelector("input:not([type=hidden]), select, textarea") : null;
   if (control) {
     control.setAttribute("aria-invalid", "true");
+    control.dataset.fieldMark = "true";
     control.setAttribute("aria-describedby", note.id);
     const clear = () => {
-      control.removeAttribute("aria-invalid");
+      control.removeAttribute("aria-invalid"); delete control.dataset.fieldMark;
       box.classList.remove("field-invalid");
       note.remove();
     };
