@@ -315,9 +315,10 @@ def validate_study(
     Per environment: observation and action spaces, the first frame (``frame_url``), the
     resolved controls, the effective game speed, its shared-autonomy policy's time a step
     against the budget (``policy``: it drives a few steps, not recorded), warnings and
-    problems with field paths from the study's root. An environment whose spec has not changed since it last built is
-    served from the cache (``cached``) without starting a worker. Activation runs the same
-    check: only a study whose environments all build (``ok``) can be activated.
+    problems with field paths from the study's root. An environment whose spec has not
+    changed since it last built is served from the cache (``cached``) without starting a
+    worker. Activation runs the same check: only a study whose environments all build
+    (``ok``) can be activated.
     """
     study = studies.get_study(db, principal, study_id)
     spec = studies.spec_of(study)
