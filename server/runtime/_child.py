@@ -145,6 +145,21 @@ class Session:
             actions.append(to_json(action))
         return {"frame": first, "actions": actions}
 
+    def policy_trial(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """Validate's timing of the policy (None without one): reset with ``seed``, then the
+        policy drives a few steps, nothing recorded (``SharedAutonomy.trial``)."""
+        if self.writer is not None:
+            raise ProtocolError("an episode is running: end it before a policy trial")
+        if self.autonomy is None:
+            return None
+        self.env.set_seed(payload.get("seed"))
+
+        def step(action: Any) -> Any:
+            timestep = self.env.step(action)
+            return (self.env.reset() if timestep.last() else timestep).observation
+
+        return self.autonomy.trial(lambda: self.env.reset().observation, step)
+
     # -- recording --------------------------------------------------------------------------
     def step_metadata(self, timestep: dm_env.TimeStep, _action: Any, _env: Any) -> dict:
         """envlogger ``step_fn``: frame, input, timing and info of this timestep."""
@@ -385,6 +400,8 @@ class Session:
             return "pong"
         if command == "preview":
             return self.preview(payload)
+        if command == "policy_trial":
+            return self.policy_trial(payload)
         raise ProtocolError(f"unknown command {command!r}")
 
     def commit(self) -> None:

@@ -19,6 +19,9 @@ installed package's entry point or ``STUDIO_POLICIES``; a designer names only th
 A policy factory is ``module:function(action_spec, observation_spec) -> policy``; a policy
 has ``act(observation) -> action`` (the action spec's shape, or its flattened vector) and may
 have ``reset()``, called at each episode's start.
+
+Validate times the policy before a study starts (:meth:`SharedAutonomy.trial`): the same
+thread and wait as a live step, on the observations its own proposals lead to.
 """
 
 from __future__ import annotations
@@ -47,6 +50,11 @@ SOURCE_NAMES = ("human", "policy")
 FRAME_NONE, FRAME_HUMAN, FRAME_POLICY = 0, 1, 2
 # What a step event says without shared autonomy (see :meth:`SharedAutonomy.event`).
 NO_AUTONOMY = (FRAME_NONE, 0, None)  # a step event's control, interventions, policy_error
+# Validate's trial (SharedAutonomy.trial): proposals timed, how long one is waited for (at
+# least the budget: how slow a slow policy is must be known), and how long they may take in all.
+TRIAL_STEPS = 10
+TRIAL_WAIT_S = 2.0
+TRIAL_TIME_S = 3.0
 
 
 class PolicyFailure(RuntimeError):
@@ -142,9 +150,30 @@ class SharedAutonomy:
         code = FRAME_POLICY if self.source == POLICY else FRAME_HUMAN
         return code, self.interventions, self.error
 
-    def _propose(self, observation: Any) -> np.ndarray | None:
+    def trial(
+        self, reset: Callable[[], Any], step: Callable[[Any], Any], steps: int = TRIAL_STEPS
+    ) -> dict[str, Any]:
+        """Validate's run of the policy (nothing recorded, no player): its ``reset()``, then
+        up to ``steps`` proposals, each on the observation its previous proposal led to
+        (``reset()`` gives the first, ``step(action)`` the next), timed as a live step's
+        (the same thread, the same failures); a proposal is waited for up to
+        :data:`TRIAL_WAIT_S` (or the budget, when longer) so that a slow one's time is known.
+        What it shows: :func:`trial_report`."""
+        self.reset()
+        wait = max(self.budget_s, TRIAL_WAIT_S)
+        times: list[float] = []
+        observation = None if self.failed else reset()
+        while not self.failed and len(times) < steps and sum(times) < TRIAL_TIME_S * 1000:
+            started = time.perf_counter()
+            proposal = self._propose(observation, wait)
+            times.append((time.perf_counter() - started) * 1000)
+            if proposal is not None:
+                observation = step(self.unflatten(proposal))
+        return trial_report(times, self.budget_s * 1000, self.error)
+
+    def _propose(self, observation: Any, wait_s: float | None = None) -> np.ndarray | None:
         try:
-            raw = self._call(self.policy.act, observation)
+            raw = self._call(self.policy.act, observation, wait_s=wait_s)
             vec = np.asarray(self.flatten(raw), dtype=np.float64)
             if vec.shape != self.low.shape:
                 raise PolicyFailure(f"proposed {vec.size} values for an action of {self.low.size}")
@@ -155,12 +184,32 @@ class SharedAutonomy:
             self.error = _reason(exc)
             return None
 
-    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def _call(self, fn: Callable[..., Any], *args: Any, wait_s: float | None = None) -> Any:
+        """``fn(*args)`` on the policy's thread, waited for ``wait_s`` (the budget by default)."""
+        wait = self.budget_s if wait_s is None else wait_s
         try:
-            return self._runner.call(fn, args, self.budget_s)
+            return self._runner.call(fn, args, wait)
         except TimeoutError:
             self._runner = _Runner()  # the late one's answer must not be taken for the next
-            raise PolicyFailure(f"{_SLOW} its {self.budget_s * 1000:.0f} ms budget") from None
+            budget = f"its {self.budget_s * 1000:.0f} ms budget"
+            if wait > self.budget_s:
+                budget = f"{wait * 1000:.0f} ms ({budget})"
+            raise PolicyFailure(f"{_SLOW} {budget}") from None
+
+
+def trial_report(times_ms: list[float], budget_ms: float, error: str | None) -> dict[str, Any]:
+    """What a trial showed: ``steps`` (proposals timed), ``median_ms`` and ``worst_ms`` (None
+    without any), ``budget_ms``, ``error`` (why it stopped, None while it works), ``failed``
+    (it raised, proposed no action, or could not be built) and ``over_budget`` (its median is
+    past the budget, or it did not answer at all)."""
+    median = float(np.median(times_ms)) if times_ms else None
+    slow = error is not None and failure_kind(error) == "slow"
+    return {
+        "steps": len(times_ms), "median_ms": median,
+        "worst_ms": max(times_ms) if times_ms else None, "budget_ms": budget_ms,
+        "error": error, "failed": error is not None and not slow,
+        "over_budget": slow or (median is not None and median > budget_ms),
+    }  # fmt: skip
 
 
 def failure_kind(error: str) -> str:

@@ -3,7 +3,9 @@
 The app process never imports a designer-named module: a probe starts an
 :class:`~server.runtime.worker.EnvWorker` (which checks the allow-list first), reads what
 the worker reports (spaces, controls, native rate, build errors, controls that fit no action
-of the real action spec), resets it once for a first frame (not recorded) and closes it.
+of the real action spec), resets it once for a first frame (not recorded), times its
+shared-autonomy policy when it has one (``SharedAutonomy.trial``, not recorded either) and
+closes it.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ class Inspection:
     problems: list[Problem] = field(default_factory=list)
     info: dict[str, Any] | None = None  # EnvWorker.info when it built
     frame: bytes | None = None  # JPEG of the first observation
+    policy: dict[str, Any] | None = None  # the policy's trial (SharedAutonomy.trial), if any
     transient: bool = False  # a timeout or crash: may not happen again (not to be cached)
 
 
@@ -114,7 +117,20 @@ async def inspect(
         except WorkerError as exc:
             problems.append((("source",), f"the environment's worker failed on reset: {exc}"))
             return Inspection(problems, worker.info, transient=True)
-        return Inspection(problems, worker.info, preview["frame"])
+        inspection = Inspection(problems, worker.info, preview["frame"])
+        if env_spec.policy is not None:
+            try:
+                trial = await worker.policy_trial(seed=seed, timeout=timeout)
+            except RemoteError as exc:
+                problems.append((("source",), f"the environment failed on a step its policy "
+                                              f"drove: {exc}"))  # fmt: skip
+            except WorkerError as exc:
+                problems.append((("source",), f"the environment's worker failed while its "
+                                              f"policy drove: {exc}"))  # fmt: skip
+                inspection.transient = True
+            else:
+                inspection.policy = trial and {"id": env_spec.policy.id, **trial}
+        return inspection
     finally:
         await worker.close(timeout=5.0)
 

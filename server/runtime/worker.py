@@ -217,6 +217,13 @@ class EnvWorker:
         """Reset without recording, step once per input: ``{"frame": JPEG, "actions"}``."""
         return await self._request("preview", {"seed": seed, "inputs": inputs or []})
 
+    async def policy_trial(
+        self, seed: int | None = None, timeout: float | None = None
+    ) -> dict[str, Any] | None:
+        """Time the environment's policy on a few steps it drives (not recorded), from a
+        reset with ``seed``: ``SharedAutonomy.trial``'s report, None without a policy."""
+        return await self._request("policy_trial", {"seed": seed}, timeout)
+
     async def ping(self) -> None:
         """Round trip to the worker (health check)."""
         await self._request("ping", None)

@@ -105,6 +105,24 @@ class ValidationIssue(BaseModel):
     msg: str
 
 
+class PolicyTrialPublic(BaseModel):
+    """How an environment's shared-autonomy policy did when Validate let it drive a few
+    steps (not recorded; docs/runtime.md, "Policies")."""
+
+    id: str = Field(description="The environment's `policy.id`.")
+    steps: int = Field(description="Proposals timed (up to 10; fewer when it stopped).")
+    median_ms: float | None = Field(description="Median time of a proposal (None: none).")
+    worst_ms: float | None = Field(description="Longest proposal (None: none).")
+    budget_ms: float = Field(description="The operator's STUDIO_POLICY_STEP_BUDGET_MS.")
+    error: str | None = Field(description="Why the policy stopped (None: it worked).")
+    failed: bool = Field(
+        description="It raised, proposed something that is no action, or could not be built."
+    )
+    over_budget: bool = Field(
+        description="Its median proposal is past the budget, or it did not answer at all."
+    )
+
+
 class EnvValidationPublic(BaseModel):
     """What building one environment in a worker showed (spaces, frame, speed, issues)."""
 
@@ -129,6 +147,9 @@ class EnvValidationPublic(BaseModel):
         " catalog slows it down, at its slowed default)",
     )
     frame_url: str | None = None
+    policy: PolicyTrialPublic | None = Field(
+        default=None, description="Its policy's timing (None without a policy, or unbuilt)."
+    )
 
 
 class ChecklistItem(BaseModel):

@@ -16,6 +16,7 @@ from server.runtime.allowlist import AllowedEnvironments, NotAllowed
 from server.runtime.autonomy import (
     HUMAN,
     POLICY,
+    TRIAL_WAIT_S,
     SharedAutonomy,
     failure_kind,
     flatten,
@@ -179,3 +180,53 @@ def _forward(_action_spec: object, _observation_spec: object) -> Forward:
 
 def _broken(_action_spec: object, _observation_spec: object) -> Forward:
     raise RuntimeError("weights missing")
+
+
+class Follows:
+    """Proposes the observation's value plus one, so the trial's observations show which
+    actions were applied."""
+
+    def __init__(self) -> None:
+        self.seen: list[float] = []
+
+    def act(self, observation: float) -> list[float]:
+        self.seen.append(observation)
+        return [min(observation + 0.25, 1.0), 0.0]
+
+
+def test_the_trial_steps_on_the_policys_own_proposals_and_times_each():
+    policy = Follows()
+    auto, _ = arbiter(policy, Clock())
+    applied: list[list[float]] = []
+
+    def step(action: object) -> float:
+        applied.append(np.asarray(action).tolist())
+        return float(np.asarray(action)[0])
+
+    report = auto.trial(lambda: 0.0, step, steps=4)
+    assert policy.seen == [0.0, 0.25, 0.5, 0.75]  # each observation came from its own action
+    assert applied == [[0.25, 0.0], [0.5, 0.0], [0.75, 0.0], [1.0, 0.0]]
+    assert report["steps"] == 4 and report["budget_ms"] == 1000
+    assert 0 <= report["median_ms"] <= report["worst_ms"]
+    assert report["error"] is None and not report["failed"] and not report["over_budget"]
+
+
+def test_a_trial_tells_a_policy_that_raises_from_one_that_never_answers():
+    auto, _ = arbiter(Raises(), Clock(), budget_s=0.05)
+    report = auto.trial(lambda: None, lambda _action: None)
+    assert report["failed"] and not report["over_budget"] and report["steps"] == 1
+    assert report["error"] == "ValueError: no cube in sight"
+    hangs = Hangs()
+    auto, _ = arbiter(hangs, Clock(), budget_s=0.05)
+    report = auto.trial(lambda: None, lambda _action: None)
+    hangs.release.set()
+    # waited for longer than the budget (a slow policy's time is to be known), then given up
+    assert report["over_budget"] and not report["failed"] and report["steps"] == 1
+    assert report["error"] == (
+        f"PolicyFailure: the policy took longer than {TRIAL_WAIT_S * 1000:.0f} ms "
+        "(its 50 ms budget)"
+    )
+    assert report["worst_ms"] >= TRIAL_WAIT_S * 1000
+    assert failure_kind(report["error"]) == "slow"
+    auto.reset()  # a live episode after the trial: the policy drives again, on the budget
+    assert auto.error is None and auto.source == POLICY

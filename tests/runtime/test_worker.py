@@ -14,7 +14,11 @@ from server.recording.format import episode_dir
 from server.recording.writer import open_reader
 from server.runtime import EnvWorker, RemoteError, WorkerClosed, WorkerTimeout
 from server.runtime._frames import MAX_FRAME_SIDE, MAX_OBSERVATION_BYTES
+from server.runtime.allowlist import AllowedEnvironments
+from server.runtime.autonomy import TRIAL_STEPS
 from tests.runtime.conftest import ALLOWED, fake_spec, run
+from tests.runtime.fake_envs import FACTORIES
+from tests.runtime.fake_policies import ALLOWED as POLICIES
 
 
 async def _start(spec, data_root, **kw):
@@ -309,6 +313,35 @@ def test_preview_resets_without_recording_and_not_during_an_episode(data_root, n
             await worker.begin_episode("ep", 1)
             with pytest.raises(RemoteError, match="an episode is running"):
                 await worker.preview()
+        finally:
+            await worker.close()
+
+    run(scenario())
+    no_leaks()
+
+
+def test_a_policy_trial_drives_unrecorded_and_not_during_an_episode(data_root, no_leaks):
+    allowed = AllowedEnvironments.of((), FACTORIES, POLICIES, policy_budget_ms=1000)
+
+    async def scenario():
+        plain = await EnvWorker.start(
+            fake_spec(), allowed=allowed, study_id="s", data_root=data_root, timeout=30
+        )
+        try:
+            assert await plain.policy_trial(1) is None  # no policy: nothing to time
+        finally:
+            await plain.close()
+        helped = fake_spec(policy={"id": "gives-two"}, kwargs={"episode_len": 3})
+        worker = await EnvWorker.start(
+            helped, allowed=allowed, study_id="s", data_root=data_root, timeout=30
+        )
+        try:
+            trial = await worker.policy_trial(1)  # episodes of 3 steps: reset on the way
+            assert trial["steps"] == TRIAL_STEPS and trial["error"] is None
+            assert not (data_root / "studies").exists()  # nothing recorded
+            await worker.begin_episode("ep", 1)
+            with pytest.raises(RemoteError, match="an episode is running"):
+                await worker.policy_trial(1)
         finally:
             await worker.close()
 

@@ -1,11 +1,13 @@
 """The pre-launch checklist in real Chromium: a Prolific study without a completion code
 cannot be activated; the checklist names the field and takes the designer to it; filled in
-and saved, Activate works. Warnings are asked once. A bad core field's message is told at the
+and saved, Activate works. Warnings are asked once; Validate shows each policy's time a step
+and the checklist warns of one over its budget. A bad core field's message is told at the
 field in the form's words. Rotate link asks first and says what happens to the old link."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -14,11 +16,19 @@ from sqlalchemy.orm import Session
 
 from server.models import StudyState
 from tests.factories import Factory, spec_dict
+from tests.player.conftest import counter_env, spec
+from tests.runtime.fake_policies import ALLOWED as POLICIES
 from tests.web.test_designer_ui import fresh, log_in
 
 pytestmark = pytest.mark.browser
 
 SHOTS = Path(os.environ.get("STUDIO_SHOTS", "/tmp/shots/launch-checklist"))
+
+
+@pytest.fixture
+def settings(settings):  # type: ignore[no-untyped-def]
+    """The fake shared-autonomy policies allowed, with a budget of 50 ms a step."""
+    return settings.model_copy(update={"policies": POLICIES, "policy_step_budget_ms": 50})
 
 
 def shot(page: Page, name: str) -> None:
@@ -162,3 +172,48 @@ def test_rotate_link_asks_and_says_what_happens_to_the_old_link(
     ask.get_by_role("button", name="Make a new link").click()
     expect(page.locator("#toasts")).to_contain_text("the old one no longer works")
     assert fresh(db, study.id).permalink_token != token  # type: ignore[union-attr]
+
+
+def test_validate_shows_each_policys_time_and_the_checklist_warns_of_a_slow_one(
+    live_server: str, page: Page, factory: Factory
+):
+    user = factory.user()
+    quick = {**counter_env("quick", mode="sync"), "policy": {"id": "gives-two"}}
+    slow = {**counter_env("slow", mode="sync"), "policy": {"id": "slow-always"}}
+    factory.study(user, {**spec(quick, slow, name="Helped"), "crowd": {"platforms": ["direct"]}})
+    log_in(page, live_server, user)
+    page.get_by_role("button", name="Helped").click()
+
+    page.get_by_role("button", name="Validate").click()
+    quick_line = page.get_by_role("article", name="Validation of Quick").locator(
+        "[data-fact=policy]"
+    )
+    # a figure of the machine's: read, not judged (the slow one is judged below, by design)
+    expect(quick_line).to_have_text(re.compile(r"^gives-two: \d+(\.\d)? ms per step"))
+    slow_report = page.get_by_role("article", name="Validation of Slow")
+    slow_line = slow_report.locator("[data-fact=policy]")
+    expect(slow_line).to_have_text(re.compile(r"^slow-always: \d+ ms per step, over its 50 ms "
+                                              r"budget \(slowest \d+ ms\)$"))  # fmt: skip
+    expect(slow_report.locator("dt", has_text="Policy")).to_be_visible()
+    checklist = page.get_by_role("region", name="Before you activate")
+    expect(checklist).to_contain_text("1 warning to check: you may activate anyway.")
+    item = checklist.locator(".checklist-item")
+    expect(item).to_contain_text(re.compile(r"The policy slow-always takes \d+ ms a step in "
+                                            r"validation \(median of 10, worst \d+ ms\), over "
+                                            r"its 50 ms budget"))  # fmt: skip
+    expect(item).to_contain_text("Fix: Choose a faster Policy, or have the operator raise "
+                                 "STUDIO_POLICY_STEP_BUDGET_MS")  # fmt: skip
+    shot(page, "policy-timing")
+    slow_report.screenshot(path=str(SHOTS / "policy-timing-slow.png"))
+    page.get_by_role("article", name="Validation of Quick").screenshot(
+        path=str(SHOTS / "policy-timing-quick.png")
+    )
+    checklist.screenshot(path=str(SHOTS / "policy-checklist.png"))
+
+    checklist.get_by_role("button", name="Go to Slow · Policy").click()
+    card = page.get_by_role("article", name="Environment 2: Slow")
+    select = card.get_by_label("Policy", exact=True)
+    expect(select).to_have_attribute("aria-invalid", "true")
+    expect(select).to_be_in_viewport()
+    expect(select).to_have_value("slow-always")
+    shot(page, "policy-go-to-field")

@@ -1,5 +1,6 @@
 // RLDS Studio, study editor: what Validate found for one environment (spaces, first frame,
-// resolved controls, game speed, warnings and problems with their field paths).
+// resolved controls, game speed, its policy's time a step, warnings and problems with their
+// field paths).
 
 import { el } from "../shared/api.js";
 import { inWords, labelFor } from "./fieldmarks.js";
@@ -55,6 +56,25 @@ function describeSpeed(speed) {
   return speed.note ? `${text}: ${speed.note}` : text;
 }
 
+const ms = (v) => (v < 10 ? `${v.toFixed(1)} ms` : `${Math.round(v)} ms`);
+
+/** The policy's trial (``report.policy``): its time a step against the budget, or why it
+ *  stopped; ``level``: "" (fine), "warning" (over its budget) or "problem" (it failed). */
+function describePolicy(policy) {
+  const name = policy.id, budget = ms(policy.budget_ms);
+  if (policy.failed) return { level: "problem", text: `${name} failed: ${policy.error}` };
+  if (policy.median_ms === null) return { level: "", text: `${name} was not timed` };
+  const per = `${name}: ${ms(policy.median_ms)} per step`;
+  if (policy.over_budget) {
+    const stopped = policy.error ? `; stopped: ${policy.error.replace(/^PolicyFailure: /, "")}` : "";
+    return { level: "warning", text: `${per}, over its ${budget} budget (slowest ${ms(policy.worst_ms)})${stopped}` };
+  }
+  if (policy.worst_ms > policy.budget_ms) {
+    return { level: "warning", text: `${per} (budget ${budget}); its slowest took ${ms(policy.worst_ms)}: a step over the budget hands control to the participant for the episode` };
+  }
+  return { level: "", text: `${per} (budget ${budget})` };
+}
+
 function issueList(kind, items) {
   if (!items.length) return null;
   const lines = items.map((item) => inWords(labelFor(item.loc), item.msg)); // of this environment: its name is above
@@ -68,6 +88,7 @@ export function renderEnvReport(env) {
     : el("span", { class: "badge badge-problem" }, "problems");
   const facts = el("dl", { class: "facts" });
   const fact = (term, ...value) => facts.append(el("dt", {}, term), el("dd", {}, ...value));
+  const policy = env.policy ? describePolicy(env.policy) : null;
   if (env.observation_space) {
     fact("Observation", el("span", {}, describeSpace(env.observation_space)), spaceDetail(env.observation_space));
   }
@@ -83,6 +104,10 @@ export function renderEnvReport(env) {
     fact("Controls", bindings.length ? bindings.join("; ") : "none");
   }
   if (env.cameras) fact("Cameras", env.cameras.join(", "));
+  if (policy) {
+    facts.append(el("dt", {}, "Policy"),
+      el("dd", { class: policy.level ? `fact-${policy.level}` : "", dataset: { fact: "policy" } }, policy.text));
+  }
   const frame = env.frame_url
     ? el("img", { class: "validation-frame", src: env.frame_url, alt: `First frame of ${env.name}` })
     : null;

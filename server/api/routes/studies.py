@@ -313,10 +313,12 @@ def validate_study(
     """Builds each environment in a worker (under the start timeout) with its settings.
 
     Per environment: observation and action spaces, the first frame (``frame_url``), the
-    resolved controls, the effective game speed, warnings and problems with field paths from
-    the study's root. An environment whose spec has not changed since it last built is
-    served from the cache (``cached``) without starting a worker. Activation runs the same
-    check: only a study whose environments all build (``ok``) can be activated.
+    resolved controls, the effective game speed, its shared-autonomy policy's time a step
+    against the budget (``policy``: it drives a few steps, not recorded), warnings and
+    problems with field paths from the study's root. An environment whose spec has not
+    changed since it last built is served from the cache (``cached``) without starting a
+    worker. Activation runs the same check: only a study whose environments all build
+    (``ok``) can be activated.
     """
     study = studies.get_study(db, principal, study_id)
     spec = studies.spec_of(study)

@@ -1,10 +1,12 @@
 """Validate: build each environment in a worker and describe it for the designer.
 
 A report per environment gives its observation and action spaces, the first frame, the
-resolved controls, the effective game speed, warnings and problems (field paths from the
-study's root). Reports of environments that built are cached on disk under the data root,
-keyed by a hash of the environment's spec and the operator's allow-list, so an unchanged
-study validates without starting a worker. The runtime is imported lazily.
+resolved controls, the effective game speed, its policy's timing (``policy``: the trial of
+:meth:`server.runtime.autonomy.SharedAutonomy.trial`, None without a policy), warnings and
+problems (field paths from the study's root). Reports of environments that built are cached
+on disk under the data root, keyed by a hash of the environment's spec and the operator's
+allow-list, so an unchanged study validates without starting a worker. The runtime is
+imported lazily.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from server.runtime.probe import Inspection
 
 Loc = tuple[str | int, ...]
-CACHE_VERSION = 3  # bump when a report's shape or meaning changes
+CACHE_VERSION = 4  # bump when a report's shape or meaning changes
 SPEED_TOLERANCE = 0.05  # effective speeds within 5 % of 1× count as real speed
 FRAME_KEY = re.compile(r"^[0-9a-f]{64}$")
 _LISTED = 8  # names listed in one warning
@@ -42,13 +44,16 @@ def cache_dir(data_root: Path) -> Path:
 
 
 def cache_key(env: EnvironmentSpec, allowed: AllowedEnvironments) -> str:
-    """Hash of the canonical JSON of the environment's spec and the allow-list."""
-    data = {
+    """Hash of the canonical JSON of the environment's spec and the allow-list (with its
+    policy's target and the step budget, when it has a policy)."""
+    data: dict[str, Any] = {
         "version": CACHE_VERSION,
         "env": env.model_dump(mode="json"),
         "gym_packages": list(allowed.gym_packages),
         "dm_env_factories": sorted(allowed.dm_env_factories),
     }
+    if env.policy is not None:
+        data["policy"] = [allowed.policy_target(env.policy.id), allowed.policy_budget_ms]
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -211,6 +216,7 @@ def _report(env: EnvironmentSpec, inspection: Inspection, key: str) -> dict[str,
         "controls": info.get("controls"),
         "speed": sp,
         "frame_url": frame_url(key) if inspection.frame else None,
+        "policy": inspection.policy,
     }
 
 
@@ -218,7 +224,7 @@ def _empty(problems: list[Problem]) -> dict[str, Any]:
     return {
         "problems": _items(problems), "warnings": [], "observation_space": None,
         "action_space": None, "action_meanings": None, "cameras": None, "controls": None,
-        "speed": None, "frame_url": None,
+        "speed": None, "frame_url": None, "policy": None,
     }  # fmt: skip
 
 

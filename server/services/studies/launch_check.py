@@ -211,10 +211,56 @@ def _from_reports(reports: list[dict[str, Any]]) -> Iterable[Item]:
             yield item("warning", "environment_warning", loc, warning["msg"])
 
 
+def _ms(value: float) -> str:
+    return f"{value:.1f} ms" if value < 10 else f"{value:.0f} ms"
+
+
+MAX_BUDGET_MS = 1000  # STUDIO_POLICY_STEP_BUDGET_MS's highest (server/core/config.py)
+
+
+def _policy(env: EnvironmentSpec, index: int, trial: dict[str, Any]) -> Iterable[Item]:
+    """A policy that failed or missed its step budget when Validate let it drive."""
+    loc, name = _env_loc(index, "policy", "id"), trial["id"]
+    alone = f"participants of {env.name} would drive alone"
+    if trial["failed"]:
+        yield item(
+            "error", "policy_failed", loc,
+            f"The policy {name} failed in validation: {trial['error']}. Live, it would stop "
+            f"at once and {alone}.",
+            "Choose another Policy (or none), or have the policy's author fix it.",
+        )  # fmt: skip
+        return
+    if not trial["over_budget"]:
+        return
+    median, worst, budget = trial["median_ms"] or 0.0, trial["worst_ms"] or 0.0, trial["budget_ms"]
+    message = (
+        f"The policy {name} takes {_ms(median)} a step in validation (median of "
+        f"{trial['steps']}, worst {_ms(worst)}), over its {_ms(budget)} budget: live, it "
+        f"would stop on its first slow step and {alone}."
+    )
+    if median >= MAX_BUDGET_MS:
+        fix = f"Choose a faster Policy: the budget cannot be raised past {MAX_BUDGET_MS} ms."
+    else:
+        fix = (f"Choose a faster Policy, or have the operator raise "
+               f"STUDIO_POLICY_STEP_BUDGET_MS above {_ms(median)}")  # fmt: skip
+        fits = int(1000 // median) if median else 0
+        if env.mode == "async" and fits < env.fps * env.speed:
+            fix += (f" and lower Steps per second (async) to {fits}, so that each step has "
+                    "time for the policy" if fits else " (a real-time game cannot wait this "
+                    "long a step: play it in sync mode)")  # fmt: skip
+        fix += "."
+    yield item("warning", "policy_over_budget", loc, message, fix)
+
+
 def checklist(spec: StudySpec, reports: list[dict[str, Any]] | None = None) -> list[Item]:
     """Every item for ``spec`` (and its validation ``reports``, fields from the root):
     errors first, then warnings, each in the order of the form."""
     found: list[Item] = [*(_from_reports(reports) if reports else ())]
+    for report in reports or ():
+        trial = report.get("policy")
+        index = report.get("index")
+        if trial and isinstance(index, int) and index < len(spec.environments):
+            found += _policy(spec.environments[index], index, trial)
     found += _completion(spec)
     found += _quotas(spec)
     for index, env in enumerate(spec.environments):

@@ -7,6 +7,14 @@ import pytest
 
 from server.models import Study, StudyState
 from tests.factories import spec_dict
+from tests.player.conftest import counter_env, spec
+from tests.runtime.fake_policies import ALLOWED as POLICIES
+
+
+@pytest.fixture
+def settings(settings):  # type: ignore[no-untyped-def]
+    """The fake shared-autonomy policies allowed, with a budget of 50 ms a step."""
+    return settings.model_copy(update={"policies": POLICIES, "policy_step_budget_ms": 50})
 
 
 @pytest.fixture
@@ -112,3 +120,28 @@ def test_a_bad_acknowledgement_is_422_not_500(client, factory, owner, flag):
     res = _activate(client, study.id, acknowledge_warnings=flag)
     assert res.status_code == 422, res.text
     assert res.json()["detail"][0]["loc"][-1] == "acknowledge_warnings"
+
+
+@pytest.mark.parametrize(
+    ("policy_id", "level", "code", "status"),
+    [("slow-always", "warning", "policy_over_budget", 409),
+     ("fails-fourth", "error", "policy_failed", 422)],
+)  # fmt: skip
+def test_a_policy_timed_by_validate_is_on_the_checklist(client, factory, owner, policy_id,
+                                                        level, code, status):  # fmt: skip
+    env = {**counter_env(mode="sync"), "policy": {"id": policy_id}}
+    study = factory.study(owner, {**spec(env), "crowd": {"platforms": ["direct"]}})
+    res = client.post(f"/api/studies/{study.id}/validate")
+    assert res.status_code == 200, res.text
+    timing = res.json()["environments"][0]["policy"]
+    assert timing["id"] == policy_id and timing["budget_ms"] == 50
+    assert timing["over_budget"] is (code == "policy_over_budget")
+    assert timing["failed"] is (code == "policy_failed")
+    (item,) = client.get(f"/api/studies/{study.id}/checklist").json()["items"]
+    assert (item["level"], item["code"], item["field"], item["label"]) == (
+        level, code, "environments.0.policy.id", "Policy"
+    )  # fmt: skip
+    assert item["message"].startswith(f"The policy {policy_id} ")
+    res = _activate(client, study.id)
+    assert res.status_code == status, res.text
+    assert [i["code"] for i in res.json()["detail"]] == [code]

@@ -159,3 +159,49 @@ def test_the_editor_labels_fields_as_the_checklist_does():
         assert STUDY_LABELS.get(key) == label, key
     for key, label in web_env.items():
         assert ENV_LABELS.get(key) == label, key
+
+
+def _timed(median: float, **fields: Any) -> dict[str, Any]:
+    trial = {
+        "id": "planner",
+        "steps": 10,
+        "median_ms": median,
+        "worst_ms": median + 5,
+        "budget_ms": 20.0,
+        "error": None,
+        "failed": False,
+        "over_budget": median > 20,
+    }
+    return {"index": 0, "problems": [], "warnings": [], "policy": {**trial, **fields}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("env", "median", "fix"),
+    [({}, 35.0, "Choose a faster Policy, or have the operator raise "
+                "STUDIO_POLICY_STEP_BUDGET_MS above 35 ms."),  # sync: no pace to lower
+     ({"mode": "async", "fps": 60}, 35.0, "above 35 ms and lower Steps per second (async) to "
+                                          "28, so that each step has time for the policy."),
+     ({"mode": "async", "fps": 20}, 35.0, "above 35 ms."),  # 20 steps/s leave 50 ms a step
+     ({}, 1500.0, "Choose a faster Policy: the budget cannot be raised past 1000 ms.")],
+)  # fmt: skip
+def test_a_policy_over_its_budget_warns_with_a_fix_that_fits(env, median, fix):
+    spec = _spec(DIRECT, policy={"id": "planner"}, step_on_input=True, **env)
+    (item,) = launch_check.checklist(spec, [_timed(median)])
+    assert (item["level"], item["code"], item["field"], item["label"]) == (
+        "warning",
+        "policy_over_budget",
+        "environments.0.policy.id",
+        "Policy",
+    )
+    assert item["message"].startswith(f"The policy planner takes {median:.0f} ms a step")
+    assert item["fix"].endswith(fix)
+    assert launch_check.checklist(spec, [_timed(4.2)]) == []  # within the budget: nothing
+
+
+def test_a_policy_that_failed_in_validation_blocks():
+    spec = _spec(DIRECT, policy={"id": "planner"})
+    error = "cannot build policy 'planner': RuntimeError: weights missing"
+    failed = _timed(0.0, steps=0, median_ms=None, worst_ms=None, failed=True, error=error)
+    (item,) = launch_check.checklist(spec, [failed])
+    assert (item["level"], item["code"], item["label"]) == ("error", "policy_failed", "Policy")
+    assert item["message"].startswith(f"The policy planner failed in validation: {error}.")
