@@ -19,13 +19,13 @@ import dm_env
 
 from server.recording import format as fmt
 from server.recording.writer import EpisodeWriter, episode_metadata, info_json, to_json
-from server.runtime import _specs
+from server.runtime import _inspect
 from server.runtime._frames import QUALITY, check_observation, checked_frame, encode_jpeg
 from server.runtime._presses import Presses
 from server.runtime.adapters import EnvAdapter
 from server.runtime.allowlist import AllowedEnvironments
 from server.runtime.autonomy import NO_AUTONOMY, shared_autonomy
-from server.runtime.catalog import default_controls, find_entry
+from server.runtime.catalog import default_controls
 from server.runtime.input_mapping import ActionMapper
 from server.study_spec import EnvironmentSpec
 
@@ -105,60 +105,6 @@ class Session:
         self.speed = 1.0
         self.next_tick = 0.0  # when the current slot (one step per 1/fps) ends
         self.fresh_input = False  # step_on_input: an input arrived that no step applied yet
-
-    # -- info -------------------------------------------------------------------------------
-    def info(self) -> dict[str, Any]:
-        """What ``EnvWorker.info`` shows: specs, cameras, controls, fps, mode."""
-        entry = find_entry(self.spec.source)
-        native_fps, frameskip = self.env.native_rate()
-        return {
-            "observation_spec": _specs.describe(self.env.observation_spec()),
-            "action_spec": _specs.describe(self.env.action_spec()),
-            "action_meanings": self.env.action_meanings,
-            "cameras": list(self.env.cameras),
-            "camera": self.env.camera,
-            "controls": self.mapper.resolved(),
-            "fps": self.spec.fps,
-            "mode": self.spec.mode,
-            "catalog_key": entry.key if entry else None,
-            "native_fps": native_fps,
-            "frameskip": frameskip,
-        }
-
-    def preview(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Reset (not recorded), then step once per input; the first frame as JPEG."""
-        if self.writer is not None:
-            raise ProtocolError("an episode is running: end it before a preview")
-        inputs = payload.get("inputs") or []
-        self.env.set_seed(payload.get("seed"))
-        self.mapper.reset()
-        timestep = self.env.reset()
-        check_observation(timestep.observation)
-        first = encode_jpeg(checked_frame(self.env.frame()), self.quality)
-        actions = []
-        for raw in inputs:
-            if timestep.last():
-                timestep = self.env.reset()
-            action = self.mapper(raw)
-            timestep = self.env.step(action)
-            self.env.frame()  # each step must render too
-            actions.append(to_json(action))
-        return {"frame": first, "actions": actions}
-
-    def policy_trial(self, payload: dict[str, Any]) -> dict[str, Any] | None:
-        """Validate's timing of the policy (None without one): reset with ``seed``, then the
-        policy drives a few steps, nothing recorded (``SharedAutonomy.trial``)."""
-        if self.writer is not None:
-            raise ProtocolError("an episode is running: end it before a policy trial")
-        if self.autonomy is None:
-            return None
-        self.env.set_seed(payload.get("seed"))
-
-        def step(action: Any) -> Any:
-            timestep = self.env.step(action)
-            return (self.env.reset() if timestep.last() else timestep).observation
-
-        return self.autonomy.trial(lambda: self.env.reset().observation, step)
 
     # -- recording --------------------------------------------------------------------------
     def step_metadata(self, timestep: dm_env.TimeStep, _action: Any, _env: Any) -> dict:
@@ -398,10 +344,10 @@ class Session:
             return None
         if command == "ping":
             return "pong"
-        if command == "preview":
-            return self.preview(payload)
-        if command == "policy_trial":
-            return self.policy_trial(payload)
+        if command in _inspect.COMMANDS:  # Validate's questions, between episodes only
+            if self.writer is not None:
+                raise ProtocolError(f"an episode is running: end it before a {command}")
+            return _inspect.COMMANDS[command](self, payload)
         raise ProtocolError(f"unknown command {command!r}")
 
     def commit(self) -> None:

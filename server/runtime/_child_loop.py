@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from server.recording import format as fmt
+from server.runtime import _inspect
 from server.runtime._child import WORKER_NICE, ProtocolError, Session, error_tuple
 from server.runtime._wire import frame_message
 from server.runtime.adapters import build_adapter
@@ -87,7 +88,7 @@ class WorkerLoop:
             adapter = build_adapter(spec.source, self.allowed)
             session = Session(_SlotConn(self.out, slot), spec, adapter, self.study_id,
                               self.data_root, self.flush_interval_s, self.allowed)  # fmt: skip
-            info = session.info()
+            info = _inspect.info(session)
         except Exception as exc:
             if adapter is not None:
                 with contextlib.suppress(Exception):

@@ -1,0 +1,70 @@
+"""What Validate asks of a worker's session between episodes, nothing of it recorded: its
+``info`` (specs, cameras, controls, pace), a ``preview`` (the first frame, inputs mapped to
+actions) and a ``policy_trial`` (the shared-autonomy policy timed on a few steps)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from server.recording.writer import to_json
+from server.runtime import _specs
+from server.runtime._frames import check_observation, checked_frame, encode_jpeg
+from server.runtime.catalog import find_entry
+
+if TYPE_CHECKING:
+    from server.runtime._child import Session
+
+
+def info(s: Session, _payload: Any = None) -> dict[str, Any]:
+    """What ``EnvWorker.info`` shows: specs, cameras, controls, fps, mode."""
+    entry = find_entry(s.spec.source)
+    native_fps, frameskip = s.env.native_rate()
+    return {
+        "observation_spec": _specs.describe(s.env.observation_spec()),
+        "action_spec": _specs.describe(s.env.action_spec()),
+        "action_meanings": s.env.action_meanings,
+        "cameras": list(s.env.cameras),
+        "camera": s.env.camera,
+        "controls": s.mapper.resolved(),
+        "fps": s.spec.fps,
+        "mode": s.spec.mode,
+        "catalog_key": entry.key if entry else None,
+        "native_fps": native_fps,
+        "frameskip": frameskip,
+    }
+
+
+def preview(s: Session, payload: dict[str, Any]) -> dict[str, Any]:
+    """Reset (not recorded), then step once per input; the first frame as JPEG."""
+    inputs = payload.get("inputs") or []
+    s.env.set_seed(payload.get("seed"))
+    s.mapper.reset()
+    timestep = s.env.reset()
+    check_observation(timestep.observation)
+    first = encode_jpeg(checked_frame(s.env.frame()), s.quality)
+    actions = []
+    for raw in inputs:
+        if timestep.last():
+            timestep = s.env.reset()
+        action = s.mapper(raw)
+        timestep = s.env.step(action)
+        s.env.frame()  # each step must render too
+        actions.append(to_json(action))
+    return {"frame": first, "actions": actions}
+
+
+def policy_trial(s: Session, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """Validate's timing of the policy (None without one): reset with ``seed``, then the
+    policy drives a few steps, nothing recorded (``SharedAutonomy.trial``)."""
+    if s.autonomy is None:
+        return None
+    s.env.set_seed(payload.get("seed"))
+
+    def step(action: Any) -> Any:
+        timestep = s.env.step(action)
+        return (s.env.reset() if timestep.last() else timestep).observation
+
+    return s.autonomy.trial(lambda: s.env.reset().observation, step)
+
+
+COMMANDS = {"preview": preview, "policy_trial": policy_trial}  # the worker commands
