@@ -1,0 +1,87 @@
+"""A crowd presses as people press (real Chromium, a Prolific participant on a study with
+consent): Enter mashed through an async game's end may save the episode and ask for the next
+(Enter is those questions' own key), but the next game waits at its ready gate for a press
+made there; the way on after an episode is on screen without scrolling on a laptop."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from server.models import Episode, EpisodeStatus
+from tests.player.conftest import counter_env
+from tests.web._crowd import crowd_study, link, pass_gate, shot
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def designer(factory):
+    return factory.user()
+
+
+def _sent(page: Page) -> list[str]:
+    """The types of the control messages the page sends, as it sends them."""
+    sent: list[str] = []
+
+    def on_socket(ws):  # type: ignore[no-untyped-def]
+        def on_frame(payload):  # type: ignore[no-untyped-def]
+            if isinstance(payload, str):
+                sent.append(json.loads(payload)["type"])
+
+        ws.on("framesent", on_frame)
+
+    page.on("websocket", on_socket)
+    return sent
+
+
+def _episodes(db, study) -> list[Episode]:
+    db.expire_all()
+    return db.query(Episode).filter_by(study_id=study.id).order_by(Episode.started_at).all()
+
+
+def _join(page: Page, live_server: str, study) -> None:  # type: ignore[no-untyped-def]
+    page.goto(link(live_server, study, PROLIFIC_PID="p-mash", STUDY_ID="s-1", SESSION_ID="x-1"))
+    page.get_by_role("button", name="I agree").click()
+    page.get_by_role("button", name="Continue").click()
+    page.get_by_role("button", name="Play Counter").click()
+
+
+def test_enter_mashed_through_the_end_leaves_the_next_game_at_its_gate(
+    live_server, page, factory, designer, db
+):
+    sent = _sent(page)
+    # an async game that runs by itself (noop between presses): a game started by mistake
+    # would play, and record, an episode nobody played
+    env = counter_env(episode_len=8, mode="async", fps=10, episodes_per_participant=3)
+    env["controls"] = {"keys": {"KeyA": 1, "Space": 1}, "noop": 0}
+    study = crowd_study(db, factory, designer, env, consent="Agree?", completion_code="DONE")
+    _join(page, live_server, study)
+    pass_gate(page)
+    # Enter mashed from the episode's end on, every 30 ms: it saves the episode (after the
+    # dialog's guard), then asks for the next (after the panel's), until the next game's gate
+    phase = page.locator("#st-phase")
+    deadline = time.monotonic() + 30
+    while phase.inner_text() != "ready":
+        assert time.monotonic() < deadline, "the mash never reached the next game's gate"
+        page.keyboard.press("Enter")
+        page.wait_for_timeout(30)
+    shot(page, "qa-gate-after-mash")
+    for _ in range(6):  # the same fingers, still going
+        page.keyboard.press("Enter")
+        page.wait_for_timeout(30)
+    page.wait_for_timeout(1000)  # a game started now would have stepped by itself
+    expect(phase).to_have_text("ready")
+    expect(page.locator("#st-step")).to_have_text("0")
+    assert sent.count("go") == 1  # the first game's, pressed at its gate
+    first, second = _episodes(db, study)
+    assert first.status == EpisodeStatus.completed  # Enter is the save question's own key
+    assert second.status == EpisodeStatus.recording and second.steps <= 1
+
+    expect(page.locator("#start-btn")).to_be_enabled()  # the gate's guard is over
+    page.keyboard.press("Enter")  # a press made at the gate: the deliberate start
+    expect(phase).to_have_text("playing")
+    assert sent.count("go") == 2
