@@ -85,3 +85,27 @@ def test_enter_mashed_through_the_end_leaves_the_next_game_at_its_gate(
     page.keyboard.press("Enter")  # a press made at the gate: the deliberate start
     expect(phase).to_have_text("playing")
     assert sent.count("go") == 2
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1366, 768)], ids=["1280x800", "1366x768"])
+def test_the_way_on_after_an_episode_is_on_a_laptops_screen(
+    live_server, page, factory, designer, db, size
+):
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    env = counter_env(episode_len=2, episodes_per_participant=2)
+    study = crowd_study(db, factory, designer, env, consent="Agree?", completion_code="DONE")
+    _join(page, live_server, study)
+    pass_gate(page)
+    page.keyboard.press("KeyA")
+    page.keyboard.press("KeyA")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#after-save-text")).to_contain_text("Episode saved.")
+    # the way on for a mouse, without scrolling (the overlay says Enter for the keyboard)
+    expect(page.get_by_role("button", name="Next episode")).to_be_in_viewport(ratio=1)
+    expect(page.locator("#after-save-text")).to_be_in_viewport(ratio=1)
+    shot(page, f"qa-after-save-{size[0]}x{size[1]}")
+    page.get_by_role("button", name="Next episode").click()
+    pass_gate(page)  # the game and its buttons as before the panel
+    shot(page, f"qa-playing-{size[0]}x{size[1]}")
+    expect(page.locator("#screen")).to_be_in_viewport(ratio=0.99)  # (a subpixel at 768)
+    expect(page.locator("#pause-btn")).to_be_in_viewport(ratio=1)
