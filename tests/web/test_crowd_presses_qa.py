@@ -1,7 +1,9 @@
 """A crowd presses as people press (real Chromium, a Prolific participant on a study with
 consent): Enter mashed through an async game's end may save the episode and ask for the next
 (Enter is those questions' own key), but the next game waits at its ready gate for a press
-made there; the way on after an episode is on screen without scrolling on a laptop."""
+made there; the way on after an episode is on screen without scrolling on a laptop. An MTurk
+worker on a 360-px phone reloads at every screen and comes back to the same place, told in a
+phone's words, with the save question guarded again and nothing answered by itself."""
 
 from __future__ import annotations
 
@@ -109,3 +111,60 @@ def test_the_way_on_after_an_episode_is_on_a_laptops_screen(
     shot(page, f"qa-playing-{size[0]}x{size[1]}")
     expect(page.locator("#screen")).to_be_in_viewport(ratio=0.99)  # (a subpixel at 768)
     expect(page.locator("#pause-btn")).to_be_in_viewport(ratio=1)
+
+
+MTURK = {"workerId": "W-QA", "assignmentId": "A-QA", "hitId": "H-QA",
+         "turkSubmitTo": "https://workersandbox.mturk.com"}  # fmt: skip
+
+
+def test_an_mturk_worker_on_a_phone_reloads_at_every_screen(live_server, browser, factory, db):
+    context = browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True,
+                                  has_touch=True)  # fmt: skip
+    phone = context.new_page()
+    env = counter_env(episode_len=2, episodes_per_participant=1)
+    study = crowd_study(db, factory, factory.user(), env, inputs=["keyboard", "touch"],
+                        consent="Agree?", completion_code="HIT-DONE")  # fmt: skip
+    phone.goto(link(live_server, study, **MTURK))
+    expect(phone.locator("#consent-view")).to_be_visible()
+    phone.reload()
+    phone.get_by_role("button", name="I agree").tap()
+    expect(phone.locator("#instructions-view")).to_be_visible()
+    phone.reload()
+    phone.locator("#instructions-ok").tap()
+    expect(phone.locator("#lobby-view")).to_be_visible()
+    phone.reload()
+    phone.get_by_role("button", name="Play Counter").tap()
+    overlay = phone.locator("#overlay-text")
+    expect(overlay).to_have_text("Tap the game or Start to start")
+    phone.reload()
+    expect(overlay).to_have_text("Tap the game or Start to start")  # the same gate, tap words
+    phone.locator("#start-btn").tap()
+    expect(phone.locator("#st-phase")).to_have_text("playing")
+    phone.reload()  # mid-episode: paused, with the way back in a phone's words
+    expect(overlay).to_have_text("Paused — tap Resume to continue")
+    phone.get_by_role("button", name="Resume").tap()
+    expect(phone.locator("#st-phase")).to_have_text("playing")
+    one = phone.get_by_role("button", name="one (KeyA)")
+    one.tap()
+    one.tap()
+    dialog = phone.get_by_role("dialog", name="Episode over")
+    expect(dialog).to_be_visible()
+    phone.reload()  # the question again, guarded again (a tap still going answers nothing)
+    expect(dialog).to_be_visible()
+    save = dialog.get_by_role("button", name="Save")
+    expect(save).to_be_disabled()
+    (row,) = db.query(Episode).filter_by(study_id=study.id).all()
+    db.refresh(row)
+    assert row.status == EpisodeStatus.recording  # still waiting for the worker's answer
+    shot(phone, "qa-mturk-phone-save-after-reload")
+    save.tap()  # once its guard is over
+    expect(phone.locator("#after-save")).to_be_visible()
+    phone.reload()  # the only episode is saved: the way on was the code, and so it is
+    expect(phone.locator("#code-value")).to_have_value("HIT-DONE")
+    phone.reload()
+    expect(phone.locator("#code-value")).to_have_value("HIT-DONE")
+    expect(phone.get_by_role("button", name="Submit the HIT")).to_be_visible()
+    shot(phone, "qa-mturk-phone-code-after-reload")
+    db.refresh(row)
+    assert row.status == EpisodeStatus.completed
+    context.close()
