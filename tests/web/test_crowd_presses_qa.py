@@ -1,5 +1,5 @@
 """A crowd presses as people press (real Chromium, a Prolific participant on a study with
-consent): Enter mashed through an async game's end may save the episode and ask for the next
+consent): Space (FIRE) mashed through an async game's end answers nothing; Enter mashed through an async game's end may save the episode and ask for the next
 (Enter is those questions' own key), but the next game waits at its ready gate for a press
 made there; the way on after an episode is on screen without scrolling on a laptop. An MTurk
 worker on a 360-px phone reloads at every screen and comes back to the same place, told in a
@@ -87,6 +87,32 @@ def test_enter_mashed_through_the_end_leaves_the_next_game_at_its_gate(
     page.keyboard.press("Enter")  # a press made at the gate: the deliberate start
     expect(phase).to_have_text("playing")
     assert sent.count("go") == 2
+
+
+def test_space_mashed_through_an_async_games_end_answers_nothing(
+    live_server, page, factory, designer, db
+):
+    sent = _sent(page)
+    env = counter_env(episode_len=8, mode="async", fps=10, episodes_per_participant=3)
+    env["controls"] = {"keys": {"KeyA": 1, "Space": 1}, "noop": 0}  # Space: FIRE
+    study = crowd_study(db, factory, designer, env, consent="Agree?", completion_code="DONE")
+    _join(page, live_server, study)
+    pass_gate(page, key="Space")  # a game key starts it
+    dialog = page.get_by_role("dialog", name="Episode over")
+    deadline = time.monotonic() + 30
+    while not dialog.is_visible():  # tapping FIRE until the game ends
+        assert time.monotonic() < deadline, "the episode never ended"
+        page.keyboard.press("Space")
+        page.wait_for_timeout(30)
+    for _ in range(40):  # and on, past the dialog's guard
+        page.keyboard.press("Space")
+        page.wait_for_timeout(30)
+    expect(page.locator("#save-yes")).to_be_enabled()
+    expect(dialog).to_be_visible()
+    expect(page.locator("#st-phase")).to_have_text("ended")
+    (row,) = _episodes(db, study)
+    assert row.status == EpisodeStatus.recording  # waiting for the participant's answer
+    assert "save" not in sent and sent.count("start") == 1
 
 
 @pytest.mark.parametrize("size", [(1280, 800), (1366, 768)], ids=["1280x800", "1366x768"])
