@@ -60,9 +60,11 @@ def read_instructions(page: Page) -> None:
 
 
 def pass_gate(page: Page, key: str = "Enter") -> None:
-    """The ready gate: the first frame under "press Enter ... to start", then go."""
+    """The ready gate: the first frame under "press Enter ... to start", then go (once the
+    gate's guard is over: a gate reached by answering the panel after an episode has one)."""
     expect(page.locator("#overlay")).to_contain_text("Press Enter, any game key or gamepad A")
     expect(page.locator("#st-step")).to_have_text("0")
+    expect(page.locator("#start-btn")).to_be_enabled()
     page.keyboard.press(key)
     expect(page.locator("#st-phase")).to_have_text("playing")
 

@@ -45,6 +45,7 @@ function goLobby() {
     startEpisode(null);
     return;
   }
+  gate.guardNext = false; // the lobby's choice is a deliberate start
   renderLobby();
   show("lobby-view");
   if (state.refused) { crowd.pageError(state.refused); state.refused = null; }
@@ -76,6 +77,7 @@ function showNext(next, text) {
 function goNext() {
   const { kind, env } = $("next-btn").dataset;
   $("after-save").hidden = true;
+  gate.guardNext = kind !== "done"; // the game this answer starts waits for a press of its own
   if (kind === "done") { flow.finishStudy(); return; }
   if (kind === "again") { startEpisode(state.env); return; }
   if (kind === "next_env" && env) { enterPlay(env); startEpisode(env); return; }
@@ -156,16 +158,30 @@ function startEpisode(envId = state.env) {
   send(isParticipant() && balanced() ? { type: "start" } : { type: "start", env_id: envId });
 }
 
-/** The first frame is on screen; nothing steps until the player says go. */
+/** The first frame is on screen; nothing steps until the player says go. A gate reached by
+    answering the panel after an episode is guarded like a question (GUARD_MS: no key, tap,
+    click or gamepad A passes it): Enter mashed through an episode's end may save it and ask
+    for the next, but the next game starts only on a press made at its gate. */
+const gate = { guardNext: false, timer: null };
 function readyGate() {
   setPhase("ready");
   $("screen").focus();
+  if (!gate.guardNext) return;
+  gate.guardNext = false;
+  clearTimeout(gate.timer);
+  $("start-btn").disabled = true;
+  $("overlay").dataset.guard = "on";
+  gate.timer = setTimeout(() => {
+    gate.timer = null;
+    delete $("overlay").dataset.guard;
+    $("start-btn").disabled = !(state.phase === "idle" || state.phase === "ready");
+  }, questions.GUARD_MS);
 }
 
 function clearCountdown() { clearTimeout(state.countdown); state.countdown = null; }
 
 function go() {
-  if (state.phase !== "ready") return;
+  if (state.phase !== "ready" || gate.timer) return;
   const env = state.envs[state.env];
   let left = state.countdownS ?? ((env && env.mode === "async" && env.countdown_s) || 0);
   const tick = () => {
