@@ -126,6 +126,7 @@ def play(page: Any, url: str, token: str, mode: str, inputs: int,
             page.keyboard.up(key)
             page.wait_for_timeout(60)
     page.keyboard.press("Delete")  # the player asks first (the game pauses): Enter confirms
+    expect(page.locator("#cancel-yes")).to_be_enabled()  # once the question's guard is over
     page.keyboard.press("Enter")
     # (a narrow link may still hold seconds of frames ahead of the answer)
     expect(page.locator("#after-save-text")).to_contain_text("canceled", timeout=30_000)
