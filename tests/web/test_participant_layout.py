@@ -24,6 +24,11 @@ pytestmark = pytest.mark.browser
 
 # (width, height): a small Android phone, a common one, an iPhone, a large one; a phone on
 # its side
+IN_SIGHT = """() => [document.getElementById("screen"), ...document.querySelectorAll(".touch-btn")]
+  .every((el) => {
+    const r = el.getBoundingClientRect();
+    return r.top >= -0.5 && r.bottom <= innerHeight + 0.5;
+  })"""
 SIZES = [(320, 640), (360, 740), (390, 844), (430, 932), (740, 360)]
 # Pong's labels (the catalog's), the ones that overlapped on a 390-px screen
 LABELS = {"KeyA": "paddle up (RIGHT)", "KeyB": "paddle down (LEFT)", "Space": "serve (FIRE)"}
@@ -112,9 +117,12 @@ def test_every_participant_screen_fits_a_phone(live_server, phone, factory, db):
     expect(phone.locator("#touch-pad")).to_be_visible()
     check("ready-gate")
     _phone_page(phone, live_server, check)
-    phone.locator("#start-btn").tap()
+    phone.evaluate("() => window.scrollTo(0, 0)")  # as the ready gate opens: the heading on top
+    phone.locator("#screen").tap()  # "Tap the game or Start to start"
     expect(phone.locator("#st-phase")).to_have_text("playing")
     check("playing")
+    # the game and every touch button in sight at once: a finger plays without scrolling
+    assert phone.evaluate(IN_SIGHT), "the game and its buttons do not fit the screen together"
     phone.locator("#cancel-btn").tap()
     expect(phone.locator("#cancel-ask")).to_be_visible()
     check("cancel-question")

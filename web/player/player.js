@@ -180,13 +180,22 @@ function readyGate() {
 
 function clearCountdown() { clearTimeout(state.countdown); state.countdown = null; }
 
+/** The game and its touch buttons in sight together while playing (a phone in landscape
+ *  had the buttons below the fold): scrolled to the stage when they do not fit as they are. */
+function inView() {
+  const pad = $("touch-pad");
+  if (pad.hidden) return;
+  const top = $("stage").getBoundingClientRect().top, bottom = pad.getBoundingClientRect().bottom;
+  if (top < 0 || bottom > innerHeight) $("stage").scrollIntoView({ block: "start" });
+}
+
 function go() {
   if (state.phase !== "ready" || gate.timer) return;
   const env = state.envs[state.env];
   let left = state.countdownS ?? ((env && env.mode === "async" && env.countdown_s) || 0);
   const tick = () => {
     if (state.phase !== "countdown" && state.phase !== "ready") return;
-    if (left <= 0) { send({ type: "go" }); setPhase("playing"); $("screen").focus(); return; }
+    if (left <= 0) { send({ type: "go" }); setPhase("playing"); $("screen").focus(); inView(); return; }
     setPhase("countdown", String(left));
     left -= 1;
     state.countdown = setTimeout(tick, 1000);
