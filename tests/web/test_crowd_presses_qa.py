@@ -1,9 +1,10 @@
 """A crowd presses as people press (real Chromium, a Prolific participant on a study with
-consent): Space (FIRE) mashed through an async game's end answers nothing; Enter mashed through an async game's end may save the episode and ask for the next
-(Enter is those questions' own key), but the next game waits at its ready gate for a press
-made there; the way on after an episode is on screen without scrolling on a laptop. An MTurk
-worker on a 360-px phone reloads at every screen and comes back to the same place, told in a
-phone's words, with the save question guarded again and nothing answered by itself."""
+consent): Space (FIRE) mashed through an async game's end answers nothing; Enter mashed
+through an async game's end may save the episode and ask for the next (Enter is those
+questions' own key), but the next game waits at its ready gate for a press made there; the
+way on after an episode is on screen without scrolling on a laptop. An MTurk worker on a
+360-px phone reloads at every screen and comes back to the same place, told in a phone's
+words, with the save question guarded again and nothing answered by itself."""
 
 from __future__ import annotations
 
