@@ -8,7 +8,6 @@ words, with the save question guarded again and nothing answered by itself."""
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
@@ -17,6 +16,7 @@ from playwright.sync_api import Page, expect
 from server.models import Episode, EpisodeStatus
 from tests.player.conftest import counter_env
 from tests.web._crowd import crowd_study, link, pass_gate, shot
+from tests.web._sent import sent_types
 
 pytestmark = pytest.mark.browser
 
@@ -24,21 +24,6 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def designer(factory):
     return factory.user()
-
-
-def _sent(page: Page) -> list[str]:
-    """The types of the control messages the page sends, as it sends them."""
-    sent: list[str] = []
-
-    def on_socket(ws):  # type: ignore[no-untyped-def]
-        def on_frame(payload):  # type: ignore[no-untyped-def]
-            if isinstance(payload, str):
-                sent.append(json.loads(payload)["type"])
-
-        ws.on("framesent", on_frame)
-
-    page.on("websocket", on_socket)
-    return sent
 
 
 def _episodes(db, study) -> list[Episode]:
@@ -56,7 +41,7 @@ def _join(page: Page, live_server: str, study) -> None:  # type: ignore[no-untyp
 def test_enter_mashed_through_the_end_leaves_the_next_game_at_its_gate(
     live_server, page, factory, designer, db
 ):
-    sent = _sent(page)
+    sent = sent_types(page)
     # an async game that runs by itself (noop between presses): a game started by mistake
     # would play, and record, an episode nobody played
     env = counter_env(episode_len=8, mode="async", fps=10, episodes_per_participant=3)
@@ -93,7 +78,7 @@ def test_enter_mashed_through_the_end_leaves_the_next_game_at_its_gate(
 def test_space_mashed_through_an_async_games_end_answers_nothing(
     live_server, page, factory, designer, db
 ):
-    sent = _sent(page)
+    sent = sent_types(page)
     env = counter_env(episode_len=8, mode="async", fps=10, episodes_per_participant=3)
     env["controls"] = {"keys": {"KeyA": 1, "Space": 1}, "noop": 0}  # Space: FIRE
     study = crowd_study(db, factory, designer, env, consent="Agree?", completion_code="DONE")

@@ -13,6 +13,7 @@ from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from tests.player.conftest import counter_env, row_of
 from tests.web._phone import PHONE, pair
+from tests.web._sent import sent_types
 from tests.web.test_player import _participant, _play
 
 pytestmark = pytest.mark.browser
@@ -21,21 +22,6 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def designer(factory):
     return factory.user()
-
-
-def _sent(page):
-    """The types of the control messages the page sends, as it sends them."""
-    sent: list[str] = []
-
-    def on_socket(ws):  # type: ignore[no-untyped-def]
-        def on_frame(payload):  # type: ignore[no-untyped-def]
-            if isinstance(payload, str):
-                sent.append(json.loads(payload)["type"])
-
-        ws.on("framesent", on_frame)
-
-    page.on("websocket", on_socket)
-    return sent
 
 
 def _episodes(db, study):
@@ -56,7 +42,7 @@ def _mash(page, key, times):
 
 
 def test_space_mashed_through_the_end_answers_nothing(live_server, page, factory, designer, db):
-    sent = _sent(page)
+    sent = sent_types(page)
     study = _participant(page, live_server, factory, designer, db, _space_env())
     _play(page)
     _mash(page, "Space", 12)  # three steps end the episode; the rest land on what follows
