@@ -239,8 +239,7 @@ def _launch_check(
         },
         422: {
             "description": "`code: not_ready`: the pre-launch checklist has errors; `detail` "
-            "lists the checklist's items, errors first, then its warnings, each with its fix "
-            "and field."
+            "lists them as checklist items, each with its fix and field."
         },
     },
 )

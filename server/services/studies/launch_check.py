@@ -269,17 +269,14 @@ def checklist(spec: StudySpec, reports: list[dict[str, Any]] | None = None) -> l
 
 
 def enforce(items: list[Item], acknowledge_warnings: bool) -> None:
-    """Refuse to activate: 422 ``not_ready`` while there are errors (the whole checklist,
-    errors first, so the designer sees the warnings in the same round), then 409
+    """Refuse to activate: 422 ``not_ready`` with the errors while there are any, then 409
     ``unacknowledged_warnings`` with the warnings until they are acknowledged."""
     errors = [i for i in items if i["level"] == "error"]
     if errors:
         count = f"{len(errors)} thing{'s' if len(errors) > 1 else ''}"
-        warnings = [i for i in items if i["level"] != "error"]
         raise Invalid(
-            f"The study cannot start yet: {count} to fix first.",
-            detail=errors + warnings, code="not_ready",
-        )  # fmt: skip
+            f"The study cannot start yet: {count} to fix first.", detail=errors, code="not_ready"
+        )
     if items and not acknowledge_warnings:
         raise Conflict(
             "Check these warnings first; activate with acknowledge_warnings: true to go ahead "
