@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PG_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 
-.PHONY: run test lint typecheck pytest test-postgres chromium haproxy egl consumer-venv bench vendor vendor-one clean
+.PHONY: run test lint typecheck suites pytest test-postgres chromium haproxy egl consumer-venv bench vendor vendor-one clean
 
 PIP_VERSION := 26.3
 LOCK_ARGS   := --universal --python-version 3.11 -q --custom-compile-command "make lock"
@@ -59,9 +59,9 @@ compile-locks:
 run: $(VENV)/.run-stamp
 	$(BIN)/rlds-studio serve
 
-## test: install test tools (and Debian's chromium, HAProxy and EGL), lint, type-check, run the
-## suite on SQLite, then again on PostgreSQL when one answers at 127.0.0.1:5432
-test: $(VENV)/.test-stamp chromium haproxy egl consumer-venv lock-check lint typecheck pytest test-postgres
+## test: install test tools (and Debian's chromium, HAProxy and EGL), lint, type-check, then the
+## suite on SQLite and, when a PostgreSQL answers at 127.0.0.1:5432, on PostgreSQL, both at once
+test: $(VENV)/.test-stamp chromium haproxy egl consumer-venv lock-check lint typecheck suites
 
 lint: $(VENV)/.test-stamp
 	$(BIN)/ruff check server tests benchmarks alembic
@@ -70,19 +70,22 @@ lint: $(VENV)/.test-stamp
 typecheck: $(VENV)/.test-stamp
 	$(BIN)/mypy
 
+# Each pass spreads its test modules over TEST_WORKERS processes (pytest-xdist; a module's
+# tests stay together, so its module-scoped browser or server starts once) in its own
+# temporary folder, and ends with its wall time and ten slowest tests.
+TEST_WORKERS ?= 2
+PYTEST_ARGS  ?=
+suites: $(VENV)/.test-stamp
+	bash tests/run_suites.sh $(BIN)/pytest "$(PG_URL)" -n $(TEST_WORKERS) --dist loadfile \
+		--durations=10 $(PYTEST_ARGS)
+
+## pytest: the suite on SQLite only; test-postgres: on PostgreSQL only
 pytest: $(VENV)/.test-stamp
-	@echo "== test suite on SQLite"
-	$(BIN)/pytest
+	STUDIO_TEST_DATABASE_URL= $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_ARGS)
 
 test-postgres: $(VENV)/.test-stamp
-	@if $(BIN)/python -m server.core.db_probe "$(PG_URL)"; then \
-		echo "== test suite on PostgreSQL ($(PG_URL), a fresh schema)"; \
-		STUDIO_TEST_DATABASE_URL="$(PG_URL)" $(BIN)/pytest; \
-	elif [ -n "$$STUDIO_REQUIRE_POSTGRES" ]; then \
-		echo "PostgreSQL is required (STUDIO_REQUIRE_POSTGRES) but does not answer at $(PG_URL)"; exit 1; \
-	else \
-		echo "PostgreSQL does not answer at $(PG_URL): skipped the PostgreSQL run"; \
-	fi
+	STUDIO_TEST_DATABASE_URL="$(PG_URL)" $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile \
+		--durations=10 $(PYTEST_ARGS)
 
 ## chromium: Debian's chromium for the browser tests (Playwright's own download is not used)
 chromium:

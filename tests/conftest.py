@@ -40,6 +40,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     the SQLite pass: a browser test drives the same services, whose queries, races and
     migrations the API and service tests already cover on PostgreSQL.
     ``STUDIO_TEST_ALL_ON_PG=1`` runs everything again."""
+    _slow_modules_first(items)
     if not PG_URL or os.environ.get("STUDIO_TEST_ALL_ON_PG"):
         return
     keep: list[pytest.Item] = []
@@ -54,6 +55,43 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if skip:
         config.hook.pytest_deselected(items=skip)
         items[:] = keep
+
+
+SLOW_MODULES = Path(__file__).with_name("slow_modules.txt")
+
+
+def _slow_modules_first(items: list[pytest.Item]) -> None:
+    """Modules listed in ``tests/slow_modules.txt`` (slowest first) run first, the rest in
+    their usual order: pytest-xdist hands each worker the next module as it frees up, so a
+    long module started last would leave one core idle while the other finishes it. Only
+    the order changes; every test still runs."""
+    if not SLOW_MODULES.exists():
+        return
+    listed = [line.split()[0] for line in SLOW_MODULES.read_text().splitlines()
+              if line.strip() and not line.startswith("#")]  # fmt: skip
+    rank = {name: i for i, name in enumerate(listed)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable
+
+
+_module_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    module = report.nodeid.split("::")[0]
+    _module_seconds[module] = _module_seconds.get(module, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """``STUDIO_TEST_TIMINGS=tests/slow_modules.txt`` rewrites the list from this run: the
+    modules that took 20 s or more (setup, call and teardown of all their tests), slowest
+    first. Written by the main process only (under xdist, workers report to it)."""
+    out = os.environ.get("STUDIO_TEST_TIMINGS")
+    if not out or hasattr(session.config, "workerinput"):
+        return
+    slow = sorted(((s, m) for m, s in _module_seconds.items() if s >= 20), reverse=True)
+    lines = [f"{module} {seconds:.0f}" for seconds, module in slow]
+    header = "# slowest test modules first, with their seconds in one run (tests/conftest.py)"
+    Path(out).write_text("\n".join([header, *lines]) + "\n")
 
 
 @pytest.fixture(scope="session")

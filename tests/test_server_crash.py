@@ -85,6 +85,25 @@ def _log_steps(path: str, want: int, seconds: float = 30.0) -> int:
     return count
 
 
+def _wait_closed(path: Path, seconds: float = 30.0) -> None:
+    """Until no process holds ``path`` open (the orphaned worker inherited the server's
+    stderr: once it has exited, all it will ever write is there)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not any(_holds(pid, path) for pid in os.listdir("/proc") if pid.isdigit()):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"a process still holds {path} open after {seconds} s")
+
+
+def _holds(pid: str, path: Path) -> bool:
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(path.resolve()) for fd in fds)
+    except OSError:  # gone meanwhile, or not ours to read
+        return False
+
+
 # async: the worker sends on its own clock, so the dead app leaves unread data and the
 # worker's next read is a ConnectionResetError (a traceback before issue 22)
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -139,7 +158,7 @@ def test_killed_server_keeps_every_accepted_step(settings, db, mode):
     # after the last frame the client saw may be there too.
     recorded = _log_steps(row.storage_path, accepted + 1)
     assert recorded >= accepted + 1
-    time.sleep(1.0)  # the worker exits once its log is closed
+    _wait_closed(_stderr_path(settings))  # the worker exits once its log is closed
     stderr = _stderr_path(settings).read_text(errors="replace")
     assert "Traceback" not in stderr, stderr[-3000:]  # e.g. ConnectionResetError (issue 22)
 

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The test suite on SQLite and, when PostgreSQL answers, on PostgreSQL — both passes at once
+# (they share nothing: each has its own databases, data folders and servers), each spread
+# over pytest-xdist workers. Each line is prefixed with its pass; the end prints each pass's
+# wall time and ten slowest tests (pytest's --durations) and the whole run's wall time.
+# Usage: tests/run_suites.sh PYTEST PG_URL [pytest args...]
+set -uo pipefail
+
+PYTEST="$1"; PG_URL="$2"; shift 2
+start=$(date +%s)
+logs="$(mktemp -d)"
+# each pass its own temporary folder (pytest empties it as the pass starts)
+TMP="${TMPDIR:-/tmp}/rlds-studio-tests"
+mkdir -p "$TMP"
+pids=()
+names=()
+
+run_pass() {  # name, then env assignments and the command, via env
+    local name="$1"; shift
+    ( env "$@" 2>&1 | sed -u "s/^/[$name] /" | tee "$logs/$name.log" ) &
+    pids+=($!)
+    names+=("$name")
+}
+
+echo "== test suite on SQLite"
+run_pass sqlite STUDIO_TEST_DATABASE_URL= "$PYTEST" --basetemp="$TMP/sqlite" "$@"
+if "$(dirname "$PYTEST")/python" -m server.core.db_probe "$PG_URL"; then
+    echo "== test suite on PostgreSQL ($PG_URL, a fresh schema), at the same time"
+    run_pass postgres STUDIO_TEST_DATABASE_URL="$PG_URL" "$PYTEST" --basetemp="$TMP/postgres" "$@"
+elif [[ -n "${STUDIO_REQUIRE_POSTGRES:-}" ]]; then
+    echo "PostgreSQL is required (STUDIO_REQUIRE_POSTGRES) but does not answer at $PG_URL"
+    wait; exit 1
+else
+    echo "PostgreSQL does not answer at $PG_URL: skipped the PostgreSQL run"
+fi
+
+status=0
+for i in "${!pids[@]}"; do
+    # pipefail: the subshell's status is pytest's
+    wait "${pids[$i]}" || { status=1; echo "== the ${names[$i]} pass FAILED"; }
+done
+echo "== summary"
+for name in "${names[@]}"; do
+    echo "-- $name: $(grep -E '^\[[a-z]+\] =+ .* in [0-9.]+s' "$logs/$name.log" | tail -1 | sed 's/^\[[a-z]*\] //')"
+    sed -n '/slowest [0-9]* durations/,/^\[[a-z]*\] $/p' "$logs/$name.log" | head -12
+done
+echo "== wall time of the test suites: $(( $(date +%s) - start )) s"
+rm -rf "$logs"
+exit $status
