@@ -13,6 +13,7 @@ from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from tests.player.conftest import activate, counter_env, spec
 from tests.web._join import join_study, to_ready_gate
+from tests.web._ticks import ticks_later
 
 pytestmark = pytest.mark.browser
 
@@ -33,18 +34,18 @@ def test_frames_come_over_three_sockets_and_inputs_count_once(live_server, page,
     expect(page.locator("#st-phase")).to_have_text("playing")
     for key in ("KeyA", "KeyB"):
         page.keyboard.down(key)
-        page.wait_for_timeout(400)
+        ticks_later(page, 4)  # held over a few steps, each frame back on its lane
         page.keyboard.up(key)
-        page.wait_for_timeout(400)
+        ticks_later(page, 4)
     page.reload()
     expect(page.locator("#st-phase")).to_have_text("paused")
     page.keyboard.press("Escape")  # resume
     expect(page.locator("#st-phase")).to_have_text("playing")
     page.locator("#screen").click()
     page.keyboard.down("KeyA")
-    page.wait_for_timeout(400)
+    ticks_later(page, 4)
     page.keyboard.up("KeyA")
-    page.wait_for_timeout(400)
+    ticks_later(page, 4)
     page.keyboard.press("Delete")
     expect(page.locator("#cancel-yes")).to_be_enabled()  # the question's guard is over
     page.keyboard.press("Enter")

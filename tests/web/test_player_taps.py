@@ -13,6 +13,7 @@ from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from tests.player.conftest import activate, counter_env, spec
 from tests.web._join import join_study, to_ready_gate
+from tests.web._ticks import ticks_later
 from tests.web.test_player import FAKE_GAMEPAD
 
 pytestmark = pytest.mark.browser
@@ -25,15 +26,6 @@ GAMEPAD_TAP = """async () => {
 }"""
 
 
-def _ticks_later(page, n=6):
-    """Wait until the game has stepped ``n`` more times (about 100 ms at 60 fps, longer when
-    the machine is slow): the tap before it is behind at least one tick."""
-    step = page.locator("#st-step")
-    target = int(step.inner_text()) + n
-    while int(step.inner_text()) < target:
-        page.wait_for_timeout(10)
-
-
 def test_taps_shorter_than_a_tick_are_all_recorded(live_server, page, factory, db):
     page.context.add_init_script(FAKE_GAMEPAD)
     env = counter_env(episode_len=100_000, mode="async", fps=60)
@@ -43,16 +35,16 @@ def test_taps_shorter_than_a_tick_are_all_recorded(live_server, page, factory, d
     to_ready_gate(page, "Counter")
     page.keyboard.press("Enter")
     expect(page.locator("#st-phase")).to_have_text("playing")
-    _ticks_later(page)
+    ticks_later(page)
     for _ in range(TAPS):  # instant: keydown and keyup back to back
         page.keyboard.press("Space")
-        _ticks_later(page)
+        ticks_later(page)
     for _ in range(TAPS):  # a quick finger: 30 ms, two ticks at most
         page.keyboard.press("Space", delay=30)
-        _ticks_later(page)
+        ticks_later(page)
     for _ in range(TAPS):  # a gamepad button down for 10 ms, between two polls of a tick
         page.evaluate(GAMEPAD_TAP)
-        _ticks_later(page)
+        ticks_later(page)
     page.get_by_role("button", name="Cancel").first.click()
     page.get_by_role("button", name="Cancel the episode").click()
     expect(page.locator("#after-save-text")).to_contain_text("Episode canceled.")
