@@ -1,9 +1,12 @@
-"""One session of an environment worker: its env, the current episode, the async clock.
+"""One environment hosted in a worker process: its env, the current episode, the async clock.
 
-A worker process (:mod:`server.runtime._child_loop`) holds one or more :class:`Session`
-objects, each of one player. A session sends its unasked messages, ``("event",
-step_event)`` and ``("error", error)``, through ``conn``, which tags them with the session's
-slot; ``error`` is ``(type, message, traceback)``. The protocol is in ``docs/runtime.md``.
+A worker process (:mod:`server.runtime._child_loop`) hosts one or more :class:`HostedEnv`
+objects, each of one player, in its slots. Each step is taken here: map the input, step the
+env, render and encode its frame (:mod:`server.runtime._frames`), then hand the timestep
+with its metadata to the episode's writer (journal first), and the frame to the app. A
+hosted env sends its unasked messages, ``("event", step_event)`` and ``("error", error)``,
+through ``conn``, which tags them with its slot; ``error`` is ``(type, message,
+traceback)``. The protocol is in ``docs/runtime.md``.
 """
 
 from __future__ import annotations
@@ -53,13 +56,13 @@ def error_tuple(exc: BaseException) -> tuple[str, str, str]:
 
 
 class Sender(Protocol):
-    """Where a session's unasked messages go (its slot's view of the process's socket)."""
+    """Where a hosted env's unasked messages go (its slot's view of the process's socket)."""
 
     def send(self, message: tuple[Any, ...]) -> None: ...
 
 
-class Session:
-    """State of one worker: its env, the current episode and the async clock."""
+class HostedEnv:
+    """One environment in a worker process's slot: its env, the current episode, the clock."""
 
     def __init__(self, conn: Sender, spec: EnvironmentSpec, adapter: EnvAdapter,
                  study_id: str, data_root: Path, flush_interval_s: float,
@@ -107,9 +110,19 @@ class Session:
         self.fresh_input = False  # step_on_input: an input arrived that no step applied yet
 
     # -- recording --------------------------------------------------------------------------
-    def step_metadata(self, timestep: dm_env.TimeStep, _action: Any, _env: Any) -> dict:
-        """envlogger ``step_fn``: frame, input, timing and info of this timestep."""
-        self.jpeg = encode_jpeg(checked_frame(self.env.frame()), self.quality)
+    def _record(self, timestep: dm_env.TimeStep, action: Any, *, first: bool = False) -> None:
+        """The step just taken: encode its frame, then record it with its input, timing and
+        info (in the journal before this returns, so before the frame is sent)."""
+        self.jpeg = self.frame_jpeg()
+        assert self.writer is not None
+        self.writer.record(timestep, action, self._metadata(timestep), first=first)
+
+    def frame_jpeg(self) -> bytes:
+        """The env's current frame as JPEG at the stream's quality (within the limits)."""
+        return encode_jpeg(checked_frame(self.env.frame()), self.quality)
+
+    def _metadata(self, timestep: dm_env.TimeStep) -> dict[str, Any]:
+        """The step metadata of this timestep: its frame, input, timing and info."""
         # A fresh input's timing goes with the first step that applies it; async steps that
         # apply the held input again get only ``applied``.
         timing, self.held_timing = self.held_timing, {}
@@ -152,8 +165,7 @@ class Session:
             env_config=self.spec.model_dump_json(), seed=seed,
         )  # fmt: skip
         self.writer = EpisodeWriter(
-            self.env, directory, meta, self.step_metadata,
-            flush_interval_s=self.flush_interval_s, defer_records=True,
+            self.env, directory, meta, flush_interval_s=self.flush_interval_s, defer_records=True,
             background_flush=True,
         )  # fmt: skip
         self.episode_id, self.ended, self.step_index, self.total = episode_id, False, 0, 0.0
@@ -165,7 +177,8 @@ class Session:
         if self.autonomy is not None:
             self.autonomy.reset()
         try:
-            timestep = self.writer.reset()
+            timestep = self.env.reset()
+            self._record(timestep, None, first=True)
             check_observation(timestep.observation)
             self.observation = timestep.observation
         except BaseException:
@@ -188,7 +201,8 @@ class Session:
             active = self.mapper.human_active(raw)
             action, self.control = self.autonomy.step(self.observation, action, active)
         try:
-            timestep = self.writer.step(action)
+            timestep = self.env.step(action)
+            self._record(timestep, action)
         except BaseException:
             self._fail()
             raise
