@@ -29,6 +29,13 @@ from server.services.studies import studies
 Refusal = Literal["not_yours", "open_elsewhere"]
 
 
+def _same_player(mine: Principal, theirs: Principal) -> bool:
+    """True when ``theirs`` is the player ``mine`` is (the same participant, or user)."""
+    if mine.participant_id is not None:
+        return theirs.participant_id == mine.participant_id
+    return theirs.user_id is not None and theirs.user_id == mine.user_id
+
+
 @dataclass(frozen=True)
 class Admitted:
     """The session a socket serves, and what its ``hello`` says of it."""
@@ -56,7 +63,9 @@ async def admit(registry: Registry, settings: Settings, db: sessionmaker[Session
     participant_id = entry.principal.participant_id
     live = registry.get(entry.wanted)
     unknown = bool(entry.wanted) and live is None  # ended, expired, or never ours: fresh
-    if live is not None and (live.study_id != entry.study.id or not live.owned_by(entry.principal)):
+    if live is not None and (
+        live.study_id != entry.study.id or not _same_player(live.principal, entry.principal)
+    ):
         await refuse("not_yours")
         return None
 

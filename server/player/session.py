@@ -69,13 +69,6 @@ class LiveSession:
     worker = property(lambda self: self.env.worker)
     env_id = property(lambda self: self.env.env_id)
 
-    def owned_by(self, principal: Any) -> bool:
-        """True when ``principal`` is the player of this session."""
-        mine = self.principal
-        if mine.participant_id is not None:
-            return bool(principal.participant_id == mine.participant_id)
-        return principal.user_id is not None and principal.user_id == mine.user_id
-
     def send(self, message: dict[str, Any]) -> None:
         """A control message to the player, if connected."""
         self.sockets.send(message)
@@ -103,15 +96,7 @@ class LiveSession:
             self._grace.disarm()
             outbox.send(await self.store.hello(resumed, session_not_found, self.phase, self.run,
                                                self.sockets.offer()))  # fmt: skip
-            if (env := self.env.view(self.spec)) is not None:
-                outbox.send(env)
-            if self.phone.nonce is not None:
-                outbox.send(self.phone.status())
-            run = self.run
-            if run is not None and run.last_frame is not None:
-                outbox.frame(Frame(run.index, run.step, run.last_frame))
-            if self.phase == Phase.ended and run is not None:
-                outbox.send(ended_message(run, self.spec))
+            self.stream.greet(outbox, self.run, self.spec, ended=self.phase == Phase.ended)
             if self.lost_connection and self.phase == Phase.paused:
                 self._arm_pause()
             self.lost_connection = False
@@ -143,9 +128,7 @@ class LiveSession:
 
     def frame_sent(self, frame: Frame) -> None:
         """Called by the sender as it hands a frame to the socket."""
-        run = self.run
-        if run is not None and run.index == frame.episode:
-            run.frame_sent(frame.step, now_ms())
+        self.stream.sent(self.run, frame)
 
     def _arm_pause(self) -> None:
         """(Re)start the countdown after which a pause abandons the episode."""
@@ -308,14 +291,9 @@ class LiveSession:
         await self._forward(timing, raw)
 
     async def _forward(self, timing: dict[str, Any], raw: dict[str, Any] | None = None) -> None:
-        run = self.run
-        assert run is not None
-        try:
-            event = await self.stream.forward(run, timing, raw)
-        except WorkerError as exc:
-            await self.fail(exc)
-            return
-        if event is not None:  # sync: stepped (async: applied at the next tick)
+        assert self.run is not None
+        forwarded, event = await self.env.attempt(self.stream.forward(self.run, timing, raw))
+        if forwarded and event is not None:  # sync: stepped (async: applied at the next tick)
             await self._on_event(event)
 
     async def ack(self, msg: AckMsg) -> None:
@@ -412,10 +390,8 @@ class LiveSession:
         """The participant took the session over on another replica: close the socket with
         4000 (as a takeover here does) and end the session, its episode abandoned."""
         async with self.lock:
-            if self.phase == Phase.closed or self.principal.participant_id is None:
-                return
-            if not await self.store.lease_lost():  # a tab here took it back
-                return
+            if self.phase == Phase.closed or not await self.store.lease_lost():
+                return  # over already, or a tab here took the lease back
             log.info("session %s was taken over on another replica", self.id)
             if self.outbox is not None:
                 self.outbox.close(p.CLOSE_REPLACED, "the session was opened elsewhere")

@@ -11,9 +11,10 @@ from server.player import protocol as p
 from server.player._run import EpisodeRun
 from server.player.env_link import EnvLink
 from server.player.lanes import PageSockets
-from server.player.outbox import Frame
+from server.player.outbox import Frame, Outbox
 from server.player.phone import PhoneLink
 from server.player.protocol import AckMsg
+from server.player.views import ended_message
 from server.recording.format import now_ms
 from server.recording.signals import held_controls, percentile
 from server.runtime import StepEvent, WorkerError
@@ -56,6 +57,24 @@ class EpisodeStream:
                                "reason": failure_kind(event.policy_error or ""),
                                "message": message})  # fmt: skip
         self.show(run, event)
+
+    def greet(self, outbox: Outbox, run: EpisodeRun | None, spec: StudySpec,
+              ended: bool) -> None:  # fmt: skip
+        """What a connection that just attached sees after ``hello``: the env, the phone,
+        the running episode's last frame and, ``ended``, its save question."""
+        if (env := self.env.view(spec)) is not None:
+            outbox.send(env)
+        if self.phone.nonce is not None:
+            outbox.send(self.phone.status())
+        if run is not None and run.last_frame is not None:
+            outbox.frame(Frame(run.index, run.step, run.last_frame))
+        if ended and run is not None:
+            outbox.send(ended_message(run, spec))
+
+    def sent(self, run: EpisodeRun | None, frame: Frame) -> None:
+        """The sender hands ``frame`` to its socket now (stamped for the latency)."""
+        if run is not None and run.index == frame.episode:
+            run.frame_sent(frame.step, now_ms())
 
     def show(self, run: EpisodeRun, event: StepEvent) -> None:
         """The step's frame to the page's next socket (none: dropped, and counted)."""
