@@ -127,7 +127,9 @@ def main() -> None:
         sessions = []
         for index in range(args.sessions):
             adapter = build_adapter(spec.source, ALLOWED)
-            session = hosted_env.HostedEnv(_Sink(), spec, adapter, "bench", Path(tmp), 0.2, ALLOWED)
+            session = hosted_env.HostedEnv(
+                _Sink(), spec, adapter, hosted_env.EpisodeLogs("bench", Path(tmp), 0.2), ALLOWED
+            )
             session.begin_episode({"episode_id": f"episode-{index}", "seed": index})
             sessions.append(session)
         play(sessions, min(1.0, args.seconds))  # warm-up

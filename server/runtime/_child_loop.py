@@ -28,7 +28,13 @@ from server.runtime import _inspect
 from server.runtime._wire import frame_message
 from server.runtime.adapters import build_adapter
 from server.runtime.allowlist import AllowedEnvironments
-from server.runtime.hosted_env import WORKER_NICE, HostedEnv, ProtocolError, error_tuple
+from server.runtime.hosted_env import (
+    WORKER_NICE,
+    EpisodeLogs,
+    HostedEnv,
+    ProtocolError,
+    error_tuple,
+)
 from server.study_spec import EnvironmentSpec
 
 
@@ -68,14 +74,12 @@ class _SlotConn:
 class WorkerLoop:
     """The hosted envs of one worker process and the loop that serves them all."""
 
-    def __init__(self, conn: Connection, allowed: AllowedEnvironments, study_id: str,
-                 data_root: Path, flush_interval_s: float) -> None:  # fmt: skip
+    def __init__(self, conn: Connection, allowed: AllowedEnvironments,
+                 logs: EpisodeLogs) -> None:  # fmt: skip
         self.conn = conn
         self.out = _Outgoing(conn)
         self.allowed = allowed
-        self.study_id = study_id
-        self.data_root = data_root
-        self.flush_interval_s = flush_interval_s
+        self.logs = logs
         self.hosted: dict[int, HostedEnv] = {}
 
     def open(self, slot: int, spec_json: str) -> None:
@@ -86,8 +90,7 @@ class WorkerLoop:
                 raise ProtocolError(f"slot {slot} is taken")
             spec = EnvironmentSpec.model_validate_json(spec_json)
             adapter = build_adapter(spec.source, self.allowed)
-            hosted = HostedEnv(_SlotConn(self.out, slot), spec, adapter, self.study_id,
-                              self.data_root, self.flush_interval_s, self.allowed)  # fmt: skip
+            hosted = HostedEnv(_SlotConn(self.out, slot), spec, adapter, self.logs, self.allowed)
             info = _inspect.info(hosted)
         except Exception as exc:
             if adapter is not None:
@@ -173,7 +176,7 @@ def worker_main(conn: Connection, allowed: AllowedEnvironments, study_id: str, d
     """Child process entry point (``allowed``: what the operator allows, checked first)."""
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICE)
-    loop = WorkerLoop(conn, allowed, study_id, Path(data_root), flush_interval_s)
+    loop = WorkerLoop(conn, allowed, EpisodeLogs(study_id, Path(data_root), flush_interval_s))
     try:
         loop.run()
     except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):

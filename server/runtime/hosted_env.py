@@ -15,6 +15,7 @@ import math
 import os
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -61,18 +62,22 @@ class Sender(Protocol):
     def send(self, message: tuple[Any, ...]) -> None: ...
 
 
+@dataclass(frozen=True)
+class EpisodeLogs:
+    """Where a worker process records its episodes: the study's folder under ``data_root``,
+    flushed every ``flush_interval_s``."""
+
+    study_id: str
+    data_root: Path
+    flush_interval_s: float
+
+
 class HostedEnv:
     """One environment in a worker process's slot: its env, the current episode, the clock."""
 
     def __init__(self, conn: Sender, spec: EnvironmentSpec, adapter: EnvAdapter,
-                 study_id: str, data_root: Path, flush_interval_s: float,
-                 allowed: AllowedEnvironments) -> None:  # fmt: skip
-        self.conn = conn
-        self.spec = spec
-        self.env = adapter
-        self.study_id = study_id
-        self.data_root = data_root
-        self.flush_interval_s = flush_interval_s
+                 logs: EpisodeLogs, allowed: AllowedEnvironments) -> None:  # fmt: skip
+        self.conn, self.spec, self.env, self.logs = conn, spec, adapter, logs
         adapter.max_steps = spec.max_steps
         adapter.max_duration_s = spec.max_duration_s
         controls = spec.controls or default_controls(spec.source)
@@ -159,13 +164,14 @@ class HostedEnv:
         if not self.ended or self.writer is not None:
             self.end_episode({"reason": fmt.END_REPLACED})
         self.env.set_seed(seed)
-        directory = fmt.episode_dir(self.data_root, self.study_id, episode_id)
+        logs = self.logs
+        directory = fmt.episode_dir(logs.data_root, logs.study_id, episode_id)
         meta = episode_metadata(
-            episode_id=episode_id, study_id=self.study_id, env_id=self.spec.id,
+            episode_id=episode_id, study_id=logs.study_id, env_id=self.spec.id,
             env_config=self.spec.model_dump_json(), seed=seed,
         )  # fmt: skip
         self.writer = EpisodeWriter(
-            self.env, directory, meta, flush_interval_s=self.flush_interval_s, defer_records=True,
+            self.env, directory, meta, flush_interval_s=logs.flush_interval_s, defer_records=True,
             background_flush=True,
         )  # fmt: skip
         self.episode_id, self.ended, self.step_index, self.total = episode_id, False, 0, 0.0
