@@ -274,7 +274,7 @@ class HostedEnv:
     def _on_grid(self, t: float) -> float:
         """The first tick of this process's grid for the clock's period at or after ``t``.
 
-        The sessions of one process that play at one pace tick together, so one wake-up
+        The hosted envs of one process that play at one pace tick together, so one wake-up
         steps them all (docs/performance.md, "A flush thread per process, ticks on a grid");
         each process has its own phase (from its pid), so that processes do not all wake at
         once.
