@@ -1,6 +1,6 @@
 """Where a Pong step's time goes in a worker process at 60 fps.
 
-``--sessions`` real play sessions (:class:`server.runtime._child.Session`, the objects a
+``--sessions`` real play sessions (:class:`server.runtime.hosted_env.HostedEnv`, the objects a
 worker process holds; async Pong at 60 fps as in ``benchmarks/concurrency.py``) record
 episodes in this process, without the app, ticked on one grid at their pace and sleeping
 between ticks as a worker's loop does. Prints the process's CPU per step (the flush thread
@@ -36,7 +36,7 @@ from benchmarks.worker_cpu import session_args  # noqa: E402
 from server.recording import codec  # noqa: E402
 from server.recording import writer as writer_module  # noqa: E402
 from server.recording.journal import Journal  # noqa: E402
-from server.runtime import _child  # noqa: E402
+from server.runtime import hosted_env  # noqa: E402
 from server.runtime.adapters import GymnasiumAdapter, build_adapter  # noqa: E402
 from server.runtime.allowlist import AllowedEnvironments  # noqa: E402
 from server.study_spec import EnvironmentSpec  # noqa: E402
@@ -46,7 +46,7 @@ INPUTS = ({"keys": ["ArrowUp"]}, {"keys": ["ArrowDown"]})
 # the parts timed, where they are looked up when a step runs: (owner, attribute, label)
 PARTS = (
     (GymnasiumAdapter, "_step", "env_step"),
-    (_child, "encode_jpeg", "jpeg"),
+    (hosted_env, "encode_jpeg", "jpeg"),
     (codec, "serialize", "serialize"),
     (Journal, "append", "journal_write"),
     (writer_module._Backend, "write_encoded", "log_write"),  # noqa: SLF001
@@ -84,7 +84,7 @@ def timed_parts(totals: Counter[str]) -> Iterator[None]:
             setattr(owner, name, fn)
 
 
-def play(sessions: list[_child.Session], seconds: float) -> dict[str, Any]:
+def play(sessions: list[hosted_env.HostedEnv], seconds: float) -> dict[str, Any]:
     """Tick ``sessions`` for ``seconds`` as a worker's loop does; figures per step."""
     totals: Counter[str] = Counter()
     steps = 0
@@ -127,7 +127,9 @@ def main() -> None:
         sessions = []
         for index in range(args.sessions):
             adapter = build_adapter(spec.source, ALLOWED)
-            session = _child.Session(_Sink(), spec, adapter, "bench", Path(tmp), 0.2, ALLOWED)
+            session = hosted_env.HostedEnv(
+                _Sink(), spec, adapter, hosted_env.EpisodeLogs("bench", Path(tmp), 0.2), ALLOWED
+            )
             session.begin_episode({"episode_id": f"episode-{index}", "seed": index})
             sessions.append(session)
         play(sessions, min(1.0, args.seconds))  # warm-up

@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+from server.runtime import RemoteError
+
 
 class Phase(enum.StrEnum):
     """Where a play session is in its state machine (see the module docstring)."""
@@ -37,6 +39,14 @@ def refused(code: str, message: str, state: dict[str, Any] | None) -> PlayError:
     if state is None:
         return PlayError(code, message)
     return PlayError(code, message, {"next": state["next"], "participant": state})
+
+
+def failure_text(exc: BaseException) -> tuple[str, str]:
+    """What a worker's failure says: its kind and message (a remote exception's own), and
+    the text the designer reads on the failed episode."""
+    message = exc.message if isinstance(exc, RemoteError) else str(exc)
+    kind = exc.kind if isinstance(exc, RemoteError) else type(exc).__name__
+    return f"{kind}: {message}", f"The environment failed ({kind}: {message[:300]})"
 
 
 def wrong_state(phase: Phase, what: str) -> PlayError:

@@ -5,8 +5,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from server.services.review.quality import InputCounts
+from server.models import EpisodeStatus
+from server.recording.format import now_ms
+from server.recording.signals import InputCounts
+from server.runtime import StepEvent
+from server.runtime.autonomy import FRAME_POLICY
+from server.services.crowd.episodes import EpisodeResult
 
 _KEEP_STEPS = 256  # frame-sent times kept for steps whose ack has not come yet
 
@@ -26,7 +32,7 @@ class EpisodeRun:
     ended_at: datetime | None = None
     frames_dropped: int = 0
     latencies_ms: list[float] = field(default_factory=list)
-    # the held input at each action (idle share, presses per second: quality.py)
+    # the held input at each action (idle share, presses per second: recording/signals.py)
     inputs: InputCounts = field(default_factory=InputCounts)
     held: frozenset[str] = frozenset()  # the controls the input being applied holds
     pending_held: frozenset[str] = frozenset()  # async: of the input not yet applied
@@ -59,6 +65,61 @@ class EpisodeRun:
         """Steps up to ``step`` were taken with the held input (once each)."""
         self.inputs.add(self.held, step - self.counted_step)
         self.counted_step = max(self.counted_step, step)
+
+    def took(self, event: StepEvent, clock: bool) -> bool:
+        """Count a step of this episode (``clock``: pushed by the async clock) and who drove
+        it; True when it says, first, that the policy stopped driving (shared autonomy)."""
+        # async: the held input counts as applied at the first step the worker began after
+        # it was forwarded (a step already under way when it arrived did not use it)
+        if clock and self.pending_input_ms is not None:
+            if event.worker_ms - event.work_ms >= self.forwarded_ms:
+                self.count_actions(event.step - 1)  # taken with the input held before
+                self.held = self.pending_held
+                self.applied(event.step, self.pending_input_ms)
+        self.count_actions(event.step)
+        failed = False
+        if event.control:
+            if event.step > self.driven_step:
+                self.inputs.drove(event.control == FRAME_POLICY, event.interventions)
+                self.driven_step = event.step
+            if event.policy_error and self.policy_error is None:
+                self.policy_error = event.policy_error
+                failed = True
+        self.step, self.return_ = event.step, event.return_
+        return failed
+
+    def forwarded(self, held: frozenset[str], client_ms: float, stepped: int | None) -> None:
+        """An input holding ``held`` went to the worker: applied at step ``stepped`` (sync),
+        or (async, None) at a tick to come."""
+        if stepped is None:
+            self.pending_input_ms, self.forwarded_ms = client_ms, now_ms()
+            self.pending_held = held
+        else:
+            self.held = held
+            self.applied(stepped, client_ms)
+
+    def result(self, status: EpisodeStatus, error: str | None = None,
+               end_reason: str | None = None, player_outcome: str | None = None,
+               ) -> EpisodeResult:  # fmt: skip
+        """What the episode's row gets as it ends."""
+        return EpisodeResult(
+            status=status, steps=self.steps, total_reward=self.return_,
+            end_reason=end_reason or self.end_reason, error=error,
+            latencies_ms=self.latencies_ms, frames_dropped=self.frames_dropped,
+            ended_at=self.ended_at, inputs=self.inputs, player_outcome=player_outcome,
+            policy_error=self.policy_error,
+        )  # fmt: skip
+
+    def counted(self, totals: tuple[int, float] | None, summary: dict[str, Any] | None = None,
+                ) -> None:  # fmt: skip
+        """What the episode's log holds: ``totals`` (steps, return) read after its worker
+        died, or the ``summary`` its worker gave as it finalized the log (async steps, even
+        the last one, may still be on their way to us)."""
+        if totals is not None:
+            self.step, self.return_ = totals[0] - 1, totals[1]
+        if summary:
+            self.step = max(self.step, int(summary["num_steps"]) - 1)
+            self.return_ = float(summary["total_reward"])
 
     def applied(self, step: int, client_ms: float | None) -> None:
         """The input sent at ``client_ms`` (client clock) took effect at ``step``."""

@@ -23,12 +23,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server.core.config import Settings
 from server.core.replica import ReplicaInfo
-from server.player import protocol as p
 from server.player.registry import Registry
-from server.player.session import LiveSession, Phase
+from server.player.session import Phase
+from server.recording.signals import percentile
 from server.services.crowd import leases
 from server.services.live import replicas
-from server.services.review.quality import percentile
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +131,7 @@ class Heartbeat:
                 for session_id in lost:
                     live = self.registry.get(session_id)
                     if live is not None:
-                        task = asyncio.create_task(taken_over(live), name="lease-lost")
+                        task = asyncio.create_task(live.taken_over(), name="lease-lost")
                         self._ending.add(task)
                         task.add_done_callback(self._ending.discard)
             await asyncio.sleep(max(0.0, interval - (time.monotonic() - began)))
@@ -146,22 +145,6 @@ class Heartbeat:
                                         s.replica_dead_after_s, self.me.id)  # fmt: skip
             except Exception:
                 log.exception("replica %s could not check the other replicas", self.me.id)
-
-
-async def taken_over(live: LiveSession) -> None:
-    """The participant took their session over on another replica: end this one as a
-    takeover in this process ends a tab's hold: its socket is closed with 4000 ("the session
-    was opened elsewhere"); its running episode is abandoned with every step it recorded."""
-    async with live.lock:
-        if live.phase == Phase.closed or live.principal.participant_id is None:
-            return
-        lease = await live.db(leases.holder, live.principal.participant_id)
-        if lease is not None and lease.session_id == live.id:  # a tab here took it back
-            return
-        log.info("session %s was taken over on another replica", live.id)
-        if live.outbox is not None:
-            live.outbox.close(p.CLOSE_REPLACED, "the session was opened elsewhere")
-        await live.shutdown("the session was opened elsewhere", end_reason="taken_over")
 
 
 def with_latency(snapshot: list[tuple[replicas.LiveRow, list[float]]]) -> list[replicas.LiveRow]:

@@ -12,17 +12,26 @@ import asyncio
 import json
 import secrets
 import time
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
 
+from server.core.config import Settings
+from server.player import phone_pairing
 from server.player import protocol as p
+from server.player._phase import PlayError
+from server.player._store import SessionStore
 from server.player.outbox import Outbox
 from server.player.phone_pairing import PAIRING_TTL_S, issue_ticket
+from server.player.views import uses_phone
+from server.services.crowd import phone_codes
+from server.study_spec import StudySpec
 
 PHONE_SUBPROTOCOL = "rlds-studio-phone"
 PHONE_KEYS = ("PhoneClutch", "PhoneGrip")
 MAX_PHONE_MESSAGE_BYTES = 2048
+CONFIRM_TIMEOUT_S = 60.0  # a second phone waits this long for the participant's answer
 
 
 class PhoneInputMsg(p._Msg):
@@ -67,9 +76,9 @@ def parse_phone(text: str) -> PhoneInputMsg | PhonePingMsg:
 class PhoneLink:
     """One session's phone: pairings issued, the connected phone, its latest input."""
 
-    def __init__(self, session_id: str, participant_id: int | None) -> None:
-        self.session_id = session_id
-        self.participant_id = participant_id
+    def __init__(self, session_id: str, participant_id: int | None, study_name: str = "") -> None:
+        self.session_id, self.participant_id, self.study_name = (
+            session_id, participant_id, study_name)  # fmt: skip
         self.nonces: dict[str, float] = {}  # pairings issued → when they expire
         self.outbox: Outbox | None = None  # the connected phone's
         self.nonce: str | None = None  # the pairing of the connected (or last) phone
@@ -123,6 +132,82 @@ class PhoneLink:
         devices["phone"] = self.axes
         keys = [k for k in raw.get("keys", []) if k not in PHONE_KEYS][: 32 - len(self.keys)]
         return {**raw, "keys": keys + self.keys, "devices": devices}
+
+    async def pairing(self, origin: str, settings: Settings, store: SessionStore,
+                      spec: StudySpec) -> dict[str, Any]:  # fmt: skip
+        """A new pairing for the panel (``phone_pairing``): a QR code of the phone page's
+        address (under ``STUDIO_PUBLIC_URL`` when set, else the page's origin) and a code;
+        ``loopback`` when that address is one no phone can reach."""
+        if not any(uses_phone(env) for env in spec.environments):
+            raise PlayError("no_phone", "this study's controls do not use a phone")
+        replica = settings.replica_id  # the phone's socket must reach this replica
+        if phone_pairing.page_url(origin, "", replica) is None:
+            raise PlayError("invalid", "phone_pair: origin: give the page's location.origin")
+        ticket, expires, ttl = self.pair(settings.secret_key, replica)
+        # any replica redeems the code
+        code = await store.call(phone_codes.add, self.session_id, replica, ticket, expires)
+        url = phone_pairing.page_url(origin, ticket, replica, settings.public_url)
+        assert url is not None
+        return {"type": "phone_pairing", "code": code, "url": url, "replica": replica,
+                "qr": phone_pairing.qr_svg(url), "expires_s": ttl,
+                "loopback": phone_pairing.is_loopback(url)}  # fmt: skip
+
+    def confirm(self, accept: bool) -> None:
+        """The participant's answer: a second phone replaces the connected one, or not."""
+        if self.pending is None or self.pending.done():
+            raise PlayError("no_request", "no other phone is waiting to connect")
+        self.pending.set_result(accept)
+
+    async def await_turn(self, outbox: Outbox, nonce: str,
+                         notify: Callable[[dict[str, Any]], None]) -> bool:  # fmt: skip
+        """A phone with this pairing may attach: at once when no other is connected, else
+        once the participant accepts it (``notify`` tells the page); False when refused."""
+        if self.outbox is None or self.nonce == nonce:
+            return True
+        if self.pending is not None and not self.pending.done():
+            self.pending.set_result(False)  # the newest phone asks
+        self.pending = asyncio.get_running_loop().create_future()
+        outbox.send({"type": "waiting_confirm",
+                     "message": "Another phone is connected. Confirm on the computer to use "
+                                "this one instead."})  # fmt: skip
+        notify(self.status())
+        try:
+            accepted = await asyncio.wait_for(asyncio.shield(self.pending), CONFIRM_TIMEOUT_S)
+        except TimeoutError:
+            accepted = False
+        self.pending = None
+        notify(self.status())
+        if not accepted:
+            outbox.error("refused", "the participant kept the phone already connected")
+            outbox.close(p.CLOSE_POLICY, "refused")
+        return accepted
+
+    def join(self, outbox: Outbox, nonce: str, phase: str,
+             notify: Callable[[dict[str, Any]], None]) -> bool:  # fmt: skip
+        """The phone's socket is the session's now (a previous phone is told and closed);
+        False when the session (in ``phase``) has ended."""
+        if phase == "closed":
+            outbox.error("session_ended", "the study session has ended")
+            outbox.close(p.CLOSE_ENDED, "session ended")
+            return False
+        if self.outbox is not None:
+            self.outbox.error("replaced", "another phone is used now")
+            self.outbox.close(p.CLOSE_REPLACED, "replaced by another phone")
+        self.outbox, self.nonce = outbox, nonce
+        self.set_input([], [])
+        notify(self.status())
+        outbox.send({"type": "phone_hello", "study": self.study_name, "phase": phase})
+        return True
+
+    def update(self, outbox: Outbox, axes: list[float], keys: list[str], lost: bool) -> bool:
+        """The phone's new input (``lost``: it went away, its input zero, its pairing kept);
+        False when ``outbox`` is not the connected phone's."""
+        if self.outbox is not outbox:
+            return False
+        if lost:
+            self.outbox = None
+        self.set_input(axes, keys)
+        return True
 
     def end(self, reason: str) -> None:
         """The session ended: every pairing is revoked, the phone is told and closed (the

@@ -14,7 +14,6 @@ import logging
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from server.player import protocol as p
-from server.player.handlers import forward_input
 from server.player.outbox import Close, Outbox, RateLimiter
 from server.player.phone import PHONE_SUBPROTOCOL, PhoneInputMsg, parse_phone
 from server.player.phone_pairing import PhoneTicket, read_ticket
@@ -24,17 +23,8 @@ from server.recording.format import now_ms
 
 log = logging.getLogger(__name__)
 
-CONFIRM_TIMEOUT_S = 60.0  # a second phone waits this long for the participant's answer
 PHONE_RATE = 40.0  # messages per second (the page sends 20)
 MAX_BAD = 20
-
-
-def offered_ticket(websocket: WebSocket) -> str | None:
-    """The ticket offered as a ``ticket.<ticket>`` subprotocol, if any."""
-    for offered in websocket.scope.get("subprotocols") or ():
-        if offered.startswith(p.TICKET_PREFIX):
-            return str(offered[len(p.TICKET_PREFIX) :])
-    return None
 
 
 def _find(
@@ -62,7 +52,7 @@ async def serve_phone(websocket: WebSocket, registry: Registry, secret_key: str,
     """Serve one phone socket until it or its session goes away (``replica``: this one)."""
     offered = websocket.scope.get("subprotocols") or ()
     await websocket.accept(subprotocol=PHONE_SUBPROTOCOL if PHONE_SUBPROTOCOL in offered else None)
-    ticket = read_ticket(secret_key, offered_ticket(websocket))
+    ticket = read_ticket(secret_key, p.offered_ticket(offered))
     found = _find(registry, ticket, replica)
     outbox = Outbox()
     sender = asyncio.create_task(_send_all(websocket, outbox), name="phone-sender")
@@ -73,49 +63,13 @@ async def serve_phone(websocket: WebSocket, registry: Registry, secret_key: str,
             return
         assert ticket is not None
         live = found
-        if not await _admitted(live, outbox, ticket.nonce):
+        if not await live.phone_attach(outbox, ticket.nonce):
             return
         await _serve(websocket, live, outbox)
     finally:
         outbox.close(1000, "bye")  # a no-op after a close queued above
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(sender, 2.0)
-
-
-async def _admitted(live: LiveSession, outbox: Outbox, nonce: str) -> bool:
-    """Attach as the session's phone; a second phone first waits for the participant."""
-    link = live.phone
-    if link.outbox is not None and link.nonce != nonce:
-        if link.pending is not None and not link.pending.done():
-            link.pending.set_result(False)  # the newest phone asks
-        link.pending = asyncio.get_running_loop().create_future()
-        outbox.send({"type": "waiting_confirm",
-                     "message": "Another phone is connected. Confirm on the computer to use "
-                                "this one instead."})  # fmt: skip
-        live.send(link.status())
-        try:
-            accepted = await asyncio.wait_for(asyncio.shield(link.pending), CONFIRM_TIMEOUT_S)
-        except TimeoutError:
-            accepted = False
-        link.pending = None
-        live.send(link.status())
-        if not accepted:
-            outbox.error("refused", "the participant kept the phone already connected")
-            outbox.close(p.CLOSE_POLICY, "refused")
-            return False
-    async with live.lock:
-        if live.phase == Phase.closed:
-            outbox.error("session_ended", "the study session has ended")
-            outbox.close(p.CLOSE_ENDED, "session ended")
-            return False
-        if link.outbox is not None:
-            link.outbox.error("replaced", "another phone is used now")
-            link.outbox.close(p.CLOSE_REPLACED, "replaced by another phone")
-        link.outbox, link.nonce = outbox, nonce
-        link.set_input([], [])
-        live.send(link.status())
-        outbox.send({"type": "phone_hello", "study": live.spec.name, "phase": live.phase})
-    return True
 
 
 async def _serve(websocket: WebSocket, live: LiveSession, outbox: Outbox) -> None:
@@ -137,42 +91,13 @@ async def _serve(websocket: WebSocket, live: LiveSession, outbox: Outbox) -> Non
                     outbox.close(p.CLOSE_POLICY, "too many invalid messages")
                 continue
             if isinstance(msg, PhoneInputMsg):
-                await asyncio.shield(_apply(live, outbox, msg.axes, list(msg.keys)))
+                await asyncio.shield(live.phone_input(outbox, msg.axes, list(msg.keys)))
             else:
                 outbox.send({"type": "pong", "server_ms": now_ms()})
     except (WebSocketDisconnect, RuntimeError, OSError):
         return
     finally:
-        await asyncio.shield(_lost(live, outbox))
-
-
-async def _apply(live: LiveSession, outbox: Outbox, axes: list[float], keys: list[str]) -> None:
-    """The phone's new input; async environments take it at their next tick (a sync one
-    steps with the player page's next input)."""
-    async with live.lock:
-        if live.phone.outbox is not outbox:
-            return
-        live.phone.set_input(axes, keys)
-        await _push(live)
-
-
-async def _push(live: LiveSession) -> None:
-    worker = live.worker
-    if live.phase != Phase.playing or worker is None or worker.info.get("mode") != "async":
-        return
-    now = now_ms()  # the phone's clock is not the page's: stamped as it arrives
-    await forward_input(live, {"input_sent": now, "input_recv": now, "seen_step": -1})
-
-
-async def _lost(live: LiveSession, outbox: Outbox) -> None:
-    """The phone went away: its input is zero; the page shows it lost (pairing kept)."""
-    async with live.lock:
-        if live.phone.outbox is not outbox:
-            return
-        live.phone.outbox = None
-        live.phone.set_input([], [])
-        await _push(live)
-        live.send(live.phone.status())
+        await asyncio.shield(live.phone_input(outbox, [], [], lost=True))
 
 
 async def _send_all(websocket: WebSocket, outbox: Outbox) -> None:

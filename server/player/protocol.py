@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -21,6 +22,21 @@ SUBPROTOCOL = "rlds-studio"
 TICKET_PREFIX = "ticket."
 # Offered as a further subprotocol: take this participant's session over from another tab.
 TAKEOVER = "takeover"
+
+
+def offered_ticket(offered: Iterable[str]) -> str | None:
+    """The ticket a socket offered as a ``ticket.<ticket>`` subprotocol, if any."""
+    for protocol in offered:
+        if protocol.startswith(TICKET_PREFIX):
+            return protocol[len(TICKET_PREFIX) :]
+    return None
+
+
+def chosen_subprotocol(offered: Iterable[str]) -> str | None:
+    """The subprotocol the server accepts a play socket with (a browser that offered
+    subprotocols fails the socket unless the server picks one)."""
+    return SUBPROTOCOL if SUBPROTOCOL in offered else None
+
 
 # episode index (u32), step index (u32), server time in ms since the epoch (f64),
 # episode return so far (f64), who drives (u8: 0 no policy, 1 the player, 2 the policy:

@@ -1,80 +1,104 @@
-"""One live play session: its env worker, the current episode and the state machine.
+"""One live play session, :class:`LiveSession`: its state machine (phases, inputs, endings)
+in one class, which owns its sockets (``lanes.py``), worker and stream settings
+(``env_link.py``), inputs and frames (``stream.py``), database side (``_store.py``), timers,
+running episode (``_run.py``) and phone (``phone.py``); none of them changes its phase.
 
-The session is three layers of one class: its state and helpers
-(:mod:`server.player._session_base`), how an episode ends (:mod:`server.player.endings`)
-and, here, the connection and how an episode starts and steps.
-
-Phases: ``idle`` (may start an episode) → ``starting`` → ``playing`` ⇄ ``paused`` →
+Phases: ``idle`` → ``starting`` → ``ready`` (first frame shown) → ``playing`` ⇄ ``paused`` →
 ``ended`` (the env ended it: ask to save) → ``idle``; ``closed`` at the end. A session
-outlives its WebSocket for ``settings.reconnect_grace_s`` so a reload resumes it.
-All state changes happen under one lock; database writes run in a thread.
+outlives its WebSocket for ``settings.reconnect_grace_s`` so a reload resumes it. State
+changes happen under one lock (:meth:`serve`); each WebSocket handler calls one method.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, NoReturn
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
 
-from sqlalchemy.orm import Session
-
-from server.models import utcnow
+from server.models import EpisodeStatus, utcnow
 from server.player import protocol as p
-from server.player._phase import ACTIVE, Phase, PlayError, refused, wrong_state
+from server.player import starts
+from server.player._context import SessionContext
+from server.player._phase import ACTIVE, Phase, PlayError, failure_text, wrong_state
 from server.player._run import EpisodeRun
-from server.player.endings import EpisodeEndings
+from server.player._store import SessionStore
+from server.player._timers import Countdown, Tasks
+from server.player.env_link import EnvLink
+from server.player.lanes import PageSockets
 from server.player.outbox import Frame, Outbox
-from server.player.views import study_view
+from server.player.phone import PhoneLink
+from server.player.protocol import AckMsg
+from server.player.stream import EpisodeStream
+from server.player.views import ended_message, episode_view
 from server.recording.format import now_ms
-from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
-from server.runtime.autonomy import FRAME_POLICY, failure_kind
-from server.services.crowd import episodes, phone_codes, progress, quotas
-from server.services.live import replicas
-from server.services.studies.env_check import allowed_environments
+from server.runtime import StepEvent, WorkerError
+from server.services.crowd import episodes
 
 log = logging.getLogger(__name__)
-__all__ = ["ACTIVE", "LiveSession", "Phase", "PlayError", "refused", "wrong_state"]
+__all__ = ["ACTIVE", "LiveSession", "Phase", "PlayError", "SessionContext"]
 
 
-class LiveSession(EpisodeEndings):
+class LiveSession:
     """A player's session; messages come from :mod:`server.player.connection`."""
 
-    # -- connection -----------------------------------------------------------------------
-    async def attach(self, outbox: Outbox, resumed: bool, session_not_found: bool = False) -> None:
-        """A connection takes over the session: hello, env, episode and its last frame
-        (``session_not_found``: the ``session=`` asked for is not here; this one is new)."""
+    def __init__(self, session_id: str, context: SessionContext) -> None:
+        self.id, self.context = session_id, context
+        self.phase = Phase.idle
+        self.lock = asyncio.Lock()
+        self.run: EpisodeRun | None = None
+        self.episodes_started = 0
+        self.lost_connection = False
+        self.sockets = PageSockets(context.settings.stream_lanes)
+        self.env = EnvLink(on_failure=self.fail)
+        self.store = SessionStore(session_id, context)
+        self.phone = PhoneLink(session_id, context.principal.participant_id, context.spec.name)
+        self.stream = EpisodeStream(self.sockets, self.env, self.phone)
+        self._tasks = Tasks()
+        self._pause = Countdown(self._tasks)  # a pause (or ready gate) left too long
+        self._grace = Countdown(self._tasks)  # a lost connection not resumed in time
+
+    # -- what others read -------------------------------------------------------------------
+    study_id = property(lambda self: self.context.study_id)
+    spec = property(lambda self: self.context.spec)
+    principal = property(lambda self: self.context.principal)
+    settings = property(lambda self: self.context.settings)
+    outbox = property(lambda self: self.sockets.outbox, doc="The play socket's, if connected.")
+    lane_key = property(lambda self: self.sockets.key)
+    worker = property(lambda self: self.env.worker)
+    env_id = property(lambda self: self.env.env_id)
+
+    def send(self, message: dict[str, Any]) -> None:
+        """A control message to the player, if connected."""
+        self.sockets.send(message)
+
+    def _expect(self, phases: Any, what: str) -> None:
+        """:func:`wrong_state` unless the session is in one of ``phases``."""
+        if self.phase not in phases:
+            raise wrong_state(self.phase, what)
+
+    async def serve(self, work: Callable[[], Awaitable[None]]) -> None:
+        """Run one client message's method under the lock (none once the session is over)."""
         async with self.lock:
-            if self.outbox is not None and self.outbox is not outbox:
-                self.outbox.close(p.CLOSE_REPLACED, "the session was opened elsewhere")
-            self.outbox = outbox
-            self._close_lanes()  # the page's lanes come with it: a new key for them
-            self.last_input_seq = 0
-            if resumed and self.phase == Phase.playing:  # taken over from a live connection
-                if await self.pause_worker():
-                    self.lost_connection = True
-            if self._grace_timer is not None:
-                self._grace_timer.cancel()
-                self._grace_timer = None
-            counts = await self.db(episodes.completed_counts, self.study_id, self.principal)
-            outbox.send({"type": "hello", "protocol": p.PROTOCOL_VERSION, "session_id": self.id,
-                         "resumed": resumed, "session_not_found": session_not_found,
-                         "phase": self.phase,
-                         "study": study_view(self.study_id, self.spec, counts),
-                         "episode": self._episode_view(),
-                         "participant": await self.participant_state(),
-                         **self._lanes_offer()})  # fmt: skip
-            env = self._env_view()
-            if env is not None:
-                outbox.send(env)
-            if self.phone.nonce is not None:
-                outbox.send(self.phone.status())
-            run = self.run
-            if run is not None and run.last_frame is not None:
-                outbox.frame(Frame(run.index, run.step, run.last_frame))
-            if self.phase == Phase.ended and run is not None:
-                outbox.send(self._ended_message(run))
+            if self.phase == Phase.closed:
+                raise PlayError("closed", "the session is over")
+            await work()
+
+    # -- connection -------------------------------------------------------------------------
+    async def attach(self, outbox: Outbox, resumed: bool, session_not_found: bool = False) -> None:
+        """A connection takes over the session: hello, env, episode and its last frame."""
+        async with self.lock:
+            self.sockets.take(outbox)
+            # taken over from a live connection: paused until the page says go on
+            if resumed and self.phase == Phase.playing and await self._pause_worker():
+                self.lost_connection = True
+            self._grace.disarm()
+            outbox.send(await self.store.hello(resumed, session_not_found, self.phase, self.run,
+                                               self.sockets.offer()))  # fmt: skip
+            self.stream.greet(outbox, self.run, self.spec, ended=self.phase == Phase.ended)
             if self.lost_connection and self.phase == Phase.paused:
-                self.arm_pause_timer()
+                self._arm_pause()
             self.lost_connection = False
 
     async def detach(self, outbox: Outbox) -> None:
@@ -82,292 +106,293 @@ class LiveSession(EpisodeEndings):
         async with self.lock:
             if self.outbox is not outbox or self.phase == Phase.closed:
                 return
-            self.outbox = None
-            self._close_lanes()
+            self.sockets.take(None)
             if self.phase == Phase.playing:
-                await self.pause_worker()
+                await self._pause_worker()
             self.lost_connection = True
-            self._grace_timer = self._spawn(self._expire(self.settings.reconnect_grace_s))
+            self._grace.arm(self.settings.reconnect_grace_s, self._grace_expired)
 
-    async def _expire(self, delay: float) -> None:
-        await asyncio.sleep(delay)
+    async def _grace_expired(self) -> None:
         async with self.lock:
-            self._grace_timer = None
+            self._grace.expired()
             if self.outbox is None:  # nobody came back
                 await self.shutdown("the connection was not resumed in time")
 
-    def arm_pause_timer(self) -> None:
-        """(Re)start the countdown after which a pause abandons the episode."""
-        self.disarm_pause_timer()
-        delay = self.spec.pause_timeout_s
-        self._pause_deadline = asyncio.get_running_loop().time() + delay
-        self._pause_timer = self._spawn(self._pause_expired(delay))
+    def attach_lane(self, outbox: Outbox) -> bool:
+        """One more socket of the page carries frames in turn; False when none is wanted."""
+        return self.sockets.attach_lane(outbox)
 
-    async def _pause_expired(self, delay: float) -> None:
-        await asyncio.sleep(delay)
+    def detach_lane(self, outbox: Outbox) -> None:
+        """A lane of the page went away."""
+        self.sockets.detach_lane(outbox)
+
+    def frame_sent(self, frame: Frame) -> None:
+        """Called by the sender as it hands a frame to the socket."""
+        self.stream.sent(self.run, frame)
+
+    def _arm_pause(self) -> None:
+        """(Re)start the countdown after which a pause abandons the episode."""
+        self._pause.arm(self.spec.pause_timeout_s, self._pause_expired)
+
+    async def _pause_expired(self) -> None:
         async with self.lock:
-            self._pause_timer = None
+            self._pause.expired()
             if self.phase in (Phase.paused, Phase.ready):
                 await self._abandon("pause_timeout")
                 message = "The pause lasted too long: the episode was abandoned."
                 self.send({"type": "error", "code": "pause_timeout", "message": message})
 
-    def frame_sent(self, frame: Frame) -> None:
-        """Called by the sender as it hands a frame to the socket."""
-        run = self.run
-        if run is not None and run.index == frame.episode:
-            run.frame_sent(frame.step, now_ms())
+    # -- messages ---------------------------------------------------------------------------
+    async def start(self, env_id: str | None) -> None:
+        """Start an episode of one environment (a participant's: :func:`starts.choose_env`)."""
+        self._expect((Phase.idle,), "start an episode")
+        state = await self.store.participant_state()  # None: a designer test-playing
+        env_id, extra = starts.choose_env(self.spec, state, env_id)
+        self.phase = Phase.starting
+        try:
+            await self.begin(env_id, extra=extra)
+        finally:
+            if self.phase == Phase.starting:
+                self.phase = Phase.idle
 
-    # -- messages -----------------------------------------------------------------------
     async def begin(self, env_id: str, extra: bool = False) -> None:
-        """Reserve the episode (a participant's is a quota reservation, taken in the database
-        before any worker is built, so a refused start answers at once), then start or reuse
-        the worker for ``env_id`` and reset the env."""
-        fresh = self.worker is None or self.env_id != env_id or not self.worker.alive
+        """Reserve the episode (a refused one answers at once), then start or reuse the
+        worker for ``env_id`` and reset the env."""
+        fresh = not self.env.reusable_for(env_id)
         if fresh:
-            await self._close_worker()
-            if not await self._slots_left():
+            await self.env.close(self.settings.worker_timeout_s)
+            if not await self.store.has_room():
                 raise PlayError("busy", "the server is at capacity; try again in a minute")
-        row, seed = await self.db(self._reserve, env_id, extra)
+        row, seed = await self.store.reserve(env_id, extra)
         if fresh:
             try:
                 await self._start_worker(env_id)
             except WorkerError as exc:
-                await self._env_failed(env_id, row.id, exc)
+                raise await self.store.start_failed(env_id, row.id, exc) from None
         self.episodes_started += 1
         run = EpisodeRun(id=row.id, index=self.episodes_started, env_id=env_id, seed=seed)
         self.run = run
         assert self.worker is not None
-        try:
-            first = await self.worker.begin_episode(run.id, seed, paused=True)
-        except WorkerError as exc:
-            await self.fail(exc)
+        began, first = await self.env.attempt(self.worker.begin_episode(run.id, seed, paused=True))
+        if not began:
             return
         # the ready gate: the first frame, then nothing until ``go`` (a gate left standing
         # longer than a pause may is abandoned, which releases the quota reservation)
         self.phase = Phase.ready
-        self.arm_pause_timer()
-        self.send({"type": "episode_started", "episode": self._episode_view(),
-                   "ready_gate": True, "countdown_s": self._countdown(env_id)})  # fmt: skip
-        self._show(first)
-
-    def _countdown(self, env_id: str) -> int:
+        self._arm_pause()
         env = self.spec.environment(env_id)
-        return env.countdown_s if env.mode == "async" else 0
-
-    async def go(self) -> None:
-        """The player is ready: start the clock; the episode's time counts from now."""
-        run = self.run
-        assert run is not None
-        if not await self.resume_clock():
-            return
-        await self.db(episodes.mark_started, run.id)
-        self.phase = Phase.playing
-        self.send({"type": "started", "episode_id": run.id})
-
-    async def resume_clock(self) -> bool:
-        """Drop the pause timer and restart the worker's clock; False: the worker failed (the
-        session has ended with an error)."""
-        assert self.worker is not None
-        self.disarm_pause_timer()
-        try:
-            await self.worker.resume()
-        except WorkerError as exc:
-            await self.fail(exc)
-            return False
-        return True
-
-    def _reserve(self, db: Session, env_id: str, extra: bool) -> tuple[Any, int]:
-        """The seed and the episode row, in one database session (a burst of starts waits on
-        the thread pool: one hop each); a refusal comes with the participant's state."""
-        seed = episodes.next_seed(db, self.study_id, self.spec.environment(env_id), self.principal)
-        try:
-            row = episodes.create_episode(
-                db, study_id=self.study_id, env_key=env_id, session_id=self.id,
-                principal=self.principal, seed=seed, data_root=self.settings.data_root,
-                spec=self.spec, extra=extra, replica_id=self.settings.replica_id,
-            )  # fmt: skip
-        except quotas.QuotaError as exc:
-            pid = self.principal.participant_id
-            state = progress.state_for(db, self.study_id, self.spec, pid, env_id) if pid else None
-            raise refused(exc.code or "quota_reached", exc.message, state) from None
-        return row, seed
-
-    async def refusal(self, code: str, message: str, env_id: str | None = None) -> PlayError:
-        """A refused start: a participant's carries their state and ``next``, the way forward
-        (another environment, or the completion page when nothing is left)."""
-        return refused(code, message, await self.participant_state(last_env=env_id))
-
-    async def _env_failed(self, env_id: str, episode_id: str, exc: WorkerError) -> NoReturn:
-        """The environment did not start: log and store the details on its reserved episode
-        (``failed``, which frees the reservation; the designer sees it); a participant gets a
-        plain message and the way forward."""
-        detail = f"{type(exc).__name__}: {exc}"
-        log.warning("environment %s of study %s did not start: %s", env_id, self.study_id, detail)
-        await self.db(episodes.record_start_failure, episode_id, detail[:4000])
-        if self.principal.participant_id is None:  # a designer test-playing: the details
-            raise PlayError("env_failed", f"the environment did not start: {exc}")
-        raise await self.refusal("env_failed", progress.FAILED_MESSAGE, env_id)
+        countdown = env.countdown_s if env.mode == "async" else 0
+        self.send({"type": "episode_started", "episode": episode_view(run, self.spec),
+                   "ready_gate": True, "countdown_s": countdown})  # fmt: skip
+        assert first is not None
+        self.stream.show(run, first)
 
     async def _start_worker(self, env_id: str) -> None:
         env = self.spec.environment(env_id)
-        # The worker refuses a source the operator does not allow (a study stored before the
-        # allow-list, or edited in the database); the list reads package metadata: a thread.
-        allowed = await asyncio.to_thread(allowed_environments, self.settings)
-        worker = await EnvWorker.start(
-            env, allowed=allowed, study_id=self.study_id, data_root=self.settings.data_root,
-            timeout=self.settings.worker_start_timeout_s,
-            reply_timeout=self.settings.worker_timeout_s,
-            sessions_per_worker=self.settings.sessions_per_worker,
-        )  # fmt: skip
-        self.worker, self.env_id = worker, env_id
-        self.speed = env.speed  # each environment starts at its own (the designer's) speed
+        worker = await self.env.start(env, self.settings, self.study_id)
         if env.mode == "async":
-            if self.speed != 1.0:
-                await worker.set_speed(self.speed)
-            self._spawn(self._pump(worker))
-        if self.quality is not None:
-            await worker.set_quality(self.quality)  # type: ignore[arg-type]
-        self.adaptive = None  # a new worker streams at the ceiling, every frame
-        self.camera = None
-        self.send(self._env_view() or {})
+            self._tasks.spawn(self.env.pump(worker, self.lock, partial(self._on_event, clock=True)))
+        self.send(self.env.view(self.spec) or {})
 
-    async def _slots_left(self) -> bool:
-        """Room for one more worker: ``max_workers`` counts this process's; the total and
-        per-study caps count every live replica's (their last heartbeat tick, plus ours now)."""
-        s = self.settings
-        here = self._workers_in_use(None)
-        if here >= s.max_workers:
-            return False
-        if not (s.max_workers_total or s.max_workers_per_study):
-            return True
-        mine = self._workers_in_use(self.study_id)
-        total, study = await self.db(replicas.workers_elsewhere_both, s.replica_dead_after_s,
-                                     s.replica_id, self.study_id)  # fmt: skip
-        if s.max_workers_total and here + total >= s.max_workers_total:
-            return False
-        return not (s.max_workers_per_study and mine + study >= s.max_workers_per_study)
-
-    async def pause_worker(self) -> bool:
-        """Stop the worker's clock, save progress and enter ``paused``; False if the worker
-        failed meanwhile."""
-        assert self.worker is not None and self.run is not None
-        try:
-            await self.worker.pause()
-        except WorkerError as exc:
-            await self.fail(exc)
-            return False
+    async def go(self) -> None:
+        """Past the ready gate: the episode starts (async: its clock runs)."""
         run = self.run
-        await self.db(episodes.record_progress, run.id, run.steps, run.return_)
+        if self.phase != Phase.ready or run is None or self.worker is None:
+            raise wrong_state(self.phase, "start playing")
+        if not await self._resume_clock():
+            return
+        await self.store.call(episodes.mark_started, run.id)
+        self.phase = Phase.playing
+        self.send({"type": "started", "episode_id": run.id})
+
+    async def pause(self) -> None:
+        """Stop the clock (:func:`server.player.handlers.on_pause` says how it answers)."""
+        if self.phase == Phase.paused:
+            left = self._pause.left_s(self.spec.pause_timeout_s)
+            self.send({"type": "paused", "timeout_s": left})
+            return
+        if self.phase == Phase.ended:
+            return
+        self._expect((Phase.playing,), "pause")
+        if await self._pause_worker():
+            self._arm_pause()
+            self.send({"type": "paused", "timeout_s": self.spec.pause_timeout_s})
+
+    async def resume(self) -> None:
+        """Restart the clock (while playing: answered with ``resumed``, nothing changes)."""
+        if self.phase == Phase.playing:
+            self.send({"type": "resumed"})
+            return
+        if self.phase == Phase.ended:
+            return  # crossed the episode's end: its save question is on its way
+        if self.phase != Phase.paused or self.worker is None:
+            raise wrong_state(self.phase, "resume")
+        if not await self._resume_clock():
+            return
+        self.phase = Phase.playing
+        self.send({"type": "resumed"})
+
+    async def _resume_clock(self) -> bool:
+        """Drop the pause timer, restart the worker's clock; False: the worker failed."""
+        assert self.worker is not None
+        self._pause.disarm()
+        return (await self.env.attempt(self.worker.resume()))[0]
+
+    async def _pause_worker(self) -> bool:
+        """Stop the worker's clock, save progress, enter ``paused``; False: the worker failed."""
+        assert self.worker is not None and self.run is not None
+        if not (await self.env.attempt(self.worker.pause()))[0]:
+            return False
+        await self.store.progress(self.run)
         self.phase = Phase.paused
         return True
 
-    async def worker_call(self, coro: Any) -> None:
-        """Await a setting change: refused ones become :class:`PlayError`, crashes fail."""
-        try:
-            await coro
-        except RemoteError as exc:
-            if exc.kind == "ProtocolError" or exc.kind in ("KeyError", "ValueError"):
-                raise PlayError("rejected", exc.message) from None
-            await self.fail(exc)
-        except WorkerError as exc:
-            await self.fail(exc)
+    async def cancel(self) -> None:
+        """End the running episode as ``canceled`` (its steps are kept)."""
+        self._expect(ACTIVE, "cancel")
+        await self._stop(EpisodeStatus.canceled, "canceled")
 
-    # -- events ---------------------------------------------------------------------------
-    async def _pump(self, worker: EnvWorker) -> None:
-        """Async mode: forward the worker's clock-driven events until it closes."""
-        error: BaseException | None = None
-        try:
-            async for event in worker.events():
-                async with self.lock:
-                    if worker is self.worker:
-                        await self.on_event(event, clock=True)
-        except RemoteError as exc:
-            error = exc
+    async def save(self, keep: bool, outcome: str | None) -> None:
+        """Answer the save question: ``completed`` or ``rejected``."""
+        run = self.run
+        if self.phase != Phase.ended or run is None:
+            raise wrong_state(self.phase, "save")
+        if outcome is not None and not self.spec.asks_outcome(run.env_id):
+            raise PlayError("not_asked", "this environment does not ask for an outcome")
+        if outcome is not None and not keep:
+            raise PlayError("invalid", "an outcome goes with keep: true (a kept episode)")
+        status = EpisodeStatus.completed if keep else EpisodeStatus.rejected
+        await self._finish(run, status, player_outcome=outcome)
+
+    async def end_session(self) -> None:
+        """End the play session (between episodes)."""
+        self._expect((Phase.idle,), "end the session (cancel or save the episode first)")
+        await self.shutdown("ended by the player")
+
+    async def setting(self, name: str, value: Any) -> None:
+        """A stream setting: ``speed``, ``quality`` or ``camera`` (:meth:`EnvLink.setting`)."""
+        env = self.spec.environment(self.env_id) if self.env_id else None
+        self.send(await self.env.setting(name, value, env))
+
+    async def phone_pair(self, origin: str) -> None:
+        """A new pairing for the panel (:meth:`PhoneLink.pairing`)."""
+        self.send(await self.phone.pairing(origin, self.settings, self.store, self.spec))
+
+    # -- inputs and frames ------------------------------------------------------------------
+    async def input(self, raw: dict[str, Any], seq: int | None, timing: dict[str, Any]) -> None:
+        """The page's input (``timing``: sent, received, step seen): sync, step with it;
+        async, held for the next tick."""
+        if not self.sockets.fresh_input(seq):
+            return  # its other copy came first (lanes)
+        if self.phase == Phase.ended:
+            return  # pressed as the game ended (the two crossed): nothing to step, no error
+        if self.phase != Phase.playing or self.run is None or self.worker is None:
+            raise wrong_state(self.phase, "send input")
+        await self._forward(timing, raw)
+
+    async def _forward(self, timing: dict[str, Any], raw: dict[str, Any] | None = None) -> None:
+        assert self.run is not None
+        forwarded, event = await self.env.attempt(self.stream.forward(self.run, timing, raw))
+        if forwarded and event is not None:  # sync: stepped (async: applied at the next tick)
+            await self._on_event(event)
+
+    async def ack(self, msg: AckMsg) -> None:
+        """A frame was drawn: latency, figures now and then (:meth:`EpisodeStream.ack`)."""
+        await self.stream.ack(self.run, self.spec, self.phase == Phase.playing, msg)
+
+    def phone_confirm(self, accept: bool) -> None:
+        """Let a second phone replace the connected one (or refuse it)."""
+        self.phone.confirm(accept)
+
+    async def phone_attach(self, outbox: Outbox, nonce: str) -> bool:
+        """The phone's socket joins (a second phone once accepted); False: refused or over."""
+        if not await self.phone.await_turn(outbox, nonce, self.send):
+            return False
         async with self.lock:
-            if worker is self.worker:  # not closed on purpose: it crashed or died
-                await self.fail(error or WorkerError("the environment worker exited"))
+            return self.phone.join(outbox, nonce, self.phase, self.send)
 
-    async def on_event(self, event: StepEvent, clock: bool = False) -> None:
+    async def phone_input(self, outbox: Outbox, axes: list[float], keys: list[str],
+                          lost: bool = False) -> None:  # fmt: skip
+        """The phone's new input (``lost``: it went away): async envs take it at their next
+        tick (a sync one steps with the page's next input)."""
+        async with self.lock:
+            if not self.phone.update(outbox, axes, keys, lost):
+                return
+            if self.phase == Phase.playing and self.env.is_async:
+                now = now_ms()  # the phone's clock is not the page's: stamped as it arrives
+                await self._forward({"input_sent": now, "input_recv": now, "seen_step": -1})
+            if lost:
+                self.send(self.phone.status())
+
+    async def _on_event(self, event: StepEvent, clock: bool = False) -> None:
         """A step of the current episode: show its frame; at the last one, ask to save."""
         run = self.run
         if run is None or event.episode_id != run.id or self.phase not in ACTIVE:
             return
-        # async: the held input counts as applied at the first step the worker began after
-        # it was forwarded (a step already under way when it arrived did not use it)
-        if clock and run.pending_input_ms is not None:
-            if event.worker_ms - event.work_ms >= run.forwarded_ms:
-                run.count_actions(event.step - 1)  # taken with the input held before
-                run.held = run.pending_held
-                run.applied(event.step, run.pending_input_ms)
-        run.count_actions(event.step)
-        self._control(run, event)
-        run.step, run.return_ = event.step, event.return_
-        self._show(event)
+        self.stream.took(run, event, clock, designer=self.principal.participant_id is None)
         if event.done:
             run.end_reason, run.ended_at = event.end_reason, utcnow()
-            self.disarm_pause_timer()
+            self._pause.disarm()
             self.phase = Phase.ended
-            await self.db(episodes.record_progress, run.id, run.steps, run.return_)
-            self.send(self._ended_message(run))
+            await self.store.progress(run)
+            self.send(ended_message(run, self.spec))
 
-    def _control(self, run: EpisodeRun, event: StepEvent) -> None:
-        """Shared autonomy: count who drove the step; say once that the policy stopped and
-        why (``reason``: ``slow`` or ``failed``; the error itself only to a designer)."""
-        if not event.control:
-            return
-        if event.step > run.driven_step:
-            run.inputs.drove(event.control == FRAME_POLICY, event.interventions)
-            run.driven_step = event.step
-        if event.policy_error and run.policy_error is None:
-            run.policy_error = event.policy_error
-            message = None
-            if self.principal.participant_id is None:
-                message = f"The policy stopped driving: {event.policy_error}"
-            self.send({"type": "policy_failed", "episode_id": run.id,
-                       "reason": failure_kind(event.policy_error), "message": message})  # fmt: skip
+    # -- endings ----------------------------------------------------------------------------
+    async def _finish(self, run: EpisodeRun, status: EpisodeStatus, **ending: Any) -> None:
+        """Write the episode's final status, go back to ``idle`` and tell the player."""
+        message = await self.store.finish(run, status, **ending)
+        self.run, self.phase = None, Phase.idle
+        self._pause.disarm()
+        self.send(await message())
 
-    def _ended_message(self, run: EpisodeRun) -> dict[str, Any]:
-        return {"type": "episode_ended", "episode_id": run.id, "index": run.index,
-                "steps": run.steps, "return": run.return_, "end_reason": run.end_reason,
-                "ask_save": True, "ask_outcome": self.spec.asks_outcome(run.env_id)}  # fmt: skip
-
-    def _show(self, event: StepEvent) -> None:
+    async def _stop(self, status: EpisodeStatus, reason: str) -> None:
+        """End the running episode early (cancel, abandon): finalize its log, then the row."""
         run = self.run
         assert run is not None
-        if not event.frame:
-            return  # recorded, not streamed: the adaptive stream's lower frame rate
-        data = p.pack_frame(
-            run.index, event.step, now_ms(), event.return_, event.frame, event.control
-        )
-        run.last_frame = data
-        run.step = max(run.step, event.step)
-        outbox = self.next_frame_outbox()
-        if outbox is None:
-            run.frames_dropped += 1
-            return
-        dropped = outbox.frame(Frame(run.index, event.step, data))
-        if dropped is not None and dropped.episode == run.index:
-            run.frames_dropped += 1
+        await self.env.end_episode(run, reason, self.store, self.settings.worker_timeout_s)
+        await self._finish(run, status, end_reason=reason)
+
+    async def _abandon(self, reason: str) -> None:
+        if self.run is not None and self.phase in (*ACTIVE, Phase.ended):
+            await self._stop(EpisodeStatus.abandoned, reason)
+
+    async def fail(self, exc: BaseException) -> None:
+        """The environment crashed or its worker died: the episode is ``failed``."""
+        what, text = failure_text(exc)
+        log.warning("environment failure in session %s: %s", self.id, what)
+        await self.env.close(self.settings.worker_timeout_s)
+        run = self.run
+        if run is not None and self.phase != Phase.ended:
+            run.counted(await self.store.log_totals(run))
+            await self._finish(run, EpisodeStatus.failed, error=text, end_reason="failed")
+            self.send(await self.store.failed_message(run, text))
+        self.phase = Phase.idle if self.phase != Phase.closed else Phase.closed
 
     async def shutdown(self, reason: str, end_reason: str = "disconnected") -> None:
         """End the session (lock held): abandon a running episode, stop the worker."""
         if self.phase == Phase.closed:
             return
         await self._abandon(end_reason)
-        await self._close_worker()
+        await self.env.close(self.settings.worker_timeout_s)
         self.phase = Phase.closed
-        self.disarm_pause_timer()
+        self._pause.disarm()
         self.phone.end(reason)
-        await self.db(phone_codes.drop_session, self.id)
-        await self.db(episodes.end_session, self.id)
-        self._close_lanes()
-        if self.outbox is not None:
-            self.outbox.send({"type": "session_ended", "reason": reason})
-            self.outbox.close(p.CLOSE_ENDED, reason)
-        self._on_closed(self)
+        await self.store.end_session()
+        self.sockets.end(reason)
+        self.context.on_closed(self)
 
     async def close(self, reason: str) -> None:
         """End the session: abandon a running episode, stop the worker, stamp the row."""
         async with self.lock:
             await self.shutdown(reason)
+
+    async def taken_over(self) -> None:
+        """The participant took the session over on another replica: close the socket with
+        4000 (as a takeover here does) and end the session, its episode abandoned."""
+        async with self.lock:
+            if self.phase == Phase.closed or not await self.store.lease_lost():
+                return  # over already, or a tab here took the lease back
+            log.info("session %s was taken over on another replica", self.id)
+            if self.outbox is not None:
+                self.outbox.close(p.CLOSE_REPLACED, "the session was opened elsewhere")
+            await self.shutdown("the session was opened elsewhere", end_reason="taken_over")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from markdown_it import MarkdownIt
 
 from server.runtime.catalog import default_controls
 from server.study_spec import MAX_TOUCH_BUTTONS, EnvironmentSpec, StudySpec
+
+if TYPE_CHECKING:
+    from server.player._run import EpisodeRun
 
 # html disabled: raw HTML in a study's markdown is shown as text, never run.
 _md = MarkdownIt("commonmark", {"html": False, "linkify": False})
@@ -166,3 +169,19 @@ def env_ready(env_id: str, info: dict[str, Any], speed: float, quality: str) -> 
             "fps": info.get("fps"), "cameras": info.get("cameras") or [],
             "camera": info.get("camera"), "speed": speed, "quality": quality,
             "controls": controls_legend(info)}  # fmt: skip
+
+
+def episode_view(run: EpisodeRun | None, spec: StudySpec) -> dict[str, Any] | None:
+    """The running episode as ``hello`` and ``episode_started`` show it."""
+    if run is None:
+        return None
+    return {"id": run.id, "index": run.index, "env_id": run.env_id, "seed": run.seed,
+            "step": run.step, "return": run.return_,
+            "ask_outcome": spec.asks_outcome(run.env_id)}  # fmt: skip
+
+
+def ended_message(run: EpisodeRun, spec: StudySpec) -> dict[str, Any]:
+    """``episode_ended``: the environment ended the episode; the player is asked to save."""
+    return {"type": "episode_ended", "episode_id": run.id, "index": run.index,
+            "steps": run.steps, "return": run.return_, "end_reason": run.end_reason,
+            "ask_save": True, "ask_outcome": spec.asks_outcome(run.env_id)}  # fmt: skip

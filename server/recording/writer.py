@@ -25,7 +25,12 @@ import numpy as np
 
 from server.recording import codec, flush_thread
 from server.recording import format as fmt
-from server.recording._envlogger import environment_logger, envlogger, riegeli_backend_writer
+from server.recording._envlogger import (
+    environment_logger,
+    envlogger,
+    riegeli_backend_writer,
+    step_data,
+)
 from server.recording.journal import Journal
 
 # Measured on Pong (benchmarks/step_overhead.py): zstd:1 keeps ~1 KiB/step like the default
@@ -257,8 +262,11 @@ def open_reader(directory: Path | str) -> Any:
 class EpisodeWriter:
     """Records one episode: wrap ``env`` (a dm_env) and step through :attr:`env`.
 
-    ``step_fn(timestep, action, env)`` must return the step metadata dict (keys
-    :data:`format.STEP_METADATA_KEYS`); it is called for every timestep, FIRST included.
+    A worker steps its environment itself and hands each timestep with its step metadata
+    (keys :data:`format.STEP_METADATA_KEYS`: the frame it encoded, input, timing, info) to
+    :meth:`record`. Or :meth:`reset` / :meth:`step` step the wrapped env and take the
+    metadata from ``step_fn(timestep, action, env)``, called for every timestep, FIRST
+    included (envlogger's own way; tests and benchmarks record so).
     With ``defer_records`` each step is encoded and written at the next :meth:`commit`
     (or flush / finalize) instead of inside :meth:`step`. With ``journal`` (the default)
     each step is in the step journal before :meth:`step` returns. With ``background_flush``
@@ -271,7 +279,7 @@ class EpisodeWriter:
         env: dm_env.Environment,
         directory: Path,
         metadata: dict[str, Any],
-        step_fn: StepFn,
+        step_fn: StepFn | None = None,
         *,
         flush_interval_s: float = FLUSH_INTERVAL_S,
         defer_records: bool = False,
@@ -320,6 +328,17 @@ class EpisodeWriter:
         timestep = self.logger.step(action)
         self.steps += 1
         return timestep
+
+    def record(
+        self, timestep: dm_env.TimeStep, action: Any, metadata: dict[str, Any], *, first: bool
+    ) -> None:
+        """Record a timestep the caller stepped (``first``: its reset, FIRST) with its step
+        metadata: serialized and in the journal before this returns (as :meth:`step`)."""
+        self._check_open()
+        assert self._backend is not None
+        data = step_data.StepData(timestep, action, metadata)
+        self._backend.record_step(data, is_new_episode=first)
+        self.steps = 1 if first else self.steps + 1
 
     def commit(self) -> None:
         """Write the steps held back by ``defer_records`` (no-op otherwise)."""

@@ -16,7 +16,7 @@ API for the app (all methods are coroutines unless noted; none blocks the event 
     await w.pause(); await w.resume(); await w.set_speed(2.0)
     await w.set_quality("high"); await w.set_camera(name)
     summary = await w.end_episode(reason, episode_id)  # finalizes the log; None if none open
-    await w.close(timeout=5.0)                       # close; the process's last session:
+    await w.close(timeout=5.0)                       # close; the process's last hosted env:
                                                      #   join → terminate → kill
 
 ``StepEvent``: episode_id, step, reward, return_, terminated, truncated, end_reason

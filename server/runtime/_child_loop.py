@@ -1,15 +1,15 @@
-"""An environment worker process: one or more play sessions on one loop.
+"""An environment worker process: one or more hosted environments on one loop.
 
-Runs :func:`worker_main` in a child process. A process hosts the sessions (one player
-each, :class:`server.runtime._child.Session`) that the app puts in it: one by default, up
+Runs :func:`worker_main` in a child process. A process hosts the environments (one player
+each, :class:`server.runtime.hosted_env.HostedEnv`) that the app puts in it: one by default, up
 to ``sessions_per_worker`` of light environments of the same study (the app decides,
 :mod:`server.runtime._process`). Its loop sleeps until the next command, tick or log flush
-of any of them, so several sessions share a process's wake-ups. Protocol (``docs/runtime.md``):
+of any of them, so several hosted envs share a process's wake-ups. Protocol (``docs/runtime.md``):
 
 - app → worker: ``(slot, command, payload, request_id)``; ``request_id`` is None when no
   reply is wanted (async-mode input, acks). ``open`` (payload: the environment spec's JSON)
-  builds a session in a new slot; ``close`` ends one; the process exits when its last
-  session is closed.
+  builds a hosted env in a new slot; ``close`` ends one; the process exits when its last
+  hosted env is closed.
 - worker → app: ``("ready", slot, info)`` or ``("failed", slot, error)`` once per ``open``,
   ``("reply", request_id, ok, result)``, and unasked ``("event", slot, step_event)`` and
   ``("error", slot, error)``. ``error`` is ``(type, message, traceback)``.
@@ -25,16 +25,22 @@ from typing import Any
 
 from server.recording import format as fmt
 from server.runtime import _inspect
-from server.runtime._child import WORKER_NICE, ProtocolError, Session, error_tuple
 from server.runtime._wire import frame_message
 from server.runtime.adapters import build_adapter
 from server.runtime.allowlist import AllowedEnvironments
+from server.runtime.hosted_env import (
+    WORKER_NICE,
+    EpisodeLogs,
+    HostedEnv,
+    ProtocolError,
+    error_tuple,
+)
 from server.study_spec import EnvironmentSpec
 
 
 class _Outgoing:
     """The process's messages to the app, framed as ``Connection.send`` frames them and
-    written together by :meth:`flush`: one write for the events of all the sessions that
+    written together by :meth:`flush`: one write for the events of all the hosted envs that
     ticked at once, instead of one each (docs/performance.md, "One encoding, one write")."""
 
     def __init__(self, conn: Connection) -> None:
@@ -56,7 +62,7 @@ class _Outgoing:
 
 
 class _SlotConn:
-    """A session's view of the process's connection: its messages carry its slot."""
+    """A hosted env's view of the process's connection: its messages carry its slot."""
 
     def __init__(self, out: _Outgoing, slot: int) -> None:
         self.out, self.slot = out, slot
@@ -66,50 +72,47 @@ class _SlotConn:
 
 
 class WorkerLoop:
-    """The sessions of one worker process and the loop that serves them all."""
+    """The hosted envs of one worker process and the loop that serves them all."""
 
-    def __init__(self, conn: Connection, allowed: AllowedEnvironments, study_id: str,
-                 data_root: Path, flush_interval_s: float) -> None:  # fmt: skip
+    def __init__(self, conn: Connection, allowed: AllowedEnvironments,
+                 logs: EpisodeLogs) -> None:  # fmt: skip
         self.conn = conn
         self.out = _Outgoing(conn)
         self.allowed = allowed
-        self.study_id = study_id
-        self.data_root = data_root
-        self.flush_interval_s = flush_interval_s
-        self.sessions: dict[int, Session] = {}
+        self.logs = logs
+        self.hosted: dict[int, HostedEnv] = {}
 
     def open(self, slot: int, spec_json: str) -> None:
-        """Build a session's environment in ``slot``; ``ready`` or ``failed`` goes back."""
+        """Build a hosted env in ``slot``; ``ready`` or ``failed`` goes back."""
         adapter = None
         try:
-            if slot in self.sessions:
+            if slot in self.hosted:
                 raise ProtocolError(f"slot {slot} is taken")
             spec = EnvironmentSpec.model_validate_json(spec_json)
             adapter = build_adapter(spec.source, self.allowed)
-            session = Session(_SlotConn(self.out, slot), spec, adapter, self.study_id,
-                              self.data_root, self.flush_interval_s, self.allowed)  # fmt: skip
-            info = _inspect.info(session)
+            hosted = HostedEnv(_SlotConn(self.out, slot), spec, adapter, self.logs, self.allowed)
+            info = _inspect.info(hosted)
         except Exception as exc:
             if adapter is not None:
                 with contextlib.suppress(Exception):
                     adapter.close()
             self.out.send(("failed", slot, error_tuple(exc)))
             return
-        self.sessions[slot] = session
+        self.hosted[slot] = hosted
         self.out.send(("ready", slot, info))
 
     def close(self, slot: int, reason: str = fmt.END_CLOSED) -> None:
-        """End a session's episode and close its environment (nothing when there is none)."""
-        session = self.sessions.pop(slot, None)
-        if session is not None:
+        """End a hosted env's episode and close its environment (nothing when there is none)."""
+        hosted = self.hosted.pop(slot, None)
+        if hosted is not None:
             try:
-                session.end_episode({"reason": reason})
+                hosted.end_episode({"reason": reason})
             finally:
-                session.env.close()
+                hosted.env.close()
 
     def _due(self) -> float | None:
-        waits = [w for session in self.sessions.values()
-                 for w in (session.tick_due(), session.flush_due()) if w is not None]  # fmt: skip
+        waits = [w for hosted in self.hosted.values()
+                 for w in (hosted.tick_due(), hosted.flush_due()) if w is not None]  # fmt: skip
         return max(0.0, min(waits)) if waits else None
 
     def serve(self, slot: int, command: str, payload: Any, rid: int | None) -> bool:
@@ -122,12 +125,12 @@ class WorkerLoop:
                 self.close(slot)
             finally:
                 self.out.send(("reply", rid, True, None))
-            return bool(self.sessions)
-        session = self.sessions.get(slot)
+            return bool(self.hosted)
+        hosted = self.hosted.get(slot)
         try:
-            if session is None:
+            if hosted is None:
                 raise ProtocolError(f"no session in slot {slot}")
-            result, ok = session.handle(command, payload or {}), True
+            result, ok = hosted.handle(command, payload or {}), True
         except Exception as exc:
             result, ok = error_tuple(exc), False
         if rid is not None:
@@ -135,12 +138,12 @@ class WorkerLoop:
         elif not ok:
             self.out.send(("error", slot, result))
         self.out.flush()  # the reply before the step's recording
-        if session is not None:
-            session.commit()
+        if hosted is not None:
+            hosted.commit()
         return True
 
     def run(self) -> None:
-        """Serve commands and every session's async clock until the last session closes."""
+        """Serve commands and every hosted env's async clock until the last one closes."""
         while True:
             if self.conn.poll(self._due()):
                 serving = self.serve(*self.conn.recv())
@@ -148,22 +151,22 @@ class WorkerLoop:
                 if not serving:
                     return
             ticked = []
-            for session in list(self.sessions.values()):
-                due = session.tick_due()
+            for hosted in list(self.hosted.values()):
+                due = hosted.tick_due()
                 if due is not None and due <= 0:
-                    session.tick()
-                    ticked.append(session)
+                    hosted.tick()
+                    ticked.append(hosted)
             self.out.flush()  # the steps' events, before their recording
-            for session in ticked:
-                session.commit()
+            for hosted in ticked:
+                hosted.commit()
             self.out.flush()  # errors of the recording
-            for session in self.sessions.values():
-                if session.writer is not None:
-                    session.writer.flush_if_due()
+            for hosted in self.hosted.values():
+                if hosted.writer is not None:
+                    hosted.writer.flush_if_due()
 
     def exit(self) -> None:
-        """Close every session (the app went away or the process is ending)."""
-        for slot in list(self.sessions):
+        """Close every hosted env (the app went away or the process is ending)."""
+        for slot in list(self.hosted):
             with contextlib.suppress(Exception):
                 self.close(slot, "worker_exit")
 
@@ -173,7 +176,7 @@ def worker_main(conn: Connection, allowed: AllowedEnvironments, study_id: str, d
     """Child process entry point (``allowed``: what the operator allows, checked first)."""
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICE)
-    loop = WorkerLoop(conn, allowed, study_id, Path(data_root), flush_interval_s)
+    loop = WorkerLoop(conn, allowed, EpisodeLogs(study_id, Path(data_root), flush_interval_s))
     try:
         loop.run()
     except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):

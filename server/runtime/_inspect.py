@@ -1,4 +1,4 @@
-"""What Validate asks of a worker's session between episodes, nothing of it recorded: its
+"""What Validate asks of an env hosted in a worker between episodes, nothing of it recorded: its
 ``info`` (specs, cameras, controls, pace), a ``preview`` (the first frame, inputs mapped to
 actions) and a ``policy_trial`` (the shared-autonomy policy timed on a few steps)."""
 
@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 from server.recording.writer import to_json
 from server.runtime import _specs
-from server.runtime._frames import check_observation, checked_frame, encode_jpeg
+from server.runtime._frames import check_observation
 from server.runtime.catalog import find_entry
 
 if TYPE_CHECKING:
-    from server.runtime._child import Session
+    from server.runtime.hosted_env import HostedEnv
 
 
-def info(s: Session, _payload: Any = None) -> dict[str, Any]:
+def info(s: HostedEnv, _payload: Any = None) -> dict[str, Any]:
     """What ``EnvWorker.info`` shows: specs, cameras, controls, fps, mode."""
     entry = find_entry(s.spec.source)
     native_fps, frameskip = s.env.native_rate()
@@ -34,14 +34,14 @@ def info(s: Session, _payload: Any = None) -> dict[str, Any]:
     }
 
 
-def preview(s: Session, payload: dict[str, Any]) -> dict[str, Any]:
+def preview(s: HostedEnv, payload: dict[str, Any]) -> dict[str, Any]:
     """Reset (not recorded), then step once per input; the first frame as JPEG."""
     inputs = payload.get("inputs") or []
     s.env.set_seed(payload.get("seed"))
     s.mapper.reset()
     timestep = s.env.reset()
     check_observation(timestep.observation)
-    first = encode_jpeg(checked_frame(s.env.frame()), s.quality)
+    first = s.frame_jpeg()
     actions = []
     for raw in inputs:
         if timestep.last():
@@ -53,7 +53,7 @@ def preview(s: Session, payload: dict[str, Any]) -> dict[str, Any]:
     return {"frame": first, "actions": actions}
 
 
-def policy_trial(s: Session, payload: dict[str, Any]) -> dict[str, Any] | None:
+def policy_trial(s: HostedEnv, payload: dict[str, Any]) -> dict[str, Any] | None:
     """Validate's timing of the policy (None without one): reset with ``seed``, then the
     policy drives a few steps, nothing recorded (``SharedAutonomy.trial``)."""
     if s.autonomy is None:

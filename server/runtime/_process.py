@@ -1,14 +1,14 @@
 """The app's side of worker processes: one process, its slots, and which process a new
-session joins (see :mod:`server.runtime._child_loop` for the process's side).
+hosted env joins (see :mod:`server.runtime._child_loop` for the process's side).
 
-A session (:class:`server.runtime.worker.EnvWorker`) lives in a *slot* of a
-:class:`WorkerProcess`. By default every session has a process of its own. With
+A hosted env (:class:`server.runtime.worker.EnvWorker`) lives in a *slot* of a
+:class:`WorkerProcess`. By default every hosted env has a process of its own. With
 ``sessions_per_worker`` above 1 (``STUDIO_SESSIONS_PER_WORKER``), a session of a light
-environment joins a process that already runs sessions of the same study and environment,
+environment joins a process that already runs hosted envs of the same study and environment,
 so they share its wake-ups, its interpreter and its caches (``docs/runtime.md``, "Several
 sessions per worker"): only once the environment's cost is measured (the ``work_ms`` of its
-steps), and only while the process's sessions together stay under :data:`PACK_BUSY` of a
-core. The price: a process that dies or is killed (a stuck environment) ends every session
+steps), and only while the process's hosted envs together stay under :data:`PACK_BUSY` of a
+core. The price: a process that dies or is killed (a stuck environment) ends every hosted env
 in it; each keeps its recorded steps, as a single one does.
 """
 
@@ -34,16 +34,16 @@ from server.runtime.errors import RemoteError, WorkerClosed
 # cheap fork of a clean, thread-free process (spawn re-imports numpy/gymnasium per worker).
 START_METHOD = "forkserver"
 _PRELOAD = ["server.runtime._child_loop"]
-# A session joins a process only while the process's sessions, the new one included, use
+# A hosted env joins a process only while the process's hosted envs, the new one included, use
 # at most this share of one core (measured step time × a margin for the recording, which
-# ``work_ms`` leaves out): a late tick of one session is a late frame for all of them.
+# ``work_ms`` leaves out): a late tick of one hosted env is a late frame for all of them.
 PACK_BUSY = 0.5
 RECORDING_MARGIN = 1.5
-COST_WINDOW_S = 2.0  # how often a process's cost per session is re-measured
+COST_WINDOW_S = 2.0  # how often a process's cost per hosted env is re-measured
 
 
 class Slot(Protocol):
-    """What a process needs of a session in one of its slots."""
+    """What a process needs of a hosted env in one of its slots."""
 
     def on_message(self, kind: str, payload: Any) -> None: ...
 
@@ -57,14 +57,14 @@ def _context() -> Any:
     return ctx
 
 
-# Environment key → measured share of a core per session (RECORDING_MARGIN included).
+# Environment key → measured share of a core per hosted env (RECORDING_MARGIN included).
 _COSTS: dict[Any, float] = {}
-# Environment key → its processes that may take another session.
+# Environment key → its processes that may take another hosted env.
 _POOL: dict[Any, list[WorkerProcess]] = {}
 
 
 class WorkerProcess:
-    """One worker process: its socket pair, its sessions' slots, the replies awaited."""
+    """One worker process: its socket pair, its hosted envs' slots, the replies awaited."""
 
     def __init__(self, process: Any, key: Any) -> None:
         self.process = process
@@ -75,7 +75,7 @@ class WorkerProcess:
         self.slot_ids = itertools.count(1)
         self.rids = itertools.count(1)
         self.pending: dict[int, asyncio.Future[Any]] = {}
-        self.pooled = False  # in _POOL: later sessions of its environment may join it
+        self.pooled = False  # in _POOL: later hosted envs of its environment may join it
         self.dead = False
         self._window = (time.monotonic(), 0.0)  # start, work_ms summed since
 
@@ -127,7 +127,7 @@ class WorkerProcess:
         return True
 
     def _leave_pool(self) -> None:
-        """No session joins it any more (it is closing, or dead)."""
+        """No hosted env joins it any more (it is closing, or dead)."""
         if self.pooled:
             self.pooled = False
             _POOL[self.key].remove(self)
@@ -180,7 +180,7 @@ class WorkerProcess:
 
     # -- the process ------------------------------------------------------------------------
     def kill(self) -> None:
-        """Kill the process now (every session in it ends)."""
+        """Kill the process now (every hosted env in it ends)."""
         if self.process.is_alive():
             self.process.kill()
         self._on_dead()
@@ -221,7 +221,7 @@ class WorkerProcess:
 
 
 def joinable(key: Any, sessions_per_worker: int) -> WorkerProcess | None:
-    """A running process of environment ``key`` that a new session may join, or None."""
+    """A running process of environment ``key`` that a new hosted env may join, or None."""
     cost = _COSTS.get(key)
     if sessions_per_worker <= 1 or cost is None:
         return None
@@ -247,7 +247,7 @@ async def placing(key: Any, sessions_per_worker: int) -> AsyncIterator[None]:
 
 
 def pooled(process: WorkerProcess) -> None:
-    """Let later sessions of its environment join ``process`` (and measure its cost)."""
+    """Let later hosted envs of its environment join ``process`` (and measure its cost)."""
     _POOL.setdefault(process.key, []).append(process)
     process.pooled = True
 

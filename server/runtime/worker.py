@@ -1,4 +1,4 @@
-"""Async facade over one play session in an environment worker process (see the package
+"""Async facade over one environment hosted in a worker process (see the package
 docstring; the processes themselves: :mod:`server.runtime._process`)."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ assert tuple(f.name for f in fields(StepEvent)) == EVENT_FIELDS  # the worker's 
 
 
 class EnvWorker:
-    """One play session in a worker process, driven with awaitable methods."""
+    """One environment hosted in a worker process, driven with awaitable methods."""
 
     def __init__(self, process: WorkerProcess, reply_timeout: float) -> None:
         self._proc = process
@@ -83,7 +83,7 @@ class EnvWorker:
         flush_interval_s: float = FLUSH_INTERVAL_S,
         sessions_per_worker: int = 1,
     ) -> EnvWorker:
-        """Start a session and build its environment (WorkerTimeout / RemoteError on failure).
+        """Start a hosted env and build its environment (WorkerTimeout / RemoteError on failure).
 
         The session gets a worker process of its own, or with ``sessions_per_worker`` above
         1 may join one running the same study's environment (:mod:`server.runtime._process`).
@@ -111,7 +111,7 @@ class EnvWorker:
 
     @property
     def pid(self) -> int | None:
-        """The worker process's id (shared by the sessions in it)."""
+        """The worker process's id (shared by the hosted envs in it)."""
         return self._proc.process.pid
 
     @property
@@ -120,9 +120,9 @@ class EnvWorker:
         return not (self._closed or self._dead)
 
     async def close(self, timeout: float = 5.0) -> None:
-        """End the session (episode finalized, env closed); the process exits with its last.
+        """End the hosted env (episode finalized, env closed); the process exits with its last.
 
-        Sends ``close``, and when no other session is in the process waits up to
+        Sends ``close``, and when no other hosted env is in the process waits up to
         ``timeout`` for it to exit, then terminates and finally kills it. Safe to call twice.
         """
         if self._closed:
@@ -267,7 +267,7 @@ class EnvWorker:
             raise WorkerTimeout(f"no answer from the worker within {timeout:g} s") from None
 
     def on_message(self, kind: str, payload: Any) -> None:
-        """A message of this session's slot (:class:`server.runtime._process.WorkerProcess`)."""
+        """A message of this hosted env's slot (:class:`server.runtime._process.WorkerProcess`)."""
         if kind == "event":
             self._events.put_nowait(StepEvent.from_wire(payload))
         elif kind == "error":
@@ -278,7 +278,7 @@ class EnvWorker:
             self._ready.set_exception(RemoteError(*payload))
 
     def on_dead(self) -> None:
-        """The process died or this session was closed: nothing more will come."""
+        """The process died or this hosted env was closed: nothing more will come."""
         if self._dead:
             return
         self._dead = True

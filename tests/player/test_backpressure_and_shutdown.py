@@ -11,7 +11,7 @@ from server.models import EpisodeStatus
 from server.player import protocol as p
 from server.player.handlers import dispatch
 from server.player.outbox import Outbox
-from server.player.session import LiveSession, Phase
+from server.player.session import LiveSession, Phase, SessionContext
 from server.principal import Principal
 from server.recording.writer import open_reader
 from server.services.crowd import episodes
@@ -24,12 +24,11 @@ def test_a_client_that_never_reads_loses_frames_not_steps(factory, designer, db,
     who = Principal.for_user(designer.id, designer.role)
 
     async def scenario():
-        live = LiveSession(
-            session_id=episodes.start_session(db, study.id, who), study_id=study.id,
-            spec=spec_of(study), principal=who, settings=app.state.settings,
+        live = LiveSession(episodes.start_session(db, study.id, who), SessionContext(
+            study_id=study.id, spec=spec_of(study), principal=who, settings=app.state.settings,
             db=app.state.sessionmaker, on_closed=lambda _: None,
             workers_in_use=lambda _study=None: 0,
-        )  # fmt: skip
+        ))  # fmt: skip
         stuck = Outbox(max_frames=2)  # nobody drains it: the client fell behind
         await live.attach(stuck, resumed=False)
         await dispatch(live, p.StartMsg(type="start", env_id="counter"), stuck)

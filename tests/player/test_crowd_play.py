@@ -9,7 +9,7 @@ import pytest
 
 from server.core.db import make_sessionmaker
 from server.models import Episode, Participant, StudyState
-from server.player.session import LiveSession, PlayError
+from server.player.session import LiveSession, PlayError, SessionContext
 from server.principal import Principal
 from server.services.crowd import episodes
 from server.services.crowd.progress import FAILED_MESSAGE
@@ -129,11 +129,11 @@ def test_a_refused_start_builds_no_worker(factory, designer, db, settings, engin
         db, study_id=study.id, env_key="broken", session_id=None, seed=1, spec=spec_,
         principal=Principal.for_participant(study.id, first.id), data_root=settings.data_root,
     )  # fmt: skip
-    live = LiveSession(
-        session_id="s-2", study_id=study.id, spec=spec_, settings=settings,
+    live = LiveSession("s-2", SessionContext(
+        study_id=study.id, spec=spec_, settings=settings,
         principal=Principal.for_participant(study.id, second.id), db=make_sessionmaker(engine),
         on_closed=lambda _s: None, workers_in_use=lambda _study: 0,
-    )  # fmt: skip
+    ))  # fmt: skip
 
     async def start() -> PlayError:
         with pytest.raises(PlayError) as refused:

@@ -288,7 +288,7 @@ def test_many_workers_start_and_stop_without_leaks(data_root, no_leaks):
 
 def test_workers_yield_the_cpu_to_the_app(data_root, no_leaks):
     """Workers run niced, so a saturated machine slows their clocks, not the app."""
-    from server.runtime._child import WORKER_NICE
+    from server.runtime.hosted_env import WORKER_NICE
 
     async def scenario():
         w = await _start(fake_spec(), data_root)

@@ -125,16 +125,16 @@ def test_sessions_of_one_process_tick_together_and_processes_apart(data_root):
     steps them all, whenever each started or resumed; another process has another phase."""
     import time
 
-    from server.runtime._child import Session, grid_phase
     from server.runtime.adapters import build_adapter
+    from server.runtime.hosted_env import EpisodeLogs, HostedEnv, grid_phase
 
     class Dropped:
         def send(self, message):
             pass
 
     spec = _async_spec()
-    sessions = [Session(Dropped(), spec, build_adapter(spec.source, ALLOWED), "7", data_root,
-                        0.2, ALLOWED) for _ in range(3)]  # fmt: skip
+    sessions = [HostedEnv(Dropped(), spec, build_adapter(spec.source, ALLOWED),
+                          EpisodeLogs("7", data_root, 0.2), ALLOWED) for _ in range(3)]  # fmt: skip
     period = 1 / 60
     try:
         for i, session in enumerate(sessions):

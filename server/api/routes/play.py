@@ -22,15 +22,15 @@ from server.core import security
 from server.models import Study, StudyState, is_row_id
 from server.player import protocol as p
 from server.player import tickets
+from server.player.admission import Entry, Refusal, admit
 from server.player.connection import Connection, LaneConnection, close_quietly
 from server.player.protocol import PROTOCOL_VERSION
 from server.player.registry import Registry
-from server.player.session import LiveSession
 from server.player.views import study_view
 from server.principal import Principal
 from server.schemas import PlayerStudyOut
 from server.services import users
-from server.services.crowd import episodes, leases
+from server.services.crowd import episodes
 from server.services.studies import studies
 
 router = APIRouter(tags=["player"])
@@ -56,14 +56,6 @@ def same_origin(websocket: WebSocket) -> bool:
     return urlsplit(origin).netloc == websocket.headers.get("host")
 
 
-def _offered_ticket(websocket: WebSocket) -> str | None:
-    """The ticket offered as a ``ticket.<ticket>`` subprotocol, if any."""
-    for offered in websocket.scope.get("subprotocols") or ():
-        if offered.startswith(p.TICKET_PREFIX):
-            return str(offered[len(p.TICKET_PREFIX) :])
-    return None
-
-
 def _authenticate(
     db: Session, websocket: WebSocket, secret_key: str
 ) -> tuple[Principal, Study] | str:
@@ -71,7 +63,7 @@ def _authenticate(
     if "ticket" in websocket.query_params:
         # URLs end up in access logs and browser history; the ticket goes in the header
         return "send the play ticket in the Sec-WebSocket-Protocol header, not the URL"
-    ticket_text = _offered_ticket(websocket)
+    ticket_text = p.offered_ticket(websocket.scope.get("subprotocols") or ())
     if ticket_text is not None:
         held = tickets.holder(db, secret_key, ticket_text)
         if held is None:
@@ -116,64 +108,23 @@ async def play_socket(websocket: WebSocket) -> None:
         await close_quietly(websocket, p.CLOSE_POLICY, found)
         return
     principal, study = found
-    registry: Registry = app.state.player_registry
-    wanted = websocket.query_params.get("session")
-    live = registry.get(wanted)
-    unknown = bool(wanted) and live is None  # ended, expired, or never ours: a fresh one
-    if live is not None and (live.study_id != study.id or not live.owned_by(principal)):
-        await close_quietly(websocket, p.CLOSE_POLICY, "this play session is not yours")
-        return
     offered = websocket.scope.get("subprotocols") or ()
     takeover = p.TAKEOVER in offered or websocket.query_params.get("takeover") == "1"
-    participant_id = principal.participant_id
+    entry = Entry(principal, study, websocket.query_params.get("session"), takeover)
 
-    def lease(session_id: str) -> bool:
-        # one live session per participant across every replica (server/services/crowd/leases.py)
-        if participant_id is None:
-            return True
-        with sessionmaker() as db:
-            return leases.take(db, participant_id, session_id, settings.replica_id,
-                               settings.replica_dead_after_s, takeover=takeover,
-                               replaces=wanted)  # fmt: skip
-
-    if live is None and participant_id is not None:
-        # one live session per participant: a socket without it is another tab
-        live = registry.of_participant(participant_id)
-        if live is not None and live.outbox is not None and not takeover:
+    async def refuse(why: Refusal) -> None:
+        if why == "not_yours":
+            await close_quietly(websocket, p.CLOSE_POLICY, "this play session is not yours")
+        else:
             await _refuse_open_elsewhere(websocket, offered)
-            return
-        if live is not None and unknown and not takeover:
-            # a page asking for a session we do not have is not resuming this leftover (its
-            # episode is kept as abandoned): it gets a fresh session, and is told so
-            await live.close("replaced by a new session")
-            live = None
-    if live is not None and not await asyncio.to_thread(lease, live.id):
-        # its lease went to a tab on another replica meanwhile (this one ends at our next tick)
-        await _refuse_open_elsewhere(websocket, offered)
+
+    admitted = await admit(app.state.player_registry, settings, sessionmaker, entry, refuse)
+    if admitted is None:
         return
-    resumed = live is not None
-    if live is None:
-
-        def start() -> str:
-            with sessionmaker() as db:
-                return episodes.start_session(db, study.id, principal)
-
-        live = LiveSession(
-            session_id=await asyncio.to_thread(start), study_id=study.id,
-            spec=studies.spec_of(study), principal=principal, settings=settings,
-            db=sessionmaker, on_closed=registry.remove,
-            workers_in_use=registry.workers_in_use,
-        )  # fmt: skip
-        if (participant_id is not None and registry.of_participant(participant_id)) or not (
-            await asyncio.to_thread(lease, live.id)
-        ):  # another tab (here or on another replica) won the race while the row was written
-            await _refuse_open_elsewhere(websocket, offered)
-            await live.close("opened elsewhere")
-            return
-        registry.add(live)
-    # A browser that offered subprotocols fails the socket unless the server picks one.
-    await websocket.accept(subprotocol=p.SUBPROTOCOL if p.SUBPROTOCOL in offered else None)
-    await Connection(websocket, live).serve(resumed, session_not_found=unknown)
+    await websocket.accept(subprotocol=p.chosen_subprotocol(offered))
+    await Connection(websocket, admitted.live).serve(
+        admitted.resumed, session_not_found=admitted.session_not_found
+    )
 
 
 async def _serve_lane(websocket: WebSocket, key: str) -> None:
@@ -183,8 +134,9 @@ async def _serve_lane(websocket: WebSocket, key: str) -> None:
     if live is None:
         await close_quietly(websocket, p.CLOSE_POLICY, "no play session here has this lane key")
         return
-    offered = websocket.scope.get("subprotocols") or ()
-    await websocket.accept(subprotocol=p.SUBPROTOCOL if p.SUBPROTOCOL in offered else None)
+    await websocket.accept(
+        subprotocol=p.chosen_subprotocol(websocket.scope.get("subprotocols") or ())
+    )
     if not await LaneConnection(websocket, live).serve_lane():
         await close_quietly(websocket, p.CLOSE_POLICY, "this play session has all its lanes")
 
@@ -192,7 +144,7 @@ async def _serve_lane(websocket: WebSocket, key: str) -> None:
 async def _refuse_open_elsewhere(websocket: WebSocket, offered: Any) -> None:
     """Another tab plays this participant's session: say so (the page offers to take over,
     reconnecting with the ``takeover`` subprotocol) and close with 4002."""
-    await websocket.accept(subprotocol=p.SUBPROTOCOL if p.SUBPROTOCOL in offered else None)
+    await websocket.accept(subprotocol=p.chosen_subprotocol(offered))
     message = {"type": "error", "code": "open_elsewhere",
                "message": "This study is open in another tab or window."}  # fmt: skip
     with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):

@@ -29,6 +29,7 @@ from server.models import (
 from server.principal import Principal, is_reserved_participant_id
 from server.recording import recovery
 from server.recording.format import episode_dir
+from server.recording.signals import InputCounts
 from server.services.crowd import leases, participants, progress, quotas
 from server.services.review import quality
 from server.study_spec import EnvironmentSpec, StudySpec
@@ -50,7 +51,7 @@ class EpisodeResult:
     latencies_ms: list[float] = field(default_factory=list)
     frames_dropped: int = 0
     ended_at: datetime | None = None  # when the env ended it (before the save question)
-    inputs: quality.InputCounts = field(default_factory=quality.InputCounts)
+    inputs: InputCounts = field(default_factory=InputCounts)
     player_outcome: str | None = None  # "success" / "failure": the player's answer, if asked
     policy_error: str | None = None  # shared autonomy: why the policy stopped driving
 

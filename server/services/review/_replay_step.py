@@ -9,19 +9,17 @@ recorded without input, by the labelled binding with that action value.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import simplejpeg
 from pydantic import ValidationError
 
+from server.recording.signals import parse_json, pressed
 from server.runtime.catalog import default_controls
 from server.study_spec import Controls, EnvironmentSpec
 
 INLINE_VALUES = 64  # larger arrays are summarised (min/max/mean) with a way to expand
-PRESSED = 0.5  # a gamepad button counts as pressed above this value (as input_mapping)
-DEVICE_PUSHED = 0.15  # a device axis counts as pushed past this (the default dead zone)
 
 
 def controls_of(env_config: str | None) -> Controls:
@@ -102,42 +100,6 @@ def describe_observation(observation: Any) -> list[dict[str, Any]]:
 def full_values(array: np.ndarray) -> list[Any]:
     """Every value of one observation array, flattened (shape is given beside it)."""
     return [_number(v) for v in array.reshape(-1)]
-
-
-def parse_json(text: Any, default: Any = None) -> Any:
-    """Recorded JSON text (``input``, ``info``, ``timing``) as data; ``default`` if unreadable."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    if not isinstance(text, str) or not text:
-        return default
-    try:
-        return json.loads(text)
-    except ValueError:
-        return default
-
-
-def pressed(raw: Any) -> list[str]:
-    """The input names held in a raw input: ``ArrowLeft``, ``button 0``, ``axis 0+``."""
-    if not isinstance(raw, dict):
-        return []
-    names = [k for k in raw.get("keys") or [] if isinstance(k, str)]
-    buttons = raw.get("buttons") or {}
-    if isinstance(buttons, dict):
-        for index, value in buttons.items():
-            if isinstance(value, int | float) and value > PRESSED:
-                names.append(f"button {index}")
-    axes = raw.get("axes") or []
-    if isinstance(axes, list):
-        for index, value in enumerate(axes):
-            if isinstance(value, int | float) and abs(value) > 0.5:
-                names.append(f"axis {index}{'+' if value > 0 else '-'}")
-    devices = raw.get("devices") or {}
-    for device, values in devices.items() if isinstance(devices, dict) else ():
-        for index, value in enumerate(values if isinstance(values, list) else []):
-            # a mouse or SpaceMouse rests at 0: any push past the default dead zone is input
-            if isinstance(value, int | float) and abs(value) > DEVICE_PUSHED:
-                names.append(f"{device} axis {index}{'+' if value > 0 else '-'}")
-    return names
 
 
 def _bindings(controls: Controls) -> list[tuple[frozenset[str], str, Any]]:

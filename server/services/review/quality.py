@@ -30,10 +30,8 @@ time budget).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +39,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from server.models import Episode, EpisodeStatus, StudyEnvironment, utcnow
-from server.services.review._replay_step import finite, parse_json, pressed
+from server.recording.signals import InputCounts, Signals, held_controls
+from server.services.review._replay_step import finite
 
 if TYPE_CHECKING:
     from server.export.episode import RldsEpisode
@@ -53,85 +52,6 @@ IDLE_BADGE = 0.5  # idle share at or above
 SLOW_P99_MS = 100.0  # p99 input latency at or above
 SHORT_RATIO = 0.5  # steps under this times the environment's median
 LONG_RATIO = 2.0  # steps over this times the environment's median
-
-
-@dataclass
-class InputCounts:
-    """What the held input was at each action, counted as the actions happen (the player
-    session keeps one per episode, so ending an episode never re-reads its log)."""
-
-    actions: int = 0
-    idle: int = 0  # actions taken with nothing held
-    presses: int = 0  # controls newly held since the previous action
-    held: frozenset[str] = frozenset()  # what the previous action held
-    # shared autonomy: actions each drove, takeovers from a working policy
-    human_driven: int = 0
-    policy_driven: int = 0
-    takeovers: int = 0
-
-    def drove(self, policy: bool, takeovers: int) -> None:
-        """One more action under shared autonomy, by the policy or the player."""
-        if policy:
-            self.policy_driven += 1
-        else:
-            self.human_driven += 1
-        self.takeovers = max(self.takeovers, takeovers)
-
-    def add(self, held: frozenset[str], actions: int = 1) -> None:
-        """``actions`` more actions, all taken with ``held``."""
-        if actions <= 0:
-            return
-        self.actions += actions
-        self.idle += actions if not held else 0
-        self.presses += len(held - self.held)
-        self.held = held
-
-    def signals(self, latencies_ms: Sequence[float], duration_s: float | None) -> Signals:
-        """The episode's signals from these counts."""
-        per_s = self.presses / duration_s if duration_s and duration_s > 0 else None
-        driven = self.human_driven + self.policy_driven
-        return Signals(
-            interventions=self.takeovers if driven else None,
-            intervention_share=self.human_driven / driven if driven else None,
-            idle_share=self.idle / self.actions if self.actions else None,
-            inputs_per_s=per_s,
-            latency_p50_ms=percentile(latencies_ms, 50),
-            latency_p95_ms=percentile(latencies_ms, 95),
-            latency_p99_ms=percentile(latencies_ms, 99),
-        )
-
-
-def held_controls(raw: Any) -> frozenset[str]:
-    """The controls a raw input (data or recorded JSON text) holds."""
-    return frozenset(pressed(parse_json(raw) if isinstance(raw, str | bytes) else raw))
-
-
-@dataclass(frozen=True)
-class Signals:
-    """What :func:`from_steps` measures of one episode."""
-
-    idle_share: float | None
-    inputs_per_s: float | None
-    latency_p50_ms: float | None
-    latency_p95_ms: float | None
-    latency_p99_ms: float | None
-    interventions: int | None = None
-    intervention_share: float | None = None
-
-    def columns(self) -> dict[str, float | None]:
-        """The episode columns these signals fill (names are the fields' own)."""
-        return dataclasses.asdict(self)
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The ``q`` percentile (0-100, linear interpolation) or None without values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
 def from_steps(

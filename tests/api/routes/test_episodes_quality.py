@@ -12,6 +12,7 @@ import pytest
 
 from server.models import Episode, EpisodeStatus, StudyEnvironment
 from server.principal import Principal
+from server.recording import signals
 from server.recording.format import episode_dir
 from server.schemas import ExportSelection
 from server.services.crowd import episodes
@@ -60,8 +61,8 @@ def expected(rec: Recording, duration_s: float) -> dict[str, float]:
     return {
         "idle_share": sum(not k for k in held) / len(held),
         "inputs_per_s": presses / duration_s,
-        "latency_p50_ms": quality.percentile(lat, 50),  # type: ignore[dict-item]
-        "latency_p99_ms": quality.percentile(lat, 99),  # type: ignore[dict-item]
+        "latency_p50_ms": signals.percentile(lat, 50),  # type: ignore[dict-item]
+        "latency_p99_ms": signals.percentile(lat, 99),  # type: ignore[dict-item]
     }
 
 
@@ -113,9 +114,9 @@ def test_finish_episode_computes_signals_and_the_median(factory, db, settings, i
     study = factory.study(factory.user(), two_env_spec())
     row = _recording_row(db, settings, study, idle_rec)
     live = [float(v) for v in range(10, 210, 10)]  # what the session measured
-    counts = quality.InputCounts()  # what the session counted, action by action
+    counts = signals.InputCounts()  # what the session counted, action by action
     for raw in idle_rec.inputs:
-        counts.add(quality.held_controls(raw))
+        counts.add(signals.held_controls(raw))
     result = episodes.EpisodeResult(
         EpisodeStatus.completed, steps=STEPS, total_reward=12.0, latencies_ms=live,
         frames_dropped=3, inputs=counts,
@@ -125,8 +126,8 @@ def test_finish_episode_computes_signals_and_the_median(factory, db, settings, i
     assert done.quality_at is not None
     assert done.idle_share == pytest.approx(want["idle_share"])
     assert done.inputs_per_s == pytest.approx(want["inputs_per_s"])
-    assert done.latency_p50_ms == quality.percentile(live, 50)  # measured live
-    assert done.latency_p99_ms == pytest.approx(quality.percentile(live, 99))
+    assert done.latency_p50_ms == signals.percentile(live, 50)  # measured live
+    assert done.latency_p99_ms == pytest.approx(signals.percentile(live, 99))
     env = db.get(StudyEnvironment, done.study_env_id)
     assert env is not None and env.median_steps == STEPS
     badges = {b["flag"]: b["label"] for b in quality.badges(done, env.median_steps)}

@@ -7,9 +7,9 @@ import pytest
 from server.errors import Conflict
 from server.models import EpisodeStatus
 from server.principal import Principal
+from server.recording.signals import percentile
 from server.services.crowd import episodes
 from server.services.crowd.episodes import EpisodeResult
-from server.services.review.quality import percentile
 from server.services.studies.studies import spec_of
 from tests.player.conftest import counter_env, spec
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.services.review.quality import held_controls
+from server.recording.signals import held_controls
 from server.services.review.replay import ReaderCache
 
 

@@ -1,9 +1,12 @@
-"""One session of an environment worker: its env, the current episode, the async clock.
+"""One environment hosted in a worker process: its env, the current episode, the async clock.
 
-A worker process (:mod:`server.runtime._child_loop`) holds one or more :class:`Session`
-objects, each of one player. A session sends its unasked messages, ``("event",
-step_event)`` and ``("error", error)``, through ``conn``, which tags them with the session's
-slot; ``error`` is ``(type, message, traceback)``. The protocol is in ``docs/runtime.md``.
+A worker process (:mod:`server.runtime._child_loop`) hosts one or more :class:`HostedEnv`
+objects, each of one player, in its slots. Each step is taken here: map the input, step the
+env, render and encode its frame (:mod:`server.runtime._frames`), then hand the timestep
+with its metadata to the episode's writer (journal first), and the frame to the app. A
+hosted env sends its unasked messages, ``("event", step_event)`` and ``("error", error)``,
+through ``conn``, which tags them with its slot; ``error`` is ``(type, message,
+traceback)``. The protocol is in ``docs/runtime.md``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import math
 import os
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -53,23 +57,27 @@ def error_tuple(exc: BaseException) -> tuple[str, str, str]:
 
 
 class Sender(Protocol):
-    """Where a session's unasked messages go (its slot's view of the process's socket)."""
+    """Where a hosted env's unasked messages go (its slot's view of the process's socket)."""
 
     def send(self, message: tuple[Any, ...]) -> None: ...
 
 
-class Session:
-    """State of one worker: its env, the current episode and the async clock."""
+@dataclass(frozen=True)
+class EpisodeLogs:
+    """Where a worker process records its episodes: the study's folder under ``data_root``,
+    flushed every ``flush_interval_s``."""
+
+    study_id: str
+    data_root: Path
+    flush_interval_s: float
+
+
+class HostedEnv:
+    """One environment in a worker process's slot: its env, the current episode, the clock."""
 
     def __init__(self, conn: Sender, spec: EnvironmentSpec, adapter: EnvAdapter,
-                 study_id: str, data_root: Path, flush_interval_s: float,
-                 allowed: AllowedEnvironments) -> None:  # fmt: skip
-        self.conn = conn
-        self.spec = spec
-        self.env = adapter
-        self.study_id = study_id
-        self.data_root = data_root
-        self.flush_interval_s = flush_interval_s
+                 logs: EpisodeLogs, allowed: AllowedEnvironments) -> None:  # fmt: skip
+        self.conn, self.spec, self.env, self.logs = conn, spec, adapter, logs
         adapter.max_steps = spec.max_steps
         adapter.max_duration_s = spec.max_duration_s
         controls = spec.controls or default_controls(spec.source)
@@ -107,9 +115,19 @@ class Session:
         self.fresh_input = False  # step_on_input: an input arrived that no step applied yet
 
     # -- recording --------------------------------------------------------------------------
-    def step_metadata(self, timestep: dm_env.TimeStep, _action: Any, _env: Any) -> dict:
-        """envlogger ``step_fn``: frame, input, timing and info of this timestep."""
-        self.jpeg = encode_jpeg(checked_frame(self.env.frame()), self.quality)
+    def _record(self, timestep: dm_env.TimeStep, action: Any, *, first: bool = False) -> None:
+        """The step just taken: encode its frame, then record it with its input, timing and
+        info (in the journal before this returns, so before the frame is sent)."""
+        self.jpeg = self.frame_jpeg()
+        assert self.writer is not None
+        self.writer.record(timestep, action, self._metadata(timestep), first=first)
+
+    def frame_jpeg(self) -> bytes:
+        """The env's current frame as JPEG at the stream's quality (within the limits)."""
+        return encode_jpeg(checked_frame(self.env.frame()), self.quality)
+
+    def _metadata(self, timestep: dm_env.TimeStep) -> dict[str, Any]:
+        """The step metadata of this timestep: its frame, input, timing and info."""
         # A fresh input's timing goes with the first step that applies it; async steps that
         # apply the held input again get only ``applied``.
         timing, self.held_timing = self.held_timing, {}
@@ -146,14 +164,14 @@ class Session:
         if not self.ended or self.writer is not None:
             self.end_episode({"reason": fmt.END_REPLACED})
         self.env.set_seed(seed)
-        directory = fmt.episode_dir(self.data_root, self.study_id, episode_id)
+        logs = self.logs
+        directory = fmt.episode_dir(logs.data_root, logs.study_id, episode_id)
         meta = episode_metadata(
-            episode_id=episode_id, study_id=self.study_id, env_id=self.spec.id,
+            episode_id=episode_id, study_id=logs.study_id, env_id=self.spec.id,
             env_config=self.spec.model_dump_json(), seed=seed,
         )  # fmt: skip
         self.writer = EpisodeWriter(
-            self.env, directory, meta, self.step_metadata,
-            flush_interval_s=self.flush_interval_s, defer_records=True,
+            self.env, directory, meta, flush_interval_s=logs.flush_interval_s, defer_records=True,
             background_flush=True,
         )  # fmt: skip
         self.episode_id, self.ended, self.step_index, self.total = episode_id, False, 0, 0.0
@@ -165,7 +183,8 @@ class Session:
         if self.autonomy is not None:
             self.autonomy.reset()
         try:
-            timestep = self.writer.reset()
+            timestep = self.env.reset()
+            self._record(timestep, None, first=True)
             check_observation(timestep.observation)
             self.observation = timestep.observation
         except BaseException:
@@ -188,7 +207,8 @@ class Session:
             active = self.mapper.human_active(raw)
             action, self.control = self.autonomy.step(self.observation, action, active)
         try:
-            timestep = self.writer.step(action)
+            timestep = self.env.step(action)
+            self._record(timestep, action)
         except BaseException:
             self._fail()
             raise
@@ -254,7 +274,7 @@ class Session:
     def _on_grid(self, t: float) -> float:
         """The first tick of this process's grid for the clock's period at or after ``t``.
 
-        The sessions of one process that play at one pace tick together, so one wake-up
+        The hosted envs of one process that play at one pace tick together, so one wake-up
         steps them all (docs/performance.md, "A flush thread per process, ticks on a grid");
         each process has its own phase (from its pid), so that processes do not all wake at
         once.
