@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class EpisodeSummary:
+class ExportedEpisode:
     """What the card (and the job's result) says about one exported episode."""
 
     episode_id: str
@@ -37,7 +37,7 @@ def render_card(
     title: str,
     study: str,
     export_format: str,
-    episodes: Sequence[EpisodeSummary],
+    episodes: Sequence[ExportedEpisode],
     loading: str,
     options_text: Sequence[str] = (),
 ) -> str:

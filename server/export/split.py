@@ -17,7 +17,7 @@ from pathlib import Path
 
 from server.export.base import CancelFn, EpisodeInput, ExportOptions, ProgressFn
 from server.export.errors import ExportError
-from server.export.export_job import export_dataset
+from server.export.run import export_dataset
 
 
 def env_dataset_name(name: str, env_key: str) -> str:

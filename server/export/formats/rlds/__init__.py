@@ -1,43 +1,46 @@
-"""The RLDS format: a TFDS dataset (``<name>/<version>``: shards, dataset_info.json,
-features.json), written here or, with ``ExportOptions.beam``, by a Beam pipeline
-(server/export/beam_export.py, which writes the same files)."""
+"""The RLDS format (``tfds`` in the API): a TFDS dataset (``<name>/<version>``: shards,
+dataset_info.json, features.json), written here or, with ``ExportOptions.beam``, by a Beam
+pipeline (server/export/formats/rlds/beam.py, which writes the same files); its Open
+X-Embodiment profile is in server/export/formats/rlds/oxe.py."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from server.export import oxe
 from server.export.base import (
     EpisodeInput,
-    ExportFormat,
     ExportOptions,
     ExportResult,
     WriteJob,
     card_lines,
 )
-from server.export.encoding import EpisodeSerializer
 from server.export.episode import RldsEpisode
-from server.export.registry import Format, register
-from server.export.rlds_encoding import (
+from server.export.formats.rlds import oxe
+from server.export.formats.rlds.encoding import (
     EncodedEpisode,
     dataset_description,
     dataset_metadata,
     encode_episode,
     rlds_features,
 )
-from server.export.tfds_writer import DatasetWriter
+from server.export.formats.rlds.example import EpisodeSerializer
+from server.export.formats.rlds.tfds_writer import DatasetWriter
+from server.export.registry import Format, register
 
 
 @register
 class Rlds(Format):
-    name = ExportFormat.RLDS
+    name = "tfds"
+    label = "rlds"
+    summary = "RLDS"
+    position = 0
     on_beam = True
-    profiles = True
+    profiles = {"oxe": "the Open X-Embodiment profile"}
 
     def write(self, job: WriteJob) -> ExportResult:
         options, tag_names, out = job.options, job.tag_names, job.out
         if options.beam is not None:
-            from server.export.beam_export import write_rlds_beam  # imports apache_beam
+            from server.export.formats.rlds.beam import write_rlds_beam  # imports apache_beam
 
             return write_rlds_beam(
                 job.episodes, options, job.reference, tag_names, out, job.progress, job.cancel
@@ -73,7 +76,7 @@ class Rlds(Format):
             writer.close()
         return ExportResult(
             path=out,
-            format=ExportFormat.RLDS,
+            format=self.name,
             episodes=tuple(summaries),
             data_dir=written.data_dir,
             shard_paths=tuple(written.shard_paths),

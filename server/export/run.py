@@ -1,8 +1,9 @@
-"""The export job: selected episodes in, a complete dataset folder out (or nothing at all).
+"""The export's run: selected episodes in, a complete dataset folder out (or nothing at all).
 
-The job runner calls :func:`export_dataset` in a background process. It checks the selection,
-looks the format up in the registry (server/export/registry.py; each format is a module of
-server/export/formats/) and lets it write. Output is written to a hidden sibling folder and
+The runner (server/export/runner.py) calls :func:`export_dataset` in a background process. It
+checks the request (server/export/request.py), looks the format up in the registry
+(server/export/registry.py; each format is a folder of server/export/formats/), lets it write
+and writes the card. Output is written to a hidden sibling folder and
 renamed into place only when complete, so a failed or canceled export leaves nothing
 half-written behind.
 """
@@ -15,9 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from server.export import oxe, registry
+from server.export import registry
 from server.export.base import (
-    EPISODE_ID_RE,
     CancelFn,
     EpisodeInput,
     ExportOptions,
@@ -29,30 +29,9 @@ from server.export.base import (
 from server.export.card import render_card
 from server.export.episode import EnvSpecs, read_header
 from server.export.errors import ExportError, InvalidEpisodeError
-from server.export.tfds_writer import check_dataset_name
+from server.export.request import check_request
 
 CARD_FILE = "README.md"
-
-
-def _check_inputs(episodes: Sequence[EpisodeInput], options: ExportOptions) -> registry.Format:
-    if not episodes:
-        raise ExportError("no episode selected")
-    check_dataset_name(options.name, options.version)
-    fmt = registry.get(options.format)
-    if options.profile not in oxe.PROFILES:
-        raise ExportError(f"unknown profile {options.profile!r}; profiles: oxe")
-    if options.profile and not fmt.profiles:
-        raise ExportError(f"the {options.profile} profile applies to the RLDS format only")
-    if options.beam is not None and not fmt.on_beam:
-        raise ExportError(f"the {options.format} format is written in one process, not on Beam")
-    seen: set[str] = set()
-    for ep in episodes:
-        if not EPISODE_ID_RE.match(ep.episode_id):
-            raise InvalidEpisodeError(f"episode id {ep.episode_id!r} is not a safe identifier")
-        if ep.episode_id in seen:
-            raise InvalidEpisodeError(f"episode {ep.episode_id} is selected twice")
-        seen.add(ep.episode_id)
-    return fmt
 
 
 def _read_header(ep: EpisodeInput) -> tuple[EnvSpecs, dict[str, Any]]:
@@ -88,7 +67,7 @@ def export_dataset(
     out_dir = Path(out_dir)
     if out_dir.exists():
         raise ExportError(f"the output folder {out_dir} already exists")
-    fmt = _check_inputs(episodes, options)
+    fmt = check_request(episodes, options)
     # The first log's header only: each episode is checked against it where it is read
     # (WriteJob.reference), so that each log is opened once.
     specs, meta = _read_header(episodes[0])
@@ -105,7 +84,7 @@ def export_dataset(
         card = render_card(
             title=options.name,
             study=options.study or str(meta.get("study_id", "")),
-            export_format=str(options.format),
+            export_format=fmt.label or fmt.name,
             episodes=result.episodes,
             loading=fmt.loading(fmt.data_path(options)),
             options_text=fmt.card_lines(options, tag_names) + _videos_text(options),

@@ -1,5 +1,5 @@
 """The RLDS format's records: the dataset's features and one episode's serialized record,
-the same in this process (server/export/formats/rlds.py) and on Beam (beam_export.py)."""
+the same in this process (server/export/formats/rlds/__init__.py) and on Beam (beam_export.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from server.export import oxe
 from server.export.base import (
     EpisodeInput,
     ExportOptions,
@@ -16,10 +15,11 @@ from server.export.base import (
     prepare,
     summarize,
 )
-from server.export.card import EpisodeSummary
-from server.export.encoding import EpisodeSerializer, episode_example
+from server.export.card import ExportedEpisode
 from server.export.episode import EnvSpecs, RldsEpisode
-from server.export.features import episode_features, episode_fields, step_features
+from server.export.formats.rlds import oxe
+from server.export.formats.rlds.example import EpisodeSerializer, episode_example
+from server.export.formats.rlds.features import episode_features, episode_fields, step_features
 from server.export.tags import tag_columns
 
 
@@ -57,7 +57,7 @@ class EncodedEpisode:
     """One episode as the RLDS record the shards hold, and what the job says about it."""
 
     record: bytes  # a serialized tf.train.Example
-    summary: EpisodeSummary
+    summary: ExportedEpisode
     statistics: oxe.EpisodeRows | None  # the OXE profile's per-episode rows
 
 

@@ -1,4 +1,4 @@
-"""The Minari format (the on-disk format is in :mod:`server.export.minari_format`)."""
+"""The Minari format (the on-disk format is in :mod:`server.export.formats.minari.dataset`)."""
 
 from __future__ import annotations
 
@@ -6,23 +6,24 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from server.export import minari_format
 from server.export.base import (
     EpisodeInput,
-    ExportFormat,
     ExportOptions,
     ExportResult,
     WriteJob,
     card_lines,
 )
 from server.export.episode import EnvSpecs, RldsEpisode
+from server.export.formats.minari import dataset as minari_format
 from server.export.registry import Format, register
 from server.export.tags import tag_columns
 
 
 @register
 class Minari(Format):
-    name = ExportFormat.MINARI
+    name = "minari"
+    summary = "Minari (arrow)"
+    position = 2
 
     def check(self, specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str]) -> None:
         minari_format.check_specs(specs, bounds=False)
@@ -63,7 +64,7 @@ class Minari(Format):
             description=options.description or f"RLDS Studio export of study {options.study}",
         )
         return ExportResult(
-            path=job.out, format=ExportFormat.MINARI, episodes=tuple(summaries), data_dir=data_dir
+            path=job.out, format=self.name, episodes=tuple(summaries), data_dir=data_dir
         )
 
     def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:

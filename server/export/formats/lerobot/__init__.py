@@ -1,4 +1,4 @@
-"""The LeRobot format (the on-disk format is in :mod:`server.export.lerobot_format`).
+"""The LeRobot format (the on-disk format is in :mod:`server.export.formats.lerobot.dataset`).
 
 Episodes go in order into data file 0, 1, ... (``data/chunk-000/file-000.parquet`` ...) and
 the matching video files; a file is closed when it holds ``max_shard_bytes`` of rows or
@@ -18,22 +18,21 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from server.export import lerobot_format as fmt
 from server.export import video
 from server.export.base import (
     EpisodeInput,
-    ExportFormat,
     ExportOptions,
     ExportResult,
     WriteJob,
     card_lines,
     export_threads,
 )
-from server.export.encoding import check_range, control_values, timing_column
+from server.export.columns import check_range, control_values, timing_column
 from server.export.episode import EnvSpecs, RldsEpisode
 from server.export.errors import ExportError
-from server.export.lerobot_stats import Stats
-from server.export.lerobot_video import SLOTS, EpisodeVideo, VideoSlots, leaf
+from server.export.formats.lerobot import dataset as fmt
+from server.export.formats.lerobot.stats import Stats
+from server.export.formats.lerobot.video_slots import SLOTS, EpisodeVideo, VideoSlots, leaf
 from server.export.registry import Format, register
 from server.export.tags import tag_columns
 
@@ -304,7 +303,9 @@ def _log_fields(meta: dict[str, Any]) -> dict[str, Any]:
 
 @register
 class LeRobot(Format):
-    name = ExportFormat.LEROBOT
+    name = "lerobot"
+    summary = "LeRobot v3.0 (parquet + lossless H.264 videos)"
+    position = 3
 
     def check(self, specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str]) -> None:
         fmt.features_of(specs, keep_step_metadata=options.keep_step_metadata, tag_names=tag_names)
@@ -335,7 +336,7 @@ class LeRobot(Format):
             writer.abort()
             raise
         return ExportResult(
-            path=job.out, format=ExportFormat.LEROBOT, episodes=tuple(summaries), data_dir=root
+            path=job.out, format=self.name, episodes=tuple(summaries), data_dir=root
         )
 
     def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
