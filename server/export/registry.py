@@ -15,6 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from server.export.card import option_lines
 from server.export.errors import ExportError
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ class Format(ABC):
     profiles: Mapping[str, str] = {}  # its profiles (ExportOptions.profile): name -> summary
     # environments with different spaces are written one folder each without being asked
     splits_by_env = False
+    card_metadata = ""  # what the card calls the step metadata (kept or stripped)
+    card_tags = ""  # what the card says the step tags become
 
     def check(self, specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str]) -> None:
         """Refuse, naming the field, what the format cannot hold (before any writing)."""
@@ -47,13 +50,14 @@ class Format(ABC):
         """Write the job's episodes into ``job.out`` (``job.each_episode``: the writer loop,
         with progress and cancel)."""
 
-    @abstractmethod
     def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
-        """The card's "Export options" lines."""
+        """The card's "Export options" lines: the step metadata kept or stripped, the step
+        tags (:attr:`card_metadata`, :attr:`card_tags`) and the end tags."""
+        return option_lines(options, tag_names, metadata=self.card_metadata, tags=self.card_tags)
 
-    @abstractmethod
     def data_path(self, options: ExportOptions) -> str:
         """Where the dataset is inside the export, as the card's loading snippet names it."""
+        return f"{options.name}/{options.version}"
 
     @abstractmethod
     def loading(self, data_path: str) -> str:

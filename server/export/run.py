@@ -10,8 +10,6 @@ half-written behind.
 
 from __future__ import annotations
 
-import shutil
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from server.export.base import (
 from server.export.card import render_card
 from server.export.episode import EnvSpecs, read_header
 from server.export.errors import ExportError, InvalidEpisodeError
+from server.export.packaging import staged
 from server.export.request import check_request
 
 CARD_FILE = "README.md"
@@ -65,7 +64,7 @@ def export_dataset(
     :class:`ExportCanceledError`. On any error nothing is left at ``out_dir``.
     """
     out_dir = Path(out_dir)
-    if out_dir.exists():
+    if out_dir.exists():  # before the checks, which read logs
         raise ExportError(f"the output folder {out_dir} already exists")
     fmt = check_request(episodes, options)
     # The first log's header only: each episode is checked against it where it is read
@@ -76,10 +75,7 @@ def export_dataset(
     tag_names = sorted(set(options.step_tag_names)) if options.step_tag_names is not None else used
     fmt.check(specs, options, tag_names)
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.with_name(f".{out_dir.name}.partial-{uuid.uuid4().hex[:8]}")
-    tmp.mkdir()
-    try:
+    with staged(out_dir, "partial") as tmp:
         result = fmt.write(WriteJob(episodes, options, reference, tag_names, tmp, progress, cancel))
         card = render_card(
             title=options.name,
@@ -94,10 +90,6 @@ def export_dataset(
             from server.export.episode_video import write_episode_videos  # imports PyAV
 
             write_episode_videos(episodes, options, tmp, cancel)
-        tmp.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return _moved(result, tmp, out_dir)
 
 

@@ -104,7 +104,7 @@ def test_a_registered_format_runs_as_a_job(
 
 # A format of the test's own, as a folder: adding it touches nothing else of the server.
 STEPS_FORMAT = '''
-from server.export.base import ExportResult, card_lines
+from server.export.base import ExportResult
 from server.export.registry import Format, register
 
 
@@ -115,15 +115,14 @@ class StepCounts(Format):
     name = "step_counts"
     summary = "a line per episode"
     position = 50
+    card_metadata = "step metadata"
+    card_tags = "step tags"
 
     def write(self, job):
         lines = []
         summaries = job.each_episode(lambda _i, ep, e: lines.append(f"{ep.episode_id} {len(e)}"))
         (job.out / "steps.txt").write_text("\\\\n".join(lines))
         return ExportResult(path=job.out, format=self.name, episodes=tuple(summaries))
-
-    def card_lines(self, options, tag_names):
-        return card_lines(options, tag_names, metadata="step metadata", tags="step tags")
 
     def data_path(self, options):
         return "steps.txt"

@@ -79,9 +79,6 @@ class Envlogger(Format):
     def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
         return ["logs copied as recorded (step tags and notes in each tags.json)"]
 
-    def data_path(self, options: ExportOptions) -> str:
-        return f"{options.name}/{options.version}"
-
     def loading(self, data_path: str) -> str:
         return (
             "```python\n"

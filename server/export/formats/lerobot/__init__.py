@@ -24,7 +24,6 @@ from server.export.base import (
     ExportOptions,
     ExportResult,
     WriteJob,
-    card_lines,
     export_threads,
 )
 from server.export.columns import check_range, control_values, timing_column
@@ -306,13 +305,18 @@ class LeRobot(Format):
     name = "lerobot"
     summary = "LeRobot v3.0 (parquet + lossless H.264 videos)"
     position = 3
+    card_metadata = (
+        "step metadata (raw input, timing, env info, control, camera as columns;"
+        " the player's frames as the video `observation.images.frame`)"
+    )
+    card_tags = "step tag columns"
 
     def check(self, specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str]) -> None:
         fmt.features_of(specs, keep_step_metadata=options.keep_step_metadata, tag_names=tag_names)
 
     def write(self, job: WriteJob) -> ExportResult:
         """Write the episodes as a LeRobot v3.0 dataset into ``job.out/<name>`` (see
-        lerobot_format)."""
+        dataset.py)."""
         options, tag_names = job.options, job.tag_names
         cols = fmt.features_of(
             job.specs, keep_step_metadata=options.keep_step_metadata, tag_names=tag_names
@@ -337,15 +341,6 @@ class LeRobot(Format):
             raise
         return ExportResult(
             path=job.out, format=self.name, episodes=tuple(summaries), data_dir=root
-        )
-
-    def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
-        return card_lines(
-            options,
-            tag_names,
-            metadata="step metadata (raw input, timing, env info, control, camera as columns;"
-            " the player's frames as the video `observation.images.frame`)",
-            tags="step tag columns",
         )
 
     def data_path(self, options: ExportOptions) -> str:

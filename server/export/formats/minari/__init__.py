@@ -11,7 +11,6 @@ from server.export.base import (
     ExportOptions,
     ExportResult,
     WriteJob,
-    card_lines,
 )
 from server.export.episode import EnvSpecs, RldsEpisode
 from server.export.formats.minari import dataset as minari_format
@@ -24,6 +23,11 @@ class Minari(Format):
     name = "minari"
     summary = "Minari (arrow)"
     position = 2
+    # frames are JPEGs of varying size: Minari's infos hold fixed columns only
+    card_metadata = (
+        "step metadata (raw input, timing, env info, control, camera; not the frame) in `infos`"
+    )
+    card_tags = "step tag infos"
 
     def check(self, specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str]) -> None:
         minari_format.check_specs(specs, bounds=False)
@@ -65,16 +69,6 @@ class Minari(Format):
         )
         return ExportResult(
             path=job.out, format=self.name, episodes=tuple(summaries), data_dir=data_dir
-        )
-
-    def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
-        # frames are JPEGs of varying size: Minari's infos hold fixed columns only
-        return card_lines(
-            options,
-            tag_names,
-            metadata="step metadata (raw input, timing, env info, control, camera; not the frame)"
-            " in `infos`",
-            tags="step tag infos",
         )
 
     def data_path(self, options: ExportOptions) -> str:

@@ -12,14 +12,13 @@ from server.export.base import (
     ExportOptions,
     ExportResult,
     WriteJob,
-    card_lines,
 )
+from server.export.card import option_lines
 from server.export.episode import RldsEpisode
 from server.export.formats.rlds import oxe
 from server.export.formats.rlds.encoding import (
     EncodedEpisode,
-    dataset_description,
-    dataset_metadata,
+    dataset_info_fields,
     encode_episode,
     rlds_features,
 )
@@ -34,6 +33,8 @@ class Rlds(Format):
     label = "rlds"
     summary = "RLDS"
     position = 0
+    card_metadata = "step metadata (frame JPEG, raw input, timing, env info, control, camera)"
+    card_tags = "step tag fields"
     on_beam = True
     profiles = {"oxe": "the Open X-Embodiment profile"}
 
@@ -50,11 +51,8 @@ class Rlds(Format):
         serializer = EpisodeSerializer(features)
         writer = DatasetWriter(
             out,
-            options.name,
-            options.version,
-            features,
-            description=dataset_description(options),
-            metadata=dataset_metadata(options),
+            features=features,
+            **dataset_info_fields(options),
             max_shard_bytes=options.max_shard_bytes,
             max_episodes_per_shard=options.max_episodes_per_shard,
         )
@@ -89,16 +87,13 @@ class Rlds(Format):
             " under `episode_metadata`, statistics in `dataset_statistics.json` beside the"
             " shards"
         ]
-        return card_lines(
+        return option_lines(
             options,
             tag_names,
-            metadata="step metadata (frame JPEG, raw input, timing, env info, control, camera)",
-            tags="step tag fields",
+            metadata=self.card_metadata,
+            tags=self.card_tags,
             extra=oxe_lines if options.profile == "oxe" else (),
         )
-
-    def data_path(self, options: ExportOptions) -> str:
-        return f"{options.name}/{options.version}"
 
     def loading(self, data_path: str) -> str:
         return (

@@ -51,12 +51,7 @@ from server.export.card import ExportedEpisode
 from server.export.episode import EnvSpecs
 from server.export.errors import ExportCanceledError, ExportError
 from server.export.formats.rlds import oxe
-from server.export.formats.rlds.encoding import (
-    dataset_description,
-    dataset_metadata,
-    encode_rlds,
-    rlds_features,
-)
+from server.export.formats.rlds.encoding import dataset_info_fields, encode_rlds, rlds_features
 from server.export.formats.rlds.example import EpisodeSerializer
 from server.export.formats.rlds.tfds_writer import (
     ShardPlanner,
@@ -373,11 +368,8 @@ def _finish(
     features = rlds_features(specs, options, tag_names)
     write_dataset_info(
         data_dir,
-        options.name,
-        options.version,
-        features,
-        description=dataset_description(options),
-        metadata=dataset_metadata(options),
+        features=features,
+        **dataset_info_fields(options),
         shard_lengths=[m.num_records for m in metas],
         num_bytes=sum(m.num_bytes for m in metas),
     )

@@ -1,5 +1,6 @@
 """The RLDS format's records: the dataset's features and one episode's serialized record,
-the same in this process (server/export/formats/rlds/__init__.py) and on Beam (beam_export.py)."""
+the same in this process (server/export/formats/rlds/__init__.py) and on Beam
+(server/export/formats/rlds/beam.py)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,16 @@ def dataset_metadata(options: ExportOptions) -> dict[str, Any]:
         "format": "rlds",
         "profile": options.profile or "rlds",
         "study": options.study,
+    }
+
+
+def dataset_info_fields(options: ExportOptions) -> dict[str, Any]:
+    """The dataset's name, version, description and metadata, as the TFDS writers take them."""
+    return {
+        "name": options.name,
+        "version": options.version,
+        "description": dataset_description(options),
+        "metadata": dataset_metadata(options),
     }
 
 
