@@ -1,6 +1,6 @@
 """A LeRobot export's video features, one episode at a time: the frames decoded, their pixel
 counts, and the episode encoded on an encoder slot, in the export's worker threads
-(server/export/formats/lerobot/__init__.py muxes the episodes in order).
+(server/export/formats/lerobot/writer.py muxes the episodes in order).
 
 Episode ``i`` is encoded on slot ``i % SLOTS`` of its feature (a :class:`video.FrameEncoder`
 each). The export runs at most :data:`SLOTS` threads, and ``WriteJob.each_encoded`` has at

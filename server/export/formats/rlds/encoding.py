@@ -1,5 +1,5 @@
 """The RLDS format's records: the dataset's features and one episode's serialized record,
-the same in this process (server/export/formats/rlds/__init__.py) and on Beam
+the same in this process (server/export/formats/rlds/writer.py) and on Beam
 (server/export/formats/rlds/beam.py)."""
 
 from __future__ import annotations
