@@ -43,7 +43,6 @@ import gymnasium as gym  # noqa: E402
 
 from server.export import (  # noqa: E402
     EpisodeInput,
-    ExportFormat,
     ExportOptions,
     export_dataset,
 )
@@ -66,9 +65,9 @@ MAKE_KWARGS: dict[str, dict[str, object]] = {"ALE/Pong-v5": {"obs_type": "rgb"},
 FORMATS = {
     "rlds": ExportOptions(name="bench"),
     "oxe": ExportOptions(name="bench", profile="oxe"),
-    "envlogger": ExportOptions(name="bench", format=ExportFormat.ENVLOGGER),
-    "minari": ExportOptions(name="bench", format=ExportFormat.MINARI),
-    "lerobot": ExportOptions(name="bench", format=ExportFormat.LEROBOT),
+    "envlogger": ExportOptions(name="bench", format="envlogger"),
+    "minari": ExportOptions(name="bench", format="minari"),
+    "lerobot": ExportOptions(name="bench", format="lerobot"),
 }
 
 

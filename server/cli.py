@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError
+from server.export import registry
 from server.models import EpisodeStatus, Role, Study, User
 from server.schemas import ExportOptionsIn, ExportSelection, UserCreate
 from server.services import bootstrap, users
@@ -141,8 +142,8 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 
     from server.export import ExportError
-    from server.export.jobs import write_output
-    from server.services.jobs import exports
+    from server.export.runner import write_output
+    from server.services.exports import exports
 
     out = Path(args.out)
     if args.archive != "folder" and not out.name.endswith(f".{args.archive}"):
@@ -282,22 +283,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--split-by-env", action="store_true", help="one dataset per environment (mixed spaces)"
     )
     export.add_argument("--strip", action="store_true", help="strip step metadata")
-    export.add_argument(
-        "--format", choices=["tfds", "envlogger", "minari", "lerobot"], default="tfds"
-    )
+    export.add_argument("--format", choices=registry.names(), default=registry.default())
     export.add_argument(
         "--videos", action="store_true", help="add one MP4 per episode (what the player saw)"
     )
+    profiles = "; ".join(f"{n}: {s}" for f in registry.formats() for n, s in f.profiles.items())
     export.add_argument(
-        "--profile", choices=["oxe"], help="Open X-Embodiment profile of the tfds format"
+        "--profile",
+        choices=registry.profile_names(),
+        help=f"{profiles} ({' or '.join(registry.with_profiles())} format only)",
     )
     export.add_argument("--archive", choices=["folder", "zip", "tar.gz"], default="folder")
     export.add_argument(
         "--engine",
         choices=["auto", "single", "beam"],
         default="auto",
-        help="beam: an Apache Beam pipeline on STUDIO_BEAM_RUNNER (tfds format); auto: beam "
-        "from STUDIO_BEAM_MIN_STEPS steps",
+        help="beam: an Apache Beam pipeline on STUDIO_BEAM_RUNNER "
+        f"({' or '.join(registry.on_beam())} format); auto: beam from STUDIO_BEAM_MIN_STEPS steps",
     )
     export.add_argument("--name", help="dataset name (snake_case; default from the study)")
     export.add_argument("--out", required=True, help="folder, or archive file, to create")

@@ -45,12 +45,12 @@ from server.core.headers import SECURITY_HEADERS, SecurityHeadersMiddleware
 from server.core.login_limit import LoginLimiter
 from server.core.replica import ReplicaInfo
 from server.errors import Busy, DomainError, validation_detail
-from server.export.jobs import JobManager, JobPayload
+from server.export.runner import ExportPayload, ExportRunner
 from server.models import ExportJob
 from server.player.heartbeat import Heartbeat
 from server.player.protocol import MAX_MESSAGE_BYTES
 from server.player.registry import Registry
-from server.services.jobs import exports as export_service
+from server.services.exports import exports as export_service
 from server.services.jobs.bulk_runner import BulkRunner
 from server.services.live.live_feed import LiveFeed
 from server.services.review.replay import ReaderCache
@@ -210,7 +210,7 @@ SERVE_OPTIONS: dict[str, Any] = {
 }
 
 
-def _job_payload(settings: Settings, db: Session, job: ExportJob) -> JobPayload:
+def _job_payload(settings: Settings, db: Session, job: ExportJob) -> ExportPayload:
     """A claimed export job's payload, with this replica's settings (read at claim time)."""
     return export_service.payload_of(
         db,
@@ -292,7 +292,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         wait_s=settings.background_wait_s,
         players=app.state.player_registry.workers_in_use,
     )
-    app.state.export_jobs = JobManager(
+    app.state.export_jobs = ExportRunner(
         settings.data_root,
         app.state.sessionmaker,
         partial(_job_payload, settings),

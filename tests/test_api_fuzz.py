@@ -32,7 +32,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
 from server.core.config import Settings
-from server.export.jobs import JobManager
+from server.export.runner import ExportRunner
 from server.main import create_app
 from server.models import ExportJob, JobState, Note, Role, StepTag
 from tests.api.routes._recorded import Inserter, two_env_spec
@@ -66,11 +66,11 @@ def world(factory, db, settings, recorded, monkeypatch) -> dict[str, Any]:  # ty
 
     # Export jobs are queued but not run: this test is about input handling, and dozens of
     # export processes would not fit the time budget (the exports tests run real ones).
-    def claim_nothing(self: JobManager, holding_slot: bool = False) -> None:
+    def claim_nothing(self: ExportRunner, holding_slot: bool = False) -> None:
         if holding_slot and self.budget is not None:
             self.budget.give_back()  # as claim_next does when it starts nothing
 
-    monkeypatch.setattr(JobManager, "claim_next", claim_nothing)
+    monkeypatch.setattr(ExportRunner, "claim_next", claim_nothing)
     owner = factory.user()
     study = factory.study(owner, two_env_spec())
     ins = Inserter(db, settings.data_root)

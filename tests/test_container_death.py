@@ -21,9 +21,9 @@ import httpx
 import pyarrow as pa
 from websockets.sync.client import connect
 
+from server.export.runner import export_dir
 from server.models import Episode, EpisodeStatus
 from server.player.protocol import unpack_frame
-from server.recording.format import export_dir
 from server.recording.journal import journal_path
 from server.recording.writer import open_reader
 from tests.player.conftest import counter_env, spec

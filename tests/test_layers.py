@@ -1,8 +1,10 @@
-"""The server's imports point one way: no cycles, no import from a lower layer to a higher one.
+"""The server's imports point one way: no cycles, no import from a lower layer to a higher one;
+and each export format's name is written only in its folder.
 
 Layers, highest first (docs/architecture.md): the app and CLI → HTTP routes → the player
-(play sessions) → services → export and runtime → definitions and infrastructure (models,
-schemas, the study format, errors, core) → recording. A module may import its own layer or a
+(play sessions) → services → runtime → definitions, infrastructure and export (models,
+schemas, the study format, errors, core, the exporter: the API schema takes its format
+choices from the export registry) → recording. A module may import its own layer or a
 lower one. Every import counts, those inside functions too (a lazy import is still a
 dependency); only ``if TYPE_CHECKING:`` blocks are left out. ``from package import module``
 is an import of that module (a package's ``__init__`` is not a dependency of its modules).
@@ -11,6 +13,7 @@ is an import of that module (a package's ``__init__`` is not a dependency of its
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SERVER = Path(__file__).resolve().parent.parent / "server"
@@ -20,7 +23,7 @@ LAYERS = {  # the package (or module) under server/ → its layer
     "api": 6,
     "player": 5,
     "services": 4,
-    "export": 3,
+    "export": 2,  # beside the definitions: the API schema takes its format choices from it
     "runtime": 3,
     "envs": 3,
     "models": 2,
@@ -150,3 +153,69 @@ def test_the_checker_finds_a_cycle_and_an_upward_import():
     graph = {"server.core.a": {"server.core.b"}, "server.core.b": {"server.core.a"}}
     assert _cycles(graph) == [["server.core.a", "server.core.b"]]
     assert _layer("server.api.routes.x") > _layer("server.services.y") > _layer("server.recording")
+
+
+# --- format names live in their format's folder -------------------------------------------
+FORMAT_NAMES = ("rlds", "tfds", "envlogger", "minari", "lerobot")
+FORMAT_FOLDERS = {  # a name → the folder of server/export/formats/ it may be written in
+    "rlds": "rlds",
+    "tfds": "rlds",
+    "envlogger": "envlogger",
+    "minari": "minari",
+    "lerobot": "lerobot",
+}
+# A name as a word, not inside another one (rlds_studio, rlds-studio: the product's names).
+_FORMAT_WORD = re.compile(r"(?<![\w-])(" + "|".join(FORMAT_NAMES) + r")(?![\w-])")
+FORMAT_NAME_ALLOWED = {  # module → the names it may write, and why
+    "server/core/passwords.py": ({"rlds"}, "the product's name, a word a password must avoid"),
+    "server/models/jobs.py": ({"tfds"}, "a row's default format; models import no export code"),
+    "server/recording/envlogger_log.py": ({"envlogger"}, "the recording library's name"),
+    "server/recording/journal.py": ({"envlogger"}, "the recording library's module name"),
+    "server/recording/writer.py": ({"envlogger"}, "the recording library, in an error"),
+}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, kinds)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+
+
+def _format_names(source: str) -> list[tuple[int, str]]:
+    """(line, name) of each format name in a string of ``source`` (docstrings aside)."""
+    tree = ast.parse(source)
+    skip = _docstrings(tree)
+    return [
+        (node.lineno, match)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip
+        for match in _FORMAT_WORD.findall(node.value)
+    ]
+
+
+def test_format_names_are_written_only_in_their_folder():
+    """Every format's name comes from the registry (server/export/registry.py): outside its
+    folder of server/export/formats/, code never writes it."""
+    found = []
+    for path in sorted(SERVER.rglob("*.py")):
+        rel = path.relative_to(SERVER.parent).as_posix()
+        parts = path.relative_to(SERVER).parts
+        folder = parts[2] if parts[:2] == ("export", "formats") and len(parts) > 3 else None
+        allowed = FORMAT_NAME_ALLOWED.get(rel, (set(), ""))[0]
+        found += [
+            f"{rel}:{line}: {name}"
+            for line, name in _format_names(path.read_text())
+            if FORMAT_FOLDERS[name] != folder and name not in allowed
+        ]
+    assert found == []
+
+
+def test_the_format_name_reader_sees_names_in_strings_not_docstrings():
+    source = '"""The rlds format."""\nA = "tfds"\nB = f"the {x} minari export"\nC = "rlds_studio"\n'
+    assert _format_names(source) == [(2, "tfds"), (3, "minari")]

@@ -5,7 +5,7 @@ in a thread of its own, heartbeats its claims (a cancel requested through the ro
 replica, or a claim lost to another replica stops the job) and puts back in the queue the
 jobs of replicas that stopped heartbeating. A subclass says what a job is: :meth:`prepare`
 rebuilds the work from the row, :meth:`execute` does it and returns ``("done", {column:
-value})``, ``("canceled",)`` or ``("failed", message)``. Exports (server/export/jobs.py) and
+value})``, ``("canceled",)`` or ``("failed", message)``. Exports (server/export/runner.py) and
 bulk episode actions (server/services/jobs/bulk_runner.py) are the two kinds.
 """
 

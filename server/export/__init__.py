@@ -2,12 +2,12 @@
 without TensorFlow.
 
 Entry point: :func:`export_dataset`; see docs/export.md for the formats and their options.
-Shared types are in :mod:`server.export.base`, the formats in :mod:`server.export.formats`
-(looked up through :mod:`server.export.registry`).
+Shared types are in :mod:`server.export.base`, the formats in :mod:`server.export.formats`,
+one folder each (looked up through :mod:`server.export.registry`).
 """
 
-from server.export.base import EpisodeInput, ExportFormat, ExportOptions, ExportResult
-from server.export.card import EpisodeSummary
+from server.export.base import EpisodeInput, ExportOptions, ExportResult
+from server.export.card import ExportedEpisode
 from server.export.errors import (
     ExportCanceledError,
     ExportError,
@@ -15,21 +15,20 @@ from server.export.errors import (
     InvalidEpisodeError,
     ValueOutOfRangeError,
 )
-from server.export.export_job import check_compatible, export_dataset
 from server.export.packaging import make_archive
-from server.export.tags import StepTag
+from server.export.run import check_compatible, export_dataset
+from server.export.tags import TaggedSpan
 
 __all__ = [
     "EpisodeInput",
-    "EpisodeSummary",
+    "ExportedEpisode",
     "ExportCanceledError",
     "ExportError",
-    "ExportFormat",
     "ExportOptions",
     "ExportResult",
     "IncompatibleEnvironmentsError",
     "InvalidEpisodeError",
-    "StepTag",
+    "TaggedSpan",
     "ValueOutOfRangeError",
     "check_compatible",
     "export_dataset",

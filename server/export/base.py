@@ -5,18 +5,17 @@ and the writer loop. Imports no format (they import it: server/export/registry.p
 from __future__ import annotations
 
 import os
-import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
+from server.export import registry
 from server.export.beam_config import BeamConfig
-from server.export.card import EpisodeSummary
+from server.export.card import ExportedEpisode
 from server.export.episode import EnvSpecs, RldsEpisode, read_episode
 from server.export.errors import (
     ExportCanceledError,
@@ -24,24 +23,13 @@ from server.export.errors import (
     IncompatibleEnvironmentsError,
     InvalidEpisodeError,
 )
-from server.export.features import specs_signature
-from server.export.tags import StepTag, first_end_step, validate_step_tags
-from server.export.tfds_writer import DEFAULT_MAX_SHARD_BYTES
+from server.export.fields import specs_signature
+from server.export.tags import TaggedSpan, first_end_step, validate_step_tags
 
 ProgressFn = Callable[[int, int, int], None]
 CancelFn = Callable[[], bool]
 T = TypeVar("T")
-EPISODE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-class ExportFormat(StrEnum):
-    """The built-in formats' names (the API's): an RLDS (TFDS) dataset, the raw envlogger
-    logs, Minari or LeRobot v3. A format registered under another name is chosen by it."""
-
-    RLDS = "rlds"
-    ENVLOGGER = "envlogger"
-    MINARI = "minari"
-    LEROBOT = "lerobot"
+DEFAULT_MAX_SHARD_BYTES = 200 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -53,7 +41,7 @@ class EpisodeInput:
     agent_id: str  # salted hash of the participant
     status: str = "completed"
     tags: tuple[str, ...] = ()
-    step_tags: tuple[StepTag, ...] = ()
+    step_tags: tuple[TaggedSpan, ...] = ()
     notes: str = ""
     instruction: str = ""  # the environment's (else the study's) instructions: OXE profile
     # "success" / "failure" / "" (unset): the effective outcome (the reviewer's, else the
@@ -75,7 +63,8 @@ class EpisodeInput:
 class ExportOptions:
     """How to export.
 
-    ``format``: a registered format's name (:class:`ExportFormat` for the built-in ones).
+    ``format``: a registered format's name (server/export/registry.py; by default its
+    default format).
     ``step_tag_names``: the step tags that become ``tag:<name>`` fields (None: every name used
     by the episodes). ``end_tags``: step tag names that end an episode at their first tagged
     step (that step becomes the last one, not terminal; not in the envlogger format).
@@ -83,7 +72,7 @@ class ExportOptions:
 
     name: str = "rlds_studio"
     version: str = "1.0.0"
-    format: str = ExportFormat.RLDS
+    format: str = field(default_factory=registry.default)
     keep_step_metadata: bool = True
     step_tag_names: tuple[str, ...] | None = None
     end_tags: tuple[str, ...] = ()
@@ -91,9 +80,9 @@ class ExportOptions:
     max_episodes_per_shard: int | None = None
     study: str = ""
     description: str = ""
-    profile: str = ""  # "oxe": the Open X-Embodiment profile of the RLDS format
-    # RLDS only: run as an Apache Beam pipeline with this runner configuration (None: here,
-    # in this process). The output is the same either way (server/export/beam_export.py).
+    profile: str = ""  # one of the format's profiles (Format.profiles); "": none
+    # formats that run on Beam (Format.on_beam): run as an Apache Beam pipeline with this
+    # runner configuration (None: here, in this process). The output is the same either way.
     beam: BeamConfig | None = None
     videos: bool = False  # add episode_videos/<episode_id>.mp4 (what the player saw)
 
@@ -104,7 +93,7 @@ class ExportResult:
 
     path: Path
     format: str
-    episodes: tuple[EpisodeSummary, ...]
+    episodes: tuple[ExportedEpisode, ...]
     data_dir: Path | None = None  # the format's dataset folder (not the envlogger format's)
     shard_paths: tuple[Path, ...] = field(default_factory=tuple)
 
@@ -193,9 +182,9 @@ def prepare(
     return episode if end is None else episode.truncated_at(end)
 
 
-def summarize(ep: EpisodeInput, episode: RldsEpisode) -> EpisodeSummary:
+def summarize(ep: EpisodeInput, episode: RldsEpisode) -> ExportedEpisode:
     """What the card and the job's result say about one exported episode."""
-    return EpisodeSummary(
+    return ExportedEpisode(
         episode_id=ep.episode_id,
         env_id=str(episode.log_metadata.get("env_id", "")),
         status=ep.status,
@@ -214,11 +203,11 @@ def for_each_episode(
     *,
     cut: bool = True,
     reference: Reference | None = None,
-) -> list[EpisodeSummary]:
+) -> list[ExportedEpisode]:
     """The writer loop: ``write(i, ep, episode)`` for each episode read (checked and cut, see
     :func:`prepare`); errors it raises name the episode. Polls ``cancel`` between episodes,
     tells ``progress`` after each; returns the episodes' summaries."""
-    summaries: list[EpisodeSummary] = []
+    summaries: list[ExportedEpisode] = []
     steps_done = 0
     for i, ep in enumerate(episodes):
         check_cancel(cancel)
@@ -266,7 +255,7 @@ def for_each_encoded(
     cut: bool = True,
     reference: Reference | None = None,
     threads: int | None = None,
-) -> list[EpisodeSummary]:
+) -> list[ExportedEpisode]:
     """:func:`for_each_episode` with the reading and ``encode(ep, episode)`` of the next
     episodes in worker threads (``threads``, else :func:`export_threads`), while
     ``write(i, ep, episode, encoded)`` runs here, in the episodes' order: the output is the
@@ -279,7 +268,7 @@ def for_each_encoded(
             episode = prepare(ep, options, cut=cut, reference=reference)
             return episode, encode(ep, episode)
 
-    summaries: list[EpisodeSummary] = []
+    summaries: list[ExportedEpisode] = []
     steps_done = 0
     todo = iter(enumerate(episodes))
     pending: deque[tuple[int, EpisodeInput, Future[tuple[RldsEpisode, T]]]] = deque()
@@ -330,7 +319,7 @@ class WriteJob:
 
     def each_episode(
         self, write: Callable[[int, EpisodeInput, RldsEpisode], None], *, cut: bool = True
-    ) -> list[EpisodeSummary]:
+    ) -> list[ExportedEpisode]:
         """The writer loop (:func:`for_each_episode`) over this job's episodes."""
         return for_each_episode(
             self.episodes,
@@ -349,7 +338,7 @@ class WriteJob:
         *,
         cut: bool = True,
         threads: int | None = None,
-    ) -> list[EpisodeSummary]:
+    ) -> list[ExportedEpisode]:
         """The writer loop with reading and ``encode`` in threads (:func:`for_each_encoded`;
         ``threads``: as many, else :func:`export_threads`)."""
         return for_each_encoded(
@@ -363,27 +352,3 @@ class WriteJob:
             reference=self.reference,
             threads=threads,
         )
-
-
-def card_lines(
-    options: ExportOptions,
-    tag_names: Sequence[str],
-    *,
-    metadata: str,
-    tags: str,
-    extra: Sequence[str] = (),
-) -> list[str]:
-    """The card's "Export options" lines: whether step metadata (``metadata``, what the
-    format makes of it) is kept, the step tags (``tags``, what they become), ``extra`` lines
-    and the end tags."""
-    lines = [f"{metadata}: " + ("kept" if options.keep_step_metadata else "stripped")]
-    if tag_names:
-        lines.append(f"{tags}: " + ", ".join(f"`tag:{n}`" for n in tag_names))
-    lines += extra
-    if options.end_tags:
-        lines.append(
-            "episodes end at their first step tagged "
-            + ", ".join(f"`{n}`" for n in options.end_tags)
-            + " (not terminal; returns recomputed)"
-        )
-    return lines

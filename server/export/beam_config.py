@@ -1,7 +1,8 @@
 """How an export runs on Apache Beam: the runner and its options (no Beam import here).
 
-It travels with :class:`~server.export.base.ExportOptions` into the export process, so
-it is a small picklable value; :mod:`server.export.beam_export` turns it into pipeline options.
+It travels with :class:`~server.export.base.ExportOptions` into the export process, so it is
+a small picklable value; a format that runs on Beam (``Format.on_beam``) turns it into
+pipeline options.
 """
 
 from __future__ import annotations

@@ -6,10 +6,14 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from server.export.base import ExportOptions
 
 
 @dataclass(frozen=True)
-class EpisodeSummary:
+class ExportedEpisode:
     """What the card (and the job's result) says about one exported episode."""
 
     episode_id: str
@@ -37,7 +41,7 @@ def render_card(
     title: str,
     study: str,
     export_format: str,
-    episodes: Sequence[EpisodeSummary],
+    episodes: Sequence[ExportedEpisode],
     loading: str,
     options_text: Sequence[str] = (),
 ) -> str:
@@ -78,3 +82,27 @@ def render_card(
         lines += ["## Export options", "", *(f"- {text}" for text in options_text), ""]
     lines += ["## Loading", ""]
     return "\n".join(lines) + "\n" + loading
+
+
+def option_lines(
+    options: ExportOptions,
+    tag_names: Sequence[str],
+    *,
+    metadata: str,
+    tags: str,
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """The card's "Export options" lines: whether step metadata (``metadata``, what the
+    format makes of it) is kept, the step tags (``tags``, what they become), ``extra`` lines
+    and the end tags."""
+    lines = [f"{metadata}: " + ("kept" if options.keep_step_metadata else "stripped")]
+    if tag_names:
+        lines.append(f"{tags}: " + ", ".join(f"`tag:{n}`" for n in tag_names))
+    lines += extra
+    if options.end_tags:
+        lines.append(
+            "episodes end at their first step tagged "
+            + ", ".join(f"`{n}`" for n in options.end_tags)
+            + " (not terminal; returns recomputed)"
+        )
+    return lines

@@ -28,7 +28,7 @@ import numpy as np
 
 from server.export.errors import InvalidEpisodeError
 from server.export.step_reader import SPECS_KEY, decode, read_log
-from server.recording._envlogger import spec_codec, storage_pb2
+from server.recording.envlogger_log import spec_codec, storage_pb2
 
 NO_INPUT = "null"
 UNKNOWN = -1

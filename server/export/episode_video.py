@@ -17,7 +17,7 @@ from server.export.video import (
     step_times_ms,
     write_video,
 )
-from server.recording._envlogger import envlogger
+from server.recording.envlogger_log import envlogger
 
 VIDEOS_DIR = "episode_videos"
 

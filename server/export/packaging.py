@@ -1,15 +1,38 @@
-"""Packing an export folder into one archive (``.zip`` or ``.tar.gz``) for download."""
+"""An export's output: written into a hidden folder renamed into place when complete, and
+packed into one archive (``.zip`` or ``.tar.gz``) for download."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tarfile
+import uuid
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from server.export.errors import ExportError
 
 ARCHIVE_FORMATS = ("zip", "tar.gz")
+
+
+@contextmanager
+def staged(out_dir: Path, kind: str) -> Iterator[Path]:
+    """A hidden sibling of the new folder ``out_dir`` (``.<name>.<kind>-<random>``) to write
+    into: renamed to ``out_dir`` when the block ends, removed if it raises (all or nothing)."""
+    out_dir = Path(out_dir)
+    if out_dir.exists():
+        raise ExportError(f"the output folder {out_dir} already exists")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.with_name(f".{out_dir.name}.{kind}-{uuid.uuid4().hex[:8]}")
+    tmp.mkdir()
+    try:
+        yield tmp
+        tmp.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def archive_members(folder: Path) -> list[tuple[Path, str]]:

@@ -1,30 +1,45 @@
-"""The export formats, by name: each format is one module of :mod:`server.export.formats`
-that registers itself here (``@register``); the job runner looks formats up by name.
+"""The export formats, by name: the one place that knows which formats there are.
 
-Adding a format: a new module in server/export/formats/ with a :class:`Format` subclass
-decorated with ``@register``, and its line in server/export/formats/__init__.py.
+Each format is one folder of server/export/formats/ (a package) whose ``__init__`` defines a
+:class:`Format` subclass decorated with ``@register``. On its first look-up the registry imports
+every package it finds in server/export/formats/, so adding a format is adding its folder and
+nothing else: the API's and the CLI's format choices, the services' checks, profiles and Beam
+support all come from here.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from server.export.base import ExportOptions, ExportResult, WriteJob
-from server.export.episode import EnvSpecs
+from server.export.card import option_lines
 from server.export.errors import ExportError
 
-FORMATS_PACKAGE = "server.export.formats"  # imported on the first look-up: it registers all
+if TYPE_CHECKING:
+    from server.export.base import ExportOptions, ExportResult, WriteJob
+    from server.export.episode import EnvSpecs
+
+FORMATS_PACKAGE = "server.export.formats"  # every package in it is imported on the first look-up
 _formats: dict[str, Format] = {}
+_loaded = False  # True once the formats' folders were imported
 
 
 class Format(ABC):
     """One export format: what it checks before the job, how it writes, what the card says."""
 
-    name: str
+    name: str  # the API's and the CLI's name of the format
+    label = ""  # the card's "Format:" line (default: the name)
+    summary = ""  # one phrase for the API's list of formats
+    position = 100  # the place among the choices (the first is the default)
     on_beam = False  # may run as an Apache Beam pipeline (ExportOptions.beam)
-    profiles = False  # has profiles (ExportOptions.profile)
+    profiles: Mapping[str, str] = {}  # its profiles (ExportOptions.profile): name -> summary
+    # environments with different spaces are written one folder each without being asked
+    splits_by_env = False
+    card_metadata = ""  # what the card calls the step metadata (kept or stripped)
+    card_tags = ""  # what the card says the step tags become
 
     def check(self, specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str]) -> None:
         """Refuse, naming the field, what the format cannot hold (before any writing)."""
@@ -35,13 +50,14 @@ class Format(ABC):
         """Write the job's episodes into ``job.out`` (``job.each_episode``: the writer loop,
         with progress and cancel)."""
 
-    @abstractmethod
     def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
-        """The card's "Export options" lines."""
+        """The card's "Export options" lines: the step metadata kept or stripped, the step
+        tags (:attr:`card_metadata`, :attr:`card_tags`) and the end tags."""
+        return option_lines(options, tag_names, metadata=self.card_metadata, tags=self.card_tags)
 
-    @abstractmethod
     def data_path(self, options: ExportOptions) -> str:
         """Where the dataset is inside the export, as the card's loading snippet names it."""
+        return f"{options.name}/{options.version}"
 
     @abstractmethod
     def loading(self, data_path: str) -> str:
@@ -57,8 +73,14 @@ def register(cls: type[Format]) -> type[Format]:
 
 
 def _load() -> None:
-    if not _formats:
-        importlib.import_module(FORMATS_PACKAGE)
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    package = importlib.import_module(FORMATS_PACKAGE)
+    for found in pkgutil.iter_modules(package.__path__):
+        if found.ispkg:
+            importlib.import_module(f"{FORMATS_PACKAGE}.{found.name}")
 
 
 def get(name: str) -> Format:
@@ -67,12 +89,36 @@ def get(name: str) -> Format:
     try:
         return _formats[name]
     except KeyError:
-        raise ExportError(
-            f"unknown export format {name!r}; formats: {', '.join(names())}"
-        ) from None
+        known = ", ".join(sorted(_formats))
+        raise ExportError(f"unknown export format {name!r}; formats: {known}") from None
+
+
+def formats() -> list[Format]:
+    """The registered formats, in the order the API lists them (the default first)."""
+    _load()
+    return sorted(_formats.values(), key=lambda f: (f.position, f.name))
 
 
 def names() -> list[str]:
-    """The registered formats' names."""
-    _load()
-    return sorted(_formats)
+    """The registered formats' names, in the order the API lists them (the default first)."""
+    return [f.name for f in formats()]
+
+
+def default() -> str:
+    """The format an export is written in when none is named."""
+    return names()[0]
+
+
+def with_profiles() -> list[str]:
+    """The formats that have profiles."""
+    return [f.name for f in formats() if f.profiles]
+
+
+def on_beam() -> list[str]:
+    """The formats that may run as an Apache Beam pipeline."""
+    return [f.name for f in formats() if f.on_beam]
+
+
+def profile_names() -> list[str]:
+    """Every format's profiles' names, each once."""
+    return list(dict.fromkeys(p for f in formats() for p in f.profiles))

@@ -9,15 +9,14 @@ output folder (one job, one download, one progress bar); see docs/export.md.
 from __future__ import annotations
 
 import re
-import shutil
-import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from server.export.base import CancelFn, EpisodeInput, ExportOptions, ProgressFn
 from server.export.errors import ExportError
-from server.export.export_job import export_dataset
+from server.export.packaging import staged
+from server.export.run import export_dataset
 
 
 def env_dataset_name(name: str, env_key: str) -> str:
@@ -49,19 +48,15 @@ def export_split(
 
     All or nothing, like :func:`export_dataset`: built in a hidden sibling, renamed at the end.
     """
-    out_dir = Path(out_dir)
-    if out_dir.exists():
+    if Path(out_dir).exists():  # before the checks
         raise ExportError(f"the output folder {out_dir} already exists")
     groups = group_by_env(episodes, env_keys)
     names = {env: env_dataset_name(options.name, env) for env in groups}
     if len(set(names.values())) != len(names):
         raise ExportError("two environments' keys give the same dataset name")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.with_name(f".{out_dir.name}.split-{uuid.uuid4().hex[:8]}")
-    tmp.mkdir()
     total = len(episodes)
     done = steps = 0
-    try:
+    with staged(out_dir, "split") as tmp:
         for env, part in groups.items():
 
             def report(d: int, _t: int, s: int, base: tuple[int, int] = (done, steps)) -> None:
@@ -72,8 +67,4 @@ def export_split(
             result = export_dataset(part, sub, tmp / names[env], report, cancel)
             done += len(part)
             steps += result.num_steps
-        tmp.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out_dir
+    return Path(out_dir)

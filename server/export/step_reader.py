@@ -18,7 +18,7 @@ from typing import Any
 import dm_env
 import numpy as np
 
-from server.recording._envlogger import codec, riegeli_dataset_reader, step_data, storage_pb2
+from server.recording.envlogger_log import codec, riegeli_dataset_reader, step_data, storage_pb2
 
 # typed lists: dtype (envlogger's order and types)
 _LISTS: dict[str, Any] = {

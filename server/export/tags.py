@@ -11,7 +11,7 @@ from server.export.errors import InvalidEpisodeError
 
 
 @dataclass(frozen=True)
-class StepTag:
+class TaggedSpan:
     """A tag on steps ``start`` to ``end`` (inclusive) of an episode."""
 
     name: str
@@ -19,7 +19,7 @@ class StepTag:
     end: int
 
 
-def validate_step_tags(tags: Sequence[StepTag], num_steps: int, episode_id: str) -> None:
+def validate_step_tags(tags: Sequence[TaggedSpan], num_steps: int, episode_id: str) -> None:
     """Raise if a tag's range is not inside the episode's steps."""
     for tag in tags:
         if not tag.name:
@@ -32,7 +32,7 @@ def validate_step_tags(tags: Sequence[StepTag], num_steps: int, episode_id: str)
 
 
 def tag_columns(
-    tags: Sequence[StepTag], names: Iterable[str], num_steps: int
+    tags: Sequence[TaggedSpan], names: Iterable[str], num_steps: int
 ) -> dict[str, np.ndarray]:
     """For each name, a boolean per step: whether a tag of that name covers the step."""
     columns = {name: np.zeros(num_steps, dtype=bool) for name in sorted(set(names))}
@@ -42,7 +42,7 @@ def tag_columns(
     return columns
 
 
-def first_end_step(tags: Sequence[StepTag], end_tag_names: Iterable[str]) -> int | None:
+def first_end_step(tags: Sequence[TaggedSpan], end_tag_names: Iterable[str]) -> int | None:
     """The first step covered by an end-of-episode tag, or None."""
     names = set(end_tag_names)
     starts = [tag.start for tag in tags if tag.name in names]

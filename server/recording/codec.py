@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from server.recording._envlogger import codec, storage_pb2
+from server.recording.envlogger_log import codec, storage_pb2
 from server.recording.protowire import key, varint
 
 _SCALAR = codec._SCALAR_DIM_SIZE  # noqa: SLF001 - envlogger's marker for a scalar datum

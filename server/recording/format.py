@@ -74,7 +74,6 @@ END_CLOSED = "closed"  # the worker was closed mid-episode
 # ``speed``, the clock's speed factor in force (1 = the environment's fps).
 
 EPISODES_DIR = "episodes"
-EXPORTS_DIR = "exports"
 
 
 def episode_dir(data_root: Path, study_id: int | str, episode_id: str) -> Path:
@@ -95,11 +94,6 @@ def episode_video_lock(log_dir: Path) -> Path:
 def episode_videos(log_dir: Path) -> list[Path]:
     """Videos kept beside an episode's log folder (:func:`episode_video_path`)."""
     return sorted(log_dir.parent.glob(f"{log_dir.name}.*.mp4"))
-
-
-def export_dir(data_root: Path, job_id: int | str) -> Path:
-    """Folder of one export job's output."""
-    return Path(data_root) / EXPORTS_DIR / str(job_id)
 
 
 def now_ms() -> float:

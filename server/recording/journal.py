@@ -38,8 +38,8 @@ from typing import Any
 import dm_env
 
 from server.recording import codec
-from server.recording._envlogger import codec as envlogger_codec
-from server.recording._envlogger import step_data, storage_pb2
+from server.recording.envlogger_log import codec as envlogger_codec
+from server.recording.envlogger_log import step_data, storage_pb2
 
 JOURNAL_NAME = "steps.journal"
 MAGIC = b"RSJ1"  # a pickled record

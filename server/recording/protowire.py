@@ -1,8 +1,9 @@
 """Protobuf's wire format, the two pieces written by hand: varints and field keys.
 
 Shared by the step codec (:mod:`server.recording.codec`, a step's envlogger ``Data``
-message) and the export's ``tf.train.Example`` writer (:mod:`server.export.tf_example`),
-which build serialized messages directly instead of building the messages first.
+message) and the export's ``tf.train.Example`` writer
+(:mod:`server.export.formats.rlds.tf_example`), which build serialized messages directly
+instead of building the messages first.
 """
 
 from __future__ import annotations

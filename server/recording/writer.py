@@ -25,7 +25,7 @@ import numpy as np
 
 from server.recording import codec, flush_thread
 from server.recording import format as fmt
-from server.recording._envlogger import (
+from server.recording.envlogger_log import (
     environment_logger,
     envlogger,
     riegeli_backend_writer,

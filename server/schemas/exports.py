@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from server.export import registry
 from server.models import EpisodeStatus, JobState
 from server.schemas.episodes import EpisodeFilterIn
 from server.study_spec import StrictModel
@@ -24,21 +25,38 @@ class ExportSelection(EpisodeFilterIn):
     )
 
 
+# The choices come from the export registry (server/export/registry.py): one folder per format.
+_FORMATS = registry.formats()
+_ONLY_PROFILES = f"{' or '.join(registry.with_profiles())} format only"
+_ONLY_BEAM = f"{' or '.join(registry.on_beam())} format only"
+if TYPE_CHECKING:  # the choices are known when the app starts, not to the type checker
+    FormatName = str
+    ProfileName = str
+else:
+    FormatName = Literal[tuple(f.name for f in _FORMATS)]
+    ProfileName = Literal[tuple(registry.profile_names())]
+
+
 class ExportOptionsIn(StrictModel):
     """How to export (see docs/export.md)."""
 
-    format: Literal["tfds", "envlogger", "minari", "lerobot"] = Field(
-        default="tfds",
-        description="tfds: RLDS; envlogger: the logs; minari: Minari (arrow); lerobot: "
-        "LeRobot v3.0 (parquet + lossless H.264 videos).",
+    format: FormatName = Field(
+        default=registry.default(),
+        description="; ".join(f"{f.name}: {f.summary}" for f in _FORMATS) + ".",
     )
     strip_step_metadata: bool = False
     step_tags: list[str] | None = Field(
         default=None, description="Step tag names that become tag:<name> fields (None: all)."
     )
     end_tags: list[str] = Field(default_factory=list)
-    profile: Literal["oxe"] | None = Field(
-        default=None, description="oxe: the Open X-Embodiment profile (tfds format only)."
+    profile: ProfileName | None = Field(
+        default=None,
+        description="; ".join(
+            f"{name}: {summary} ({_ONLY_PROFILES})"
+            for f in _FORMATS
+            for name, summary in f.profiles.items()
+        )
+        + ".",
     )
     archive: Literal["folder", "zip", "tar.gz"] = "zip"
     videos: bool = Field(
@@ -51,8 +69,9 @@ class ExportOptionsIn(StrictModel):
     engine: Literal["auto", "single", "beam"] = Field(
         default="auto",
         description="How the export runs: single (one process), beam (an Apache Beam pipeline "
-        "on the configured runner; tfds format only; same output), or auto (beam for a tfds "
-        "export of at least STUDIO_BEAM_MIN_STEPS steps). The job's options say which ran.",
+        f"on the configured runner; {_ONLY_BEAM}; same output), or auto (beam for a "
+        f"{' or '.join(registry.on_beam())} export of at least STUDIO_BEAM_MIN_STEPS steps). "
+        "The job's options say which ran.",
     )
     split_by_env: bool = Field(
         default=False,
@@ -87,7 +106,8 @@ class SpacesPreview(BaseModel):
     mixed: bool = Field(description="Two environments have different spaces.")
     environments: list[str]
     split: Literal["none", "automatic", "offer", "impossible"] = Field(
-        description="none: one dataset holds them; automatic: envlogger writes one folder per "
+        description="none: one dataset holds them; automatic: "
+        f"{' or '.join(f.name for f in _FORMATS if f.splits_by_env)} writes one folder per "
         "environment; offer: one dataset per environment works (options.split_by_env); "
         "impossible: not in this format, even per environment."
     )

@@ -20,10 +20,10 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from server.core.db import make_engine, make_sessionmaker
+from server.export.runner import export_dir
 from server.models import Episode, EpisodeStatus, ExportJob, JobState
 from server.player.phone import PHONE_SUBPROTOCOL
 from server.player.protocol import SUBPROTOCOL
-from server.recording.format import export_dir
 from server.recording.writer import open_reader
 from tests.deploy.harness import COOKIE, SERVERS, Deployment, deployment, postgres_answers
 from tests.player.conftest import Player, counter_env, spec

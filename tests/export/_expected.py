@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from server.export.features import OUTCOME_FIELDS
-from server.export.tags import StepTag
+from server.export.fields import OUTCOME_FIELDS
+from server.export.tags import TaggedSpan
 from tests.export._recordings import Recording
 
 
@@ -37,7 +37,7 @@ def expected_episode(
     tags: Sequence[str] = (),
     notes: str = "",
     outcomes: dict[str, str] | None = None,
-    step_tags: Sequence[StepTag] = (),
+    step_tags: Sequence[TaggedSpan] = (),
     tag_names: Iterable[str] = (),
     end_tags: Iterable[str] = (),
     keep_step_metadata: bool = True,

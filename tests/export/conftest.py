@@ -13,7 +13,7 @@ import minigrid.wrappers
 import numpy as np
 import pytest
 
-from server.export import EpisodeInput, StepTag
+from server.export import EpisodeInput, TaggedSpan
 from tests.export._recordings import Recording, record_episode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,7 +116,7 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recor
 def episode_input(
     rec: Recording,
     *,
-    step_tags: tuple[StepTag, ...] = (),
+    step_tags: tuple[TaggedSpan, ...] = (),
     tags: tuple[str, ...] = (),
     notes: str = "",
     status: str = "completed",

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from dm_env import specs
 
-from server.export import EpisodeInput, ExportFormat, ExportOptions, export_dataset
+from server.export import EpisodeInput, ExportOptions, export_dataset
 from server.export.errors import ValueOutOfRangeError
 from server.recording.writer import EpisodeWriter, episode_metadata
 from tests.export._recordings import record_episode
@@ -45,7 +45,7 @@ def test_bad_timing_names_episode_step_and_field(
     assert message.startswith(f"episode {EPISODE}: step {step}, field {field}: "), message
     assert not (tmp_path / "out").exists()
     # the raw logs are still exported as recorded
-    raw = ExportOptions(format=ExportFormat.ENVLOGGER)
+    raw = ExportOptions(format="envlogger")
     assert export_dataset([episode_input(rec)], raw, tmp_path / "raw").num_episodes == 1
 
 

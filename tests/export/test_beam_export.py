@@ -17,17 +17,17 @@ from server.export import (
     ExportError,
     ExportOptions,
     ExportResult,
-    StepTag,
+    TaggedSpan,
     export_dataset,
 )
 from server.export.beam_config import BeamConfig
-from server.export.beam_export import WORK_DIR
-from server.export.tfrecord import read_records
+from server.export.formats.rlds.beam import WORK_DIR
+from server.export.formats.rlds.tfrecord import read_records
 from tests.export._expected import expected_episode, save_expected
 from tests.export._recordings import Recording
 from tests.export.conftest import episode_input
 
-TAGS = (StepTag("jump", 0, 1), StepTag("good", 1, 1))
+TAGS = (TaggedSpan("jump", 0, 1), TaggedSpan("good", 1, 1))
 
 
 def _inputs(recs: list[Recording]) -> list:  # type: ignore[type-arg]
@@ -114,7 +114,7 @@ def test_episode_error_is_named_and_leaves_nothing(
 ) -> None:
     recs = recordings["cartpole"]
     inputs = _inputs(recs)
-    inputs[1] = episode_input(recs[1], step_tags=(StepTag("late", 0, 10_000),))
+    inputs[1] = episode_input(recs[1], step_tags=(TaggedSpan("late", 0, 10_000),))
     options = ExportOptions(name="ds", beam=BeamConfig(workers=2, running_mode="multi_threading"))
     with pytest.raises(ExportError, match=f"episode {recs[1].episode_id}"):
         export_dataset(inputs, options, tmp_path / "out")

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from server.export import ExportFormat, ExportOptions, StepTag, export_dataset
+from server.export import ExportOptions, TaggedSpan, export_dataset
 from tests.export._expected import expected_episode, save_expected
 from tests.export._recordings import Recording
 from tests.export.conftest import ROOT, episode_input
@@ -38,7 +38,7 @@ def test_every_value_loads_back(
     tmp_path: Path,
 ) -> None:
     recs = recordings[env]
-    tags = (StepTag("jump", 0, 1), StepTag("good", 1, 1))
+    tags = (TaggedSpan("jump", 0, 1), TaggedSpan("good", 1, 1))
     # the reviewer overrode the player's answer on the first episode; the others: the player's
     outcomes = [
         OUTCOMES[0] if i == 0 else {"outcome": "success", "player_outcome": "success"}
@@ -75,11 +75,11 @@ def test_stripped_and_truncated_by_end_tag(
     inputs, expected = [], []
     for r in recs:
         tags = (
-            (StepTag("crash", ends[r.episode_id], ends[r.episode_id]),)
+            (TaggedSpan("crash", ends[r.episode_id], ends[r.episode_id]),)
             if r.episode_id in ends
             else ()
         )
-        tags += (StepTag("mark", 0, 2),)
+        tags += (TaggedSpan("mark", 0, 2),)
         inputs.append(episode_input(r, step_tags=tags))
         expected.append(
             expected_episode(
@@ -126,7 +126,7 @@ def test_envlogger_format_reads_back(
     recs = recordings["cartpole"]
     result = export_dataset(
         [episode_input(r, outcomes=OUTCOMES[0]) for r in recs],
-        ExportOptions(format=ExportFormat.ENVLOGGER),
+        ExportOptions(format="envlogger"),
         tmp_path / "out",
     )
     expected = [expected_episode(r, outcomes=OUTCOMES[0]) for r in recs]
@@ -158,7 +158,7 @@ def test_oxe_profile_loads_with_statistics(
     tmp_path: Path,
 ) -> None:
     recs = recordings[env]
-    tags = (StepTag("good", 1, 1),)
+    tags = (TaggedSpan("good", 1, 1),)
     instruction = "Balance the pole.\n\nUse the arrow keys."
     inputs = [
         replace(

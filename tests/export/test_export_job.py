@@ -14,16 +14,16 @@ from server.export import (
     EpisodeInput,
     ExportCanceledError,
     ExportError,
-    ExportFormat,
     ExportOptions,
     IncompatibleEnvironmentsError,
     InvalidEpisodeError,
-    StepTag,
+    TaggedSpan,
     export_dataset,
     make_archive,
+    registry,
 )
-from server.export.tfrecord import read_records
-from server.recording._envlogger import envlogger
+from server.export.formats.rlds.tfrecord import read_records
+from server.recording.envlogger_log import envlogger
 from tests.export._recordings import Recording
 from tests.export.conftest import episode_input
 
@@ -85,7 +85,7 @@ def test_each_log_is_checked_where_it_is_read(
     it as they are read, so a mismatch in any of them still fails the whole export."""
     cp, pong = recordings["cartpole"], recordings["pong"]
     last_differs = [episode_input(r) for r in cp] + [episode_input(pong[0])]
-    for fmt in ExportFormat:
+    for fmt in registry.names():
         with pytest.raises(IncompatibleEnvironmentsError, match=r"cp-1 \(CartPole-v1\).*pong-1"):
             export_dataset(last_differs, ExportOptions(format=fmt), tmp_path / "out")
     wrong_log = EpisodeInput(cp[1].log_dir, "cp-9", "agent-x")
@@ -108,7 +108,7 @@ def test_cancel_and_failure_leave_nothing(
         export_dataset(
             [episode_input(r) for r in recs], ExportOptions(), tmp_path / "a", cancel=cancel
         )
-    bad = episode_input(recs[1], step_tags=(StepTag("x", 0, 10_000),))
+    bad = episode_input(recs[1], step_tags=(TaggedSpan("x", 0, 10_000),))
     with pytest.raises(InvalidEpisodeError, match="outside the episode"):
         export_dataset([episode_input(recs[0]), bad], ExportOptions(), tmp_path / "b")
     assert list(tmp_path.iterdir()) == []
@@ -129,10 +129,10 @@ def test_bad_inputs(recordings: dict[str, list[Recording]], tmp_path: Path) -> N
 
 def test_envlogger_format(recordings: dict[str, list[Recording]], tmp_path: Path) -> None:
     rec = recordings["cartpole"][0]
-    tag = StepTag("nice", 1, 2)
+    tag = TaggedSpan("nice", 1, 2)
     result = export_dataset(
         [episode_input(rec, step_tags=(tag,), tags=("t",), notes="hello")],
-        ExportOptions(format=ExportFormat.ENVLOGGER),
+        ExportOptions(format="envlogger"),
         tmp_path / "out",
     )
     folder = tmp_path / "out" / "episodes" / rec.episode_id
@@ -167,9 +167,9 @@ def _files(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-@pytest.mark.parametrize("fmt", [ExportFormat.RLDS, ExportFormat.MINARI, ExportFormat.LEROBOT])
+@pytest.mark.parametrize("fmt", ["tfds", "minari", "lerobot"])
 def test_threads_change_no_byte(
-    fmt: ExportFormat,
+    fmt: str,
     recordings: dict[str, list[Recording]],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -12,10 +12,12 @@ import tensorflow_datasets as tfds
 from dm_env import specs
 from PIL import Image
 
-from server.export.encoding import check_range, encode_png, spec_column
+from server.export.columns import check_range
 from server.export.episode import EnvSpecs
 from server.export.errors import ExportError, ValueOutOfRangeError
-from server.export.features import episode_features, spec_to_feature, specs_signature
+from server.export.fields import specs_signature
+from server.export.formats.rlds.example import encode_png, spec_column
+from server.export.formats.rlds.features import episode_features, spec_to_feature
 
 f = tfds.features
 

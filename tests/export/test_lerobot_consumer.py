@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from server.export import ExportFormat, ExportOptions, StepTag, export_dataset
-from server.export.lerobot_format import FRAME_KEY
+from server.export import ExportOptions, TaggedSpan, export_dataset
+from server.export.formats.lerobot.dataset import FRAME_KEY
 from server.export.video import decode_jpeg, psnr
 from tests.export._expected import expected_episode, save_expected
 from tests.export._recordings import Recording
@@ -79,7 +79,7 @@ def test_lerobot_loads_every_value(
     env: str, recordings: dict[str, list[Recording]], tmp_path: Path
 ) -> None:
     recs = recordings[env]
-    tags = (StepTag("jump", 0, 1), StepTag("good", 1, 1))
+    tags = (TaggedSpan("jump", 0, 1), TaggedSpan("good", 1, 1))
     task = f"Play {env} well"
     inputs = [
         dataclasses.replace(
@@ -88,7 +88,7 @@ def test_lerobot_loads_every_value(
         )
         for r in recs
     ]
-    options = ExportOptions(name="ds", format=ExportFormat.LEROBOT)
+    options = ExportOptions(name="ds", format="lerobot")
     result = export_dataset(inputs, options, tmp_path / "out")
     expected = [
         with_times(
@@ -129,7 +129,7 @@ def test_lerobot_stripped_and_cut_by_end_tag(
     recs = recordings["cartpole"]
     inputs, expected = [], []
     for r in recs:
-        tags = (StepTag("crash", 3, 3),) if r.episode_id == "cp-1" else ()
+        tags = (TaggedSpan("crash", 3, 3),) if r.episode_id == "cp-1" else ()
         inputs.append(episode_input(r, step_tags=tags))
         want = expected_episode(
             r, step_tags=tags, tag_names=("crash",), end_tags=("crash",), keep_step_metadata=False
@@ -137,7 +137,7 @@ def test_lerobot_stripped_and_cut_by_end_tag(
         expected.append(with_times(want, r, "CartPole-v1"))
     options = ExportOptions(
         name="cut",
-        format=ExportFormat.LEROBOT,
+        format="lerobot",
         keep_step_metadata=False,
         end_tags=("crash",),
         max_episodes_per_shard=2,

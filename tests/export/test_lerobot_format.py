@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 from dm_env import specs
 
-from server.export import ExportError, ExportFormat, ExportOptions, StepTag, export_dataset
+from server.export import ExportError, ExportOptions, TaggedSpan, export_dataset
 from server.export.episode import EnvSpecs
-from server.export.lerobot_format import FRAME_KEY, features_of
+from server.export.formats.lerobot.dataset import FRAME_KEY, features_of
 from server.export.video import decode_jpeg, read_video
 from tests.export._recordings import Recording, record_episode
 from tests.export.conftest import episode_input, make_cartpole
@@ -71,11 +71,11 @@ def test_refused_fields_are_named(obs: object, message: str) -> None:
 
 def test_refused_before_writing(recordings: dict[str, list[Recording]], tmp_path: Path) -> None:
     rec = recordings["cartpole"][0]
-    tags = (StepTag("a/b", 0, 0),)
+    tags = (TaggedSpan("a/b", 0, 0),)
     with pytest.raises(ExportError, match="step tag 'a/b'"):
         export_dataset(
             [episode_input(rec, step_tags=tags)],
-            ExportOptions(name="x", format=ExportFormat.LEROBOT),
+            ExportOptions(name="x", format="lerobot"),
             tmp_path / "out",
         )
     assert not (tmp_path / "out").exists()
@@ -87,7 +87,7 @@ def test_layout_values_and_timestamps(
     recs = recordings["pong"]
     labels = {"outcome": "success", "player_outcome": "", "reviewer_outcome": "success"}
     inputs = [episode_input(r, tags=("good",), notes="fine", outcomes=labels) for r in recs]
-    options = ExportOptions(name="pong", format=ExportFormat.LEROBOT)
+    options = ExportOptions(name="pong", format="lerobot")
     result = export_dataset(inputs, options, tmp_path / "out")
     root = result.path / "pong"
     info = json.loads((root / "meta/info.json").read_text())
@@ -127,7 +127,7 @@ def test_layout_values_and_timestamps(
 
 def test_files_roll_over(recordings: dict[str, list[Recording]], tmp_path: Path) -> None:
     recs = recordings["cartpole"]
-    options = ExportOptions(name="cp", format=ExportFormat.LEROBOT, max_episodes_per_shard=2)
+    options = ExportOptions(name="cp", format="lerobot", max_episodes_per_shard=2)
     result = export_dataset([episode_input(r) for r in recs], options, tmp_path / "out")
     root = result.path / "cp"
     assert sorted(p.name for p in (root / "data/chunk-000").iterdir()) == [
@@ -144,7 +144,7 @@ def test_bad_value_names_episode_step_and_field(tmp_path: Path) -> None:
         make_cartpole(6), tmp_path / "log", env_id="CartPole-v1", episode_id="bad-1", seed=1,
         bad_timing={3: {"input_sent": math.nan}, 4: {"applied": math.inf}},
     )  # fmt: skip
-    options = ExportOptions(name="bad", format=ExportFormat.LEROBOT)
+    options = ExportOptions(name="bad", format="lerobot")
     with pytest.raises(ExportError) as caught:
         export_dataset([episode_input(rec)], options, tmp_path / "out")
     assert str(caught.value).startswith("episode bad-1: step 2, field timing/input_sent_ms: ")
@@ -156,7 +156,7 @@ def test_unknown_step_times_follow_the_median_interval(tmp_path: Path) -> None:
         make_cartpole(6), tmp_path / "log", env_id="CartPole-v1", episode_id="gap-1", seed=1,
         bad_timing={2: {"applied": math.inf}},
     )  # fmt: skip
-    options = ExportOptions(name="gap", format=ExportFormat.LEROBOT, keep_step_metadata=False)
+    options = ExportOptions(name="gap", format="lerobot", keep_step_metadata=False)
     result = export_dataset([episode_input(rec)], options, tmp_path / "out")
     data = pq.read_table(result.path / "gap/data/chunk-000/file-000.parquet").to_pydict()
     applied = [t["applied"] for t in rec.timings]
@@ -172,9 +172,9 @@ def test_videos_option_adds_an_mp4_per_episode_to_any_format(
     from server.export.video import PLAYABLE_PSNR_DB, psnr
 
     recs = recordings["pong"]
-    cut = (StepTag("end", 5, 5),)
+    cut = (TaggedSpan("end", 5, 5),)
     inputs = [episode_input(recs[0], step_tags=cut), episode_input(recs[1])]
-    options = ExportOptions(name="m", format=ExportFormat.MINARI, end_tags=("end",), videos=True)
+    options = ExportOptions(name="m", format="minari", end_tags=("end",), videos=True)
     result = export_dataset(inputs, options, tmp_path / "out")
     assert "episode_videos/" in (result.path / "README.md").read_text()
     for rec, length in ((recs[0], 6), (recs[1], recs[1].num_steps)):
@@ -187,7 +187,7 @@ def test_videos_option_adds_an_mp4_per_episode_to_any_format(
 
 
 def test_video_stats_equal_numpy_over_every_pixel() -> None:
-    from server.export.lerobot_stats import Stats
+    from server.export.formats.lerobot.stats import Stats
 
     rng = np.random.default_rng(0)
     frames = [rng.integers(0, 256, (7, 5, 3), dtype=np.uint8) for _ in range(4)]
@@ -212,7 +212,7 @@ def test_video_stats_equal_numpy_over_every_pixel() -> None:
 
 
 def test_frames_pixel_counts_equal_numpy_counts_of_every_frame() -> None:
-    from server.export.lerobot_stats import frames_pixel_counts
+    from server.export.formats.lerobot.stats import frames_pixel_counts
 
     rng = np.random.default_rng(1)
     frame = rng.integers(0, 256, (30, 20, 3), dtype=np.uint8)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from server.export import ExportFormat, ExportOptions, StepTag, export_dataset
+from server.export import ExportOptions, TaggedSpan, export_dataset
 from tests.export._expected import expected_episode, save_expected
 from tests.export._recordings import Recording
 from tests.export.conftest import ROOT, episode_input
@@ -48,13 +48,13 @@ def test_minari_loads_every_value(
     env: str, recordings: dict[str, list[Recording]], tmp_path: Path
 ) -> None:
     recs = recordings[env]
-    tags = (StepTag("jump", 0, 1), StepTag("good", 1, 1))
+    tags = (TaggedSpan("jump", 0, 1), TaggedSpan("good", 1, 1))
     outcomes = {"outcome": "success", "player_outcome": "failure", "reviewer_outcome": "success"}
     inputs = [
         episode_input(r, step_tags=tags, tags=("a", "b"), notes="n", outcomes=outcomes)
         for r in recs
     ]
-    options = ExportOptions(name="ds", format=ExportFormat.MINARI)
+    options = ExportOptions(name="ds", format="minari")
     result = export_dataset(inputs, options, tmp_path / "out")
     expected = [
         expected_episode(
@@ -82,7 +82,7 @@ def test_minari_stripped_and_cut_by_end_tag(
     recs = recordings["cartpole"]
     inputs, expected = [], []
     for r in recs:
-        tags = (StepTag("crash", 3, 3),) if r.episode_id == "cp-1" else ()
+        tags = (TaggedSpan("crash", 3, 3),) if r.episode_id == "cp-1" else ()
         inputs.append(episode_input(r, step_tags=tags))
         expected.append(
             expected_episode(
@@ -94,7 +94,7 @@ def test_minari_stripped_and_cut_by_end_tag(
             )
         )
     options = ExportOptions(
-        name="cut", format=ExportFormat.MINARI, keep_step_metadata=False, end_tags=("crash",)
+        name="cut", format="minari", keep_step_metadata=False, end_tags=("crash",)
     )
     result = export_dataset(inputs, options, tmp_path / "out")
     assert result.episodes[0].num_steps == 4 and not result.episodes[0].terminated

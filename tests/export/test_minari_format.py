@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from dm_env import specs
 
-from server.export import ExportError, ExportFormat, ExportOptions, export_dataset
+from server.export import ExportError, ExportOptions, export_dataset
 from server.export.episode import EnvSpecs
-from server.export.minari_format import check_specs, dataset_id, space_of
+from server.export.formats.minari.dataset import check_specs, dataset_id, space_of
 from tests.export._recordings import Recording
 from tests.export.conftest import episode_input
 
@@ -62,7 +62,7 @@ def test_vector_reward_is_refused() -> None:
 
 def test_layout_and_metadata(recordings: dict[str, list[Recording]], tmp_path: Path) -> None:
     recs = recordings["cartpole"]
-    options = ExportOptions(name="ds", format=ExportFormat.MINARI, study="S")
+    options = ExportOptions(name="ds", format="minari", study="S")
     result = export_dataset([episode_input(r, tags=("x",)) for r in recs], options, tmp_path / "o")
     data = result.path / "ds-v1" / "data"
     meta = json.loads((data / "metadata.json").read_text())

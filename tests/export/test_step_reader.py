@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from server.export.step_reader import decode, read_log
-from server.recording._envlogger import codec, envlogger, storage_pb2
+from server.recording.envlogger_log import codec, envlogger, storage_pb2
 from tests.export._recordings import record_episode
 
 

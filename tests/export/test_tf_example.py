@@ -10,12 +10,12 @@ import tensorflow_datasets as tfds
 from tensorflow_datasets.core import example_serializer
 from tensorflow_datasets.proto import tf_feature_pb2
 
-from server.export import ExportOptions, StepTag
+from server.export import ExportOptions, TaggedSpan
 from server.export.base import prepare
-from server.export.encoding import EpisodeSerializer, encode_episode_example
-from server.export.export_job import check_compatible
-from server.export.rlds_encoding import encode_episode, rlds_features
-from server.export.tf_example import ExampleWriter, varint, varints
+from server.export.formats.rlds.encoding import encode_episode, rlds_features
+from server.export.formats.rlds.example import EpisodeSerializer, encode_episode_example
+from server.export.formats.rlds.tf_example import ExampleWriter, varint, varints
+from server.export.run import check_compatible
 from tests.export._recordings import Recording
 from tests.export.conftest import episode_input
 
@@ -39,7 +39,7 @@ def test_episodes_as_tfds_writes_them(
 ) -> None:
     """Each episode's record is what TFDS's own encode_example and serializer make of it."""
     inputs = [
-        episode_input(r, step_tags=(StepTag("good", 0, 2),), tags=("a", "é"), notes="ü")
+        episode_input(r, step_tags=(TaggedSpan("good", 0, 2),), tags=("a", "é"), notes="ü")
         for r in recordings[env]
     ]
     options = ExportOptions(profile=profile, keep_step_metadata=keep)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from server.export.tfrecord import (
+from server.export.formats.rlds.tfrecord import (
     CorruptRecordError,
     TFRecordWriter,
     frame_record,

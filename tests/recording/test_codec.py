@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from server.recording import codec as fast
-from server.recording._envlogger import codec as reference
-from server.recording._envlogger import (
+from server.recording.envlogger_log import codec as reference
+from server.recording.envlogger_log import (
     envlogger,
     riegeli_dataset_reader,
     riegeli_dataset_writer,

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from server.export import EpisodeInput, ExportFormat, ExportOptions, export_dataset
+from server.export import EpisodeInput, ExportOptions, export_dataset
 from server.runtime.catalog import CATALOG
 from tests.web._teleop import hold, load_steps, open_game, save_episode, wait_steps
 
@@ -69,7 +69,7 @@ def test_keyboard_teleoperator_moves_the_gripper_and_switches_camera(
     # format's own library)
     episode = EpisodeInput(log_dir=row.storage_path, episode_id=row.id, agent_id="a")
     for fmt in ("rlds", "lerobot", "minari"):
-        options = ExportOptions(name="cube", format=ExportFormat(fmt))
+        options = ExportOptions(name="cube", format={"rlds": "tfds"}.get(fmt, fmt))
         result = export_dataset([episode], options, tmp_path / fmt)
         loaded = load_steps(fmt, result.data_dir if fmt == "rlds" else result.path, "cube")
         assert loaded["cameras"] == [cams], fmt

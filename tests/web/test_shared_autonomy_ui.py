@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from server.export import EpisodeInput, ExportFormat, ExportOptions, export_dataset
+from server.export import EpisodeInput, ExportOptions, export_dataset
 from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
@@ -114,7 +114,7 @@ def test_the_player_takes_over_twice_and_the_exports_say_so(
     episode = EpisodeInput(log_dir=Path(row.storage_path), episode_id=row.id, agent_id="a")
     for fmt in ("rlds", "lerobot", "minari"):
         out = tmp_path / fmt
-        options = ExportOptions(name="fetch", format=ExportFormat(fmt))
+        options = ExportOptions(name="fetch", format={"rlds": "tfds"}.get(fmt, fmt))
         result = export_dataset([episode], options, out)
         loaded = load_steps(fmt, result.data_dir if fmt == "rlds" else result.path, "fetch")
         assert loaded["sources"] == [want], fmt

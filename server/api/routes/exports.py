@@ -13,12 +13,12 @@ from fastapi.responses import FileResponse, StreamingResponse
 
 from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.api.routes import _jobs
-from server.export.jobs import JobManager
 from server.export.packaging import archive_members
+from server.export.runner import ExportRunner, export_dir
 from server.models import ExportJob, JobState
-from server.recording.format import export_dir
 from server.schemas import ExportCreate, ExportJobPublic, ExportPreviewIn, ExportPreviewPublic
-from server.services.jobs import export_preview, exports
+from server.services.exports import exports
+from server.services.exports import preview as export_preview
 from server.services.studies import studies
 
 router = APIRouter(tags=["exports"])
@@ -54,8 +54,8 @@ def public(job: ExportJob) -> ExportJobPublic:
     )
 
 
-def _manager(request: Request) -> JobManager:
-    manager: JobManager = request.app.state.export_jobs
+def _manager(request: Request) -> ExportRunner:
+    manager: ExportRunner = request.app.state.export_jobs
     return manager
 
 

@@ -1,1 +1,1 @@
-"""Background jobs on the app side: exports (selection, preview, rows), bulk runs, videos."""
+"""Background work on the app side besides exports: bulk runs and episode videos."""

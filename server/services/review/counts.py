@@ -6,7 +6,7 @@ preview makes is in no participants list or count either (``REAL_PARTICIPANT``).
 *excluded* episode is marked to stay out of exports. A *rejected* episode ended and its player
 declined to save it. A participant is *screened out* once they declined consent (the
 platform's screen-out code). The live dashboard, the participants page, the episodes list and
-the export use these, and the export preview (:mod:`server.services.jobs.export_preview`) says,
+the export use these, and the export preview (:mod:`server.services.exports.preview`) says,
 for each listed episode an export leaves out, which rule it is.
 """
 

@@ -12,9 +12,10 @@ from sqlalchemy.orm import Session, selectinload
 
 from server.core.security import new_token
 from server.errors import Conflict, NotFound
+from server.export.runner import export_dir
 from server.models import Episode, ExportJob, Study, StudyEnvironment, StudyState, utcnow
 from server.principal import Principal
-from server.recording.format import episode_dir, episode_video_lock, episode_videos, export_dir
+from server.recording.format import episode_dir, episode_video_lock, episode_videos
 from server.services.studies import launch_check, study_files
 from server.study_spec import StudySpec
 

@@ -16,7 +16,7 @@ from server.recording import signals
 from server.recording.format import episode_dir
 from server.schemas import ExportSelection
 from server.services.crowd import episodes
-from server.services.jobs import export_selection
+from server.services.exports import selection as export_selection
 from server.services.live import replicas
 from server.services.review import quality, review
 from tests.api.routes._recorded import Inserter, two_env_spec

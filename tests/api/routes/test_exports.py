@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from server.core.security import salted_hash
-from server.export import StepTag
+from server.export import TaggedSpan
+from server.export.runner import EXPORTS_DIR, export_dir
 from server.models import ExportJob, JobState, Role
-from server.recording.format import EXPORTS_DIR, export_dir
 from tests.api.routes._recorded import Inserter, two_env_spec
 from tests.export._expected import expected_episode, save_expected
 from tests.export.conftest import CHECK_SCRIPT, CONSUMER_PYTHON
@@ -228,7 +228,7 @@ def test_job_export_loads_in_tfds(world, settings, tmp_path, recorded) -> None: 
         agent_id=salted_hash(settings.secret_key, "worker-1"),
         tags=("good",),
         notes="looks fine",
-        step_tags=(StepTag("wobble", 1, 2),),
+        step_tags=(TaggedSpan("wobble", 1, 2),),
         tag_names=("wobble",),
     )
     save_expected(tmp_path / "expected.npz", [want])
@@ -449,7 +449,7 @@ def _live_processes() -> dict[int, tuple[int, int]]:
 
 
 def test_stopped_beam_job_takes_its_workers_with_it(world, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from server.export import jobs
+    from server.export import runner as jobs
 
     monkeypatch.setattr(jobs, "CANCEL_GRACE_S", 0.0)  # stop the job's process at once
     settings.beam_workers, settings.beam_running_mode = 2, "multi_processing"

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from server.export.episode import EnvSpecs, RldsEpisode
-from server.export.features import is_image_spec, tfds_features
+from server.export.fields import is_image_spec
+from server.export.formats.rlds.features import tfds_features
 
 PROFILES = ("", "oxe")
 STATISTICS_FILE = "dataset_statistics.json"

@@ -1,5 +1,5 @@
 """Whether an export's environments share their observation and action spaces (the export
-preview, :mod:`server.services.jobs.export_preview`, says what the export does when they do not)."""
+preview, :mod:`server.services.exports.preview`, says what the export does when they do not)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A LeRobot export's video features, one episode at a time: the frames decoded, their pixel
 counts, and the episode encoded on an encoder slot, in the export's worker threads
-(server/export/formats/lerobot.py muxes the episodes in order).
+(server/export/formats/lerobot/writer.py muxes the episodes in order).
 
 Episode ``i`` is encoded on slot ``i % SLOTS`` of its feature (a :class:`video.FrameEncoder`
 each). The export runs at most :data:`SLOTS` threads, and ``WriteJob.each_encoded`` has at
@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from server.export import lerobot_format as fmt
 from server.export import video
 from server.export.episode import RldsEpisode
 from server.export.errors import ExportError
-from server.export.lerobot_stats import frames_pixel_counts
+from server.export.formats.lerobot import dataset as fmt
+from server.export.formats.lerobot.stats import frames_pixel_counts
 
 SLOTS = 4  # encoders per video feature, and the export's threads at most
 

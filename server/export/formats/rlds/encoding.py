@@ -1,5 +1,6 @@
 """The RLDS format's records: the dataset's features and one episode's serialized record,
-the same in this process (server/export/formats/rlds.py) and on Beam (beam_export.py)."""
+the same in this process (server/export/formats/rlds/writer.py) and on Beam
+(server/export/formats/rlds/beam.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from server.export import oxe
 from server.export.base import (
     EpisodeInput,
     ExportOptions,
@@ -16,10 +16,11 @@ from server.export.base import (
     prepare,
     summarize,
 )
-from server.export.card import EpisodeSummary
-from server.export.encoding import EpisodeSerializer, episode_example
+from server.export.card import ExportedEpisode
 from server.export.episode import EnvSpecs, RldsEpisode
-from server.export.features import episode_features, episode_fields, step_features
+from server.export.formats.rlds import oxe
+from server.export.formats.rlds.example import EpisodeSerializer, episode_example
+from server.export.formats.rlds.features import episode_features, episode_fields, step_features
 from server.export.tags import tag_columns
 
 
@@ -52,12 +53,22 @@ def dataset_metadata(options: ExportOptions) -> dict[str, Any]:
     }
 
 
+def dataset_info_fields(options: ExportOptions) -> dict[str, Any]:
+    """The dataset's name, version, description and metadata, as the TFDS writers take them."""
+    return {
+        "name": options.name,
+        "version": options.version,
+        "description": dataset_description(options),
+        "metadata": dataset_metadata(options),
+    }
+
+
 @dataclass(frozen=True)
 class EncodedEpisode:
     """One episode as the RLDS record the shards hold, and what the job says about it."""
 
     record: bytes  # a serialized tf.train.Example
-    summary: EpisodeSummary
+    summary: ExportedEpisode
     statistics: oxe.EpisodeRows | None  # the OXE profile's per-episode rows
 
 

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from server.export.base import EpisodeInput, ExportFormat, ExportOptions, ExportResult, WriteJob
+from server.export.base import EpisodeInput, ExportOptions, ExportResult, WriteJob
 from server.export.episode import RldsEpisode
 from server.export.registry import Format, register
-from server.export.tags import StepTag
+from server.export.tags import TaggedSpan
 
 EPISODES_SUBDIR = "episodes"
 TAGS_FILE = "tags.json"
@@ -28,7 +28,7 @@ def tags_document(
     agent_id: str,
     status: str,
     tags: Sequence[str],
-    step_tags: Sequence[StepTag],
+    step_tags: Sequence[TaggedSpan],
     notes: str,
     outcomes: dict[str, str] | None = None,
 ) -> dict[str, Any]:
@@ -54,7 +54,10 @@ def copy_episode_log(log_dir: Path, out_root: Path, episode_id: str, doc: dict[s
 
 @register
 class Envlogger(Format):
-    name = ExportFormat.ENVLOGGER
+    name = "envlogger"
+    summary = "the logs"
+    position = 1
+    splits_by_env = True  # it only copies logs: nothing forces them into one dataset
 
     def write(self, job: WriteJob) -> ExportResult:
         def write(_i: int, ep: EpisodeInput, _episode: RldsEpisode) -> None:
@@ -71,13 +74,10 @@ class Envlogger(Format):
             copy_episode_log(ep.log_dir, job.out, ep.episode_id, doc)
 
         summaries = job.each_episode(write, cut=False)
-        return ExportResult(path=job.out, format=ExportFormat.ENVLOGGER, episodes=tuple(summaries))
+        return ExportResult(path=job.out, format=self.name, episodes=tuple(summaries))
 
     def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
         return ["logs copied as recorded (step tags and notes in each tags.json)"]
-
-    def data_path(self, options: ExportOptions) -> str:
-        return f"{options.name}/{options.version}"
 
     def loading(self, data_path: str) -> str:
         return (

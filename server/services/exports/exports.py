@@ -1,9 +1,10 @@
 """Export jobs on the app side: the exporter's options and engine, job rows and downloads.
 
-The export itself runs in a background process (:mod:`server.export.jobs`); this module
-turns a request into a queued job (its selection resolved and checked by
-:mod:`server.services.jobs.export_selection`) and refuses bad requests early with a 422 that
-says what is wrong.
+The export itself runs in a background process (:mod:`server.export.runner`); this module
+turns a request into a queued job (its selection resolved by
+:mod:`server.services.exports.selection`) and refuses bad requests early with a 422 that
+says what is wrong: the request is checked by the export's own check
+(:func:`server.export.request.check_request`), whose errors name the field.
 """
 
 from __future__ import annotations
@@ -18,29 +19,18 @@ from sqlalchemy.orm import Session
 
 from server.core.config import Settings
 from server.errors import DomainError, Invalid, NotFound
-from server.export import (
-    EpisodeInput,
-    ExportError,
-    ExportFormat,
-    ExportOptions,
-)
+from server.export import EpisodeInput, ExportOptions, registry
 from server.export.beam_config import BeamConfig
-from server.export.jobs import JobPayload
-from server.export.tfds_writer import check_dataset_name
+from server.export.request import RequestError, check_request
+from server.export.runner import ExportPayload
 from server.models import Episode, ExportJob, JobState, Study
 from server.principal import Principal
 from server.schemas import ExportCreate, ExportOptionsIn, ExportSelection
-from server.services.jobs import export_selection
-from server.services.jobs.export_spaces import spaces_differ
+from server.services.exports import selection as export_selection
+from server.services.exports.spaces import spaces_differ
 from server.services.studies import studies
 
 ACTIVE = frozenset({JobState.queued, JobState.running})
-_FORMATS = {
-    "tfds": ExportFormat.RLDS,
-    "envlogger": ExportFormat.ENVLOGGER,
-    "minari": ExportFormat.MINARI,
-    "lerobot": ExportFormat.LEROBOT,
-}
 
 
 def dataset_name(study: Study, requested: str | None) -> str:
@@ -54,10 +44,10 @@ def dataset_name(study: Study, requested: str | None) -> str:
 
 
 def library_options(study: Study, opts: ExportOptionsIn) -> ExportOptions:
-    """The exporter's options for the API's."""
-    options = ExportOptions(
+    """The exporter's options for the API's (checked with the selection: :func:`check`)."""
+    return ExportOptions(
         name=dataset_name(study, opts.name),
-        format=_FORMATS[opts.format],
+        format=opts.format,
         keep_step_metadata=not opts.strip_step_metadata,
         step_tag_names=tuple(opts.step_tags) if opts.step_tags is not None else None,
         end_tags=tuple(opts.end_tags),
@@ -65,19 +55,38 @@ def library_options(study: Study, opts: ExportOptionsIn) -> ExportOptions:
         profile=opts.profile or "",
         videos=opts.videos,
     )
-    if opts.profile and opts.format != "tfds":
-        raise Invalid(
-            f"The {opts.profile} profile applies to the tfds format only.",
-            detail=[{"loc": ["body", "options", "profile"], "msg": "tfds format only"}],
-        )
+
+
+def check(inputs: list[EpisodeInput], options: ExportOptions) -> None:
+    """The export's request check (:func:`check_request`) as a 422 naming the field."""
     try:
-        check_dataset_name(options.name, options.version)
-    except ExportError as exc:
-        raise Invalid(
+        check_request(inputs, options)
+    except RequestError as exc:
+        raise _invalid(exc, options) from exc
+
+
+def _invalid(exc: RequestError, options: ExportOptions) -> Invalid:
+    if exc.field == "profile":
+        only = f"{' or '.join(registry.with_profiles())} format only"
+        return Invalid(
+            f"The {options.profile} profile applies to the {only}.",
+            detail=[{"loc": ["body", "options", "profile"], "msg": only}],
+        )
+    if exc.field == "engine":
+        beam = f"{' or '.join(registry.on_beam())} format"
+        return Invalid(
+            f"Only the {beam} runs on Beam; {options.format} exports run in one process.",
+            detail=[{"loc": ["body", "options", "engine"], "msg": f"{beam} only"}],
+        )
+    if exc.field == "name":
+        return Invalid(
             f"Bad dataset name: {exc}.",
             detail=[{"loc": ["body", "options", "name"], "msg": str(exc)}],
-        ) from exc
-    return options
+        )
+    return Invalid(
+        f"Cannot export this selection: {exc}.",
+        detail=[{"loc": ["body", "selection"], "msg": str(exc)}],
+    )
 
 
 @dataclass(frozen=True)
@@ -102,15 +111,11 @@ class Engines:
 def with_engine(
     options: ExportOptions, requested: str, steps: int, engines: Engines
 ) -> ExportOptions:
-    """The options with the engine that runs them: Beam when asked, or (auto) for an RLDS
-    export of at least ``engines.beam_min_steps`` steps; 422 for Beam with another format."""
-    rlds = options.format is ExportFormat.RLDS
-    if requested == "beam" and not rlds:
-        raise Invalid(
-            f"Only the tfds format runs on Beam; {options.format} exports run in one process.",
-            detail=[{"loc": ["body", "options", "engine"], "msg": "tfds format only"}],
-        )
-    auto = rlds and engines.beam_min_steps > 0 and steps >= engines.beam_min_steps
+    """The options with the engine that runs them: Beam when asked, or (auto) for an export
+    of at least ``engines.beam_min_steps`` steps in a format that runs on Beam (Beam asked
+    of another format is refused by the request's check)."""
+    beam = registry.get(options.format).on_beam
+    auto = beam and engines.beam_min_steps > 0 and steps >= engines.beam_min_steps
     use_beam = requested == "beam" or (requested == "auto" and auto)
     return replace(options, beam=engines.beam if use_beam else None)
 
@@ -132,15 +137,17 @@ def prepare(
 ) -> tuple[list[Episode], ExportOptions, list[EpisodeInput]]:
     """Resolve and check a selection: its episodes, the exporter's options and inputs.
 
-    An envlogger export of environments with different spaces is split by environment
-    (``opts.split_by_env`` is set): it only copies logs, so nothing forces them into one
-    dataset, and each environment's folder reads like a single-environment export."""
+    An export of environments with different spaces in a format that splits them by itself
+    (``Format.splits_by_env``: the envlogger logs) is split by environment
+    (``opts.split_by_env`` is set): each environment's folder reads like a single-environment
+    export."""
     episodes = export_selection.resolve(db, study, selection)
     options = library_options(study, opts)
     options = with_engine(options, opts.engine, sum(e.steps for e in episodes), engines)
     instructions = export_selection.instructions_of(study)
     inputs = export_selection.episode_inputs(db, episodes, secret_key, data_root, instructions)
-    if not opts.split_by_env and options.format is ExportFormat.ENVLOGGER:
+    check(inputs, options)
+    if not opts.split_by_env and registry.get(options.format).splits_by_env:
         opts.split_by_env = spaces_differ(episodes, inputs)
     export_selection.check_inputs(episodes, inputs, options, opts.split_by_env)
     return episodes, options, inputs
@@ -194,7 +201,7 @@ def create_job(
 
 def payload_of(
     db: Session, job: ExportJob, *, secret_key: str, data_root: Path, engines: Engines
-) -> JobPayload:
+) -> ExportPayload:
     """What the runner needs, rebuilt from the job's row by the replica that claimed it
     (the episodes chosen when it was queued; a 422-style error if they changed since)."""
     study = db.get(Study, job.study_id)
@@ -211,7 +218,7 @@ def payload_of(
     episodes, options, inputs = prepare(
         db, study, selection, opts, secret_key=secret_key, data_root=data_root, engines=engines
     )
-    return JobPayload(
+    return ExportPayload(
         job_id=job.id,
         episodes=tuple(inputs),
         options=options,

@@ -1,4 +1,5 @@
-"""The LeRobot format (the on-disk format is in :mod:`server.export.lerobot_format`).
+"""The LeRobot format's writer (the on-disk format is in
+:mod:`server.export.formats.lerobot.dataset`).
 
 Episodes go in order into data file 0, 1, ... (``data/chunk-000/file-000.parquet`` ...) and
 the matching video files; a file is closed when it holds ``max_shard_bytes`` of rows or
@@ -10,7 +11,6 @@ file holds its episodes one after another, from each episode's ``from_timestamp`
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,26 +18,21 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from server.export import lerobot_format as fmt
 from server.export import video
 from server.export.base import (
     EpisodeInput,
-    ExportFormat,
     ExportOptions,
     ExportResult,
     WriteJob,
-    card_lines,
     export_threads,
 )
-from server.export.encoding import check_range, control_values, timing_column
-from server.export.episode import EnvSpecs, RldsEpisode
+from server.export.columns import check_range, control_values, timing_column
+from server.export.episode import RldsEpisode
 from server.export.errors import ExportError
-from server.export.lerobot_stats import Stats
-from server.export.lerobot_video import SLOTS, EpisodeVideo, VideoSlots, leaf
-from server.export.registry import Format, register
+from server.export.formats.lerobot import dataset as fmt
+from server.export.formats.lerobot.stats import Stats
+from server.export.formats.lerobot.video_slots import SLOTS, EpisodeVideo, VideoSlots, leaf
 from server.export.tags import tag_columns
-
-REPO_PREFIX = "rlds-studio"
 
 
 @dataclass
@@ -302,70 +297,31 @@ def _log_fields(meta: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@register
-class LeRobot(Format):
-    name = ExportFormat.LEROBOT
+def write_lerobot(job: WriteJob) -> ExportResult:
+    """Write the episodes as a LeRobot v3.0 dataset into ``job.out/<name>`` (see
+    dataset.py)."""
+    options, tag_names = job.options, job.tag_names
+    cols = fmt.features_of(
+        job.specs, keep_step_metadata=options.keep_step_metadata, tag_names=tag_names
+    )
+    root = job.out / options.name
+    writer = LeRobotWriter(root, cols, options)
+    index = {ep.episode_id: i for i, ep in enumerate(job.episodes)}
 
-    def check(self, specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str]) -> None:
-        fmt.features_of(specs, keep_step_metadata=options.keep_step_metadata, tag_names=tag_names)
+    def encode(ep: EpisodeInput, episode: RldsEpisode) -> _Encoded:
+        tag_cols = tag_columns(ep.step_tags, tag_names, len(episode))
+        return writer.encode(index[ep.episode_id], episode, tag_cols)
 
-    def write(self, job: WriteJob) -> ExportResult:
-        """Write the episodes as a LeRobot v3.0 dataset into ``job.out/<name>`` (see
-        lerobot_format)."""
-        options, tag_names = job.options, job.tag_names
-        cols = fmt.features_of(
-            job.specs, keep_step_metadata=options.keep_step_metadata, tag_names=tag_names
-        )
-        root = job.out / options.name
-        writer = LeRobotWriter(root, cols, options)
-        index = {ep.episode_id: i for i, ep in enumerate(job.episodes)}
+    def write(_i: int, ep: EpisodeInput, episode: RldsEpisode, encoded: _Encoded) -> None:
+        writer.add(ep, episode, encoded)
 
-        def encode(ep: EpisodeInput, episode: RldsEpisode) -> _Encoded:
-            tag_cols = tag_columns(ep.step_tags, tag_names, len(episode))
-            return writer.encode(index[ep.episode_id], episode, tag_cols)
-
-        def write(_i: int, ep: EpisodeInput, episode: RldsEpisode, encoded: _Encoded) -> None:
-            writer.add(ep, episode, encoded)
-
-        try:
-            threads = min(export_threads(), SLOTS)  # a slot's episodes one after another
-            summaries = job.each_encoded(encode, write, threads=threads)
-            writer.finish()
-        except BaseException:
-            writer.abort()
-            raise
-        return ExportResult(
-            path=job.out, format=ExportFormat.LEROBOT, episodes=tuple(summaries), data_dir=root
-        )
-
-    def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
-        return card_lines(
-            options,
-            tag_names,
-            metadata="step metadata (raw input, timing, env info, control, camera as columns;"
-            " the player's frames as the video `observation.images.frame`)",
-            tags="step tag columns",
-        )
-
-    def data_path(self, options: ExportOptions) -> str:
-        return options.name
-
-    def loading(self, data_path: str) -> str:
-        return (
-            "```python\n"
-            "import os\n"
-            'os.environ["HF_HUB_OFFLINE"] = "1"  # a local dataset: nothing is downloaded\n'
-            "from lerobot.datasets.lerobot_dataset import LeRobotDataset\n\n"
-            f'dataset = LeRobotDataset("{REPO_PREFIX}/{data_path}",'
-            f' root="<this folder>/{data_path}",\n'
-            '                         video_backend="pyav")\n'
-            "step = dataset[0]  # observation.*, action, next.reward, next.done, ..., task\n"
-            "```\n\n"
-            "LeRobot v3.0 (tested with lerobot 0.4.4). Videos are lossless H.264 (decoded"
-            " frames\n"
-            "equal the recorded ones); `timestamp` is each step's recorded time. Episode"
-            " metadata\n"
-            "(`episode_id`, `agent_id`, `status`, `outcome`, `episode_tags`, `notes`, `env_id`,"
-            "\n"
-            "`seed`): `dataset.meta.episodes[i]`.\n"
-        )
+    try:
+        threads = min(export_threads(), SLOTS)  # a slot's episodes one after another
+        summaries = job.each_encoded(encode, write, threads=threads)
+        writer.finish()
+    except BaseException:
+        writer.abort()
+        raise
+    return ExportResult(
+        path=job.out, format=options.format, episodes=tuple(summaries), data_dir=root
+    )

@@ -20,10 +20,11 @@ from tensorflow_datasets.core import example_serializer
 from tensorflow_datasets.core import features as tfds_features
 from tensorflow_datasets.core.utils.py_utils import reraise, zip_dict
 
-from server.export.episode import HUMAN, TIMING_FLOAT_KEYS, TIMING_KEYS, RldsEpisode
+from server.export.columns import check_range, control_values, timing_column
+from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, RldsEpisode
 from server.export.errors import ExportError, ValueOutOfRangeError
-from server.export.features import OUTCOME_FIELDS, is_image_spec, tag_field
-from server.export.tf_example import ExampleWriter
+from server.export.fields import OUTCOME_FIELDS, is_image_spec, tag_field
+from server.export.formats.rlds.tf_example import ExampleWriter
 
 PNG_ZLIB_LEVEL = 3
 _PNG_COLOR_TYPES = {1: 0, 3: 2, 4: 6}  # grey, RGB, RGBA; 8 bits per sample
@@ -61,82 +62,6 @@ def encode_png(image: np.ndarray) -> bytes:
 def _png_chunk(kind: bytes, data: bytes) -> bytes:
     crc = zlib.crc32(data, zlib.crc32(kind))
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
-
-
-def check_range(values: np.ndarray, dtype: Any, where: str) -> None:
-    """Raise, naming the step (axis 0) and ``where``, if ``values`` hold a number ``dtype``
-    cannot represent: an integer out of range, a NaN, infinite or fractional value for an
-    integer dtype, or a finite float too large for a float dtype."""
-    target = np.dtype(dtype)
-    if target.kind not in "iuf" or values.size == 0:
-        return
-    if values.dtype.kind in "iubf" and np.can_cast(values.dtype, target):
-        return  # every value of the recorded dtype fits (e.g. uint8 images): no pass needed
-    rows = values.reshape(len(values), -1)  # one row per step
-    with np.errstate(invalid="ignore", over="ignore"):
-        if target.kind == "f":
-            if rows.dtype.kind != "f":
-                return  # integers become floats (rounded, never out of range)
-            bad = np.isfinite(rows) & (np.abs(rows) > np.finfo(target).max)
-        else:
-            info = np.iinfo(target)
-            bad = (rows < info.min) | (rows > info.max)
-            if rows.dtype.kind == "f":
-                bad |= ~np.isfinite(rows) | (rows != np.round(rows))
-    if bad.any():
-        step, column = (int(i) for i in np.argwhere(bad)[0])
-        raise ValueOutOfRangeError(
-            f"step {step}, field {where}: {_why(rows[step, column].item(), target)}"
-        )
-
-
-def _why(value: Any, target: np.dtype) -> str:
-    if isinstance(value, float) and not np.isfinite(value):
-        return f"{value} is not a finite number ({target} field)"
-    if target.kind in "iu" and isinstance(value, float) and value != round(value):
-        return f"{value} is fractional for an integer ({target}) field"
-    limits = np.iinfo(target) if target.kind in "iu" else np.finfo(target)
-    return f"value {value} does not fit {target} [{limits.min}, {limits.max}]"
-
-
-def _short(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} characters)"
-
-
-def int64_column(values: list[Any], where: str) -> list[int]:
-    """Per-step int64 values (timing fields); raise naming the step that is not one."""
-    low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
-    for step, value in enumerate(values):
-        if not (isinstance(value, int) and low <= value <= high):
-            raise ValueOutOfRangeError(
-                f"step {step}, field {where}: {_short(value)} is not a finite integer within int64"
-            )
-    return values
-
-
-def timing_column(timings: list[dict[str, int | float]], key: str) -> np.ndarray:
-    """One timing field over the steps: int64 (:data:`TIMING_KEYS`, checked, naming the step
-    that is not one) or float64 (:data:`TIMING_FLOAT_KEYS`)."""
-    if key in TIMING_FLOAT_KEYS:
-        return np.asarray([t[key] for t in timings], dtype=np.float64)
-    if key not in TIMING_KEYS:
-        raise ExportError(f"no timing field {key!r}")
-    values = int64_column([t.get(key, -1) for t in timings], f"timing/{key}")
-    return np.asarray(values, dtype=np.int64)
-
-
-def control_values(episode: RldsEpisode, name: str) -> np.ndarray:
-    """A per-step shared-autonomy column: ``source`` (int8), ``is_intervention`` (float32, 1
-    where the player drove) or ``has_policy_action`` (bool)."""
-    sources = np.asarray(episode.control_sources, dtype=np.int8)
-    if name == "source":
-        return sources
-    if name == "is_intervention":
-        return (sources == HUMAN).astype(np.float32)
-    if name == "has_policy_action":
-        return np.asarray(episode.has_policy_action, dtype=bool)
-    raise ExportError(f"no control field {name!r}")
 
 
 def _leaf_column(values: list[Any], spec: Any, where: str) -> list[Any]:
@@ -252,7 +177,8 @@ class EpisodeSerializer:
         Deterministic: the Example's feature map is written in key order. (protobuf's default
         order of map entries varies from one process to the next, so the same episode gave
         different bytes in each export process, and on each Beam worker.) Written directly
-        (:mod:`server.export.tf_example`) where it can be, else by TFDS: the same bytes.
+        (:mod:`server.export.formats.rlds.tf_example`) where it can be, else by TFDS: the
+        same bytes.
         """
         encoded = encode_episode_example(self.features, example)
         record = self._writer.serialize(encoded)

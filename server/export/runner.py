@@ -1,6 +1,7 @@
-"""Export jobs: claimed through the database by one replica, run in a spawned process.
+"""The export's runner: export jobs claimed through the database by one replica, each run in
+a spawned process (its run: server/export/run.py).
 
-Every replica's :class:`JobManager` polls ``export_jobs`` and claims queued rows while it has
+Every replica's :class:`ExportRunner` polls ``export_jobs`` and claims queued rows while it has
 a free slot (:mod:`server.core.job_queue`: ``SKIP LOCKED`` on PostgreSQL); the payload is
 rebuilt from the row, so any replica can run a job another one accepted.
 
@@ -35,11 +36,10 @@ from server.core.claim_runner import ClaimRunner, Handle, JobRefused, Outcome
 from server.errors import DomainError
 from server.export.base import CancelFn, EpisodeInput, ExportOptions, ProgressFn
 from server.export.errors import ExportCanceledError, ExportError
-from server.export.export_job import export_dataset
 from server.export.packaging import ARCHIVE_FORMATS, make_archive
+from server.export.run import export_dataset
 from server.export.split import export_split
 from server.models import ExportJob
-from server.recording.format import export_dir
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +51,16 @@ DEAD_MESSAGE = (
     f"The server running this export stopped {MAX_ATTEMPTS} times during it; start it again."
 )
 PROGRESS_RESET = {"episodes_done": 0, "steps_done": 0}
+EXPORTS_DIR = "exports"
+
+
+def export_dir(data_root: Path, job_id: int | str) -> Path:
+    """Folder of one export job's output."""
+    return Path(data_root) / EXPORTS_DIR / str(job_id)
 
 
 @dataclass(frozen=True)
-class JobPayload:
+class ExportPayload:
     """Everything the child needs (picklable: it crosses a spawn boundary)."""
 
     job_id: int
@@ -113,7 +119,7 @@ def write_output(
     return dest
 
 
-def _child(payload: JobPayload, conn: Connection, canceled: Any) -> None:
+def _child(payload: ExportPayload, conn: Connection, canceled: Any) -> None:
     """Child process body: run the export and report through ``conn``.
 
     The child leads a process group of its own, so that stopping it also stops the worker
@@ -160,10 +166,10 @@ def _stop_group(pgid: int) -> None:
         pass  # nothing left (or the child died before it made its group)
 
 
-PayloadFn = Callable[[Session, ExportJob], JobPayload]
+PayloadFn = Callable[[Session, ExportJob], ExportPayload]
 
 
-class JobManager(ClaimRunner):
+class ExportRunner(ClaimRunner):
     """Claims export jobs from the database, runs each in a background process and keeps
     its row up to date (the claiming, heartbeats and requeues: :class:`ClaimRunner`).
 
@@ -190,7 +196,7 @@ class JobManager(ClaimRunner):
         super().__init__(data_root, factory, workers, **options)
         self.payload_of = payload_of
 
-    def prepare(self, db: Session, job: ExportJob) -> JobPayload:
+    def prepare(self, db: Session, job: ExportJob) -> ExportPayload:
         try:
             return self.payload_of(db, job)
         except (DomainError, ExportError) as exc:

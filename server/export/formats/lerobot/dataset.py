@@ -37,7 +37,7 @@ from dm_env import specs as dm_specs
 
 from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, EnvSpecs
 from server.export.errors import ExportError
-from server.export.features import tag_field
+from server.export.fields import tag_field
 
 CODEBASE_VERSION = "v3.0"
 MIN_VIDEO_SIDE = 16
@@ -195,22 +195,6 @@ def features_of(
 # --- values ------------------------------------------------------------------------------
 def _base_type(col: Column) -> pa.DataType:
     return pa.bool_() if col.dtype == "bool" else pa.from_numpy_dtype(np.dtype(col.dtype))
-
-
-def arrow_type(col: Column) -> pa.DataType:
-    """The Arrow type datasets reads the feature as: shape [1] a plain value, [d] a
-    fixed-size list, more dimensions nested lists (datasets' ArrayND)."""
-    if col.dtype == "string":
-        return pa.string()
-    base = _base_type(col)
-    if col.shape == (1,):
-        return base
-    if len(col.shape) == 1:
-        return pa.list_(base, col.shape[0])
-    out = base
-    for _ in col.shape:
-        out = pa.list_(out)
-    return out
 
 
 def arrow_column(col: Column, values: np.ndarray | list[Any]) -> pa.Array:

@@ -8,29 +8,19 @@ and renamed by :meth:`DatasetWriter.finish`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import tensorflow_datasets as tfds
 
+from server.export.base import DEFAULT_MAX_SHARD_BYTES
 from server.export.errors import ExportError
-from server.export.tfrecord import TFRecordWriter
+from server.export.formats.rlds.tfrecord import TFRecordWriter
+from server.export.request import check_dataset_name
 
 SPLIT = "train"
 FILE_TEMPLATE = "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"
-DEFAULT_MAX_SHARD_BYTES = 200 * 1024 * 1024
-_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-_VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
-
-
-def check_dataset_name(name: str, version: str) -> None:
-    """Raise unless ``name`` is a TFDS dataset name (snake_case) and ``version`` x.y.z."""
-    if not _NAME_RE.match(name):
-        raise ExportError(f"dataset name {name!r} must be snake_case: a-z, 0-9 and _")
-    if not _VERSION_RE.match(version):
-        raise ExportError(f"dataset version {version!r} must look like 1.0.0")
 
 
 def shard_filename(name: str, index: int, num_shards: int) -> str:

@@ -13,12 +13,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.errors import Invalid
-from server.export import ExportFormat
+from server.export import registry
 from server.models import Episode, Study
 from server.schemas import EpisodeFilterIn, ExportOptionsIn, ExportSelection
-from server.services.jobs import export_selection, exports
-from server.services.jobs.export_selection import selection_filter
-from server.services.jobs.export_spaces import spaces_differ
+from server.services.exports import exports
+from server.services.exports import selection as export_selection
+from server.services.exports.selection import selection_filter
+from server.services.exports.spaces import spaces_differ
 from server.services.review import review
 from server.services.review.counts import left_out_reason
 
@@ -60,24 +61,26 @@ def spaces_preview(
     db: Session, study: Study, selection: ExportSelection, opts: ExportOptionsIn, *,
     secret_key: str, data_root: Path,
 ) -> dict[str, Any]:  # fmt: skip
-    """``split``: ``none`` (one dataset holds the selection), ``automatic`` (envlogger writes
-    one folder per environment anyway), ``offer`` (one dataset per environment works: the
-    dialog offers it, ``split_by_env``) or ``impossible`` (not even per environment in this
-    format); ``message`` says so in words. A selection the export itself would refuse (empty,
-    a bad name) answers ``none``: starting the export names the problem."""
+    """``split``: ``none`` (one dataset holds the selection), ``automatic`` (the format writes
+    one folder per environment anyway, ``Format.splits_by_env``), ``offer`` (one dataset per
+    environment works: the dialog offers it, ``split_by_env``) or ``impossible`` (not even
+    per environment in this format); ``message`` says so in words. A selection the export
+    itself would refuse (empty, a bad name) answers ``none``: starting the export names the
+    problem."""
     try:
         episodes = export_selection.resolve(db, study, selection)
         options = exports.library_options(study, opts)
+        inputs = export_selection.episode_inputs(db, episodes, secret_key, data_root)
+        exports.check(inputs, options)
     except Invalid:
         return _answer("none", [])
-    inputs = export_selection.episode_inputs(db, episodes, secret_key, data_root)
     envs = sorted({e.env_key for e in episodes})
     if not spaces_differ(episodes, inputs):
         return _answer("none", envs)
     differ = f"The environments {', '.join(envs)} have different observation or action spaces"
-    if options.format is ExportFormat.ENVLOGGER:
-        return _answer("automatic", envs, f"{differ}: the envlogger export writes one folder "
-                       "per environment.")  # fmt: skip
+    if registry.get(options.format).splits_by_env:
+        return _answer("automatic", envs, f"{differ}: the {options.format} export writes one "
+                       "folder per environment.")  # fmt: skip
     try:
         export_selection.check_inputs(episodes, inputs, options, split_by_env=True)
     except Invalid as exc:

@@ -1,23 +1,21 @@
-"""The export job: selected episodes in, a complete dataset folder out (or nothing at all).
+"""The export's run: selected episodes in, a complete dataset folder out (or nothing at all).
 
-The job runner calls :func:`export_dataset` in a background process. It checks the selection,
-looks the format up in the registry (server/export/registry.py; each format is a module of
-server/export/formats/) and lets it write. Output is written to a hidden sibling folder and
+The runner (server/export/runner.py) calls :func:`export_dataset` in a background process. It
+checks the request (server/export/request.py), looks the format up in the registry
+(server/export/registry.py; each format is a folder of server/export/formats/), lets it write
+and writes the card. Output is written to a hidden sibling folder and
 renamed into place only when complete, so a failed or canceled export leaves nothing
 half-written behind.
 """
 
 from __future__ import annotations
 
-import shutil
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from server.export import oxe, registry
+from server.export import registry
 from server.export.base import (
-    EPISODE_ID_RE,
     CancelFn,
     EpisodeInput,
     ExportOptions,
@@ -29,30 +27,10 @@ from server.export.base import (
 from server.export.card import render_card
 from server.export.episode import EnvSpecs, read_header
 from server.export.errors import ExportError, InvalidEpisodeError
-from server.export.tfds_writer import check_dataset_name
+from server.export.packaging import staged
+from server.export.request import check_request
 
 CARD_FILE = "README.md"
-
-
-def _check_inputs(episodes: Sequence[EpisodeInput], options: ExportOptions) -> registry.Format:
-    if not episodes:
-        raise ExportError("no episode selected")
-    check_dataset_name(options.name, options.version)
-    fmt = registry.get(options.format)
-    if options.profile not in oxe.PROFILES:
-        raise ExportError(f"unknown profile {options.profile!r}; profiles: oxe")
-    if options.profile and not fmt.profiles:
-        raise ExportError(f"the {options.profile} profile applies to the RLDS format only")
-    if options.beam is not None and not fmt.on_beam:
-        raise ExportError(f"the {options.format} format is written in one process, not on Beam")
-    seen: set[str] = set()
-    for ep in episodes:
-        if not EPISODE_ID_RE.match(ep.episode_id):
-            raise InvalidEpisodeError(f"episode id {ep.episode_id!r} is not a safe identifier")
-        if ep.episode_id in seen:
-            raise InvalidEpisodeError(f"episode {ep.episode_id} is selected twice")
-        seen.add(ep.episode_id)
-    return fmt
 
 
 def _read_header(ep: EpisodeInput) -> tuple[EnvSpecs, dict[str, Any]]:
@@ -86,9 +64,9 @@ def export_dataset(
     :class:`ExportCanceledError`. On any error nothing is left at ``out_dir``.
     """
     out_dir = Path(out_dir)
-    if out_dir.exists():
+    if out_dir.exists():  # before the checks, which read logs
         raise ExportError(f"the output folder {out_dir} already exists")
-    fmt = _check_inputs(episodes, options)
+    fmt = check_request(episodes, options)
     # The first log's header only: each episode is checked against it where it is read
     # (WriteJob.reference), so that each log is opened once.
     specs, meta = _read_header(episodes[0])
@@ -97,15 +75,12 @@ def export_dataset(
     tag_names = sorted(set(options.step_tag_names)) if options.step_tag_names is not None else used
     fmt.check(specs, options, tag_names)
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.with_name(f".{out_dir.name}.partial-{uuid.uuid4().hex[:8]}")
-    tmp.mkdir()
-    try:
+    with staged(out_dir, "partial") as tmp:
         result = fmt.write(WriteJob(episodes, options, reference, tag_names, tmp, progress, cancel))
         card = render_card(
             title=options.name,
             study=options.study or str(meta.get("study_id", "")),
-            export_format=str(options.format),
+            export_format=fmt.label or fmt.name,
             episodes=result.episodes,
             loading=fmt.loading(fmt.data_path(options)),
             options_text=fmt.card_lines(options, tag_names) + _videos_text(options),
@@ -115,10 +90,6 @@ def export_dataset(
             from server.export.episode_video import write_episode_videos  # imports PyAV
 
             write_episode_videos(episodes, options, tmp, cancel)
-        tmp.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return _moved(result, tmp, out_dir)
 
 

@@ -39,33 +39,27 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from server.export import oxe
 from server.export.base import (
     CancelFn,
     EpisodeInput,
-    ExportFormat,
     ExportOptions,
     ExportResult,
     ProgressFn,
     Reference,
 )
-from server.export.card import EpisodeSummary
-from server.export.encoding import EpisodeSerializer
+from server.export.card import ExportedEpisode
 from server.export.episode import EnvSpecs
 from server.export.errors import ExportCanceledError, ExportError
-from server.export.rlds_encoding import (
-    dataset_description,
-    dataset_metadata,
-    encode_rlds,
-    rlds_features,
-)
-from server.export.tfds_writer import (
+from server.export.formats.rlds import oxe
+from server.export.formats.rlds.encoding import dataset_info_fields, encode_rlds, rlds_features
+from server.export.formats.rlds.example import EpisodeSerializer
+from server.export.formats.rlds.tfds_writer import (
     ShardPlanner,
     framed_size,
     shard_filename,
     write_dataset_info,
 )
-from server.export.tfrecord import TFRecordWriter
+from server.export.formats.rlds.tfrecord import TFRecordWriter
 
 WORK_DIR = ".beam"  # inside the export's partial folder; removed before it is renamed
 POLL_S = 0.25
@@ -108,7 +102,7 @@ class _Encoded:
     of a large export would not fit there)."""
 
     size: int  # the record's framed size
-    summary: EpisodeSummary
+    summary: ExportedEpisode
     statistics: oxe.EpisodeRows | None
 
 
@@ -170,7 +164,7 @@ class _ShardMeta:
     shard: int
     num_records: int
     num_bytes: int
-    episodes: list[tuple[int, EpisodeSummary, oxe.EpisodeRows | None]]
+    episodes: list[tuple[int, ExportedEpisode, oxe.EpisodeRows | None]]
 
 
 def write_shard(
@@ -374,11 +368,8 @@ def _finish(
     features = rlds_features(specs, options, tag_names)
     write_dataset_info(
         data_dir,
-        options.name,
-        options.version,
-        features,
-        description=dataset_description(options),
-        metadata=dataset_metadata(options),
+        features=features,
+        **dataset_info_fields(options),
         shard_lengths=[m.num_records for m in metas],
         num_bytes=sum(m.num_bytes for m in metas),
     )
@@ -390,7 +381,7 @@ def _finish(
         stats.write(data_dir)
     return ExportResult(
         path=data_dir.parent.parent,
-        format=ExportFormat.RLDS,
+        format=options.format,
         episodes=tuple(summary for _, summary, _ in entries),
         data_dir=data_dir,
         shard_paths=tuple(

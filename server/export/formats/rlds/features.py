@@ -22,26 +22,14 @@ from dm_env import specs as dm_specs
 
 from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, EnvSpecs
 from server.export.errors import ExportError
+from server.export.fields import (
+    EPISODE_TEXT_FIELDS,
+    OUTCOME_FIELDS,
+    is_image_spec,
+    tag_field,
+)
 
 tfds_features = tfds.features
-
-TAG_PREFIX = "tag:"
-STEP_METADATA_FIELDS = ("frame", "input", "timing", "info", "control", "camera")
-EPISODE_TEXT_FIELDS = ("episode_id", "agent_id", "study_id", "env_id", "env_config", "status")
-# "success", "failure" or "" (unset): effective (the reviewer's, else the player's), and each
-OUTCOME_FIELDS = ("outcome", "player_outcome", "reviewer_outcome")
-
-
-def is_image_spec(spec: Any) -> bool:
-    """Whether an array spec is an image: uint8, H x W x C with C in 1, 3 or 4."""
-    shape = tuple(spec.shape)
-    return (
-        np.dtype(spec.dtype) == np.uint8
-        and len(shape) == 3
-        and shape[2] in (1, 3, 4)
-        and shape[0] > 1
-        and shape[1] > 1
-    )
 
 
 def float64_tensor(shape: tuple[int, ...] = ()) -> Any:
@@ -74,11 +62,6 @@ def spec_to_feature(spec: Any, path: str = "") -> Any:
     if tuple(spec.shape) == ():
         return tfds_features.Scalar(dtype=dtype)
     return tfds_features.Tensor(shape=tuple(spec.shape), dtype=dtype)
-
-
-def tag_field(name: str) -> str:
-    """The boolean step field of a step tag."""
-    return f"{TAG_PREFIX}{name}"
 
 
 def step_features(
@@ -144,20 +127,3 @@ def episode_features(
         env_specs, keep_step_metadata=keep_step_metadata, step_tag_names=step_tag_names
     )
     return tfds_features.FeaturesDict({"steps": tfds_features.Dataset(step), **episode_fields()})
-
-
-def specs_signature(env_specs: EnvSpecs) -> Any:
-    """A comparable description of the specs' structure, shapes and dtypes (not bounds)."""
-
-    def sig(spec: Any) -> Any:
-        if isinstance(spec, dict):
-            return tuple(sorted((str(k), sig(s)) for k, s in spec.items()))
-        if isinstance(spec, list | tuple):
-            return ("tuple", tuple(sig(s) for s in spec))
-        kind = "discrete" if isinstance(spec, dm_specs.DiscreteArray) else "array"
-        return (kind, tuple(spec.shape), str(np.dtype(spec.dtype)))
-
-    return tuple(
-        sig(s)
-        for s in (env_specs.observation, env_specs.action, env_specs.reward, env_specs.discount)
-    )

@@ -15,13 +15,13 @@ from server.export import (
     ExportError,
     ExportOptions,
     IncompatibleEnvironmentsError,
-    StepTag,
+    TaggedSpan,
     check_compatible,
 )
-from server.export.export_job import check_format
+from server.export.run import check_format
 from server.models import Episode, EpisodeStatus, Study
 from server.schemas import EpisodeFilterIn, ExportSelection
-from server.services.jobs.export_spaces import one_log_per_env
+from server.services.exports.spaces import one_log_per_env
 from server.services.review import labels, review
 from server.services.studies import studies
 
@@ -142,7 +142,7 @@ def episode_inputs(
                 status=str(e.status),
                 tags=tuple(sorted(t.name for t in e.tags)),
                 step_tags=tuple(
-                    StepTag(t.name, t.start_step, t.end_step)
+                    TaggedSpan(t.name, t.start_step, t.end_step)
                     for t in sorted(e.step_tags, key=lambda t: (t.start_step, t.id))
                 ),
                 notes="\n\n".join(n.body for n in labels.notes_of(e)),

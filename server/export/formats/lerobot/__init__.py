@@ -1,0 +1,58 @@
+"""The LeRobot format: a LeRobot v3.0 dataset, parquet data and lossless H.264 videos (its
+writer: :mod:`server.export.formats.lerobot.writer`; the on-disk format:
+:mod:`server.export.formats.lerobot.dataset`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from server.export.base import ExportOptions, ExportResult, WriteJob
+from server.export.episode import EnvSpecs
+from server.export.registry import Format, register
+
+REPO_PREFIX = "rlds-studio"
+
+
+@register
+class LeRobot(Format):
+    name = "lerobot"
+    summary = "LeRobot v3.0 (parquet + lossless H.264 videos)"
+    position = 3
+    card_metadata = (
+        "step metadata (raw input, timing, env info, control, camera as columns;"
+        " the player's frames as the video `observation.images.frame`)"
+    )
+    card_tags = "step tag columns"
+
+    def check(self, specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str]) -> None:
+        from server.export.formats.lerobot.dataset import features_of  # imports pyarrow
+
+        features_of(specs, keep_step_metadata=options.keep_step_metadata, tag_names=tag_names)
+
+    def write(self, job: WriteJob) -> ExportResult:
+        from server.export.formats.lerobot.writer import write_lerobot  # imports PyAV, pyarrow
+
+        return write_lerobot(job)
+
+    def data_path(self, options: ExportOptions) -> str:
+        return options.name
+
+    def loading(self, data_path: str) -> str:
+        return (
+            "```python\n"
+            "import os\n"
+            'os.environ["HF_HUB_OFFLINE"] = "1"  # a local dataset: nothing is downloaded\n'
+            "from lerobot.datasets.lerobot_dataset import LeRobotDataset\n\n"
+            f'dataset = LeRobotDataset("{REPO_PREFIX}/{data_path}",'
+            f' root="<this folder>/{data_path}",\n'
+            '                         video_backend="pyav")\n'
+            "step = dataset[0]  # observation.*, action, next.reward, next.done, ..., task\n"
+            "```\n\n"
+            "LeRobot v3.0 (tested with lerobot 0.4.4). Videos are lossless H.264 (decoded"
+            " frames\n"
+            "equal the recorded ones); `timestamp` is each step's recorded time. Episode"
+            " metadata\n"
+            "(`episode_id`, `agent_id`, `status`, `outcome`, `episode_tags`, `notes`, `env_id`,"
+            "\n"
+            "`seed`): `dataset.meta.episodes[i]`.\n"
+        )

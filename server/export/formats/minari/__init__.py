@@ -1,0 +1,55 @@
+"""The Minari format (the on-disk format is in :mod:`server.export.formats.minari.dataset`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from server.export.base import ExportOptions, ExportResult, WriteJob
+from server.export.episode import EnvSpecs
+from server.export.registry import Format, register
+
+
+@register
+class Minari(Format):
+    name = "minari"
+    summary = "Minari (arrow)"
+    position = 2
+    # frames are JPEGs of varying size: Minari's infos hold fixed columns only
+    card_metadata = (
+        "step metadata (raw input, timing, env info, control, camera; not the frame) in `infos`"
+    )
+    card_tags = "step tag infos"
+
+    def check(self, specs: EnvSpecs, options: ExportOptions, tag_names: Sequence[str]) -> None:
+        from server.export.formats.minari.dataset import check_specs  # imports pyarrow
+
+        check_specs(specs, bounds=False)
+
+    def write(self, job: WriteJob) -> ExportResult:
+        from server.export.formats.minari.writer import write_minari  # imports pyarrow
+
+        return write_minari(job)
+
+    def data_path(self, options: ExportOptions) -> str:
+        from server.export.formats.minari.dataset import dataset_id
+
+        return dataset_id(options.name, options.version)
+
+    def loading(self, data_path: str) -> str:
+        return (
+            "```python\n"
+            "import os\n"
+            'os.environ["MINARI_DATASETS_PATH"] = "<this folder>"  # before importing minari\n'
+            "import minari\n"
+            f'dataset = minari.load_dataset("{data_path}")\n'
+            "for episode in dataset.iterate_episodes():\n"
+            "    episode.observations, episode.actions, episode.rewards, episode.infos\n"
+            "```\n\n"
+            "Minari's arrow storage (`minari[arrow]`, tested with minari 0.5.4). An episode of n\n"
+            "observations holds n - 1 actions, rewards, terminations and truncations; step\n"
+            "metadata and `tag:<name>` columns are in `episode.infos` (one value per"
+            " observation).\n"
+            "Episode metadata (`episode_id`, `agent_id`, `status`, `tags`, `notes`, `outcome`,\n"
+            "`player_outcome`, `reviewer_outcome`, `env_id`,\n"
+            "`env_config`, `seed`): `dataset.storage.get_episode_metadata([i])`.\n"
+        )

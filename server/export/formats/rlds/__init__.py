@@ -1,0 +1,58 @@
+"""The RLDS format (``tfds`` in the API): a TFDS dataset (``<name>/<version>``: shards,
+dataset_info.json, features.json), written here or, with ``ExportOptions.beam``, by a Beam
+pipeline (server/export/formats/rlds/beam.py, which writes the same files); its Open
+X-Embodiment profile is in server/export/formats/rlds/oxe.py."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from server.export.base import ExportOptions, ExportResult, WriteJob
+from server.export.card import option_lines
+from server.export.registry import Format, register
+
+
+@register
+class Rlds(Format):
+    name = "tfds"
+    label = "rlds"
+    summary = "RLDS"
+    position = 0
+    card_metadata = "step metadata (frame JPEG, raw input, timing, env info, control, camera)"
+    card_tags = "step tag fields"
+    on_beam = True
+    profiles = {"oxe": "the Open X-Embodiment profile"}
+
+    def write(self, job: WriteJob) -> ExportResult:
+        from server.export.formats.rlds.writer import write_rlds  # imports TFDS
+
+        return write_rlds(job)
+
+    def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
+        oxe_lines = [
+            "Open X-Embodiment profile: `language_instruction` on every step, dict"
+            " observations (`observation/image` or `observation/state`), episode fields"
+            " under `episode_metadata`, statistics in `dataset_statistics.json` beside the"
+            " shards"
+        ]
+        return option_lines(
+            options,
+            tag_names,
+            metadata=self.card_metadata,
+            tags=self.card_tags,
+            extra=oxe_lines if options.profile == "oxe" else (),
+        )
+
+    def loading(self, data_path: str) -> str:
+        return (
+            "```python\n"
+            "import tensorflow_datasets as tfds\n"
+            f'ds = tfds.builder_from_directory("{data_path}").as_dataset(split="train")\n'
+            "```\n\n"
+            "Each element is an episode: its metadata (`episode_id`, `agent_id`, `study_id`,\n"
+            "`env_id`, `env_config`, `seed`, `status`, `tags`, `notes`, `outcome`,\n"
+            "`player_outcome`, `reviewer_outcome`) and `steps`, a nested\n"
+            "dataset of RLDS steps (`observation`, `action`, `reward`, `discount`, `is_first`,\n"
+            "`is_last`, `is_terminal`, and the step metadata and `tag:<name>` fields when\n"
+            "exported). The `rlds` library's transformations apply directly.\n"
+        )
