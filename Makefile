@@ -71,20 +71,21 @@ typecheck: $(VENV)/.test-stamp
 	$(BIN)/mypy
 
 # Each pass spreads its test modules over TEST_WORKERS processes (pytest-xdist; a module's
-# tests stay together, so its module-scoped browser or server starts once) in its own
-# temporary folder, and ends with its wall time and ten slowest tests.
+# tests stay together, so its module-scoped browser or server starts once, unless it sets
+# SPREAD = True), the slowest first (tests/slow_modules.txt), in its own temporary folder,
+# and ends with its wall time and ten slowest tests.
 TEST_WORKERS ?= 2
 PYTEST_ARGS  ?=
 suites: $(VENV)/.test-stamp
-	bash tests/run_suites.sh $(BIN)/pytest "$(PG_URL)" -n $(TEST_WORKERS) --dist loadfile \
+	bash tests/run_suites.sh $(BIN)/pytest "$(PG_URL)" -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
 		--durations=10 $(PYTEST_ARGS)
 
 ## pytest: the suite on SQLite only; test-postgres: on PostgreSQL only
 pytest: $(VENV)/.test-stamp
-	STUDIO_TEST_DATABASE_URL= $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_ARGS)
+	STUDIO_TEST_DATABASE_URL= $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=10 $(PYTEST_ARGS)
 
 test-postgres: $(VENV)/.test-stamp
-	STUDIO_TEST_DATABASE_URL="$(PG_URL)" $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile \
+	STUDIO_TEST_DATABASE_URL="$(PG_URL)" $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
 		--durations=10 $(PYTEST_ARGS)
 
 ## chromium: Debian's chromium for the browser tests (Playwright's own download is not used)

@@ -33,6 +33,7 @@ def pg_schema_url(base: str, schema: str) -> str:
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The PostgreSQL pass runs only the tests where the database plays a part: a test with a
     database fixture that is not a browser test, or any test of a module that reads ``PG_URL``;
@@ -41,6 +42,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     migrations the API and service tests already cover on PostgreSQL.
     ``STUDIO_TEST_ALL_ON_PG=1`` runs everything again."""
     _slow_modules_first(items)
+    _modules_together(items)
     if not PG_URL or os.environ.get("STUDIO_TEST_ALL_ON_PG"):
         return
     keep: list[pytest.Item] = []
@@ -71,6 +73,16 @@ def _slow_modules_first(items: list[pytest.Item]) -> None:
               if line.strip() and not line.startswith("#")]  # fmt: skip
     rank = {name: i for i, name in enumerate(listed)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable
+
+
+def _modules_together(items: list[pytest.Item]) -> None:
+    """Under ``make test`` (``--dist loadgroup``) a module's tests run in one worker, so its
+    module-scoped browser, server or recordings start once; a module that sets
+    ``SPREAD = True`` (long, with nothing set up per module) has its tests spread over the
+    workers instead."""
+    for item in items:
+        if not getattr(getattr(item, "module", None), "SPREAD", False):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 _module_seconds: dict[str, float] = {}

@@ -37,6 +37,8 @@ from server.main import create_app
 from server.models import ExportJob, JobState, Note, Role, StepTag
 from tests.api.routes._recorded import Inserter, two_env_spec
 
+SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
+
 # Per operation and client: this many valid and this many invalid requests.
 EXAMPLES = 12
 ANONYMOUS_EXAMPLES = 6

@@ -21,6 +21,8 @@ import pytest
 
 from tests.deploy.harness import postgres_answers
 
+SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = sorted((ROOT / "benchmarks").glob("*.py"))
 NEEDS_POSTGRES = {"replicas.py", "review_list.py"}  # on 127.0.0.1:5432

@@ -15,6 +15,8 @@ from server.models import Role, Study, User
 from server.services import bootstrap
 from tests.factories import run_cli
 
+SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 CLI_PASSWORD = "amber walrus teapot"
 

@@ -11,6 +11,8 @@ import pytest
 from tests.api.routes._recorded import Inserter, two_env_spec
 from tests.factories import run_cli
 
+SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -216,7 +216,9 @@ def test_players_on_both_replicas_reload_resumes_and_exports_run_once(dep, study
         t.start()
     for t in threads:
         t.join(60)
-    assert all(a.status_code == 202 for a in answers.values()), answers
+    assert all(a.status_code == 202 for a in answers.values()), {
+        s: (a.status_code, a.text) for s, a in answers.items()
+    }
     ids = [a.json()["id"] for a in answers.values()]
     deadline = time.monotonic() + 180
     with db_session(dep) as db:

@@ -24,6 +24,8 @@ from server.services.studies.env_validation import SPEED_TOLERANCE
 from server.study_spec import EnvironmentSpec
 from tests.runtime.conftest import ALLOWED, run
 
+SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
+
 INSTALLED = [entry for entry in CATALOG.values() if entry.installed()]
 MAX_STEPS = 5
 SEED = 11
@@ -174,8 +176,9 @@ def test_catalog_defaults_play_right(entry, data_root):
 
     async def scenario():
         worker = await EnvWorker.start(
-            spec, allowed=ALLOWED, study_id="conf", data_root=data_root, timeout=60
-        )
+            spec, allowed=ALLOWED, study_id="conf", data_root=data_root, timeout=60,
+            reply_timeout=60,  # a preview steps once per binding: slow on a busy machine
+        )  # fmt: skip
         try:
             preview = await worker.preview(SEED, [raw for _, raw in inputs])
             # a new preview starts with every toggle off (as an episode does): the noop

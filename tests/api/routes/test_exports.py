@@ -23,6 +23,8 @@ from tests.api.routes._recorded import Inserter, two_env_spec
 from tests.export._expected import expected_episode, save_expected
 from tests.export.conftest import CHECK_SCRIPT, CONSUMER_PYTHON
 
+SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
+
 FINISHED = {"succeeded", "failed", "canceled"}
 
 

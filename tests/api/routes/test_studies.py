@@ -9,6 +9,8 @@ import pytest
 from server.models import Role, Study, StudyState
 from tests.factories import spec_dict
 
+SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
+
 ROLES = ["anonymous", "owner", "other", "admin"]
 # Who may manage a study: its owner and admins. Others get 404 (no existence leak),
 # anonymous callers 401.

@@ -18,6 +18,8 @@ from server.services.studies import study_files
 from tests.factories import PASSWORD, Factory
 from tests.services.studies.test_study_files import billion_laughs, nested
 
+SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
+
 YAML = {"Content-Type": "application/yaml"}
 JSON = {"Content-Type": "application/json"}
 
