@@ -35,7 +35,7 @@ from server.core.config import Settings
 from server.export.jobs import JobManager
 from server.main import create_app
 from server.models import ExportJob, JobState, Note, Role, StepTag
-from tests.api.routes._recorded import Inserter, two_env_spec
+from tests.api.routes.recorded import Inserter, two_env_spec
 
 # Per operation and client: this many valid and this many invalid requests.
 EXAMPLES = 12

@@ -20,13 +20,13 @@ import dm_env
 from server.recording import format as fmt
 from server.recording.writer import EpisodeWriter, episode_metadata, info_json, to_json
 from server.runtime import _inspect
-from server.runtime._frames import QUALITY, check_observation, checked_frame, encode_jpeg
-from server.runtime._presses import Presses
 from server.runtime.adapters import EnvAdapter
 from server.runtime.allowlist import AllowedEnvironments
 from server.runtime.autonomy import NO_AUTONOMY, shared_autonomy
 from server.runtime.catalog import default_controls
+from server.runtime.frames import QUALITY, check_observation, checked_frame, encode_jpeg
 from server.runtime.input_mapping import ActionMapper
+from server.runtime.presses import Presses
 from server.study_spec import EnvironmentSpec
 
 MAX_CATCH_UP_S = 0.5  # further behind than this, the async clock skips instead of racing

@@ -16,8 +16,8 @@ from server.export.encoding import EpisodeSerializer, encode_episode_example
 from server.export.export_job import check_compatible
 from server.export.rlds_encoding import encode_episode, rlds_features
 from server.export.tf_example import ExampleWriter, varint, varints
-from tests.export._recordings import Recording
 from tests.export.conftest import episode_input
+from tests.export.recordings import Recording
 
 f = tfds.features
 

@@ -41,7 +41,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from server.models import Episode, EpisodeStatus, StudyEnvironment, utcnow
-from server.services.review._replay_step import finite, parse_json, pressed
+from server.services.review.replay_step import finite, parse_json, pressed
 
 if TYPE_CHECKING:
     from server.export.episode import RldsEpisode

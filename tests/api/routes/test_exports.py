@@ -19,9 +19,9 @@ from server.core.security import salted_hash
 from server.export import StepTag
 from server.models import ExportJob, JobState, Role
 from server.recording.format import EXPORTS_DIR, export_dir
-from tests.api.routes._recorded import Inserter, two_env_spec
-from tests.export._expected import expected_episode, save_expected
+from tests.api.routes.recorded import Inserter, two_env_spec
 from tests.export.conftest import CHECK_SCRIPT, CONSUMER_PYTHON
+from tests.export.expected import expected_episode, save_expected
 
 FINISHED = {"succeeded", "failed", "canceled"}
 
@@ -364,8 +364,8 @@ def test_user_id_beyond_integer_selects_nothing(world) -> None:  # type: ignore[
 
 
 def test_bad_value_fails_the_job_naming_it(world, db, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from tests.export._recordings import record_episode
     from tests.export.conftest import make_cartpole
+    from tests.export.recordings import record_episode
 
     # a log recorded before the protocol refused such numbers: client_ms 1e300 at timestep 2
     rec = record_episode(
