@@ -1,11 +1,12 @@
 """The server's imports point one way: no cycles, no import from a lower layer to a higher one.
 
 Layers, highest first (docs/architecture.md): the app and CLI → HTTP routes → the player
-(play sessions) → services → export and runtime → definitions and infrastructure (models,
-schemas, the study format, errors, core) → recording. A module may import its own layer or a
-lower one. Every import counts, those inside functions too (a lazy import is still a
-dependency); only ``if TYPE_CHECKING:`` blocks are left out. ``from package import module``
-is an import of that module (a package's ``__init__`` is not a dependency of its modules).
+(play sessions) → services → export and runtime → the job queue (rows of job tables) →
+definitions (models, schemas, the study format, the principal) → infrastructure (core,
+errors) → recording. A module may import its own layer or a lower one. Every import counts,
+those inside functions too (a lazy import is still a dependency); only ``if TYPE_CHECKING:``
+blocks are left out. ``from package import module`` is an import of that module (a package's
+``__init__`` is not a dependency of its modules).
 """
 
 from __future__ import annotations
@@ -17,20 +18,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "server"
 LAYERS = {  # the package (or module) under server/ → its layer
-    "main": 7,
-    "cli": 7,
-    "api": 6,
-    "player": 5,
-    "services": 4,
-    "export": 3,
-    "runtime": 3,
-    "envs": 3,
-    "models": 2,
-    "schemas": 2,
-    "study_spec": 2,
-    "errors": 2,
-    "principal": 2,
+    "main": 9,
+    "cli": 9,
+    "api": 8,
+    "player": 7,
+    "services": 6,
+    "export": 5,
+    "runtime": 5,
+    "envs": 5,
+    "queue": 4,
+    "models": 3,
+    "schemas": 3,
+    "study_spec": 3,
+    "principal": 3,
     "core": 2,
+    "errors": 2,
     "recording": 1,
 }
 
@@ -146,6 +148,12 @@ def test_no_import_points_up():
         if _layer(target) > _layer(module)
     ]
     assert upward == []
+
+
+def test_core_sits_below_the_models():
+    """Every table imports ``core.db``'s ``Base``: what in core needs a table lives above the
+    models (``server/queue/``, ``server/services/login_limit.py``)."""
+    assert _layer("server.core.db") < _layer("server.models.jobs") < _layer("server.queue")
 
 
 def test_the_checker_finds_a_cycle_and_an_upward_import():

@@ -1,7 +1,7 @@
 """Export jobs: claimed through the database by one replica, run in a spawned process.
 
 Every replica's :class:`JobManager` polls ``export_jobs`` and claims queued rows while it has
-a free slot (:mod:`server.core.job_queue`: ``SKIP LOCKED`` on PostgreSQL); the payload is
+a free slot (:mod:`server.queue.job_queue`: ``SKIP LOCKED`` on PostgreSQL); the payload is
 rebuilt from the row, so any replica can run a job another one accepted.
 
 The child calls :func:`write_output` and reports ``("progress", episodes_done, total,
@@ -31,7 +31,6 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.core.claim_runner import ClaimRunner, Handle, JobRefused, Outcome
 from server.errors import DomainError
 from server.export.base import CancelFn, EpisodeInput, ExportOptions, ProgressFn
 from server.export.errors import ExportCanceledError, ExportError
@@ -39,6 +38,7 @@ from server.export.export_job import export_dataset
 from server.export.packaging import ARCHIVE_FORMATS, make_archive
 from server.export.split import export_split
 from server.models import ExportJob
+from server.queue.claim_runner import ClaimRunner, Handle, JobRefused, Outcome
 from server.recording.format import export_dir
 
 log = logging.getLogger(__name__)

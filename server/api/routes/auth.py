@@ -6,10 +6,10 @@ from fastapi import APIRouter, HTTPException, Request, Response
 
 from server.api.deps import CurrentUser, SessionDep, SettingsDep
 from server.core import security
-from server.core.login_limit import LoginLimiter
 from server.errors import Unauthorized
 from server.schemas import LoginIn, LoginOut, UserPublic
 from server.services import users
+from server.services.login_limit import LoginLimiter
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
 
