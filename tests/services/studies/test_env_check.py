@@ -1,4 +1,5 @@
-"""validate_study_environments: every problem of a study's environments, by field path."""
+"""Every problem of a study's environments, by field path: the allow-list and settings
+(``require_allowed``) and each environment built (``env_validation.validate_study``)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,8 @@ import sys
 import pytest
 
 from server.errors import Invalid
-from server.services.studies.env_check import (
-    allowed_environments,
-    require_allowed,
-    validate_study_environments,
-)
+from server.services.studies.env_check import allowed_environments, require_allowed
+from server.services.studies.env_validation import validate_study
 from server.study_spec import StudySpec
 
 CANARY = "tests.runtime._canary"
@@ -19,6 +17,17 @@ CANARY = "tests.runtime._canary"
 
 def _env(env_id: str, source: dict, **fields) -> dict:
     return {"id": env_id, "name": env_id, "source": source, **fields}
+
+
+def validate_study_environments(spec, settings, prefix=("spec",)) -> list[dict]:
+    """Every environment's problems, per environment, the source's first."""
+    problems = [
+        problem
+        for report in validate_study(spec, settings, allowed_environments(settings), prefix)
+        for problem in report["problems"]
+    ]
+    problems.sort(key=lambda p: (p["loc"][len(prefix) + 1], p["loc"][len(prefix) + 2] != "source"))
+    return problems
 
 
 def test_each_environment_is_checked_and_named_by_its_path(settings):
