@@ -88,7 +88,7 @@ def serve_and_fetch(root: Path, log_dir: Path, asks: int = 4) -> dict[str, Any]:
     from server.core.config import Settings
     from server.core.db import make_engine, make_sessionmaker
     from server.models import Role
-    from server.schemas import UserCreate
+    from server.schemas.users import UserCreate
     from server.services import bootstrap, users
     from server.services.studies import studies
     from server.study_spec import StudySpec

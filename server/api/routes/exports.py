@@ -17,7 +17,12 @@ from server.export.jobs import JobManager
 from server.export.packaging import archive_members
 from server.models import ExportJob, JobState
 from server.recording.format import export_dir
-from server.schemas import ExportCreate, ExportJobPublic, ExportPreviewIn, ExportPreviewPublic
+from server.schemas.exports import (
+    ExportCreate,
+    ExportJobPublic,
+    ExportPreviewIn,
+    ExportPreviewPublic,
+)
 from server.services.jobs import export_preview, exports
 from server.services.studies import studies
 

@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 from server.errors import Invalid
 from server.export import ExportFormat
 from server.models import Episode, Study
-from server.schemas import EpisodeFilterIn, ExportOptionsIn, ExportSelection
+from server.schemas.episodes import EpisodeFilterIn
+from server.schemas.exports import ExportOptionsIn, ExportSelection
 from server.services.jobs import export_selection, exports
 from server.services.jobs.export_selection import selection_filter
 from server.services.jobs.export_spaces import spaces_differ

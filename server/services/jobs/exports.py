@@ -29,7 +29,7 @@ from server.export.jobs import JobPayload
 from server.export.tfds_writer import check_dataset_name
 from server.models import Episode, ExportJob, JobState, Study
 from server.principal import Principal
-from server.schemas import ExportCreate, ExportOptionsIn, ExportSelection
+from server.schemas.exports import ExportCreate, ExportOptionsIn, ExportSelection
 from server.services.jobs import export_selection
 from server.services.jobs.export_spaces import spaces_differ
 from server.services.studies import studies

@@ -15,7 +15,7 @@ from __future__ import annotations
 from sqlalchemy import ColumnElement
 
 from server.models import Episode, EpisodeStatus, Participant
-from server.schemas import ExportSelection
+from server.schemas.exports import ExportSelection
 
 TEST_PLAY: ColumnElement[bool] = Episode.is_test.is_(True)
 PARTICIPANT_PLAY: ColumnElement[bool] = Episode.is_test.is_(False)

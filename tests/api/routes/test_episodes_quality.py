@@ -13,7 +13,7 @@ import pytest
 from server.models import Episode, EpisodeStatus, StudyEnvironment
 from server.principal import Principal
 from server.recording.format import episode_dir
-from server.schemas import ExportSelection
+from server.schemas.exports import ExportSelection
 from server.services.crowd import episodes
 from server.services.jobs import export_selection
 from server.services.live import replicas
