@@ -19,8 +19,6 @@ from server.schemas.exports import ExportSelection
 
 TEST_PLAY: ColumnElement[bool] = Episode.is_test.is_(True)
 PARTICIPANT_PLAY: ColumnElement[bool] = Episode.is_test.is_(False)
-EXCLUDED: ColumnElement[bool] = Episode.excluded.is_(True)
-REJECTED: ColumnElement[bool] = Episode.status == EpisodeStatus.rejected
 SCREENED_OUT: ColumnElement[bool] = Participant.screened_out_at.is_not(None)
 REAL_PARTICIPANT: ColumnElement[bool] = Participant.is_test.is_(False)
 

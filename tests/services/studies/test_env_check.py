@@ -19,7 +19,7 @@ def _env(env_id: str, source: dict, **fields) -> dict:
     return {"id": env_id, "name": env_id, "source": source, **fields}
 
 
-def validate_study_environments(spec, settings, prefix=("spec",)) -> list[dict]:
+def _environment_problems(spec, settings, prefix=("spec",)) -> list[dict]:
     """Every environment's problems, per environment, the source's first."""
     problems = [
         problem
@@ -41,7 +41,7 @@ def test_each_environment_is_checked_and_named_by_its_path(settings):
         _env("keys", {"kind": "gymnasium", "id": "CartPole-v1"},
              controls={"keys": {"ArrowLeft": 99}, "axes": [{"axis": 0, "negative": 5}]}),
     ]})  # fmt: skip
-    problems = validate_study_environments(spec, settings, prefix=())
+    problems = _environment_problems(spec, settings, prefix=())
     assert [p["loc"] for p in problems] == [
         ["environments", 1, "source", "factory"],
         ["environments", 2, "source", "kwargs", "bogus"],
@@ -89,7 +89,7 @@ def test_a_build_error_is_put_on_the_setting_that_caused_it(settings):
                       "kwargs": {"map_name": "9x9", "is_slippery": False}},
              controls={"keys": {"ArrowLeft": 0}}),
     ]})  # fmt: skip
-    (problem,) = validate_study_environments(spec, settings, prefix=())
+    (problem,) = _environment_problems(spec, settings, prefix=())
     assert problem["loc"] == ["environments", 0, "source", "kwargs", "map_name"]
     assert problem["msg"].endswith('accepted values: "4x4", "8x8"')
 
@@ -100,7 +100,7 @@ def test_an_empty_package_list_leaves_the_catalog_only(settings):
         _env("cat", {"kind": "gymnasium", "id": "CartPole-v1"}),
         _env("taxi", {"kind": "gymnasium", "id": "Taxi-v4"}, controls={"keys": {"KeyA": 0}}),
     ]})  # fmt: skip
-    problems = validate_study_environments(spec, strict)
+    problems = _environment_problems(spec, strict)
     assert [p["loc"] for p in problems] == [["spec", "environments", 1, "source", "id"]]
     assert "not in the catalog" in problems[0]["msg"]
 
