@@ -187,7 +187,7 @@ PENDING_LIVE = {
 
 
 @functools.cache
-def _tree(path: Path) -> ast.AST:
+def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text())
 
 
@@ -256,7 +256,7 @@ def _reexports() -> dict[str, set[str]]:
     for init in SERVER.rglob("__init__.py"):
         package = _package(init)
         names: set[str] = set()
-        for node in _tree(init).body:  # type: ignore[attr-defined]
+        for node in _tree(init).body:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("server"):
                 folder = ROOT / str(node.module).replace(".", "/")
                 names.update(
