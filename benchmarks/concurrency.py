@@ -82,7 +82,7 @@ def studio_server(
     from server.core.db import make_engine, make_sessionmaker
     from server.core.migrate import upgrade_head
     from server.models import Role, StudyState
-    from server.schemas import UserCreate
+    from server.schemas.users import UserCreate
     from server.services import users
     from server.services.studies import studies
     from server.study_spec import StudySpec

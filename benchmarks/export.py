@@ -50,7 +50,7 @@ from server.export.base import export_threads  # noqa: E402
 from server.export.episode_video import write_episode_videos  # noqa: E402 (imports PyAV now,
 
 # not inside a timed export)
-from tests.export._recordings import record_episode  # noqa: E402
+from tests.export.recordings import record_episode  # noqa: E402
 
 CONSUMER_PYTHON = ROOT / ".consumer-venv" / "bin" / "python"
 CHECK_SCRIPT = ROOT / "tests" / "export" / "consumer_check.py"

@@ -46,7 +46,7 @@ import gymnasium as gym  # noqa: E402
 
 from server.export import EpisodeInput, ExportOptions, ExportResult, export_dataset  # noqa: E402
 from server.export.beam_config import BeamConfig  # noqa: E402
-from tests.export._recordings import record_episode  # noqa: E402
+from tests.export.recordings import record_episode  # noqa: E402
 
 gym.register_envs(ale_py)
 ENV_ID = "ALE/Pong-v5"

@@ -34,7 +34,7 @@ from server.core.db import make_engine, make_sessionmaker  # noqa: E402
 from server.core.migrate import upgrade_head  # noqa: E402
 from server.core.replica import ReplicaInfo  # noqa: E402
 from server.models import Study, User  # noqa: E402
-from server.player._run import EpisodeRun  # noqa: E402
+from server.player.episode_run import EpisodeRun  # noqa: E402
 from server.player.heartbeat import Heartbeat, with_latency  # noqa: E402
 from server.player.session import Phase  # noqa: E402
 from server.services.live import dashboard, replicas  # noqa: E402

@@ -48,10 +48,10 @@ from server.recording.writer import (  # noqa: E402
     episode_metadata,
 )
 from server.runtime import EnvWorker  # noqa: E402
-from server.runtime._frames import QUALITY, encode_jpeg  # noqa: E402
 from server.runtime.adapters import build_adapter  # noqa: E402
 from server.runtime.allowlist import AllowedEnvironments  # noqa: E402
 from server.runtime.catalog import CATALOG  # noqa: E402
+from server.runtime.frames import QUALITY, encode_jpeg  # noqa: E402
 from server.study_spec import EnvironmentSpec  # noqa: E402
 
 ALLOWED = AllowedEnvironments.of(["gymnasium", "ale_py", "minigrid"])

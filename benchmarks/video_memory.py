@@ -88,12 +88,12 @@ def serve_and_fetch(root: Path, log_dir: Path, asks: int = 4) -> dict[str, Any]:
     from server.core.config import Settings
     from server.core.db import make_engine, make_sessionmaker
     from server.models import Role
-    from server.schemas import UserCreate
+    from server.schemas.users import UserCreate
     from server.services import bootstrap, users
     from server.services.studies import studies
     from server.study_spec import StudySpec
-    from tests.api.routes._recorded import Inserter
-    from tests.export._recordings import Recording
+    from tests.api.routes.recorded import Inserter
+    from tests.export.recordings import Recording
 
     data, password = root / "data", "video-benchmark-password-1"
     env = {
@@ -177,7 +177,7 @@ def record(folder: Path, steps: int) -> Path:
     import gymnasium as gym
     import numpy as np
 
-    from tests.export._recordings import record_episode
+    from tests.export.recordings import record_episode
 
     class PongSized(gym.Env):
         """210×160 RGB frames: two paddles and a ball moving over a dark field."""

@@ -17,7 +17,8 @@ from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError
 from server.export import registry
 from server.models import EpisodeStatus, Role, Study, User
-from server.schemas import ExportOptionsIn, ExportSelection, UserCreate
+from server.schemas.exports import ExportOptionsIn, ExportSelection
+from server.schemas.users import UserCreate
 from server.services import bootstrap, users
 from server.services.review import quality
 from server.services.studies import studies, study_files

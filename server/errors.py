@@ -59,7 +59,8 @@ class Forbidden(DomainError):
 
 
 class TooLarge(DomainError):
-    """413: a body or file over a documented size limit."""
+    """413: a body, a file or an environment's frame or observation over a documented size
+    limit (a worker's crosses the pipe by its name, ``RemoteError.kind == "TooLarge"``)."""
 
     status = 413
 

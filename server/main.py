@@ -42,7 +42,6 @@ from server.core.budget import ProcessBudget
 from server.core.config import Settings, get_settings
 from server.core.db import make_engine, make_sessionmaker
 from server.core.headers import SECURITY_HEADERS, SecurityHeadersMiddleware
-from server.core.login_limit import LoginLimiter
 from server.core.replica import ReplicaInfo
 from server.errors import Busy, DomainError, validation_detail
 from server.export.runner import ExportPayload, ExportRunner
@@ -53,6 +52,7 @@ from server.player.registry import Registry
 from server.services.exports import exports as export_service
 from server.services.jobs.bulk_runner import BulkRunner
 from server.services.live.live_feed import LiveFeed
+from server.services.login_limit import LoginLimiter
 from server.services.review.replay import ReaderCache
 
 log = logging.getLogger(__name__)

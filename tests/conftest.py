@@ -278,7 +278,7 @@ def page(browser):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def recorded(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """Real envlogger logs of a few CartPole and MountainCar episodes, recorded once per run."""
-    from tests.api.routes._recorded import record_set
+    from tests.api.routes.recorded import record_set
 
     return record_set(tmp_path_factory.mktemp("recorded"))
 
@@ -286,6 +286,6 @@ def recorded(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyp
 @pytest.fixture(scope="session")
 def long_recording(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """A real 20,000-step envlogger log (a fast CartPole-like env), recorded once per run."""
-    from tests.api.routes._recorded import LONG_STEPS, record_long
+    from tests.api.routes.recorded import LONG_STEPS, record_long
 
     return record_long(tmp_path_factory.mktemp("long"), LONG_STEPS)

@@ -35,7 +35,7 @@ from server.core.config import Settings
 from server.export.runner import ExportRunner
 from server.main import create_app
 from server.models import ExportJob, JobState, Note, Role, StepTag
-from tests.api.routes._recorded import Inserter, two_env_spec
+from tests.api.routes.recorded import Inserter, two_env_spec
 
 SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
 

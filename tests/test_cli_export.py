@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.routes._recorded import Inserter, two_env_spec
+from tests.api.routes.recorded import Inserter, two_env_spec
 from tests.factories import run_cli
 
 SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)

@@ -2,36 +2,40 @@
 and each export format's name is written only in its folder.
 
 Layers, highest first (docs/architecture.md): the app and CLI → HTTP routes → the player
-(play sessions) → services → runtime → definitions, infrastructure and export (models,
-schemas, the study format, errors, core, the exporter: the API schema takes its format
-choices from the export registry) → recording. A module may import its own layer or a
-lower one. Every import counts, those inside functions too (a lazy import is still a
-dependency); only ``if TYPE_CHECKING:`` blocks are left out. ``from package import module``
-is an import of that module (a package's ``__init__`` is not a dependency of its modules).
+(play sessions) → services → the HTTP bodies (schemas, which take the export formats' choices
+from the registry) → export and runtime → the job queue (rows of job tables) → definitions
+(models, the study format, the principal) → infrastructure (core, errors) → recording. A
+module may import its own layer or a lower one. Every import counts, those inside functions
+too (a lazy import is still a dependency); only ``if TYPE_CHECKING:`` blocks are left out.
+``from package import module`` is an import of that module (a package's ``__init__`` is not
+a dependency of its modules).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
-SERVER = Path(__file__).resolve().parent.parent / "server"
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = ROOT / "server"
 LAYERS = {  # the package (or module) under server/ → its layer
-    "main": 7,
-    "cli": 7,
-    "api": 6,
-    "player": 5,
-    "services": 4,
-    "export": 2,  # beside the definitions: the API schema takes its format choices from it
-    "runtime": 3,
-    "envs": 3,
-    "models": 2,
-    "schemas": 2,
-    "study_spec": 2,
-    "errors": 2,
-    "principal": 2,
+    "main": 10,
+    "cli": 10,
+    "api": 9,
+    "player": 8,
+    "services": 7,
+    "schemas": 6,  # the API's bodies: their format choices come from the export registry
+    "export": 5,
+    "runtime": 5,
+    "envs": 5,
+    "queue": 4,
+    "models": 3,
+    "study_spec": 3,
+    "principal": 3,
     "core": 2,
+    "errors": 2,
     "recording": 1,
 }
 
@@ -149,6 +153,12 @@ def test_no_import_points_up():
     assert upward == []
 
 
+def test_core_sits_below_the_models():
+    """Every table imports ``core.db``'s ``Base``: what in core needs a table lives above the
+    models (``server/queue/``, ``server/services/login_limit.py``)."""
+    assert _layer("server.core.db") < _layer("server.models.jobs") < _layer("server.queue")
+
+
 def test_the_checker_finds_a_cycle_and_an_upward_import():
     graph = {"server.core.a": {"server.core.b"}, "server.core.b": {"server.core.a"}}
     assert _cycles(graph) == [["server.core.a", "server.core.b"]]
@@ -219,3 +229,134 @@ def test_format_names_are_written_only_in_their_folder():
 def test_the_format_name_reader_sees_names_in_strings_not_docstrings():
     source = '"""The rlds format."""\nA = "tfds"\nB = f"the {x} minari export"\nC = "rlds_studio"\n'
     assert _format_names(source) == [(2, "tfds"), (3, "minari")]
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
+@functools.cache
+def _python_files() -> list[Path]:
+    return sorted(
+        p
+        for top in ("server", "tests", "benchmarks", "alembic")
+        for p in (ROOT / top).rglob("*.py")
+    )
+
+
+def _package(path: Path) -> str:
+    """The dotted package of a file (``tests/runtime/test_worker.py`` → ``tests.runtime``)."""
+    return ".".join(path.relative_to(ROOT).parent.parts)
+
+
+def _private_owner(target: str) -> str | None:
+    """The package owning ``target``'s first private module (``a._b.c`` → ``a``), or None."""
+    parts = target.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and part != "__init__":
+            return ".".join(parts[:i])
+    return None
+
+
+def _targets(node: ast.AST) -> list[str]:
+    """The project modules an import statement names (``from p import m`` names ``p.m`` too)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        names = [node.module]
+        names += [
+            f"{node.module}.{alias.name}"
+            for alias in node.names
+            if (ROOT / node.module.replace(".", "/") / f"{alias.name}.py").exists()
+        ]
+    else:
+        return []
+    return [n for n in names if n.split(".")[0] in {"server", "tests", "benchmarks"}]
+
+
+def _private_imports() -> list[str]:
+    found = []
+    for path in _python_files():
+        mine = _package(path)
+        for node in ast.walk(_tree(path)):
+            for target in _targets(node):
+                owner = _private_owner(target)
+                if owner is not None and mine != owner and not mine.startswith(owner + "."):
+                    found.append(f"{path.relative_to(ROOT)} -> {target}")
+    return found
+
+
+def test_no_module_imports_another_packages_private_module():
+    """A module named ``_x`` is its package's own: what others need is public in the package.
+
+    tests/ and benchmarks/ are other packages too.
+    """
+    assert _private_imports() == []
+
+
+def _reexports() -> dict[str, set[str]]:
+    """Names each package's ``__init__`` imports from the project (not its own submodules)
+    and does not use itself (an ``__init__`` with code of its own, such as an export format's,
+    imports what that code needs)."""
+    out: dict[str, set[str]] = {}
+    for init in SERVER.rglob("__init__.py"):
+        package = _package(init)
+        names: set[str] = set()
+        tree = _tree(init)
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("server"):
+                folder = ROOT / str(node.module).replace(".", "/")
+                names.update(
+                    f"{node.module}:{a.asname or a.name}"
+                    for a in node.names
+                    if not (folder / f"{a.name}.py").exists()  # a module imported to register it
+                    and (a.asname or a.name) not in used
+                )
+        if names:
+            out[package] = names
+    return out
+
+
+@functools.cache
+def _from_imports() -> list[tuple[str, str, str]]:
+    """(importing package, module, name) of every ``from module import name`` in the project."""
+    return [
+        (_package(path), node.module, alias.name)
+        for path in _python_files()
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+        for alias in node.names
+    ]
+
+
+def _imported_through(package: str) -> set[str]:
+    """Names that modules outside ``package`` import from the package itself."""
+    return {
+        name
+        for importer, module, name in _from_imports()
+        if module == package and importer != package and not importer.startswith(package + ".")
+    }
+
+
+def test_a_package_reexports_only_its_own_names_that_others_import_from_it():
+    """The rule for a package's ``__init__`` (docs/architecture.md, "Packages"): it may name
+    what its own modules define, as the package's public face, only where another package
+    imports that name from the package; everything else is imported from where it lives."""
+    wrong = []
+    for package, names in sorted(_reexports().items()):
+        used = _imported_through(package)
+        for entry in sorted(names):
+            module, name = entry.split(":")
+            if not (module == package or module.startswith(package + ".")):
+                wrong.append(f"{package}.{name} (defined in {module})")
+            elif name not in used:
+                wrong.append(f"{package}.{name} (nobody imports it from {package})")
+    assert wrong == []
+
+
+def test_the_private_import_checker_knows_whose_module_is_whose():
+    assert _private_owner("server.runtime._child") == "server.runtime"
+    assert _private_owner("server.runtime.worker") is None
+    assert _private_owner("server.api.routes._jobs.x") == "server.api.routes"

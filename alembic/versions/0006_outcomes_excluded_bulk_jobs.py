@@ -40,7 +40,7 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
-        # claimed through the database like export_jobs (0009; server/core/job_queue.py)
+        # claimed through the database like export_jobs (0009; server/queue/job_queue.py)
         sa.Column("claimed_by", sa.String(length=128), nullable=True),
         sa.Column("heartbeat_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"),

@@ -7,13 +7,11 @@ one folder each (looked up through :mod:`server.export.registry`).
 """
 
 from server.export.base import EpisodeInput, ExportOptions, ExportResult
-from server.export.card import ExportedEpisode
 from server.export.errors import (
     ExportCanceledError,
     ExportError,
     IncompatibleEnvironmentsError,
     InvalidEpisodeError,
-    ValueOutOfRangeError,
 )
 from server.export.packaging import make_archive
 from server.export.run import check_compatible, export_dataset
@@ -21,7 +19,6 @@ from server.export.tags import TaggedSpan
 
 __all__ = [
     "EpisodeInput",
-    "ExportedEpisode",
     "ExportCanceledError",
     "ExportError",
     "ExportOptions",
@@ -29,7 +26,6 @@ __all__ = [
     "IncompatibleEnvironmentsError",
     "InvalidEpisodeError",
     "TaggedSpan",
-    "ValueOutOfRangeError",
     "check_compatible",
     "export_dataset",
     "make_archive",

@@ -2,7 +2,7 @@
 a spawned process (its run: server/export/run.py).
 
 Every replica's :class:`ExportRunner` polls ``export_jobs`` and claims queued rows while it has
-a free slot (:mod:`server.core.job_queue`: ``SKIP LOCKED`` on PostgreSQL); the payload is
+a free slot (:mod:`server.queue.job_queue`: ``SKIP LOCKED`` on PostgreSQL); the payload is
 rebuilt from the row, so any replica can run a job another one accepted.
 
 The child calls :func:`write_output` and reports ``("progress", episodes_done, total,
@@ -32,7 +32,6 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.core.claim_runner import ClaimRunner, Handle, JobRefused, Outcome
 from server.errors import DomainError
 from server.export.base import CancelFn, EpisodeInput, ExportOptions, ProgressFn
 from server.export.errors import ExportCanceledError, ExportError
@@ -40,6 +39,7 @@ from server.export.packaging import ARCHIVE_FORMATS, make_archive
 from server.export.run import export_dataset
 from server.export.split import export_split
 from server.models import ExportJob
+from server.queue.claim_runner import ClaimRunner, Handle, JobRefused, Outcome
 
 log = logging.getLogger(__name__)
 

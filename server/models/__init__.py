@@ -5,15 +5,7 @@ table is imported here, so importing ``server.models`` registers them all on ``B
 (Alembic's ``env.py`` relies on it).
 """
 
-from server.core.db import Base
-from server.models.base import (
-    MAX_DB_INT,
-    NO_ID_REUSE,
-    UTCDateTime,
-    is_row_id,
-    new_uuid,
-    utcnow,
-)
+from server.models.base import MAX_DB_INT, is_row_id, utcnow
 from server.models.episodes import (
     Episode,
     EpisodeDeletion,
@@ -23,7 +15,7 @@ from server.models.episodes import (
     Outcome,
     StepTag,
 )
-from server.models.jobs import BulkJob, ClaimableJob, ExportJob, JobState
+from server.models.jobs import BulkJob, ExportJob, JobState
 from server.models.participants import Participant, Platform, PlaySession, ScreenoutReason
 from server.models.phone import PhoneCode, PhoneCodeFailure
 from server.models.replicas import LiveSessionRow, Replica, SessionLease
@@ -32,11 +24,8 @@ from server.models.users import AuthSession, LoginFailure, Role, User
 
 __all__ = [
     "MAX_DB_INT",
-    "NO_ID_REUSE",
     "AuthSession",
-    "Base",
     "BulkJob",
-    "ClaimableJob",
     "Episode",
     "EpisodeDeletion",
     "EpisodeStatus",
@@ -60,9 +49,7 @@ __all__ = [
     "Study",
     "StudyEnvironment",
     "StudyState",
-    "UTCDateTime",
     "User",
     "is_row_id",
-    "new_uuid",
     "utcnow",
 ]

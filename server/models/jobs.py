@@ -22,7 +22,7 @@ class JobState(enum.StrEnum):
 
 
 class ClaimableJob:
-    """Columns of a job that exactly one replica claims and runs (server/core/job_queue.py)."""
+    """Columns of a job that exactly one replica claims and runs (server/queue/job_queue.py)."""
 
     claimed_by: Mapped[str | None] = mapped_column(String(128), index=True)
     heartbeat_at: Mapped[datetime | None] = mapped_column(TS)

@@ -44,7 +44,7 @@ class AuthSession(Base):
 class LoginFailure(Base):
     """A failed login, counted against its key while it is in the login limits' window.
 
-    Shared by every replica through the database (server/core/login_limit.py); rows older
+    Shared by every replica through the database (server/services/login_limit.py); rows older
     than the window are deleted as logins fail.
     """
 

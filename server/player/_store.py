@@ -14,7 +14,7 @@ from server.player import protocol as p
 from server.player import starts
 from server.player._context import SessionContext
 from server.player._phase import PlayError, refused
-from server.player._run import EpisodeRun
+from server.player.episode_run import EpisodeRun
 from server.player.views import episode_view, study_view
 from server.recording.format import episode_dir
 from server.services.crowd import episodes, leases, phone_codes, progress

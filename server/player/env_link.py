@@ -10,9 +10,9 @@ from typing import Any, TypeVar
 
 from server.core.config import Settings
 from server.player._phase import PlayError
-from server.player._run import EpisodeRun
 from server.player._store import SessionStore
 from server.player.adaptive import QualityController
+from server.player.episode_run import EpisodeRun
 from server.player.outbox import Outbox
 from server.player.views import env_ready
 from server.recording.format import now_ms

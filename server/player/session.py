@@ -22,10 +22,10 @@ from server.player import protocol as p
 from server.player import starts
 from server.player._context import SessionContext
 from server.player._phase import ACTIVE, Phase, PlayError, failure_text, wrong_state
-from server.player._run import EpisodeRun
 from server.player._store import SessionStore
 from server.player._timers import Countdown, Tasks
 from server.player.env_link import EnvLink
+from server.player.episode_run import EpisodeRun
 from server.player.lanes import PageSockets
 from server.player.outbox import Frame, Outbox
 from server.player.phone import PhoneLink

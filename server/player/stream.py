@@ -8,8 +8,8 @@ import contextlib
 from typing import Any
 
 from server.player import protocol as p
-from server.player._run import EpisodeRun
 from server.player.env_link import EnvLink
+from server.player.episode_run import EpisodeRun
 from server.player.lanes import PageSockets
 from server.player.outbox import Frame, Outbox
 from server.player.phone import PhoneLink

@@ -10,7 +10,7 @@ from server.runtime.catalog import default_controls
 from server.study_spec import MAX_TOUCH_BUTTONS, EnvironmentSpec, StudySpec
 
 if TYPE_CHECKING:
-    from server.player._run import EpisodeRun
+    from server.player.episode_run import EpisodeRun
 
 # html disabled: raw HTML in a study's markdown is shown as text, never run.
 _md = MarkdownIt("commonmark", {"html": False, "linkify": False})

@@ -3,7 +3,7 @@
 Runs :func:`worker_main` in a child process. A process hosts the environments (one player
 each, :class:`server.runtime.hosted_env.HostedEnv`) that the app puts in it: one by default, up
 to ``sessions_per_worker`` of light environments of the same study (the app decides,
-:mod:`server.runtime._process`). Its loop sleeps until the next command, tick or log flush
+:mod:`server.runtime.worker_process`). Its loop sleeps until the next command, tick or log flush
 of any of them, so several hosted envs share a process's wake-ups. Protocol (``docs/runtime.md``):
 
 - app → worker: ``(slot, command, payload, request_id)``; ``request_id`` is None when no

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from server.recording.writer import to_json
-from server.runtime import _specs
-from server.runtime._frames import check_observation
+from server.runtime import space_specs
 from server.runtime.catalog import find_entry
+from server.runtime.frames import check_observation
 
 if TYPE_CHECKING:
     from server.runtime.hosted_env import HostedEnv
@@ -20,8 +20,8 @@ def info(s: HostedEnv, _payload: Any = None) -> dict[str, Any]:
     entry = find_entry(s.spec.source)
     native_fps, frameskip = s.env.native_rate()
     return {
-        "observation_spec": _specs.describe(s.env.observation_spec()),
-        "action_spec": _specs.describe(s.env.action_spec()),
+        "observation_spec": space_specs.describe(s.env.observation_spec()),
+        "action_spec": space_specs.describe(s.env.action_spec()),
         "action_meanings": s.env.action_meanings,
         "cameras": list(s.env.cameras),
         "camera": s.env.camera,

@@ -23,7 +23,7 @@ from server.recording.format import (  # re-exported for the runtime
     END_TERMINATED,
     END_TRUNCATED,
 )
-from server.runtime import _specs
+from server.runtime import space_specs
 from server.runtime.allowlist import AllowedEnvironments, NotAllowed
 from server.runtime.registration import (
     BadSettings,
@@ -133,9 +133,9 @@ class GymnasiumAdapter(EnvAdapter):
         except TypeError as exc:
             raise BadSettings(f"bad settings for {env_id!r}: {exc}") from exc
         self.space = self.env.action_space
-        self._obs_spec = _specs.space_to_spec(self.env.observation_space, "observation")
+        self._obs_spec = space_specs.space_to_spec(self.env.observation_space, "observation")
         self._image = _image_path(self._obs_spec)  # where frame() looks without rgb_array
-        self._act_spec = _specs.space_to_spec(self.space, "action")
+        self._act_spec = space_specs.space_to_spec(self.space, "action")
         self._last_obs: Any = None
         # An Atari game observed in RGB renders exactly its observation: the frame is then
         # the observation's copy (no second palette pass and copy per step). Checked again at
@@ -169,7 +169,7 @@ class GymnasiumAdapter(EnvAdapter):
     def _reset(self, seed: int | None) -> dm_env.TimeStep:
         obs, info = self.env.reset(seed=seed)
         self.last_info = dict(info)
-        self._last_obs = _specs.to_spec_value(obs, self._obs_spec)
+        self._last_obs = space_specs.to_spec_value(obs, self._obs_spec)
         self._frame_is_obs = self._rgb_atari and np.array_equal(
             np.asarray(self.env.render()), self._last_obs
         )
@@ -177,10 +177,10 @@ class GymnasiumAdapter(EnvAdapter):
 
     def _step(self, action: Any) -> dm_env.TimeStep:
         obs, reward, terminated, truncated, info = self.env.step(
-            _specs.from_spec_value(action, self.space)
+            space_specs.from_spec_value(action, self.space)
         )
         self.last_info = dict(info)
-        obs = self._last_obs = _specs.to_spec_value(obs, self._obs_spec)
+        obs = self._last_obs = space_specs.to_spec_value(obs, self._obs_spec)
         if terminated:
             return dm_env.termination(float(reward), obs)
         if truncated:

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from server.runtime._action_spec import unflatten
+from server.runtime.action_spec import unflatten
 from server.runtime.allowlist import AllowedEnvironments, NotAllowed
 from server.runtime.input_mapping import ActionMapper
 from server.runtime.registration import import_module

@@ -180,13 +180,6 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def check_settings(
-    kwargs: dict[str, Any], schema: dict[str, Any], *, fixed: dict[str, Any] | None = None
-) -> list[str]:
-    """Check kwargs against the small JSON Schema subset the catalog uses."""
-    return [message for _, message in settings_problems(kwargs, schema, fixed=fixed)]
-
-
 def settings_problems(
     kwargs: dict[str, Any], schema: dict[str, Any], *, fixed: dict[str, Any] | None = None
 ) -> list[tuple[str, str]]:

@@ -2,7 +2,7 @@
 
 A worker process (:mod:`server.runtime._child_loop`) hosts one or more :class:`HostedEnv`
 objects, each of one player, in its slots. Each step is taken here: map the input, step the
-env, render and encode its frame (:mod:`server.runtime._frames`), then hand the timestep
+env, render and encode its frame (:mod:`server.runtime.frames`), then hand the timestep
 with its metadata to the episode's writer (journal first), and the frame to the app. A
 hosted env sends its unasked messages, ``("event", step_event)`` and ``("error", error)``,
 through ``conn``, which tags them with its slot; ``error`` is ``(type, message,
@@ -24,13 +24,13 @@ import dm_env
 from server.recording import format as fmt
 from server.recording.writer import EpisodeWriter, episode_metadata, info_json, to_json
 from server.runtime import _inspect
-from server.runtime._frames import QUALITY, check_observation, checked_frame, encode_jpeg
-from server.runtime._presses import Presses
 from server.runtime.adapters import EnvAdapter
 from server.runtime.allowlist import AllowedEnvironments
 from server.runtime.autonomy import NO_AUTONOMY, shared_autonomy
 from server.runtime.catalog import default_controls
+from server.runtime.frames import QUALITY, check_observation, checked_frame, encode_jpeg
 from server.runtime.input_mapping import ActionMapper
+from server.runtime.presses import Presses
 from server.study_spec import EnvironmentSpec
 
 MAX_CATCH_UP_S = 0.5  # further behind than this, the async clock skips instead of racing

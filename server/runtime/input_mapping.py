@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from server.runtime import _input_raw as read
-from server.runtime._action_spec import flat_leaves, leaf_bounds, unflatten
+from server.runtime.action_spec import flat_leaves, leaf_bounds, unflatten
 from server.study_spec import Controls
 from server.study_spec.controls import DEVICE_AXES
 

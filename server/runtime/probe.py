@@ -162,15 +162,3 @@ def inspect_all(
         return list(await asyncio.gather(*(one(spec) for spec in env_specs)))
 
     return asyncio.run(run())
-
-
-def probe_all(
-    env_specs: Sequence[EnvironmentSpec],
-    allowed: AllowedEnvironments,
-    *,
-    data_root: Path,
-    timeout: float,
-) -> list[list[Problem]]:
-    """:func:`probe` for each spec (see :func:`inspect_all`)."""
-    found = inspect_all(env_specs, allowed, data_root=data_root, timeout=timeout)
-    return [inspection.problems for inspection in found]

@@ -1,5 +1,5 @@
 """Async facade over one environment hosted in a worker process (see the package
-docstring; the processes themselves: :mod:`server.runtime._process`)."""
+docstring; the processes themselves: :mod:`server.runtime.worker_process`)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from server.recording.writer import FLUSH_INTERVAL_S
-from server.runtime import _process
-from server.runtime._process import WorkerProcess
+from server.runtime import worker_process
 from server.runtime._wire import EVENT_FIELDS
 from server.runtime.allowlist import AllowedEnvironments
 from server.runtime.errors import RemoteError, WorkerClosed, WorkerError, WorkerTimeout
+from server.runtime.worker_process import WorkerProcess
 from server.study_spec import EnvironmentSpec
 
 __all__ = ["EnvWorker", "RemoteError", "StepEvent", "WorkerClosed", "WorkerError",
@@ -86,20 +86,20 @@ class EnvWorker:
         """Start a hosted env and build its environment (WorkerTimeout / RemoteError on failure).
 
         The session gets a worker process of its own, or with ``sessions_per_worker`` above
-        1 may join one running the same study's environment (:mod:`server.runtime._process`).
+        1 may join one running the same study's environment (:mod:`server.runtime.worker_process`).
         The worker refuses (``RemoteError`` of kind ``NotAllowed``) a source ``allowed`` does
         not allow, before importing anything.
         """
         spec_json = env_spec.model_dump_json()
-        key = _process.environment_key(str(study_id), spec_json, str(data_root),
+        key = worker_process.environment_key(str(study_id), spec_json, str(data_root),
                                        flush_interval_s, allowed)  # fmt: skip
-        async with _process.placing(key, sessions_per_worker):  # a burst fills processes
-            process = _process.joinable(key, sessions_per_worker)
+        async with worker_process.placing(key, sessions_per_worker):  # a burst fills processes
+            process = worker_process.joinable(key, sessions_per_worker)
             if process is None:
                 process = await WorkerProcess.start(key, allowed, str(study_id),
                                                     str(data_root), flush_interval_s)  # fmt: skip
                 if sessions_per_worker > 1:
-                    _process.pooled(process)
+                    worker_process.pooled(process)
             worker = cls(process, reply_timeout)  # takes its slot before anyone else looks
         try:
             process.send(worker.slot, "open", spec_json, None)
@@ -267,7 +267,7 @@ class EnvWorker:
             raise WorkerTimeout(f"no answer from the worker within {timeout:g} s") from None
 
     def on_message(self, kind: str, payload: Any) -> None:
-        """A message of this hosted env's slot (:class:`server.runtime._process.WorkerProcess`)."""
+        """A message of this hosted env's slot (:class:`WorkerProcess`)."""
         if kind == "event":
             self._events.put_nowait(StepEvent.from_wire(payload))
         elif kind == "error":

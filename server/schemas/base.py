@@ -1,8 +1,8 @@
-"""What every area's bodies share: responses read from rows, health and errors."""
+"""What every area's bodies share: responses read from rows, and health."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,7 +18,3 @@ class HealthOut(BaseModel):
     version: str
     database: Literal["ok", "unavailable"]
     replica: str = Field(description="Which app replica answered (STUDIO_REPLICA_ID).")
-
-
-class ErrorOut(BaseModel):
-    detail: Any

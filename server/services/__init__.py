@@ -1,1 +1,2 @@
-"""Business logic between the routes and the tables: one package per domain, users, first start."""
+"""Business logic between the routes and the tables: one package per domain; users, the login
+limit and the first start alone."""

@@ -11,7 +11,7 @@ from server.core import security
 from server.core.passwords import password_problem
 from server.errors import Conflict, Invalid, NotFound, Unauthorized
 from server.models import AuthSession, Role, User, utcnow
-from server.schemas import UserCreate, UserUpdate
+from server.schemas.users import UserCreate, UserUpdate
 
 BAD_LOGIN = "Wrong email or password."
 

@@ -66,12 +66,6 @@ def _dotted(loc: Loc) -> str:
     return ".".join(str(part) for part in loc) or "value"
 
 
-def nul_path(value: Any) -> str | None:
-    """Where ``value`` holds a NUL character (a dotted path), or None."""
-    found = bad_char_path(value)
-    return _dotted(found[0]) if found else None
-
-
 def control_char_problem(value: Any) -> tuple[Loc, str] | None:
     """Where ``value``'s text holds what a study file cannot (a control character, a lone
     surrogate: see :data:`_NOT_TEXT`) and a message naming it; None when nowhere."""

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from server.export import EpisodeInput, TaggedSpan
-from tests.export._recordings import Recording, record_episode
+from tests.export.recordings import Recording, record_episode
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSUMER_PYTHON = ROOT / ".consumer-venv" / "bin" / "python"

@@ -29,7 +29,7 @@ def fail(message: str) -> None:
 
 
 def load_expected(path: str) -> list[dict[str, Any]]:
-    """The expected episodes saved by tests/export/_expected.py."""
+    """The expected episodes saved by tests/export/expected.py."""
     data = np.load(path)
     episodes: dict[int, dict[str, Any]] = defaultdict(dict)
     for key in data.files:

@@ -16,8 +16,8 @@ from dm_env import specs
 from server.export import EpisodeInput, ExportOptions, export_dataset
 from server.export.errors import ValueOutOfRangeError
 from server.recording.writer import EpisodeWriter, episode_metadata
-from tests.export._recordings import record_episode
 from tests.export.conftest import episode_input, make_cartpole
+from tests.export.recordings import record_episode
 
 EPISODE = "bad0".ljust(32, "0")
 

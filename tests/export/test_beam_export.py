@@ -23,9 +23,9 @@ from server.export import (
 from server.export.beam_config import BeamConfig
 from server.export.formats.rlds.beam import WORK_DIR
 from server.export.formats.rlds.tfrecord import read_records
-from tests.export._expected import expected_episode, save_expected
-from tests.export._recordings import Recording
 from tests.export.conftest import episode_input
+from tests.export.expected import expected_episode, save_expected
+from tests.export.recordings import Recording
 
 TAGS = (TaggedSpan("jump", 0, 1), TaggedSpan("good", 1, 1))
 

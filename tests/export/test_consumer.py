@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from server.export import ExportOptions, TaggedSpan, export_dataset
-from tests.export._expected import expected_episode, save_expected
-from tests.export._recordings import Recording
 from tests.export.conftest import ROOT, episode_input
+from tests.export.expected import expected_episode, save_expected
+from tests.export.recordings import Recording
 
 pytestmark = pytest.mark.consumer
 

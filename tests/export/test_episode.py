@@ -11,7 +11,7 @@ import pytest
 from server.export.episode import read_episode, realign_timings
 from server.export.errors import InvalidEpisodeError
 from server.recording.writer import EpisodeWriter
-from tests.export._recordings import GymDmEnv, Recording, to_spec_value
+from tests.export.recordings import GymDmEnv, Recording, to_spec_value
 
 
 def test_sar_alignment(recordings: dict[str, list[Recording]]) -> None:

@@ -24,8 +24,8 @@ from server.export import (
 )
 from server.export.formats.rlds.tfrecord import read_records
 from server.recording.envlogger_log import envlogger
-from tests.export._recordings import Recording
 from tests.export.conftest import episode_input
+from tests.export.recordings import Recording
 
 
 def test_rlds_layout_and_card(recordings: dict[str, list[Recording]], tmp_path: Path) -> None:

@@ -22,9 +22,9 @@ import pytest
 from server.export import ExportOptions, TaggedSpan, export_dataset
 from server.export.formats.lerobot.dataset import FRAME_KEY
 from server.export.video import decode_jpeg, psnr
-from tests.export._expected import expected_episode, save_expected
-from tests.export._recordings import Recording
 from tests.export.conftest import ROOT, episode_input
+from tests.export.expected import expected_episode, save_expected
+from tests.export.recordings import Recording
 
 pytestmark = pytest.mark.consumer
 

@@ -16,8 +16,8 @@ from server.export import ExportError, ExportOptions, TaggedSpan, export_dataset
 from server.export.episode import EnvSpecs
 from server.export.formats.lerobot.dataset import FRAME_KEY, features_of
 from server.export.video import decode_jpeg, read_video
-from tests.export._recordings import Recording, record_episode
 from tests.export.conftest import episode_input, make_cartpole
+from tests.export.recordings import Recording, record_episode
 
 REWARD = specs.Array((), np.float64)
 

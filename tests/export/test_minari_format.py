@@ -12,8 +12,8 @@ from dm_env import specs
 from server.export import ExportError, ExportOptions, export_dataset
 from server.export.episode import EnvSpecs
 from server.export.formats.minari.dataset import check_specs, dataset_id, space_of
-from tests.export._recordings import Recording
 from tests.export.conftest import episode_input
+from tests.export.recordings import Recording
 
 REWARD = specs.Array((), np.float64)
 

@@ -20,8 +20,8 @@ from server.export import (
 )
 from server.export.base import EpisodeInput, WriteJob
 from server.export.episode import RldsEpisode
-from tests.export._recordings import Recording
 from tests.export.conftest import episode_input
+from tests.export.recordings import Recording
 
 
 class Lengths(registry.Format):

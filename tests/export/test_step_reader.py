@@ -11,7 +11,7 @@ import numpy as np
 
 from server.export.step_reader import decode, read_log
 from server.recording.envlogger_log import codec, envlogger, storage_pb2
-from tests.export._recordings import record_episode
+from tests.export.recordings import record_episode
 
 
 def same(got: Any, want: Any, where: str = "") -> None:

@@ -16,8 +16,8 @@ from server.export.formats.rlds.encoding import encode_episode, rlds_features
 from server.export.formats.rlds.example import EpisodeSerializer, encode_episode_example
 from server.export.formats.rlds.tf_example import ExampleWriter, varint, varints
 from server.export.run import check_compatible
-from tests.export._recordings import Recording
 from tests.export.conftest import episode_input
+from tests.export.recordings import Recording
 
 f = tfds.features
 

@@ -17,7 +17,7 @@ def test_gamepad_names():
 def test_both_axis_directions_are_in_the_legend():
     import gymnasium as gym
 
-    from server.runtime._specs import space_to_spec  # the worker's own spec conversion
+    from server.runtime.space_specs import space_to_spec  # the worker's own spec conversion
 
     controls = Controls(
         keys={"ArrowLeft": 3},

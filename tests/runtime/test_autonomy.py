@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from dm_env import specs
 
-from server.runtime._action_spec import unflatten
+from server.runtime.action_spec import unflatten
 from server.runtime.allowlist import AllowedEnvironments, NotAllowed
 from server.runtime.autonomy import (
     HUMAN,

@@ -10,7 +10,6 @@ import pytest
 from server.runtime.catalog import (
     CATALOG,
     catalog_public,
-    check_settings,
     default_controls,
     find_entry,
     validate_environment,
@@ -68,12 +67,16 @@ def test_generic_atari_and_settings_checks():
     )
     assert [loc for loc, _ in problems] == [("source", "kwargs", "frameskip"),
                                            ("source", "kwargs", "x")]  # fmt: skip
-    schema = CATALOG["LunarLander"].schema
-    assert check_settings({"gravity": -5.0, "enable_wind": True}, schema) == []
-    assert check_settings({"gravity": 3}, schema) == [
+
+    def settings_messages(kwargs: dict) -> list[str]:
+        lander = env({"kind": "gymnasium", "id": "LunarLander-v3", "kwargs": kwargs})
+        return [message for _, message in validate_environment(lander, ALLOWED)]
+
+    assert settings_messages({"gravity": -5.0, "enable_wind": True}) == []
+    assert settings_messages({"gravity": 3}) == [
         "setting 'gravity' must be from -11.99 to -0.01 (not 3)"
     ]
-    assert check_settings({"enable_wind": 1}, schema) == [
+    assert settings_messages({"enable_wind": 1}) == [
         "setting 'enable_wind' must be of type boolean"
     ]
 

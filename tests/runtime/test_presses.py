@@ -9,7 +9,7 @@ import json
 from server.recording.format import episode_dir
 from server.recording.writer import open_reader
 from server.runtime import EnvWorker
-from server.runtime._presses import Presses
+from server.runtime.presses import Presses
 from tests.runtime.conftest import ALLOWED, fake_spec, run
 
 CONTROLS = {"keys": {"KeyA": 1, "KeyB": 2}, "buttons": {0: 1, 1: 2}, "noop": 0}

@@ -13,9 +13,9 @@ import pytest
 from server.recording.format import episode_dir
 from server.recording.writer import open_reader
 from server.runtime import EnvWorker, RemoteError, WorkerClosed, WorkerTimeout
-from server.runtime._frames import MAX_FRAME_SIDE, MAX_OBSERVATION_BYTES
 from server.runtime.allowlist import AllowedEnvironments
 from server.runtime.autonomy import TRIAL_STEPS
+from server.runtime.frames import MAX_FRAME_SIDE, MAX_OBSERVATION_BYTES
 from tests.runtime.conftest import ALLOWED, fake_spec, run
 from tests.runtime.fake_envs import FACTORIES
 from tests.runtime.fake_policies import ALLOWED as POLICIES

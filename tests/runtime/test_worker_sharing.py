@@ -12,7 +12,7 @@ import pytest
 
 from server.recording.format import episode_dir
 from server.recording.writer import open_reader
-from server.runtime import EnvWorker, WorkerClosed, _process
+from server.runtime import EnvWorker, WorkerClosed, worker_process
 from tests.runtime.conftest import ALLOWED, fake_spec, run
 
 
@@ -28,7 +28,7 @@ async def _measured(spec, data_root, **kw):
     got = 0
     async for _ in first.events():
         got += 1
-        if got >= spec.fps * _process.COST_WINDOW_S + 20:
+        if got >= spec.fps * worker_process.COST_WINDOW_S + 20:
             break
     return first
 
@@ -105,7 +105,7 @@ def test_no_sharing_before_the_cost_is_known_nor_across_studies_nor_when_heavy(
         other_study = await _start(_async_spec(), data_root, study=9)
         single = await _start(_async_spec(), data_root, study=8, per_worker=1)
         # an environment costing more than PACK_BUSY / 2 of a core never doubles up
-        monkeypatch.setattr(_process, "PACK_BUSY", 0.0)
+        monkeypatch.setattr(worker_process, "PACK_BUSY", 0.0)
         heavy = await _start(_async_spec(), data_root, study=8)
         pids = [w.pid for w in (a, b, first, other_study, single, heavy)]
         for w in (a, b, first, other_study, single, heavy):

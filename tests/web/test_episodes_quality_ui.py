@@ -11,8 +11,8 @@ from playwright.sync_api import Page, expect
 
 from server.models import Episode, utcnow
 from server.services.review import quality
-from tests.api.routes._recorded import Inserter, record_set
-from tests.export._recordings import Recording
+from tests.api.routes.recorded import Inserter, record_set
+from tests.export.recordings import Recording
 from tests.factories import PASSWORD, Factory
 
 pytestmark = pytest.mark.browser

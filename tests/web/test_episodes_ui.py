@@ -12,8 +12,8 @@ from sqlalchemy import select
 
 from server.models import Episode, EpisodeTag, StepTag
 from server.recording.format import episode_dir
-from tests.api.routes._recorded import CARTPOLE_SPEC, LONG_STEPS, ImageEnv, Inserter, record_set
-from tests.export._recordings import Recording, record_episode
+from tests.api.routes.recorded import CARTPOLE_SPEC, LONG_STEPS, ImageEnv, Inserter, record_set
+from tests.export.recordings import Recording, record_episode
 from tests.factories import PASSWORD, Factory
 
 pytestmark = pytest.mark.browser

@@ -11,8 +11,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from server.export.video import read_video
-from tests.api.routes._recorded import Inserter, record_set
-from tests.export._recordings import Recording
+from tests.api.routes.recorded import Inserter, record_set
+from tests.export.recordings import Recording
 from tests.factories import PASSWORD, Factory
 
 pytestmark = pytest.mark.browser

@@ -11,8 +11,8 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
 from server.models import Episode, StepTag
-from tests.api.routes._recorded import Inserter, _cartpole
-from tests.export._recordings import Recording, record_episode
+from tests.api.routes.recorded import Inserter, _cartpole
+from tests.export.recordings import Recording, record_episode
 from tests.factories import Factory
 from tests.web.test_episodes_ui import _login
 

@@ -11,8 +11,8 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
 from server.models import Episode
-from tests.api.routes._recorded import Inserter, record_set, two_env_spec
-from tests.export._recordings import Recording
+from tests.api.routes.recorded import Inserter, record_set, two_env_spec
+from tests.export.recordings import Recording
 from tests.factories import Factory
 from tests.web.test_episodes_ui import _login
 

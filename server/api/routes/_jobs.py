@@ -7,9 +7,9 @@ from collections.abc import Collection
 
 from sqlalchemy.orm import Session
 
-from server.core.claim_runner import ClaimRunner
 from server.errors import Conflict
 from server.models import BulkJob, ExportJob
+from server.queue.claim_runner import ClaimRunner
 
 CANCEL_WAIT_S = 15.0
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter, HTTPException, Request, Response
 
 from server.api.deps import CurrentUser, SessionDep, SettingsDep
 from server.core import security
-from server.core.login_limit import LoginLimiter
 from server.errors import Unauthorized
-from server.schemas import LoginIn, LoginOut, UserPublic
+from server.schemas.users import LoginIn, LoginOut, UserPublic
 from server.services import users
+from server.services.login_limit import LoginLimiter
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
 
@@ -58,22 +60,20 @@ def login(
     token = users.start_login(db, user, settings.session_max_age_s)
     csrf = security.new_token(16)
     secure = settings.secure_cookies
-    response.set_cookie(
-        security.SESSION_COOKIE,
-        token,
-        max_age=settings.session_max_age_s,
-        httponly=True,
-        samesite="lax",
-        secure=secure,
+    # the session cookie is hidden from scripts; the CSRF token is read by the page's script
+    cookies: tuple[tuple[str, str, bool, Literal["lax", "strict"]], ...] = (
+        (security.SESSION_COOKIE, token, True, "lax"),
+        (security.CSRF_COOKIE, csrf, False, "strict"),
     )
-    response.set_cookie(
-        security.CSRF_COOKIE,
-        csrf,
-        max_age=settings.session_max_age_s,
-        httponly=False,
-        samesite="strict",
-        secure=secure,
-    )
+    for name, value, httponly, samesite in cookies:
+        response.set_cookie(
+            name,
+            value,
+            max_age=settings.session_max_age_s,
+            httponly=httponly,
+            samesite=samesite,
+            secure=secure,
+        )
     return LoginOut(user=UserPublic.model_validate(user), csrf_token=csrf, secure_cookies=secure)
 
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request, Response
 from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.api.routes import _jobs
 from server.models import BulkJob, JobState
-from server.schemas import BulkJobPublic, EpisodeBulkIn, EpisodeBulkOut
+from server.schemas.bulk import BulkJobPublic, EpisodeBulkIn, EpisodeBulkOut
 from server.services.exports import selection as export_selection
 from server.services.jobs.bulk_runner import BulkRunner
 from server.services.review import bulk

@@ -9,7 +9,7 @@ from fastapi.responses import FileResponse
 
 from server.api.deps import BudgetDep, CurrentUser, SettingsDep
 from server.errors import NotFound
-from server.schemas import CatalogEntryPublic, PolicyPublic
+from server.schemas.studies import CatalogEntryPublic, PolicyPublic
 from server.services.studies import env_validation
 from server.services.studies.env_check import allowed_environments
 

@@ -23,7 +23,7 @@ from server.player import tickets
 from server.player.protocol import PROTOCOL_VERSION
 from server.player.views import study_view
 from server.principal import Principal
-from server.schemas import (
+from server.schemas.crowd import (
     ConsentIn,
     JoinIn,
     ParticipantRow,

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from server.api.deps import CurrentPrincipal, RowId, SessionDep
 from server.models import MAX_DB_INT, Episode, EpisodeStatus
-from server.schemas import (
+from server.schemas.episodes import (
     EpisodeDetail,
     EpisodeList,
     EpisodeReviewIn,

@@ -16,7 +16,12 @@ from server.api.routes import _jobs
 from server.export.packaging import archive_members
 from server.export.runner import ExportRunner, export_dir
 from server.models import ExportJob, JobState
-from server.schemas import ExportCreate, ExportJobPublic, ExportPreviewIn, ExportPreviewPublic
+from server.schemas.exports import (
+    ExportCreate,
+    ExportJobPublic,
+    ExportPreviewIn,
+    ExportPreviewPublic,
+)
 from server.services.exports import exports
 from server.services.exports import preview as export_preview
 from server.services.studies import studies

@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 from server import __version__
 from server.api.deps import SessionDep, SettingsDep
-from server.schemas import HealthOut
+from server.schemas.base import HealthOut
 
 router = APIRouter(tags=["health"])
 

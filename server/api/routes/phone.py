@@ -13,7 +13,7 @@ from fastapi import APIRouter, HTTPException, Request, WebSocket
 
 from server.api.deps import SessionDep, SettingsDep
 from server.player.phone_socket import serve_phone
-from server.schemas import PhoneCodeIn, PhoneTicketOut
+from server.schemas.crowd import PhoneCodeIn, PhoneTicketOut
 from server.services.crowd.phone_codes import GuessLimit, normalize_code, redeem
 from server.services.live.replicas import is_alive
 

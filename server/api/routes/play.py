@@ -28,7 +28,7 @@ from server.player.protocol import PROTOCOL_VERSION
 from server.player.registry import Registry
 from server.player.views import study_view
 from server.principal import Principal
-from server.schemas import PlayerStudyOut
+from server.schemas.crowd import PlayerStudyOut
 from server.services import users
 from server.services.crowd import episodes
 from server.services.studies import studies

@@ -16,7 +16,7 @@ from server.api.routes.episodes import NOT_FOUND
 from server.errors import Invalid
 from server.models import MAX_DB_INT, Episode, EpisodeStatus
 from server.services.jobs import episode_videos
-from server.services.review import _replay_step, replay, review
+from server.services.review import replay, replay_step, review
 
 router = APIRouter(tags=["episodes"])
 
@@ -114,7 +114,7 @@ def read_observation(observation: ObservationDep) -> dict[str, Any]:
             detail=[{"loc": ["query", "key"], "msg": "array too large to list"}],
         )
     return {"key": key, "shape": list(array.shape), "dtype": str(array.dtype),
-            "values": _replay_step.full_values(array)}  # fmt: skip
+            "values": replay_step.full_values(array)}  # fmt: skip
 
 
 @router.get(
@@ -126,12 +126,12 @@ def read_observation(observation: ObservationDep) -> dict[str, Any]:
 def read_observation_image(observation: ObservationDep) -> Response:
     """An image observation (uint8 H×W or H×W×C) of step ``step``, encoded as JPEG."""
     episode, _, array = observation
-    if not _replay_step.is_image(array):
+    if not replay_step.is_image(array):
         raise Invalid(
             "That observation array is not an image.",
             detail=[{"loc": ["query", "key"], "msg": "not a uint8 H×W(×C) array"}],
         )
-    return _jpeg(episode, _replay_step.image_jpeg(array))
+    return _jpeg(episode, replay_step.image_jpeg(array))
 
 
 @router.get(

@@ -7,13 +7,16 @@ from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
+from sqlalchemy.orm import Session
 
 from server.api.deps import BudgetDep, CurrentPrincipal, RowId, SessionDep, SettingsDep
 from server.core.budget import ProcessBudget
 from server.core.config import Settings
 from server.models import Study, StudyState
+from server.principal import Principal
 from server.runtime.allowlist import AllowedEnvironments
-from server.schemas import (
+from server.schemas.studies import (
+    ChecklistPublic,
     StudyCreate,
     StudyPublic,
     StudyStateChange,
@@ -21,7 +24,6 @@ from server.schemas import (
     StudyUpdate,
     StudyValidationPublic,
 )
-from server.schemas.studies import ChecklistPublic
 from server.services.studies import (
     env_validation,
     launch_check,
@@ -226,6 +228,20 @@ def _launch_check(
     return launch_check.checklist(spec, reports)
 
 
+def _built(
+    study_id: int,
+    db: Session,
+    principal: Principal,
+    settings: Settings,
+    allowed: AllowedEnvironments,
+    budget: ProcessBudget,
+) -> tuple[StudySpec, list[dict[str, Any]]]:
+    """The study's spec and each environment built (or its cached validation)."""
+    spec = studies.spec_of(studies.get_study(db, principal, study_id))
+    db.close()  # building can take a while: do not hold a connection meanwhile
+    return spec, env_validation.validate_study(spec, settings, allowed, budget=budget)
+
+
 @router.post(
     "/{study_id}/state",
     response_model=StudyPublic,
@@ -289,10 +305,8 @@ def read_checklist(
     ``message``, ``fix``, ``field`` (the spec path, e.g. ``crowd.completion_code``) and the
     editor's ``label`` for it. Builds each environment as Validate does (from the cache when
     unchanged)."""
-    study = studies.get_study(db, principal, study_id)
-    spec = studies.spec_of(study)
-    db.close()  # building can take a while: do not hold a connection meanwhile
-    items = _launch_check(spec, settings, allowed, budget)
+    spec, reports = _built(study_id, db, principal, settings, allowed, budget)
+    items = launch_check.checklist(spec, reports)
     return {"ready": not any(i["level"] == "error" for i in items), "items": items}
 
 
@@ -320,10 +334,7 @@ def validate_study(
     worker. Activation runs the same check: only a study whose environments all build
     (``ok``) can be activated.
     """
-    study = studies.get_study(db, principal, study_id)
-    spec = studies.spec_of(study)
-    db.close()  # building can take a while: do not hold a connection meanwhile
-    reports = env_validation.validate_study(spec, settings, allowed, budget=budget)
+    spec, reports = _built(study_id, db, principal, settings, allowed, budget)
     checklist = launch_check.checklist(spec, reports)
     return {"ok": all(r["ok"] for r in reports), "environments": reports, "checklist": checklist}
 

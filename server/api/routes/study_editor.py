@@ -11,7 +11,7 @@ from pydantic import Field
 from server.api.deps import BudgetDep, CurrentUser, SettingsDep
 from server.api.routes.studies import TOO_LARGE, YAML_BODY, AllowedDep, StudyFileBody
 from server.player.views import render_markdown
-from server.schemas import StudyCreate, StudyValidationPublic
+from server.schemas.studies import StudyCreate, StudyValidationPublic
 from server.services.studies import env_validation, launch_check, study_files
 from server.services.studies.env_check import require_allowed
 from server.study_spec import StrictModel

@@ -6,10 +6,10 @@ from fastapi import APIRouter, Query, Request
 from sqlalchemy import select
 
 from server.api.deps import AdminUser, RowId, SessionDep
-from server.core.login_limit import Limit, LoginLimiter
 from server.models import User
-from server.schemas import LoginLimitPublic, UserCreate, UserPublic, UserUpdate
+from server.schemas.users import LoginLimitPublic, UserCreate, UserPublic, UserUpdate
 from server.services import users
+from server.services.login_limit import Limit, LoginLimiter
 
 router = APIRouter(prefix="/api/users", tags=["users"])
 

@@ -15,22 +15,19 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from server.errors import Conflict, Invalid, NotFound
+from server.errors import Conflict, NotFound
 from server.models import (
     Episode,
     EpisodeStatus,
-    Participant,
-    Platform,
     PlaySession,
-    Study,
     StudyEnvironment,
     utcnow,
 )
-from server.principal import Principal, is_reserved_participant_id
+from server.principal import Principal
 from server.recording import recovery
 from server.recording.format import episode_dir
 from server.recording.signals import InputCounts
-from server.services.crowd import leases, participants, progress, quotas
+from server.services.crowd import leases, progress, quotas
 from server.services.review import quality
 from server.study_spec import EnvironmentSpec, StudySpec
 
@@ -54,14 +51,6 @@ class EpisodeResult:
     inputs: InputCounts = field(default_factory=InputCounts)
     player_outcome: str | None = None  # "success" / "failure": the player's answer, if asked
     policy_error: str | None = None  # shared autonomy: why the policy stopped driving
-
-
-def find_or_create_participant(db: Session, study: Study, external_id: str) -> Participant:
-    """The participant with this external id in this study (created on first visit)."""
-    if is_reserved_participant_id(external_id):  # it would be read as a designer's test play
-        message = "Participant ids starting with 'user:' are reserved for designers' test plays."
-        raise Invalid(message, detail=[{"loc": ["body", "participant_id"], "msg": message}])
-    return participants.find_or_insert(db, study.id, external_id, Platform.direct)
 
 
 def start_session(db: Session, study_id: int, principal: Principal) -> str:

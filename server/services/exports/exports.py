@@ -25,7 +25,7 @@ from server.export.request import RequestError, check_request
 from server.export.runner import ExportPayload
 from server.models import Episode, ExportJob, JobState, Study
 from server.principal import Principal
-from server.schemas import ExportCreate, ExportOptionsIn, ExportSelection
+from server.schemas.exports import ExportCreate, ExportOptionsIn, ExportSelection
 from server.services.exports import selection as export_selection
 from server.services.exports.spaces import spaces_differ
 from server.services.studies import studies

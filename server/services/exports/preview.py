@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 from server.errors import Invalid
 from server.export import registry
 from server.models import Episode, Study
-from server.schemas import EpisodeFilterIn, ExportOptionsIn, ExportSelection
+from server.schemas.episodes import EpisodeFilterIn
+from server.schemas.exports import ExportOptionsIn, ExportSelection
 from server.services.exports import exports
 from server.services.exports import selection as export_selection
 from server.services.exports.selection import selection_filter

@@ -20,7 +20,8 @@ from server.export import (
 )
 from server.export.run import check_format
 from server.models import Episode, EpisodeStatus, Study
-from server.schemas import EpisodeFilterIn, ExportSelection
+from server.schemas.episodes import EpisodeFilterIn
+from server.schemas.exports import ExportSelection
 from server.services.exports.spaces import one_log_per_env
 from server.services.review import labels, review
 from server.services.studies import studies

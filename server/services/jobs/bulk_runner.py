@@ -1,7 +1,7 @@
 """Bulk jobs claimed through the database by one replica and run in a thread.
 
 Every replica's :class:`BulkRunner` polls ``bulk_jobs`` like the export manager polls
-``export_jobs`` (:class:`~server.core.claim_runner.ClaimRunner`, ``SKIP LOCKED`` on
+``export_jobs`` (:class:`~server.queue.claim_runner.ClaimRunner`, ``SKIP LOCKED`` on
 PostgreSQL): it claims a queued row while it has a free slot, rebuilds the work from the
 row's ``params`` (the ids resolved at request time) and runs
 :func:`server.services.review.bulk.apply` chunk by chunk. The running replica heartbeats the row and
@@ -16,9 +16,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from server.core.claim_runner import ClaimRunner, Handle, JobRefused, Outcome
 from server.errors import DomainError
 from server.models import BulkJob, Study
+from server.queue.claim_runner import ClaimRunner, Handle, JobRefused, Outcome
 from server.services.review import bulk
 
 MAX_ATTEMPTS = 3

@@ -15,12 +15,10 @@ from __future__ import annotations
 from sqlalchemy import ColumnElement
 
 from server.models import Episode, EpisodeStatus, Participant
-from server.schemas import ExportSelection
+from server.schemas.exports import ExportSelection
 
 TEST_PLAY: ColumnElement[bool] = Episode.is_test.is_(True)
 PARTICIPANT_PLAY: ColumnElement[bool] = Episode.is_test.is_(False)
-EXCLUDED: ColumnElement[bool] = Episode.excluded.is_(True)
-REJECTED: ColumnElement[bool] = Episode.status == EpisodeStatus.rejected
 SCREENED_OUT: ColumnElement[bool] = Participant.screened_out_at.is_not(None)
 REAL_PARTICIPANT: ColumnElement[bool] = Participant.is_test.is_(False)
 

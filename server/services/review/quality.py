@@ -40,7 +40,7 @@ from sqlalchemy.orm import Session
 
 from server.models import Episode, EpisodeStatus, StudyEnvironment, utcnow
 from server.recording.signals import InputCounts, Signals, held_controls
-from server.services.review._replay_step import finite
+from server.services.review.replay_step import finite
 
 if TYPE_CHECKING:
     from server.export.episode import RldsEpisode

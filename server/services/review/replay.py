@@ -19,7 +19,7 @@ import numpy as np
 
 from server.errors import Invalid, NotFound
 from server.recording.writer import open_reader
-from server.services.review import _replay_step as step
+from server.services.review import replay_step as step
 
 CACHE_SIZE = 16  # open readers (a reader holds a file handle and a small index)
 MAX_STEPS_PAGE = 1000

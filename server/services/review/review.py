@@ -92,7 +92,6 @@ class EpisodeFilter:
         return self.include_tests or any(p.startswith(USER_PREFIX) for p in self.participants)
 
 
-OUTCOME_FILTERS = ("success", "failure", "unset")
 UNSET = "unset"
 
 

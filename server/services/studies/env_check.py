@@ -14,7 +14,6 @@ from server.errors import Invalid
 from server.study_spec import StudySpec
 
 if TYPE_CHECKING:
-    from server.core.budget import ProcessBudget
     from server.runtime.allowlist import AllowedEnvironments, Problem
 
 Loc = tuple[str | int, ...]
@@ -64,30 +63,3 @@ def require_allowed(
             "not accept.",
             detail=detail,
         )
-
-
-def validate_study_environments(
-    spec: StudySpec,
-    settings: Settings,
-    allowed: AllowedEnvironments | None = None,
-    prefix: Loc = ("spec",),
-    budget: ProcessBudget | None = None,
-) -> list[dict]:
-    """Every problem that stops the study from running; empty when each environment runs.
-
-    Checks the allow-list, suites, catalog settings and controls' presence in this process,
-    then builds each remaining environment in a worker (bad kwargs, controls that fit no
-    action), or reuses its cached validation (:mod:`server.services.studies.env_validation`).
-    Blocks for as long as the workers take: call it off the event loop.
-    """
-    from server.services.studies.env_validation import validate_study
-
-    allowed = allowed or allowed_environments(settings)
-    problems = [
-        {**problem, "type": "env"}
-        for report in validate_study(spec, settings, allowed, prefix, budget)
-        for problem in report["problems"]
-    ]
-    # per environment, the source's problems first
-    problems.sort(key=lambda p: (p["loc"][len(prefix) + 1], p["loc"][len(prefix) + 2] != "source"))
-    return problems

@@ -111,6 +111,17 @@ def test_bad_ids_get_a_clear_422(factory, db, odd, says):
     assert db.query(Participant).count() == 0
 
 
+def test_a_participant_cannot_take_a_designers_test_play_id(factory, db):
+    """``user:<id>`` names a designer's test plays in filters and exports."""
+    study = _study(factory, db)
+    res = _join(factory.client(), study, participant_id=f"user:{study.owner_id}")
+    assert res.status_code == 422 and "reserved" in str(res.json())
+    assert db.query(Participant).count() == 0
+    res = _join(factory.client(), study, participant_id="users-7")
+    assert res.status_code == 200, res.text
+    assert db.query(Participant).one().external_id == "users-7"
+
+
 @pytest.mark.parametrize("state, word", [("paused", "paused"), ("closed", "ended")])
 def test_paused_and_closed_links_say_which(factory, db, state, word):
     study = _study(factory, db)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from server.models import Role, utcnow
-from tests.api.routes._recorded import Inserter, two_env_spec
+from tests.api.routes.recorded import Inserter, two_env_spec
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from server.models import Episode, EpisodeDeletion, EpisodeTag, Note, Role, StepTag
 from server.recording.format import episode_dir
 from server.services.review import bulk
-from tests.api.routes._recorded import Inserter, two_env_spec
+from tests.api.routes.recorded import Inserter, two_env_spec
 
 
 @pytest.fixture

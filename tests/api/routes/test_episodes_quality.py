@@ -14,14 +14,14 @@ from server.models import Episode, EpisodeStatus, StudyEnvironment
 from server.principal import Principal
 from server.recording import signals
 from server.recording.format import episode_dir
-from server.schemas import ExportSelection
+from server.schemas.exports import ExportSelection
 from server.services.crowd import episodes
 from server.services.exports import selection as export_selection
 from server.services.live import replicas
 from server.services.review import quality, review
-from tests.api.routes._recorded import Inserter, two_env_spec
+from tests.api.routes.recorded import Inserter, two_env_spec
 from tests.api.routes.test_episodes_bulk import run
-from tests.export._recordings import Recording, record_episode
+from tests.export.recordings import Recording, record_episode
 from tests.factories import run_cli
 
 STEPS = 13  # timesteps of the idle recording: 12 actions (MountainCar never ends sooner)

@@ -19,9 +19,9 @@ from server.core.security import salted_hash
 from server.export import TaggedSpan
 from server.export.runner import EXPORTS_DIR, export_dir
 from server.models import ExportJob, JobState, Role
-from tests.api.routes._recorded import Inserter, two_env_spec
-from tests.export._expected import expected_episode, save_expected
+from tests.api.routes.recorded import Inserter, two_env_spec
 from tests.export.conftest import CHECK_SCRIPT, CONSUMER_PYTHON
+from tests.export.expected import expected_episode, save_expected
 
 SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
 
@@ -366,8 +366,8 @@ def test_user_id_beyond_integer_selects_nothing(world) -> None:  # type: ignore[
 
 
 def test_bad_value_fails_the_job_naming_it(world, db, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from tests.export._recordings import record_episode
     from tests.export.conftest import make_cartpole
+    from tests.export.recordings import record_episode
 
     # a log recorded before the protocol refused such numbers: client_ms 1e300 at timestep 2
     rec = record_episode(

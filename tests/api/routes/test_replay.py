@@ -14,7 +14,7 @@ import simplejpeg
 from server.export.episode import realign_timings
 from server.recording.format import episode_videos
 from server.services.review import replay
-from tests.api.routes._recorded import (
+from tests.api.routes.recorded import (
     CARTPOLE_SPEC,
     LONG_STEPS,
     ImageEnv,
@@ -23,7 +23,7 @@ from tests.api.routes._recorded import (
     gamepad_input,
     two_env_spec,
 )
-from tests.export._recordings import record_episode
+from tests.export.recordings import record_episode
 
 
 @pytest.fixture

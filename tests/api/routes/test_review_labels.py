@@ -8,7 +8,7 @@ from sqlalchemy import select
 from server.models import BulkJob, Episode, JobState
 from server.services.jobs.bulk_runner import BulkRunner
 from server.services.review import bulk
-from tests.api.routes._recorded import Inserter, two_env_spec
+from tests.api.routes.recorded import Inserter, two_env_spec
 from tests.api.routes.test_episodes_bulk import run, wait_job
 
 

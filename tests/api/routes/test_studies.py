@@ -393,7 +393,7 @@ def test_replace_from_study_file_validates_and_respects_state(factory, db):
 def test_delete_draft_with_test_plays_removes_them(factory, db, settings, recorded) -> None:  # type: ignore[no-untyped-def]
     """A designer may test-play a draft: deleting it used to fail (500) on its episodes."""
     from server.models import Episode
-    from tests.api.routes._recorded import Inserter
+    from tests.api.routes.recorded import Inserter
 
     owner = factory.user()
     study = factory.study(owner)

@@ -9,7 +9,7 @@ import pytest
 from server.models import Episode, StudyState
 from server.services.studies import study_files
 from server.study_spec import StudySpec
-from tests.api.routes._recorded import Inserter, two_env_spec
+from tests.api.routes.recorded import Inserter, two_env_spec
 from tests.factories import spec_dict
 
 

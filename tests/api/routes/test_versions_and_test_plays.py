@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from server.models import Study, StudyState
-from tests.api.routes._recorded import Inserter, two_env_spec
+from tests.api.routes.recorded import Inserter, two_env_spec
 from tests.api.routes.test_episodes_bulk import run
 from tests.api.routes.test_exports import start, wait_done
 

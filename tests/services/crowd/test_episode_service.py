@@ -46,15 +46,3 @@ def test_finish_once_with_summary(factory, designer, db, settings):
         episodes.finish_episode(db, row.id, EpisodeResult(EpisodeStatus.recording, 1, 0.0))
     assert episodes.completed_counts(db, study.id, who) == {"counter": 1}
     assert episodes.next_seed(db, study.id, spec_of(study).environments[0], who) == 4
-
-
-def test_a_participant_cannot_take_a_designers_test_play_id(factory, designer, db):
-    """``user:<id>`` names a designer's test plays in filters and exports."""
-    from server.errors import Invalid
-    from server.models import Participant
-
-    study = factory.study(designer, spec(counter_env()))
-    with pytest.raises(Invalid):
-        episodes.find_or_create_participant(db, study, f"user:{designer.id}")
-    assert db.query(Participant).count() == 0
-    assert episodes.find_or_create_participant(db, study, "users-7").external_id == "users-7"

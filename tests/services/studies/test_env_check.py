@@ -1,4 +1,5 @@
-"""validate_study_environments: every problem of a study's environments, by field path."""
+"""Every problem of a study's environments, by field path: the allow-list and settings
+(``require_allowed``) and each environment built (``env_validation.validate_study``)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,8 @@ import sys
 import pytest
 
 from server.errors import Invalid
-from server.services.studies.env_check import (
-    allowed_environments,
-    require_allowed,
-    validate_study_environments,
-)
+from server.services.studies.env_check import allowed_environments, require_allowed
+from server.services.studies.env_validation import validate_study
 from server.study_spec import StudySpec
 
 CANARY = "tests.runtime._canary"
@@ -19,6 +17,17 @@ CANARY = "tests.runtime._canary"
 
 def _env(env_id: str, source: dict, **fields) -> dict:
     return {"id": env_id, "name": env_id, "source": source, **fields}
+
+
+def _environment_problems(spec, settings, prefix=("spec",)) -> list[dict]:
+    """Every environment's problems, per environment, the source's first."""
+    problems = [
+        problem
+        for report in validate_study(spec, settings, allowed_environments(settings), prefix)
+        for problem in report["problems"]
+    ]
+    problems.sort(key=lambda p: (p["loc"][len(prefix) + 1], p["loc"][len(prefix) + 2] != "source"))
+    return problems
 
 
 def test_each_environment_is_checked_and_named_by_its_path(settings):
@@ -32,7 +41,7 @@ def test_each_environment_is_checked_and_named_by_its_path(settings):
         _env("keys", {"kind": "gymnasium", "id": "CartPole-v1"},
              controls={"keys": {"ArrowLeft": 99}, "axes": [{"axis": 0, "negative": 5}]}),
     ]})  # fmt: skip
-    problems = validate_study_environments(spec, settings, prefix=())
+    problems = _environment_problems(spec, settings, prefix=())
     assert [p["loc"] for p in problems] == [
         ["environments", 1, "source", "factory"],
         ["environments", 2, "source", "kwargs", "bogus"],
@@ -80,7 +89,7 @@ def test_a_build_error_is_put_on_the_setting_that_caused_it(settings):
                       "kwargs": {"map_name": "9x9", "is_slippery": False}},
              controls={"keys": {"ArrowLeft": 0}}),
     ]})  # fmt: skip
-    (problem,) = validate_study_environments(spec, settings, prefix=())
+    (problem,) = _environment_problems(spec, settings, prefix=())
     assert problem["loc"] == ["environments", 0, "source", "kwargs", "map_name"]
     assert problem["msg"].endswith('accepted values: "4x4", "8x8"')
 
@@ -91,7 +100,7 @@ def test_an_empty_package_list_leaves_the_catalog_only(settings):
         _env("cat", {"kind": "gymnasium", "id": "CartPole-v1"}),
         _env("taxi", {"kind": "gymnasium", "id": "Taxi-v4"}, controls={"keys": {"KeyA": 0}}),
     ]})  # fmt: skip
-    problems = validate_study_environments(spec, strict)
+    problems = _environment_problems(spec, strict)
     assert [p["loc"] for p in problems] == [["spec", "environments", 1, "source", "id"]]
     assert "not in the catalog" in problems[0]["msg"]
 

@@ -8,9 +8,9 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from server.core import job_queue
 from server.core.db import make_sessionmaker
 from server.models import ExportJob, JobState, utcnow
+from server.queue import job_queue
 
 
 def _jobs(db, factory, n: int) -> list[int]:  # type: ignore[no-untyped-def]

@@ -16,7 +16,7 @@ import numpy as np
 
 from server.export.fields import OUTCOME_FIELDS
 from server.export.tags import TaggedSpan
-from tests.export._recordings import Recording
+from tests.export.recordings import Recording
 
 
 def _flat(prefix: str, values: list[Any]) -> dict[str, np.ndarray]:

@@ -1,4 +1,4 @@
-"""The loop every replica runs over a table of claimable jobs (:mod:`server.core.job_queue`).
+"""The loop every replica runs over a table of claimable jobs (:mod:`server.queue.job_queue`).
 
 :class:`ClaimRunner` polls the table, claims queued rows while it has a free slot, runs each
 in a thread of its own, heartbeats its claims (a cancel requested through the row, by any
@@ -19,9 +19,9 @@ from typing import Any, ClassVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.core import job_queue
 from server.core.budget import ProcessBudget
 from server.models import JobState, utcnow
+from server.queue import job_queue
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Background jobs claimed by exactly one replica through the database.
 
 Any table with a ``state`` column (:class:`server.models.JobState`), ``started_at``,
-``finished_at``, ``message`` and the :class:`server.models.ClaimableJob` columns is a queue:
+``finished_at``, ``message`` and the :class:`server.models.jobs.ClaimableJob` columns is a queue:
 every replica polls it, and one statement claims the oldest queued row::
 
     UPDATE jobs SET state='running', claimed_by=:me, ...

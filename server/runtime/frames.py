@@ -8,6 +8,8 @@ import numpy as np
 import simplejpeg
 import tree
 
+from server.errors import TooLarge
+
 QUALITY = {"low": 50, "medium": 75, "high": 90}
 # What one step may carry (docs/runtime.md): a rendered frame of at most MAX_FRAME_SIDE
 # pixels a side (a 2048×2048 JPEG is 0.3-4 MB and takes about 15 ms to encode), and an
@@ -16,10 +18,6 @@ QUALITY = {"low": 50, "medium": 75, "high": 90}
 # past them ends as failed with this message: never a hang.
 MAX_FRAME_SIDE = 2048
 MAX_OBSERVATION_BYTES = 32 * 2**20
-
-
-class TooLarge(RuntimeError):
-    """A frame or an observation over the runtime's limits."""
 
 
 def checked_frame(frame: np.ndarray) -> np.ndarray:

@@ -8,10 +8,10 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from server.core import login_limit
 from server.core.db import make_engine, make_sessionmaker
-from server.core.login_limit import LoginLimiter
 from server.models import LoginFailure
+from server.services import login_limit
+from server.services.login_limit import LoginLimiter
 
 
 class Clock:

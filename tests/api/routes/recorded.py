@@ -1,7 +1,7 @@
 """Real recorded episodes for the review and export API tests.
 
 Logs are recorded once per test session with the worker's EpisodeWriter (through
-tests/export/_recordings.py); each test copies the ones it needs under its own data root and
+tests/export/recordings.py); each test copies the ones it needs under its own data root and
 inserts Episode rows pointing at them, as the player would.
 """
 
@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from server.models import Episode, EpisodeTag, Participant, Study, User, utcnow
 from server.recording.format import episode_dir
-from tests.export._recordings import Recording, record_episode
+from tests.export.recordings import Recording, record_episode
 
 
 def _cartpole(max_steps: int) -> Callable[[], gym.Env]:
