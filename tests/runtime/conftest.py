@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from server.recording.writer import open_reader
 from server.runtime.allowlist import ENTRY_POINT_GROUP, AllowedEnvironments
 from server.study_spec import EnvironmentSpec
 from tests.runtime.fake_envs import FACTORIES
@@ -43,6 +44,21 @@ def fake_spec(factory: str = "counter", **fields: Any) -> EnvironmentSpec:
         controls=controls,
         **fields,
     )
+
+
+async def log_holds(path: Path, steps: int, seconds: float = 30.0) -> None:
+    """Until the episode's envlogger log on disk (``path``) holds ``steps`` steps: the worker
+    has flushed them (a fixed sleep would guess how long that takes)."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < deadline:
+        try:
+            with open_reader(path) as reader:
+                if len(list(reader.steps)) >= steps:
+                    return
+        except Exception:  # not written yet
+            pass
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the log at {path} did not reach {steps} steps in {seconds} s")
 
 
 def run(coro: Coroutine[Any, Any, Any]) -> Any:

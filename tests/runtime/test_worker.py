@@ -16,7 +16,7 @@ from server.runtime import EnvWorker, RemoteError, WorkerClosed, WorkerTimeout
 from server.runtime.allowlist import AllowedEnvironments
 from server.runtime.autonomy import TRIAL_STEPS
 from server.runtime.frames import MAX_FRAME_SIDE, MAX_OBSERVATION_BYTES
-from tests.runtime.conftest import ALLOWED, fake_spec, run
+from tests.runtime.conftest import ALLOWED, fake_spec, log_holds, run
 from tests.runtime.fake_envs import FACTORIES
 from tests.runtime.fake_policies import ALLOWED as POLICIES
 
@@ -136,7 +136,8 @@ def test_killed_worker_leaves_a_readable_log(data_root, no_leaks):
         await w.begin_episode("killed", 0)
         for _ in range(20):
             await w.send_input({"keys": ["KeyB"]})
-        await asyncio.sleep(0.5)  # idle: the worker flushes within its flush interval
+        # idle: the worker flushes within its flush interval, with no step to prompt it
+        await log_holds(episode_dir(data_root, 7, "killed"), 21)
         os.kill(w.pid, signal.SIGKILL)
         with pytest.raises(WorkerClosed):
             for _ in range(100):
@@ -229,7 +230,7 @@ def test_async_clock_pushes_events_with_pause_resume_and_speed(data_root, no_lea
             if len(seen) == 5:
                 await w.pause()
                 break
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.2)  # a window of ten ticks: no step may come in it
         paused_backlog = w._events.qsize()
         await w.set_speed(4.0)
         await w.send_input({"keys": ["KeyA"]})

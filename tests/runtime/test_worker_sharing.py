@@ -13,7 +13,7 @@ import pytest
 from server.recording.format import episode_dir
 from server.recording.writer import open_reader
 from server.runtime import EnvWorker, WorkerClosed, worker_process
-from tests.runtime.conftest import ALLOWED, fake_spec, run
+from tests.runtime.conftest import ALLOWED, fake_spec, log_holds, run
 
 
 async def _start(spec, data_root, per_worker=4, study=7):
@@ -40,20 +40,6 @@ async def _steps(worker, n):
         got += 1
         if got >= n:
             return
-
-
-async def _flushed(data_root, episode_id, n, seconds=30.0):
-    """Until the episode's log on disk holds more than ``n`` steps."""
-    deadline = asyncio.get_running_loop().time() + seconds
-    while asyncio.get_running_loop().time() < deadline:
-        try:
-            with open_reader(episode_dir(data_root, 7, episode_id)) as reader:
-                if len(list(reader.steps)) > n:
-                    return
-        except Exception:  # not written yet
-            pass
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{episode_id}'s log did not reach {n} steps")
 
 
 def _async_spec(fps=60):
@@ -125,7 +111,7 @@ def test_a_killed_process_ends_every_session_in_it_and_each_log_stays_readable(d
         assert second.pid == pid
         await second.begin_episode("second", 5)
         for episode_id in ("first", "second"):  # both play; the logs flush every 0.2 s
-            await _flushed(data_root, episode_id, 10)
+            await log_holds(episode_dir(data_root, 7, episode_id), 11)
         os.kill(pid, signal.SIGKILL)
         for w in (first, second):
             with pytest.raises(WorkerClosed):

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import tarfile
+import threading
 import time
 import zipfile
 from datetime import timedelta
@@ -153,10 +154,21 @@ def test_export_jobs_wait_while_players_fill_the_budget(world, app) -> None:  # 
     c, sid = world["client"], world["study"].id
     budget = app.state.budget
     busy = {"players": budget.max_workers}
-    budget._players = lambda: busy["players"]
+    polls = []  # the export poller asked the budget for room
+
+    def players() -> int:
+        if threading.current_thread().name.startswith("export-poller"):
+            polls.append(1)
+        return busy["players"]
+
+    budget._players = players
     job = start(c, sid, format="envlogger", archive="folder")
+    polls.clear()
     app.state.export_jobs.submit()
-    time.sleep(1.5)  # a poll or two: it must not have been claimed
+    deadline = time.monotonic() + 30
+    while len(polls) < 2 and time.monotonic() < deadline:  # a poll or two, refused
+        time.sleep(0.02)
+    assert len(polls) >= 2
     assert c.get(f"/api/exports/{job['id']}").json()["state"] == "queued"
     busy["players"] = 0
     app.state.export_jobs.submit()
