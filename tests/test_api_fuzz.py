@@ -138,10 +138,21 @@ def _check(res: Any, case: Any) -> None:
         assert isinstance(body, dict) and "detail" in body, f"{what}: {body!r}"
 
 
+_schemas: list[Any] = []  # the app's schema as schemathesis reads it, built once per process
+
+
+def _schema(client: TestClient) -> Any:
+    """The schema of the first test's app: every test builds the same app from the same code
+    (only its database and folders differ, which the schema does not show), and building the
+    document and reading it took seconds of each test."""
+    if not _schemas:
+        _schemas.append(schemathesis.openapi.from_dict(client.app.openapi()))  # type: ignore[attr-defined]
+    return _schemas[0]
+
+
 def _fuzz(client: TestClient, method: str, path: str, world: dict[str, Any], n: int) -> int:
     """Send ``n`` valid and ``n`` invalid requests to one operation; returns how many."""
-    schema = schemathesis.openapi.from_dict(client.app.openapi())  # type: ignore[attr-defined]
-    operation = schema.find_operation_by_path(method.lower(), path)
+    operation = _schema(client).find_operation_by_path(method.lower(), path)
     assert operation is not None
     sent = 0
     for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
