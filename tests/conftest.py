@@ -59,6 +59,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _light_password_hashes() -> Iterator[None]:
+    """argon2id with its cheapest parameters in this test process: every app a test starts
+    hashes its admin's password and every login verifies one, and the production cost
+    (64 MiB, three passes, four lanes: tenths of a second of both cores) was minutes of the
+    suite. The algorithm, the code and what each test asserts are the same; servers the
+    tests start as processes of their own hash at the production cost."""
+    from argon2 import PasswordHasher
+
+    from server.core import security
+
+    saved = security._hasher, security._DUMMY_HASH
+    security._hasher = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+    security._DUMMY_HASH = security._hasher.hash("dummy-password")
+    yield
+    security._hasher, security._DUMMY_HASH = saved
+
+
 SLOW_MODULES = Path(__file__).with_name("slow_modules.txt")
 
 
