@@ -70,15 +70,16 @@ lint: $(VENV)/.test-stamp
 typecheck: $(VENV)/.test-stamp
 	$(BIN)/mypy
 
-# Each pass spreads its test modules over TEST_WORKERS processes (pytest-xdist; a module's
-# tests stay together, so its module-scoped browser or server starts once, unless it sets
+# Each pass spreads its test modules over processes (pytest-xdist): TEST_WORKERS for SQLite,
+# PG_WORKERS for PostgreSQL (a third of the tests, run beside it). A module's tests stay together, so its module-scoped browser or server starts once, unless it sets
 # SPREAD = True), the slowest first (tests/slow_modules.txt), in its own temporary folder,
 # and ends with its wall time and ten slowest tests.
 TEST_WORKERS ?= 2
+PG_WORKERS   ?= 1
 PYTEST_ARGS  ?=
 suites: $(VENV)/.test-stamp
-	bash tests/run_suites.sh $(BIN)/pytest "$(PG_URL)" -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
-		--durations=10 $(PYTEST_ARGS)
+	PG_WORKERS=$(PG_WORKERS) bash tests/run_suites.sh $(BIN)/pytest "$(PG_URL)" -n $(TEST_WORKERS) \
+		--dist loadgroup --no-loadscope-reorder --durations=10 $(PYTEST_ARGS)
 
 ## pytest: the suite on SQLite only; test-postgres: on PostgreSQL only
 pytest: $(VENV)/.test-stamp

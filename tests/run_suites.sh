@@ -26,7 +26,8 @@ echo "== test suite on SQLite"
 run_pass sqlite STUDIO_TEST_DATABASE_URL= "$PYTEST" --basetemp="$TMP/sqlite" "$@"
 if "$(dirname "$PYTEST")/python" -m server.core.db_probe "$PG_URL"; then
     echo "== test suite on PostgreSQL ($PG_URL, a fresh schema), at the same time"
-    run_pass postgres STUDIO_TEST_DATABASE_URL="$PG_URL" "$PYTEST" --basetemp="$TMP/postgres" "$@"
+    run_pass postgres STUDIO_TEST_DATABASE_URL="$PG_URL" "$PYTEST" --basetemp="$TMP/postgres" "$@" \
+        -n "${PG_WORKERS:-2}"  # the last -n counts
 elif [[ -n "${STUDIO_REQUIRE_POSTGRES:-}" ]]; then
     echo "PostgreSQL is required (STUDIO_REQUIRE_POSTGRES) but does not answer at $PG_URL"
     wait; exit 1
