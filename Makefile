@@ -71,9 +71,10 @@ typecheck: $(VENV)/.test-stamp
 	$(BIN)/mypy
 
 # Each pass spreads its test modules over processes (pytest-xdist): TEST_WORKERS for SQLite,
-# PG_WORKERS for PostgreSQL (a third of the tests, run beside it). A module's tests stay together, so its module-scoped browser or server starts once, unless it sets
-# SPREAD = True), the slowest first (tests/slow_modules.txt), in its own temporary folder,
-# and ends with its wall time and ten slowest tests.
+# PG_WORKERS for PostgreSQL (a third of the tests, run beside it). A module's tests stay
+# together, so its module-scoped browser or server starts once, unless it sets SPREAD = True;
+# the slowest modules go first (tests/slow_modules.txt). Each pass has its own temporary
+# folder and ends with its wall time and ten slowest tests.
 TEST_WORKERS ?= 2
 PG_WORKERS   ?= 1
 PYTEST_ARGS  ?=

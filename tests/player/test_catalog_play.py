@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 import websockets
 
 from server.models import EpisodeStatus
@@ -56,6 +57,14 @@ def _big_frame(mode: str) -> dict[str, Any]:
     return {"id": "game", "name": f"Big frame {mode}", "mode": mode, "fps": 10,
             "source": {"kind": "dm_env", "factory": f"{FAKE}:big_frame", "kwargs": kwargs},
             "controls": {"keys": {"KeyA": 1, "KeyB": 2}, "noop": 0}}  # fmt: skip
+
+
+@pytest.fixture
+def settings(settings):  # type: ignore[no-untyped-def]
+    """Eight games at once beside the rest of ``make test`` on two cores: a MuJoCo step may
+    wait longer than the default 10 s for a core, and a worker that misses its reply is
+    killed (what this test checks is that every game plays, not how busy the machine is)."""
+    return settings.model_copy(update={"worker_timeout_s": 60.0})
 
 
 def _cases() -> dict[str, dict[str, Any]]:
@@ -174,6 +183,7 @@ class Player:
             data = await asyncio.wait_for(self.control.get(), REPLY_S)
             if data["type"] in kinds:
                 return data
+            assert data["type"] != "episode_failed", (self.name, data)  # no 60 s wait for it
 
     async def finish(self) -> None:
         if self.ended is not None:
