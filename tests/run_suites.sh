@@ -23,11 +23,11 @@ run_pass() {  # name, then env assignments and the command, via env
 }
 
 echo "== test suite on SQLite"
-run_pass sqlite STUDIO_TEST_DATABASE_URL= "$PYTEST" --basetemp="$TMP/sqlite" "$@"
+run_pass sqlite STUDIO_TEST_DATABASE_URL= "$PYTEST" --basetemp="$TMP/sqlite" "$@" -m "not alone"
 if "$(dirname "$PYTEST")/python" -m server.core.db_probe "$PG_URL"; then
     echo "== test suite on PostgreSQL ($PG_URL, a fresh schema), at the same time"
     run_pass postgres STUDIO_TEST_DATABASE_URL="$PG_URL" "$PYTEST" --basetemp="$TMP/postgres" "$@" \
-        -n "${PG_WORKERS:-2}"  # the last -n counts
+        -n "${PG_WORKERS:-2}" -m "not alone"  # the last -n counts
 elif [[ -n "${STUDIO_REQUIRE_POSTGRES:-}" ]]; then
     echo "PostgreSQL is required (STUDIO_REQUIRE_POSTGRES) but does not answer at $PG_URL"
     wait; exit 1
@@ -40,6 +40,10 @@ for i in "${!pids[@]}"; do
     # pipefail: the subshell's status is pytest's
     wait "${pids[$i]}" || { status=1; echo "== the ${names[$i]} pass FAILED"; }
 done
+# Tests that load the machine on purpose (marked ``alone``), by themselves, on SQLite.
+echo "== tests that run alone"
+run_pass alone STUDIO_TEST_DATABASE_URL= "$PYTEST" --basetemp="$TMP/alone" "$@" -n 0 -m alone
+wait "${pids[-1]}" || { status=1; echo "== the alone pass FAILED"; }
 echo "== summary"
 for name in "${names[@]}"; do
     echo "-- $name: $(grep -E '^\[[a-z]+\] =+ .* in [0-9.]+s' "$logs/$name.log" | tail -1 | sed 's/^\[[a-z]*\] //')"

@@ -31,6 +31,9 @@ from server.runtime.catalog import CATALOG
 from tests.player.conftest import row_of, spec
 
 ON_POSTGRES = False  # the runtime under play; the rows' queries run on PostgreSQL elsewhere
+# Eight games at once, flat out: beside other tests on two cores their workers starve (make
+# test runs it once the others are done, tests/run_suites.sh).
+pytestmark = pytest.mark.alone
 HUMAN_INPUTS = 200
 HUMAN_PACE_S = 0.25
 FULL_INPUTS = 200
