@@ -70,16 +70,17 @@ lint: $(VENV)/.test-stamp
 typecheck: $(VENV)/.test-stamp
 	$(BIN)/mypy
 
-# Each pass spreads its test modules over processes (pytest-xdist): TEST_WORKERS for SQLite,
-# PG_WORKERS for PostgreSQL (a third of the tests, run beside it). A module's tests stay
-# together, so its module-scoped browser or server starts once, unless it sets SPREAD = True;
-# the slowest modules go first (tests/slow_modules.txt). Each pass has its own temporary
-# folder and ends with its wall time and ten slowest tests.
-TEST_WORKERS ?= 2
-PG_WORKERS   ?= 1
+# The passes run one after the other, each in one process: on these two cores the suite is
+# CPU-bound, and spread out (TEST_WORKERS=2 PG_WORKERS=1 SUITES_AT_ONCE=1: pytest-xdist, both
+# passes at once; a module's tests stay together unless it sets SPREAD = True, the slowest
+# modules first, tests/slow_modules.txt) it took as long, with load-sensitive tests failing.
+# Each pass has its own temporary folder and ends with its wall time and ten slowest tests.
+TEST_WORKERS ?= 0
+PG_WORKERS   ?= 0
+SUITES_AT_ONCE ?= 0
 PYTEST_ARGS  ?=
 suites: $(VENV)/.test-stamp
-	PG_WORKERS=$(PG_WORKERS) bash tests/run_suites.sh $(BIN)/pytest "$(PG_URL)" -n $(TEST_WORKERS) \
+	PG_WORKERS=$(PG_WORKERS) SUITES_AT_ONCE=$(SUITES_AT_ONCE) bash tests/run_suites.sh $(BIN)/pytest "$(PG_URL)" -n $(TEST_WORKERS) \
 		--dist loadgroup --no-loadscope-reorder --durations=10 $(PYTEST_ARGS)
 
 ## pytest: the suite on SQLite only; test-postgres: on PostgreSQL only

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The test suite on SQLite and, when PostgreSQL answers, on PostgreSQL — both passes at once
-# (they share nothing: each has its own databases, data folders and servers), each spread
-# over pytest-xdist workers. Each line is prefixed with its pass; the end prints each pass's
-# wall time and ten slowest tests (pytest's --durations) and the whole run's wall time.
+# The test suite on SQLite and, when PostgreSQL answers, on PostgreSQL: one after the other,
+# or with SUITES_AT_ONCE=1 both at once (they share nothing: each has its own databases, data
+# folders and servers), each in one process or spread over pytest-xdist workers (-n). Each
+# line is prefixed with its pass; the end prints each pass's wall time and ten slowest tests
+# (pytest's --durations) and the whole run's wall time.
 # Usage: tests/run_suites.sh PYTEST PG_URL [pytest args...]
 set -uo pipefail
 
@@ -24,8 +25,12 @@ run_pass() {  # name, then env assignments and the command, via env
 
 echo "== test suite on SQLite"
 run_pass sqlite STUDIO_TEST_DATABASE_URL= "$PYTEST" --basetemp="$TMP/sqlite" "$@" -m "not alone"
+if [[ "${SUITES_AT_ONCE:-0}" != 1 ]]; then  # one pass after the other
+    wait "${pids[0]}" || { echo "== the sqlite pass FAILED"; failed_first=1; }
+    pids[0]=""
+fi
 if "$(dirname "$PYTEST")/python" -m server.core.db_probe "$PG_URL"; then
-    echo "== test suite on PostgreSQL ($PG_URL, a fresh schema), at the same time"
+    echo "== test suite on PostgreSQL ($PG_URL, a fresh schema)"
     run_pass postgres STUDIO_TEST_DATABASE_URL="$PG_URL" "$PYTEST" --basetemp="$TMP/postgres" "$@" \
         -n "${PG_WORKERS:-2}" -m "not alone"  # the last -n counts
 elif [[ -n "${STUDIO_REQUIRE_POSTGRES:-}" ]]; then
@@ -35,8 +40,9 @@ else
     echo "PostgreSQL does not answer at $PG_URL: skipped the PostgreSQL run"
 fi
 
-status=0
+status=${failed_first:-0}
 for i in "${!pids[@]}"; do
+    [[ -n "${pids[$i]}" ]] || continue  # waited for already
     # pipefail: the subshell's status is pytest's
     wait "${pids[$i]}" || { status=1; echo "== the ${names[$i]} pass FAILED"; }
 done
