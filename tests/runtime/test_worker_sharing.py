@@ -25,11 +25,7 @@ async def _measured(spec, data_root, **kw):
     """A first session playing async long enough for its environment's cost to be known."""
     first = await _start(spec, data_root, **kw)
     await first.begin_episode("first", 0)
-    got = 0
-    async for _ in first.events():
-        got += 1
-        if got >= spec.fps * worker_process.COST_WINDOW_S + 20:
-            break
+    await _steps(first, spec.fps * worker_process.COST_WINDOW_S + 20)
     return first
 
 
