@@ -21,6 +21,8 @@ from server.core.migrate import upgrade_head
 from tests.factories import Factory
 from tests.runtime.fake_envs import FACTORIES
 
+pytest_plugins = ["tests.timings"]  # each test's wall and CPU seconds, slow modules first
+
 ROOT = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("STUDIO_TEST_DATABASE_URL", "")
 
@@ -37,11 +39,12 @@ def pg_schema_url(base: str, schema: str) -> str:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The PostgreSQL pass runs only the tests where the database plays a part: a test with a
     database fixture that is not a browser test, or any test of a module that reads ``PG_URL``;
-    a module may decide for itself with ``ON_POSTGRES = True`` or ``False``. The others ran in
+    a module may decide for itself with ``ON_POSTGRES = True`` or ``False``, a test with the
+    marker ``database_plays_no_part`` (it checks what an export wrote or a consumer loaded,
+    whose rows and claims the tests beside it cover on PostgreSQL). The others ran in
     the SQLite pass: a browser test drives the same services, whose queries, races and
     migrations the API and service tests already cover on PostgreSQL.
     ``STUDIO_TEST_ALL_ON_PG=1`` runs everything again."""
-    _slow_modules_first(items)
     _modules_together(items)
     if not PG_URL or os.environ.get("STUDIO_TEST_ALL_ON_PG"):
         return
@@ -53,6 +56,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         uses_db = "migrated_template" in getattr(item, "fixturenames", ())
         browser = item.get_closest_marker("browser") is not None
         on_pg = hasattr(module, "PG_URL") or (uses_db and not browser)
+        if item.get_closest_marker("database_plays_no_part") is not None:
+            on_pg = chosen = False
         (keep if (on_pg if chosen is None else chosen) else skip).append(item)
     if skip:
         config.hook.pytest_deselected(items=skip)
@@ -72,25 +77,9 @@ def _light_password_hashes() -> Iterator[None]:
 
     saved = security._hasher, security._DUMMY_HASH
     security._hasher = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
-    security._DUMMY_HASH = security._hasher.hash("dummy-password")
+    security._DUMMY_HASH = None  # made anew with these parameters
     yield
     security._hasher, security._DUMMY_HASH = saved
-
-
-SLOW_MODULES = Path(__file__).with_name("slow_modules.txt")
-
-
-def _slow_modules_first(items: list[pytest.Item]) -> None:
-    """Modules listed in ``tests/slow_modules.txt`` (slowest first) run first, the rest in
-    their usual order: pytest-xdist hands each worker the next module as it frees up, so a
-    long module started last would leave one core idle while the other finishes it. Only
-    the order changes; every test still runs."""
-    if not SLOW_MODULES.exists():
-        return
-    listed = [line.split()[0] for line in SLOW_MODULES.read_text().splitlines()
-              if line.strip() and not line.startswith("#")]  # fmt: skip
-    rank = {name: i for i, name in enumerate(listed)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable
 
 
 def _modules_together(items: list[pytest.Item]) -> None:
@@ -101,27 +90,6 @@ def _modules_together(items: list[pytest.Item]) -> None:
     for item in items:
         if not getattr(getattr(item, "module", None), "SPREAD", False):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-
-
-_module_seconds: dict[str, float] = {}
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    module = report.nodeid.split("::")[0]
-    _module_seconds[module] = _module_seconds.get(module, 0.0) + report.duration
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """``STUDIO_TEST_TIMINGS=tests/slow_modules.txt`` rewrites the list from this run: the
-    modules that took 20 s or more (setup, call and teardown of all their tests), slowest
-    first. Written by the main process only (under xdist, workers report to it)."""
-    out = os.environ.get("STUDIO_TEST_TIMINGS")
-    if not out or hasattr(session.config, "workerinput"):
-        return
-    slow = sorted(((s, m) for m, s in _module_seconds.items() if s >= 20), reverse=True)
-    lines = [f"{module} {seconds:.0f}" for seconds, module in slow]
-    header = "# slowest test modules first, with their seconds in one run (tests/conftest.py)"
-    Path(out).write_text("\n".join([header, *lines]) + "\n")
 
 
 @pytest.fixture(scope="session")

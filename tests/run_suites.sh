@@ -3,7 +3,8 @@
 # or with SUITES_AT_ONCE=1 both at once (they share nothing: each has its own databases, data
 # folders and servers), each in one process or spread over pytest-xdist workers (-n). Each
 # line is prefixed with its pass; the end prints each pass's wall time and ten slowest tests
-# (pytest's --durations) and the whole run's wall time.
+# (pytest's --durations), its slowest modules in wall and CPU seconds (tests/timings.py) and
+# the whole run's wall time.
 # Usage: tests/run_suites.sh PYTEST PG_URL [pytest args...]
 set -uo pipefail
 
@@ -60,6 +61,8 @@ echo "== summary"
 for name in "${names[@]}"; do
     echo "-- $name: $(grep -E '^\[[a-z]+\] =+ .* in [0-9.]+s' "$logs/$name.log" | tail -1 | sed 's/^\[[a-z]*\] //')"
     sed -n '/slowest [0-9]* durations/,/^\[[a-z]*\] $/p' "$logs/$name.log" | head -12
+    # the modules that took the most, in wall and CPU seconds (tests/timings.py)
+    sed -n '/=* test time .* CPU /,+10p' "$logs/$name.log" | sed 's/^\[[a-z]*\] //'
 done
 echo "== wall time of the test suites: $(( $(date +%s) - start )) s"
 rm -rf "$logs"
