@@ -11,7 +11,18 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 _hasher = PasswordHasher()
 # Verified against when the email is unknown, so both paths cost one argon2 verification.
-_DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
+# Made when a server starts (``dummy_hash``), not at import: every process that imports this
+# module (the CLI, each export, each worker's parent) would spend a quarter of a CPU-second.
+_DUMMY_HASH: str | None = None
+
+
+def dummy_hash() -> str:
+    """The hash verified against for unknown emails (made once, on the first call)."""
+    global _DUMMY_HASH
+    if _DUMMY_HASH is None:
+        _DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
+    return _DUMMY_HASH
+
 
 SESSION_COOKIE = "studio_session"
 CSRF_COOKIE = "studio_csrf"
@@ -26,7 +37,7 @@ def hash_password(password: str) -> str:
 def verify_password(password: str, password_hash: str | None) -> bool:
     """True when ``password`` matches; with no hash, spends the same time and says False."""
     try:
-        return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+        return _hasher.verify(password_hash or dummy_hash(), password) and password_hash is not None
     except (VerificationError, InvalidHashError):
         return False
 
