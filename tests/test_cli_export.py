@@ -52,6 +52,7 @@ def test_test_plays_are_listed_only_when_asked(factory, db, settings, recorded) 
     assert "2 episode(s)" in res.stdout and f"user:{owner.id}" in res.stdout
 
 
+@pytest.mark.database_plays_no_part
 def test_export_zip_with_progress(settings, study, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "out" / "dataset"
     res = run_cli(
@@ -96,6 +97,7 @@ def test_export_refuses_bad_selections(settings, study, tmp_path) -> None:  # ty
     assert not out.exists()
 
 
+@pytest.mark.database_plays_no_part
 def test_export_envlogger_folder(settings, study, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "raw"
     res = run_cli(
@@ -121,6 +123,7 @@ def test_export_envlogger_folder(settings, study, tmp_path, recorded) -> None:  
     assert got == sorted(r.episode_id for r in recorded["cartpole"][1:3])
 
 
+@pytest.mark.database_plays_no_part
 def test_export_minari_folder(settings, study, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "mini"
     args = ["export", "--study", str(study.id), "--format", "minari", "--env", "cartpole"]
@@ -130,6 +133,7 @@ def test_export_minari_folder(settings, study, tmp_path, recorded) -> None:  # t
     assert meta["dataset_id"] == "mini-v1" and meta["total_episodes"] >= 1
 
 
+@pytest.mark.database_plays_no_part
 def test_export_on_beam_matches_one_process(settings, study, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
     outs = {}
     for engine in ("beam", "single"):
@@ -153,6 +157,7 @@ def test_export_on_beam_matches_one_process(settings, study, tmp_path, recorded)
     assert res.returncode == 2 and "Only the tfds format runs on Beam" in res.stderr
 
 
+@pytest.mark.database_plays_no_part
 def test_export_lerobot_folder_with_videos(settings, study, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "robo"
     args = ["export", "--study", str(study.id), "--format", "lerobot", "--env", "cartpole"]

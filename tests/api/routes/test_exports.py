@@ -225,6 +225,7 @@ def test_folder_export_streams_a_zip(world) -> None:  # type: ignore[no-untyped-
     assert "good_ones/good_ones/1.0.0/dataset_info.json" in names
 
 
+@pytest.mark.database_plays_no_part
 @pytest.mark.consumer
 def test_job_export_loads_in_tfds(world, settings, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
     c, sid = world["client"], world["study"].id
@@ -402,6 +403,7 @@ def _dataset_files(data_root: Path, job: dict) -> dict[str, bytes]:
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
 
 
+@pytest.mark.database_plays_no_part
 def test_beam_job_writes_what_the_single_process_job_writes(world, settings) -> None:  # type: ignore[no-untyped-def]
     c, sid = world["client"], world["study"].id
     settings.beam_workers, settings.beam_running_mode = 2, "multi_processing"
@@ -462,6 +464,7 @@ def _live_processes() -> dict[int, tuple[int, int]]:
     return out
 
 
+@pytest.mark.database_plays_no_part
 def test_stopped_beam_job_takes_its_workers_with_it(world, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from server.export import runner as jobs
 
