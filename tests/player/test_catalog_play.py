@@ -15,6 +15,7 @@ An optional suite's entries join this test in the run where the suite is install
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import time
@@ -110,6 +111,10 @@ class Player:
     # (``ended`` is cleared by the player as it saves, maybe before a crossed reply arrives)
     between: bool = False
     errors: list[dict[str, Any]] = field(default_factory=list)
+    # the last control messages the reader saw (dropped ones too), for a timeout's message
+    seen: collections.deque[dict[str, Any]] = field(
+        default_factory=lambda: collections.deque(maxlen=12)
+    )
 
     async def read(self) -> None:
         async for message in self.ws:
@@ -122,6 +127,7 @@ class Player:
                 self.frame.set()
                 continue
             data = json.loads(message)
+            self.seen.append(data)
             if data["type"] in ("episode_ended", "episode_started"):
                 self.between = data["type"] == "episode_ended"
                 if self.between:
@@ -137,9 +143,20 @@ class Player:
         late = data["type"] == "error" and data.get("for") in ("pause", "resume", "cancel")
         return late and self.between and data["code"] == "wrong_state"
 
+    async def _next(self, waiting_for: tuple[str, ...]) -> dict[str, Any]:
+        """The next control message; on a timeout, says who waited for what after what."""
+        try:
+            return await asyncio.wait_for(self.control.get(), REPLY_S)
+        except TimeoutError:
+            raise AssertionError(
+                f"{self.name}: no {' or '.join(waiting_for)} within {REPLY_S} s; "
+                f"step {self.step}, ended={self.ended is not None}, between={self.between}; "
+                f"last messages: {[m.get('type') for m in self.seen]} {list(self.seen)[-3:]}"
+            ) from None
+
     async def until(self, kind: str) -> dict[str, Any]:
         while True:
-            data = await asyncio.wait_for(self.control.get(), REPLY_S)
+            data = await self._next((kind,))
             if data["type"] == kind:
                 return data
             assert data["type"] not in ("error", "episode_failed"), (self.name, data)
@@ -183,7 +200,7 @@ class Player:
 
     async def _either(self, *kinds: str) -> dict[str, Any]:
         while True:
-            data = await asyncio.wait_for(self.control.get(), REPLY_S)
+            data = await self._next(kinds)
             if data["type"] in kinds:
                 return data
             assert data["type"] != "episode_failed", (self.name, data)  # no 60 s wait for it
