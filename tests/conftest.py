@@ -57,7 +57,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         browser = item.get_closest_marker("browser") is not None
         on_pg = hasattr(module, "PG_URL") or (uses_db and not browser)
         if item.get_closest_marker("database_plays_no_part") is not None:
-            on_pg = chosen = False
+            chosen = False
         (keep if (on_pg if chosen is None else chosen) else skip).append(item)
     if skip:
         config.hook.pytest_deselected(items=skip)

@@ -40,9 +40,9 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def tree_cpu_seconds(root: int | None = None) -> float:
-    """CPU seconds used so far by ``root`` (this process) and all its live descendants."""
-    total, todo = 0, [root or os.getpid()]
+def tree_cpu_seconds() -> float:
+    """CPU seconds used so far by this process and all its live descendants."""
+    total, todo = 0, [os.getpid()]
     while todo:
         pid = todo.pop()
         try:
@@ -96,7 +96,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The pass's test seconds and CPU seconds, and the modules that took the most of each."""
+    """The pass's test seconds and CPU seconds, and the ten modules with the most wall time."""
     if not _wall:
         return
     wall, cpu = sum(_wall.values()), sum(_cpu.values())
