@@ -8,7 +8,8 @@ that loads the machine can be told apart (the first can share a core, the second
 
 ``STUDIO_TEST_TIMINGS=FILE`` writes the modules that took 20 s or more, slowest first, with
 both figures (``tests/slow_modules.txt`` is such a file; its order is the order the slow
-modules start in). Under pytest-xdist the workers measure and the main process writes.
+modules start in), and ``FILE.tests`` every test of 2 s or more, those that waited longest
+(wall minus CPU) first. Under pytest-xdist the workers measure and the main process writes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ SLOW_MODULES = Path(__file__).with_name("slow_modules.txt")
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _wall: dict[str, float] = {}
 _cpu: dict[str, float] = {}
+_test_wall: dict[str, float] = {}
+_test_cpu: dict[str, float] = {}
 
 
 def _ticks(pid: int) -> int:
@@ -75,10 +78,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     module = report.nodeid.split("::")[0]
     _wall[module] = _wall.get(module, 0.0) + report.duration
+    _test_wall[report.nodeid] = _test_wall.get(report.nodeid, 0.0) + report.duration
     if report.when == "teardown":
         cpu = dict(report.user_properties).get("cpu_s")
         if isinstance(cpu, float):
             _cpu[module] = _cpu.get(module, 0.0) + cpu
+            _test_cpu[report.nodeid] = cpu
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist hands out the tests
@@ -114,3 +119,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     lines = [f"{module} {seconds:.0f} {_cpu.get(module, 0.0):.0f}" for seconds, module in slow]
     header = "# slowest test modules first: wall and CPU seconds in one run (tests/timings.py)"
     Path(out).write_text("\n".join([header, *lines]) + "\n")
+    # and every test of 2 s or more, with the seconds it waited (wall minus CPU) first
+    tests = [(w - _test_cpu.get(t, 0.0), w, t) for t, w in _test_wall.items() if w >= 2]
+    rows = [f"{t} {w:.1f} {_test_cpu.get(t, 0.0):.1f}" for _, w, t in sorted(tests, reverse=True)]
+    head = "# tests of 2 s or more, those that waited longest first: wall and CPU seconds"
+    Path(out + ".tests").write_text("\n".join([head, *rows]) + "\n")
