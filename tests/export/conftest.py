@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,11 +13,10 @@ import numpy as np
 import pytest
 
 from server.export import EpisodeInput, TaggedSpan
+from tests.export.consumers import check_ok
 from tests.export.recordings import Recording, record_episode
 
 ROOT = Path(__file__).resolve().parents[2]
-CONSUMER_PYTHON = ROOT / ".consumer-venv" / "bin" / "python"
-CHECK_SCRIPT = Path(__file__).resolve().parent / "consumer_check.py"
 
 gym.register_envs(ale_py)
 SPEEDS = (1.0, 0.5, 1.1, 2.0, 0.05, 10.0)
@@ -137,22 +135,10 @@ def episode_input(
 
 @pytest.fixture
 def consumer() -> Callable[..., str]:
-    """Run consumer_check.py with the consumer venv; fails (not skips) when it is absent."""
+    """Run consumer_check.py in the consumer venv (tests/export/consumers.py); fails (not
+    skips) when the venv is absent."""
 
     def run(*args: str) -> str:
-        if not CONSUMER_PYTHON.exists():
-            pytest.fail(
-                f"the consumer venv ({CONSUMER_PYTHON.parent.parent}) is missing: "
-                "run `make consumer-venv` (make test builds it)"
-            )
-        proc = subprocess.run(
-            [str(CONSUMER_PYTHON), str(CHECK_SCRIPT), *args],
-            capture_output=True,
-            text=True,
-            timeout=280,
-            env={"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"},
-        )
-        assert proc.returncode == 0, f"consumer check failed:\n{proc.stdout}\n{proc.stderr[-5000:]}"
-        return proc.stdout
+        return check_ok("rlds", "rlds", *args).stdout
 
     return run

@@ -155,7 +155,8 @@ def _reference_builder(data_dir: str, logs_root: str, work_dir: str) -> Any:
         "control": tfds.features.Text(),  # raw JSON there (shared autonomy; "null" without)
     }
 
-    class ReferenceRlds(tfds.core.GeneratorBasedBuilder):
+    # not registered by name: several checks run in one process (tests/export/consumers.py)
+    class ReferenceRlds(tfds.core.GeneratorBasedBuilder, skip_registration=True):
         VERSION = tfds.core.Version("1.0.0")
         BUILDER_CONFIGS = [
             rlds_base.DatasetConfig(

@@ -11,8 +11,6 @@ frames: the dataset videos are lossless, so every decoded frame equals its recor
 from __future__ import annotations
 
 import dataclasses
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +21,11 @@ from server.export import ExportOptions, TaggedSpan, export_dataset
 from server.export.formats.lerobot.dataset import FRAME_KEY
 from server.export.video import decode_jpeg, psnr
 from tests.export.conftest import ROOT, episode_input
+from tests.export.consumers import check_ok
 from tests.export.expected import expected_episode, save_expected
 from tests.export.recordings import Recording
 
 pytestmark = pytest.mark.consumer
-
-LEROBOT_PYTHON = ROOT / ".consumer-venv-lerobot" / "bin" / "python"
-CHECK = Path(__file__).resolve().parent / "lerobot_check.py"
 
 
 OUTCOMES = {"outcome": "failure", "player_outcome": "success", "reviewer_outcome": "failure"}
@@ -37,26 +33,9 @@ OUTCOMES = {"outcome": "failure", "player_outcome": "success", "reviewer_outcome
 
 def run_lerobot_check(export_dir: Path, name: str, expected: Path, frames: Path) -> dict:
     """lerobot_check.py's report; fails (not skips) when the consumer venv is absent."""
-    if not LEROBOT_PYTHON.exists():
-        pytest.fail(
-            f"the LeRobot consumer venv ({LEROBOT_PYTHON.parent.parent}) is missing: "
-            "run `make consumer-venv` (make test builds it)"
-        )
-    proc = subprocess.run(
-        [str(LEROBOT_PYTHON), str(CHECK), str(ROOT / "docs" / "export.md")]
-        + [str(export_dir), name, str(expected), str(frames)],
-        capture_output=True,
-        text=True,
-        timeout=580,
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(export_dir),
-            "HF_HOME": str(export_dir / ".hf"),
-            "CUDA_VISIBLE_DEVICES": "",
-        },
-    )
-    assert proc.returncode == 0, f"lerobot check failed:\n{proc.stdout}\n{proc.stderr[-5000:]}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    docs = str(ROOT / "docs" / "export.md")
+    args = (docs, str(export_dir), name, str(expected), str(frames))
+    return check_ok("lerobot", "lerobot", *args, timeout=580).report
 
 
 def with_times(want: dict[str, Any], rec: Recording, task: str) -> dict[str, Any]:

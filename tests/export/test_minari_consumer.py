@@ -7,40 +7,23 @@ which runs the docs' loading snippet and compares every loaded value.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from server.export import ExportOptions, TaggedSpan, export_dataset
 from tests.export.conftest import ROOT, episode_input
+from tests.export.consumers import check_ok
 from tests.export.expected import expected_episode, save_expected
 from tests.export.recordings import Recording
 
 pytestmark = pytest.mark.consumer
 
-MINARI_PYTHON = ROOT / ".consumer-venv-minari" / "bin" / "python"
-CHECK = Path(__file__).resolve().parent / "minari_check.py"
-
 
 def run_minari_check(export_dir: Path, dataset: str, expected: Path) -> dict:
     """minari_check.py's report; fails (not skips) when the consumer venv is absent."""
-    if not MINARI_PYTHON.exists():
-        pytest.fail(
-            f"the Minari consumer venv ({MINARI_PYTHON.parent.parent}) is missing: "
-            "run `make consumer-venv` (make test builds it)"
-        )
-    proc = subprocess.run(
-        [str(MINARI_PYTHON), str(CHECK), str(ROOT / "docs" / "export.md")]
-        + [str(export_dir), dataset, str(expected)],
-        capture_output=True,
-        text=True,
-        timeout=280,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(export_dir)},
-    )
-    assert proc.returncode == 0, f"minari check failed:\n{proc.stdout}\n{proc.stderr[-5000:]}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    docs = str(ROOT / "docs" / "export.md")
+    return check_ok("minari", "minari", docs, str(export_dir), dataset, str(expected)).report
 
 
 @pytest.mark.parametrize("env", ["cartpole", "pong", "minigrid", "lunar"])

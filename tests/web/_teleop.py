@@ -5,24 +5,18 @@ each format's own library."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 from playwright.sync_api import expect
 
 from server.models import Episode, EpisodeStatus, Study
 from server.recording.writer import open_reader
 from server.runtime.catalog import CatalogEntry
-from tests.export.conftest import CONSUMER_PYTHON, ROOT
+from tests.export.conftest import ROOT
+from tests.export.consumers import check_ok
 from tests.player.conftest import activate, spec
 from tests.web._join import join_study, to_ready_gate
-
-CHECK = ROOT / "tests" / "export" / "control_check.py"
-VENVS = {"rlds": CONSUMER_PYTHON, "lerobot": ROOT / ".consumer-venv-lerobot" / "bin" / "python",
-         "minari": ROOT / ".consumer-venv-minari" / "bin" / "python"}  # fmt: skip
 
 
 def open_game(page, live_server: str, factory, db, entry: CatalogEntry, **env: Any) -> Study:
@@ -77,18 +71,7 @@ def save_episode(page, db, study: Study) -> tuple[Episode, list[Any]]:
 def load_steps(fmt: str, out: Path, name: str) -> dict:
     """Who drove each step and its frame's camera, as the format's own library loads the
     export of ``name`` at ``out`` (tests/export/control_check.py in the format's venv)."""
-    python = VENVS[fmt]
-    if not python.exists():
-        pytest.fail(
-            f"the consumer venv {python.parent.parent} is missing: run `make consumer-venv`"
-        )
     docs = str(ROOT / "docs" / "export.md")
     args = {"rlds": [str(out)], "lerobot": [docs, str(out), name],
             "minari": [docs, str(out), f"{name}-v1"]}[fmt]  # fmt: skip
-    proc = subprocess.run(
-        [str(python), str(CHECK), fmt, *args], capture_output=True, text=True, timeout=280,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(out), "HF_HOME": str(out / ".hf"),
-             "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""},
-    )  # fmt: skip
-    assert proc.returncode == 0, f"{fmt} check failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return check_ok(fmt, "control", fmt, *args).report

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
 import tarfile
 import threading
 import time
@@ -21,7 +20,7 @@ from server.export import TaggedSpan
 from server.export.runner import EXPORTS_DIR, export_dir
 from server.models import ExportJob, JobState, Role
 from tests.api.routes.recorded import Inserter, two_env_spec
-from tests.export.conftest import CHECK_SCRIPT, CONSUMER_PYTHON
+from tests.export.consumers import check_ok
 from tests.export.expected import expected_episode, save_expected
 
 SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
@@ -247,18 +246,9 @@ def test_job_export_loads_in_tfds(world, settings, tmp_path, recorded) -> None: 
         tag_names=("wobble",),
     )
     save_expected(tmp_path / "expected.npz", [want])
-    if not CONSUMER_PYTHON.exists():
-        pytest.fail("the consumer venv is missing: run `make consumer-venv`")
-    proc = subprocess.run(
-        [str(CONSUMER_PYTHON), str(CHECK_SCRIPT), "values"]
-        + [str(tmp_path / "x" / "ds" / "ds" / "1.0.0"), str(tmp_path / "expected.npz")],
-        capture_output=True,
-        text=True,
-        timeout=280,
-        env={"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    data_dir = tmp_path / "x" / "ds" / "ds" / "1.0.0"
+    expected = str(tmp_path / "expected.npz")
+    report = check_ok("rlds", "rlds", "values", str(data_dir), expected).report
     assert report == {"mode": "values", "episodes": 1, "steps": rec.num_steps}
 
 
