@@ -1,10 +1,11 @@
 """Every benchmark still runs: ``benchmarks/X.py --smoke`` for each script in benchmarks/.
 
-A smoke run takes a few seconds and checks only that the benchmark runs end to end and prints
-its JSON (its figures mean nothing); the full runs are ``make bench``. A new benchmark is
-picked up by the glob, so it must take ``--smoke`` too. Runs in the SQLite pass only (no
-database fixture): the benchmarks that need PostgreSQL use the local server, as CI has it,
-and are skipped when none answers (failed with ``STUDIO_REQUIRE_POSTGRES``, as in CI).
+A smoke run takes a few seconds and checks that the benchmark runs end to end and prints
+its JSON (its figures mean nothing; ``REPORT_CHECKS`` asks more of a few reports); the full
+runs are ``make bench``. A new benchmark is picked up by the glob, so it must take
+``--smoke`` too. Runs in the SQLite pass only (no database fixture): the benchmarks that
+need PostgreSQL use the local server, as CI has it, and are skipped when none answers
+(failed with ``STUDIO_REQUIRE_POSTGRES``, as in CI).
 """
 
 from __future__ import annotations
@@ -45,6 +46,19 @@ def last_json_object(stdout: str) -> Any:
     raise AssertionError(f"no JSON object in the output:\n{stdout[-2000:]}")
 
 
+def _video_memory(report: dict[str, Any]) -> None:
+    """A real server, four requests at once: one video made, every answer 200, the server's
+    growth measured."""
+    (server,) = report["results"]
+    assert report["steps"] == 500 and server["mode"] == "server"
+    assert server["answers"] == [200] * 4 and server["videos_made"] == 1
+    assert server["growth_mib"] > 0 and report["ok"] is True
+
+
+# What a benchmark's smoke report must say beyond being JSON, where a test asks more.
+REPORT_CHECKS = {"video_memory.py": _video_memory}
+
+
 def test_every_benchmark_is_found() -> None:
     assert len(BENCHMARKS) >= 9, BENCHMARKS
 
@@ -74,3 +88,5 @@ def test_benchmark_smoke(script: Path) -> None:
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{stderr[-4000:]}"
     report = last_json_object(stdout)
     assert isinstance(report, dict) and report, stdout[-2000:]
+    if script.name in REPORT_CHECKS:
+        REPORT_CHECKS[script.name](report)
