@@ -60,7 +60,7 @@ run: $(VENV)/.run-stamp
 	$(BIN)/rlds-studio serve
 
 ## test: install test tools (and Debian's chromium, HAProxy and EGL), lint, type-check, then the
-## suite on SQLite and, when a PostgreSQL answers at 127.0.0.1:5432, on PostgreSQL, both at once
+## suite on SQLite and, when a PostgreSQL answers at 127.0.0.1:5432, on PostgreSQL, one after the other
 test: $(VENV)/.test-stamp chromium haproxy egl consumer-venv lock-check lint typecheck suites
 
 lint: $(VENV)/.test-stamp
@@ -70,13 +70,15 @@ lint: $(VENV)/.test-stamp
 typecheck: $(VENV)/.test-stamp
 	$(BIN)/mypy
 
-# The passes run one after the other, each in one process: on these two cores the suite is
-# CPU-bound, and spread out (TEST_WORKERS=2 PG_WORKERS=1 SUITES_AT_ONCE=1: pytest-xdist, both
-# passes at once; a module's tests stay together unless it sets SPREAD = True, the slowest
-# modules first, tests/slow_modules.txt) it took as long, with load-sensitive tests failing.
+# The passes run one after the other, each on two pytest-xdist workers (--dist loadgroup: a
+# module's tests stay on one worker unless it sets SPREAD = True; the slowest modules start
+# first, tests/slow_modules.txt), then the tests marked alone by themselves. On these two
+# cores one process per pass left a third of the CPU idle (tests waiting on workers, servers
+# and pages: 2,358 s for the three passes on 2026-12-02); both passes at once
+# (SUITES_AT_ONCE=1) loaded the machine past what load-sensitive tests bear.
 # Each pass has its own temporary folder and ends with its wall time and ten slowest tests.
-TEST_WORKERS ?= 0
-PG_WORKERS   ?= 0
+TEST_WORKERS ?= 2
+PG_WORKERS   ?= 2
 SUITES_AT_ONCE ?= 0
 PYTEST_ARGS  ?=
 suites: $(VENV)/.test-stamp
