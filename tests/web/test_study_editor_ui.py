@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from server.models import Episode, Study
 from server.recording.writer import open_reader
 from tests.factories import Factory, spec_dict
+from tests.player.conftest import counter_env, spec
 from tests.web.test_designer_ui import activate, log_in, study_row
 
 pytestmark = pytest.mark.browser
@@ -255,3 +256,37 @@ def test_yaml_view_and_form_follow_each_other(
         "id": "cartpole", "name": "CartPole", "fps": 30,
         "source": {"kind": "gymnasium", "id": "CartPole-v1"},
     }  # fmt: skip
+
+
+def test_a_quick_click_waits_for_the_study_just_opened(live_server: str, page: Page, factory):  # type: ignore[no-untyped-def]
+    """Save and Validate wait while a study is still loading into the form: clicked at once,
+    they would send what the editor held before (the other study, or nothing)."""
+    user = factory.user()
+    factory.study(user, spec(counter_env("quick"), name="First"))
+    factory.study(user, spec(counter_env("other"), name="Second"))
+    log_in(page, live_server, user)
+    page.get_by_role("button", name="First").click()
+    expect(page.get_by_label("Study name")).to_have_value("First")
+
+    held: list = []  # the second study's file, held on its way to the form
+    page.route("**/api/studies/yaml/parse", lambda route: held.append(route))
+    page.get_by_role("button", name="Second").click()
+    validate = page.get_by_role("button", name="Validate")
+    save = page.get_by_role("button", name="Save changes")
+    expect(validate).to_be_disabled()
+    expect(save).to_be_disabled()
+    expect(page.locator("#validate-status")).to_have_text("Loading the study…")
+    for _ in range(300):  # the request is on its way (at most 15 s)
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the study's file was never parsed"
+    for route in held:
+        route.continue_()
+    page.unroute("**/api/studies/yaml/parse")
+
+    expect(page.get_by_label("Study name")).to_have_value("Second")
+    validate.click()  # as soon as it can be
+    expect(page.get_by_role("article", name="Validation of Other")).to_be_visible()
+    expect(page.get_by_role("article", name="Validation of Quick")).to_have_count(0)
+    expect(page.locator("#detail-error")).to_be_hidden()

@@ -54,10 +54,25 @@ export async function confirmLeave(confirmAction) {
 
 // --- loading -----------------------------------------------------------------------------
 
+/** Until the form shows the study just opened, its Save, Validate and Discard wait: a quick
+ * click would send what the editor held before (another study, or nothing). */
+function setLoading(loading) {
+  ed.loaded = !loading;
+  for (const button of document.querySelectorAll(".editor-actions button")) button.disabled = loading;
+  $("#editor-form").setAttribute("aria-busy", String(loading));
+  if (loading) $("#validate-status").textContent = "Loading the study…";
+}
+
+class StillLoading extends Error {
+  constructor() {
+    super("The study is still loading: try again in a moment.");
+  }
+}
+
 /** Show ``study`` (null: a new study) whose saved file is ``yaml``. */
 export async function loadStudy(study, yaml, editable) {
+  setLoading(true);
   ed.study = study;
-  ed.loaded = true;
   ed.editable = editable;
   ed.reports = new Map();
   ed.marked = [];
@@ -78,13 +93,14 @@ export async function loadStudy(study, yaml, editable) {
   $("#spec-yaml").value = yaml || "";
   $("#spec-yaml").readOnly = !editable;
   showError($("#yaml-problems"), null);
-  $("#validate-status").textContent = "";
   try {
     ed.entries = await loadCatalog(ed.api);
   } catch {
     ed.entries = [];
   }
   renderForm();
+  setLoading(false);
+  $("#validate-status").textContent = "";
   refreshDirty();
 }
 
@@ -232,6 +248,7 @@ async function showView(view) {
 
 /** Save the study (create it when new); then validate it. Errors go to ``errorBox``. */
 export async function save(errorBox) {
+  if (!ed.loaded) throw new StillLoading();
   try {
     await saveNow(errorBox);
   } catch (error) {
@@ -312,6 +329,7 @@ async function saveNow(errorBox) {
  * linked to it: ``POST /api/studies/{id}/versions``); resolves to the new draft.
  */
 export async function saveAsVersion() {
+  if (!ed.loaded) throw new StillLoading();
   if (ed.view === "yaml" && !(await yamlToForm())) throw new Error("Fix the YAML first.");
   const created = await ed.api("POST", `/api/studies/${ed.study.id}/versions`, { json: { spec: ed.data } });
   ed.refused = new Map();
@@ -321,6 +339,7 @@ export async function saveAsVersion() {
 
 /** Build each environment of the study as the editor holds it and show the reports. */
 export async function validate({ toForm = true } = {}) {
+  if (!ed.loaded) throw new StillLoading();
   const status = $("#validate-status");
   if (ed.view === "yaml") {
     // The reports go beside each environment in the form.
