@@ -62,12 +62,7 @@ function setLoading(loading) {
   $("#editor-form").setAttribute("aria-busy", String(loading));
   if (loading) $("#validate-status").textContent = "Loading the study…";
 }
-
-class StillLoading extends Error {
-  constructor() {
-    super("The study is still loading: try again in a moment.");
-  }
-}
+const whenLoaded = () => { if (!ed.loaded) throw new Error("The study is still loading: try again."); };
 
 /** Show ``study`` (null: a new study) whose saved file is ``yaml``. */
 export async function loadStudy(study, yaml, editable) {
@@ -248,7 +243,7 @@ async function showView(view) {
 
 /** Save the study (create it when new); then validate it. Errors go to ``errorBox``. */
 export async function save(errorBox) {
-  if (!ed.loaded) throw new StillLoading();
+  whenLoaded();
   try {
     await saveNow(errorBox);
   } catch (error) {
@@ -329,7 +324,7 @@ async function saveNow(errorBox) {
  * linked to it: ``POST /api/studies/{id}/versions``); resolves to the new draft.
  */
 export async function saveAsVersion() {
-  if (!ed.loaded) throw new StillLoading();
+  whenLoaded();
   if (ed.view === "yaml" && !(await yamlToForm())) throw new Error("Fix the YAML first.");
   const created = await ed.api("POST", `/api/studies/${ed.study.id}/versions`, { json: { spec: ed.data } });
   ed.refused = new Map();
@@ -339,7 +334,7 @@ export async function saveAsVersion() {
 
 /** Build each environment of the study as the editor holds it and show the reports. */
 export async function validate({ toForm = true } = {}) {
-  if (!ed.loaded) throw new StillLoading();
+  whenLoaded();
   const status = $("#validate-status");
   if (ed.view === "yaml") {
     // The reports go beside each environment in the form.
