@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from server.export import EpisodeInput, TaggedSpan
-from tests.export.consumers import check_ok
+from tests.export.consumers import check_report
 from tests.export.recordings import Recording, record_episode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,11 +134,11 @@ def episode_input(
 
 
 @pytest.fixture
-def consumer() -> Callable[..., str]:
-    """Run consumer_check.py in the consumer venv (tests/export/consumers.py); fails (not
-    skips) when the venv is absent."""
+def consumer() -> Callable[..., dict[str, Any]]:
+    """Run consumer_check.py in the consumer venv (tests/export/consumers.py): its report;
+    fails (not skips) when the venv is absent."""
 
-    def run(*args: str) -> str:
-        return check_ok("rlds", "rlds", *args).stdout
+    def run(*args: str) -> dict[str, Any]:
+        return check_report("rlds", "rlds", *args)
 
     return run

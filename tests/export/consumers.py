@@ -13,10 +13,11 @@ import atexit
 import json
 import os
 import select
+import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,23 +37,17 @@ CHECKS = {
 }
 
 
-@dataclass
-class Result:
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def report(self) -> dict:
-        """The JSON object on the last line of the output."""
-        return dict(json.loads(self.stdout.strip().splitlines()[-1]))
-
-
 _running: dict[str, subprocess.Popen[str]] = {}
-_home = tempfile.mkdtemp(prefix="consumers-")  # HOME and HF_HOME of every consumer process
+_home: list[str] = []  # HOME and HF_HOME of the consumer processes, made with the first
 
 
-def python_of(venv: str) -> Path:
+def _home_dir() -> str:
+    if not _home:
+        _home.append(tempfile.mkdtemp(prefix="consumers-"))
+    return _home[0]
+
+
+def _python(venv: str) -> Path:
     """The venv's interpreter; fails (not skips) the test when the venv is absent."""
     python = VENVS[venv] / "bin" / "python"
     if not python.exists():
@@ -66,15 +61,16 @@ def python_of(venv: str) -> Path:
 def _process(venv: str) -> subprocess.Popen[str]:
     proc = _running.get(venv)
     if proc is None or proc.poll() is not None:
+        home = _home_dir()
         env = {
             "PATH": "/usr/bin:/bin",
-            "HOME": _home,
-            "HF_HOME": os.path.join(_home, ".hf"),
+            "HOME": home,
+            "HF_HOME": os.path.join(home, ".hf"),
             "TF_CPP_MIN_LOG_LEVEL": "2",
             "CUDA_VISIBLE_DEVICES": "",
         }
         proc = subprocess.Popen(
-            [str(python_of(venv)), "-u", str(SERVE)],
+            [str(_python(venv)), "-u", str(SERVE)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,  # a library's own C-level logging; the checks' is kept
@@ -92,8 +88,10 @@ def _stop(venv: str) -> None:
         proc.wait()
 
 
-def run_check(venv: str, check: str, *args: str, timeout: float = 280) -> Result:
-    """Run ``CHECKS[check]`` with ``args`` in ``venv``'s Python and return what it printed."""
+def check_report(venv: str, check: str, *args: str, timeout: float = 280) -> dict[str, Any]:
+    """Run ``CHECKS[check]`` with ``args`` in ``venv``'s Python; its report (the JSON object
+    on the last line it printed). The test fails, with the check's output, unless it
+    succeeded."""
     proc = _process(venv)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(json.dumps({"script": str(CHECKS[check]), "args": list(args)}) + "\n")
@@ -103,25 +101,20 @@ def run_check(venv: str, check: str, *args: str, timeout: float = 280) -> Result
     if not line:  # over its time, or the process died (a crash in a library)
         code = proc.poll()
         _stop(venv)
-        pytest.fail(
-            f"{check} check in {venv} " + (f"died ({code})" if code else f"ran over {timeout} s")
-        )
+        why = f"ran over {timeout} s" if code is None else f"died (exit {code})"
+        pytest.fail(f"{check} check in {venv} {why}")
     answer = json.loads(line)
     if answer["code"] != 0:
         _stop(venv)  # what the failed check left imported or half-done goes with it
-    return Result(answer["code"], answer["stdout"], answer["stderr"])
-
-
-def check_ok(venv: str, check: str, *args: str, timeout: float = 280) -> Result:
-    """``run_check`` that fails the test, with the check's output, unless it succeeded."""
-    result = run_check(venv, check, *args, timeout=timeout)
-    assert result.returncode == 0, (
-        f"{check} check failed in {venv}:\n{result.stdout}\n{result.stderr[-5000:]}"
+    assert answer["code"] == 0, (
+        f"{check} check failed in {venv}:\n{answer['stdout']}\n{answer['stderr'][-5000:]}"
     )
-    return result
+    return dict(json.loads(answer["stdout"].strip().splitlines()[-1]))
 
 
 @atexit.register
 def _stop_all() -> None:
     for venv in list(_running):
         _stop(venv)
+    for home in _home:
+        shutil.rmtree(home, ignore_errors=True)

@@ -6,7 +6,6 @@ recordings' ground truth, and runs consumer_check.py with .consumer-venv/bin/pyt
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from dataclasses import replace
@@ -26,15 +25,11 @@ pytestmark = pytest.mark.consumer
 OUTCOMES = [{"outcome": "failure", "player_outcome": "success", "reviewer_outcome": "failure"}]
 
 
-def _last_json(out: str) -> dict:
-    return json.loads(out.strip().splitlines()[-1])
-
-
 @pytest.mark.parametrize("env", ["cartpole", "pong", "minigrid", "lunar"])
 def test_every_value_loads_back(
     env: str,
     recordings: dict[str, list[Recording]],
-    consumer: Callable[..., str],
+    consumer: Callable[..., dict],
     tmp_path: Path,
 ) -> None:
     recs = recordings[env]
@@ -59,7 +54,7 @@ def test_every_value_loads_back(
         for r, o in zip(recs, outcomes, strict=True)
     ]
     save_expected(tmp_path / "expected.npz", expected)
-    report = _last_json(consumer("values", str(result.data_dir), str(tmp_path / "expected.npz")))
+    report = consumer("values", str(result.data_dir), str(tmp_path / "expected.npz"))
     assert report == {
         "mode": "values",
         "episodes": len(recs),
@@ -68,7 +63,7 @@ def test_every_value_loads_back(
 
 
 def test_stripped_and_truncated_by_end_tag(
-    recordings: dict[str, list[Recording]], consumer: Callable[..., str], tmp_path: Path
+    recordings: dict[str, list[Recording]], consumer: Callable[..., dict], tmp_path: Path
 ) -> None:
     recs = recordings["cartpole"]
     ends = {"cp-1": 4, "cp-3": 2}
@@ -97,7 +92,7 @@ def test_stripped_and_truncated_by_end_tag(
     assert [e.num_steps for e in result.episodes] == [5, recs[1].num_steps, 3]
     assert not any(e.terminated for e in result.episodes[::2])
     save_expected(tmp_path / "expected.npz", expected)
-    report = _last_json(consumer("values", str(result.data_dir), str(tmp_path / "expected.npz")))
+    report = consumer("values", str(result.data_dir), str(tmp_path / "expected.npz"))
     assert report["episodes"] == 3 and report["steps"] == 5 + recs[1].num_steps + 3
 
 
@@ -105,7 +100,7 @@ def test_stripped_and_truncated_by_end_tag(
 def test_same_tensors_as_tfds_reference_reader(
     env: str,
     recordings: dict[str, list[Recording]],
-    consumer: Callable[..., str],
+    consumer: Callable[..., dict],
     tmp_path: Path,
 ) -> None:
     recs = recordings[env]
@@ -113,15 +108,13 @@ def test_same_tensors_as_tfds_reference_reader(
     for r in recs:  # rlds_base walks one folder for every log under it
         shutil.copytree(r.log_dir, logs / r.episode_id)
     result = export_dataset([episode_input(r) for r in recs], ExportOptions(), tmp_path / "out")
-    report = _last_json(
-        consumer("reference", str(result.data_dir), str(logs), str(tmp_path / "ref"))
-    )
+    report = consumer("reference", str(result.data_dir), str(logs), str(tmp_path / "ref"))
     assert report["episodes"] == len(recs)
     assert report["fields_compared"] > 0
 
 
 def test_envlogger_format_reads_back(
-    recordings: dict[str, list[Recording]], consumer: Callable[..., str], tmp_path: Path
+    recordings: dict[str, list[Recording]], consumer: Callable[..., dict], tmp_path: Path
 ) -> None:
     recs = recordings["cartpole"]
     result = export_dataset(
@@ -131,7 +124,7 @@ def test_envlogger_format_reads_back(
     )
     expected = [expected_episode(r, outcomes=OUTCOMES[0]) for r in recs]
     save_expected(tmp_path / "expected.npz", expected)
-    report = _last_json(consumer("envlogger", str(result.path), str(tmp_path / "expected.npz")))
+    report = consumer("envlogger", str(result.path), str(tmp_path / "expected.npz"))
     assert report == {"mode": "envlogger", "episodes": len(recs)}
 
 
@@ -154,7 +147,7 @@ def oxe_expected(expected: dict, instruction: str) -> dict:
 def test_oxe_profile_loads_with_statistics(
     env: str,
     recordings: dict[str, list[Recording]],
-    consumer: Callable[..., str],
+    consumer: Callable[..., dict],
     tmp_path: Path,
 ) -> None:
     recs = recordings[env]
@@ -180,7 +173,7 @@ def test_oxe_profile_loads_with_statistics(
     save_expected(tmp_path / "expected.npz", expected)
     doc = str(ROOT / "docs" / "export.md")
     out = consumer("oxe", doc, str(result.path), "oxe_ds", str(tmp_path / "expected.npz"))
-    assert _last_json(out) == {
+    assert out == {
         "mode": "oxe",
         "episodes": len(recs),
         "steps": sum(r.num_steps for r in recs),

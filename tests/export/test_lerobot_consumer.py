@@ -21,7 +21,7 @@ from server.export import ExportOptions, TaggedSpan, export_dataset
 from server.export.formats.lerobot.dataset import FRAME_KEY
 from server.export.video import decode_jpeg, psnr
 from tests.export.conftest import ROOT, episode_input
-from tests.export.consumers import check_ok
+from tests.export.consumers import check_report
 from tests.export.expected import expected_episode, save_expected
 from tests.export.recordings import Recording
 
@@ -35,7 +35,7 @@ def run_lerobot_check(export_dir: Path, name: str, expected: Path, frames: Path)
     """lerobot_check.py's report; fails (not skips) when the consumer venv is absent."""
     docs = str(ROOT / "docs" / "export.md")
     args = (docs, str(export_dir), name, str(expected), str(frames))
-    return check_ok("lerobot", "lerobot", *args, timeout=580).report
+    return check_report("lerobot", "lerobot", *args, timeout=580)
 
 
 def with_times(want: dict[str, Any], rec: Recording, task: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import pytest
 
 from server.export import ExportOptions, TaggedSpan, export_dataset
 from tests.export.conftest import ROOT, episode_input
-from tests.export.consumers import check_ok
+from tests.export.consumers import check_report
 from tests.export.expected import expected_episode, save_expected
 from tests.export.recordings import Recording
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.consumer
 def run_minari_check(export_dir: Path, dataset: str, expected: Path) -> dict:
     """minari_check.py's report; fails (not skips) when the consumer venv is absent."""
     docs = str(ROOT / "docs" / "export.md")
-    return check_ok("minari", "minari", docs, str(export_dir), dataset, str(expected)).report
+    return check_report("minari", "minari", docs, str(export_dir), dataset, str(expected))
 
 
 @pytest.mark.parametrize("env", ["cartpole", "pong", "minigrid", "lunar"])

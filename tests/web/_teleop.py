@@ -14,7 +14,7 @@ from server.models import Episode, EpisodeStatus, Study
 from server.recording.writer import open_reader
 from server.runtime.catalog import CatalogEntry
 from tests.export.conftest import ROOT
-from tests.export.consumers import check_ok
+from tests.export.consumers import check_report
 from tests.player.conftest import activate, spec
 from tests.web._join import join_study, to_ready_gate
 
@@ -74,4 +74,4 @@ def load_steps(fmt: str, out: Path, name: str) -> dict:
     docs = str(ROOT / "docs" / "export.md")
     args = {"rlds": [str(out)], "lerobot": [docs, str(out), name],
             "minari": [docs, str(out), f"{name}-v1"]}[fmt]  # fmt: skip
-    return check_ok(fmt, "control", fmt, *args).report
+    return check_report(fmt, "control", fmt, *args)

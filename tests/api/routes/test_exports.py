@@ -20,7 +20,7 @@ from server.export import TaggedSpan
 from server.export.runner import EXPORTS_DIR, export_dir
 from server.models import ExportJob, JobState, Role
 from tests.api.routes.recorded import Inserter, two_env_spec
-from tests.export.consumers import check_ok
+from tests.export.consumers import check_report
 from tests.export.expected import expected_episode, save_expected
 
 SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
@@ -248,7 +248,7 @@ def test_job_export_loads_in_tfds(world, settings, tmp_path, recorded) -> None: 
     save_expected(tmp_path / "expected.npz", [want])
     data_dir = tmp_path / "x" / "ds" / "ds" / "1.0.0"
     expected = str(tmp_path / "expected.npz")
-    report = check_ok("rlds", "rlds", "values", str(data_dir), expected).report
+    report = check_report("rlds", "rlds", "values", str(data_dir), expected)
     assert report == {"mode": "values", "episodes": 1, "steps": rec.num_steps}
 
 
