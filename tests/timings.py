@@ -22,10 +22,8 @@ import pytest
 
 SLOW_MODULES = Path(__file__).with_name("slow_modules.txt")
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-_wall: dict[str, float] = {}
-_cpu: dict[str, float] = {}
-_test_wall: dict[str, float] = {}
-_test_cpu: dict[str, float] = {}
+_test_wall: dict[str, float] = {}  # node id → its setup, call and teardown seconds
+_test_cpu: dict[str, float] = {}  # node id → its process tree's CPU seconds
 
 
 def _ticks(pid: int) -> int:
@@ -76,14 +74,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    module = report.nodeid.split("::")[0]
-    _wall[module] = _wall.get(module, 0.0) + report.duration
     _test_wall[report.nodeid] = _test_wall.get(report.nodeid, 0.0) + report.duration
     if report.when == "teardown":
         cpu = dict(report.user_properties).get("cpu_s")
         if isinstance(cpu, float):
-            _cpu[module] = _cpu.get(module, 0.0) + cpu
             _test_cpu[report.nodeid] = cpu
+
+
+def _per_module(per_test: dict[str, float]) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for nodeid, seconds in per_test.items():
+        module = nodeid.split("::")[0]
+        totals[module] = totals.get(module, 0.0) + seconds
+    return totals
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist hands out the tests
@@ -102,21 +105,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The pass's test seconds and CPU seconds, and the ten modules with the most wall time."""
-    if not _wall:
+    if not _test_wall:
         return
-    wall, cpu = sum(_wall.values()), sum(_cpu.values())
+    wall, cpu = sum(_test_wall.values()), sum(_test_cpu.values())
+    module_wall, module_cpu = _per_module(_test_wall), _per_module(_test_cpu)
     tr = terminalreporter
     tr.write_sep("=", f"test time {wall:.0f} s, CPU {cpu:.0f} s (the process trees of the tests)")
-    for module, seconds in sorted(_wall.items(), key=lambda kv: -kv[1])[:10]:
-        tr.write_line(f"{seconds:7.1f} s wall {_cpu.get(module, 0.0):7.1f} s CPU  {module}")
+    for module, seconds in sorted(module_wall.items(), key=lambda kv: -kv[1])[:10]:
+        tr.write_line(f"{seconds:7.1f} s wall {module_cpu.get(module, 0.0):7.1f} s CPU  {module}")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     out = os.environ.get("STUDIO_TEST_TIMINGS")
     if not out or hasattr(session.config, "workerinput"):
         return
-    slow = sorted(((s, m) for m, s in _wall.items() if s >= 20), reverse=True)
-    lines = [f"{module} {seconds:.0f} {_cpu.get(module, 0.0):.0f}" for seconds, module in slow]
+    module_wall, module_cpu = _per_module(_test_wall), _per_module(_test_cpu)
+    slow = sorted(((s, m) for m, s in module_wall.items() if s >= 20), reverse=True)
+    lines = [f"{module} {wall:.0f} {module_cpu.get(module, 0.0):.0f}" for wall, module in slow]
     header = "# slowest test modules first: wall and CPU seconds in one run (tests/timings.py)"
     Path(out).write_text("\n".join([header, *lines]) + "\n")
     # and every test of 2 s or more, with the seconds it waited (wall minus CPU) first
