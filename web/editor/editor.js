@@ -60,7 +60,7 @@ function setLoading(loading) {
   ed.loaded = !loading;
   for (const button of document.querySelectorAll(".editor-actions button")) button.disabled = loading;
   $("#editor-form").setAttribute("aria-busy", String(loading));
-  if (loading) $("#validate-status").textContent = "Loading the study…";
+  $("#validate-status").textContent = loading ? "Loading the study…" : "";
 }
 const whenLoaded = () => { if (!ed.loaded) throw new Error("The study is still loading: try again."); };
 
@@ -95,7 +95,6 @@ export async function loadStudy(study, yaml, editable) {
   }
   renderForm();
   setLoading(false);
-  $("#validate-status").textContent = "";
   refreshDirty();
 }
 
