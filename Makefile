@@ -4,13 +4,16 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PG_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 
-.PHONY: run test lint typecheck suites pytest test-postgres chromium haproxy egl consumer-venv bench vendor vendor-one clean
+.PHONY: run test lint typecheck suites pytest test-postgres chromium haproxy egl consumer-venv runtimes bench vendor vendor-one clean
 
 PIP_VERSION := 26.3
 LOCK_ARGS   := --universal --python-version 3.11 -q --custom-compile-command "make lock"
+RUNTIMES    ?= robosuite dm_control nethack
+ALL_RUNTIMES := robosuite dm_control nethack
 LOCKS       := requirements/run.txt requirements/test.txt requirements/robotics.txt \
                tests/export/consumer-requirements.txt \
-               tests/export/minari-requirements.txt tests/export/lerobot-requirements.txt
+               tests/export/minari-requirements.txt tests/export/lerobot-requirements.txt \
+               $(foreach r,$(ALL_RUNTIMES),requirements/runtimes/$(r).txt)
 
 .PHONY: lock lock-check compile-locks
 
@@ -28,14 +31,15 @@ $(VENV)/.test-stamp: requirements/test.txt $(VENV)/.run-stamp
 	touch $@
 
 ## lock: re-resolve every dependency to its newest allowed version and rewrite the lock files
-## (requirements/run.txt, test.txt, robotics.txt (the Docker image's), tests/export/*-requirements.txt)
+## (requirements/run.txt, test.txt, robotics.txt (the Docker image's), requirements/runtimes/*.txt
+## (the environment runtimes'), tests/export/*-requirements.txt)
 lock: $(VENV)/.test-stamp
 	$(MAKE) compile-locks UV_ARGS=--upgrade OUT=
 
 ## lock-check: the lock files still satisfy pyproject.toml (fails when a dependency changed
 ## without `make lock`; resolves nothing newer)
 lock-check: $(VENV)/.test-stamp
-	rm -rf .lock-check && mkdir -p .lock-check/requirements .lock-check/tests/export
+	rm -rf .lock-check && mkdir -p .lock-check/requirements/runtimes .lock-check/tests/export
 	for f in $(LOCKS); do cp $$f .lock-check/$$f; done
 	$(MAKE) compile-locks OUT=.lock-check/
 	for f in $(LOCKS); do diff -u $$f .lock-check/$$f || { \
@@ -54,6 +58,8 @@ compile-locks:
 		-o $(OUT)tests/export/minari-requirements.txt
 	$(BIN)/uv pip compile tests/export/lerobot-requirements.in $(LOCK_ARGS) $(UV_ARGS) \
 		--override tests/export/lerobot-overrides.txt -o $(OUT)tests/export/lerobot-requirements.txt
+	for r in $(ALL_RUNTIMES); do (cd requirements/runtimes && $(CURDIR)/$(BIN)/uv pip compile \
+		$$r.in $(LOCK_ARGS) $(UV_ARGS) -o $(CURDIR)/$(OUT)requirements/runtimes/$$r.txt) || exit 1; done
 
 ## run: install, migrate, load the sample studies and serve on http://127.0.0.1:8000
 run: $(VENV)/.run-stamp
@@ -61,7 +67,14 @@ run: $(VENV)/.run-stamp
 
 ## test: install test tools (and Debian's chromium, HAProxy and EGL), lint, type-check, then the
 ## suite on SQLite and, when a PostgreSQL answers at 127.0.0.1:5432, on PostgreSQL, one after the other
-test: $(VENV)/.test-stamp chromium haproxy egl consumer-venv lock-check lint typecheck suites
+test: $(VENV)/.test-stamp chromium haproxy egl consumer-venv runtimes lock-check lint typecheck suites
+
+## runtimes: install the environment runtimes (RUNTIMES=..., default all: robosuite dm_control
+## nethack) from requirements/runtimes/, each into its own venv under STUDIO_RUNTIMES_DIR
+## (default ~/.cache/rlds-studio/runtimes, shared by checkouts: a runtime installed from the
+## same lock is kept); `make run` installs none (docs/runtime.md, "Runtimes")
+runtimes: $(VENV)/.run-stamp egl
+	$(BIN)/rlds-studio runtimes install $(RUNTIMES)
 
 lint: $(VENV)/.test-stamp
 	$(BIN)/ruff check server tests benchmarks alembic

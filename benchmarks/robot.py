@@ -1,25 +1,37 @@
 """Robot manipulation: what a teleoperated step costs, and how many teleoperators fit here.
 
-For the catalog's ``FetchPickAndPlace`` (gymnasium-robotics, 4-D action, one 256 px frame)
-and our ``PickCube`` (server/envs/pick_cube.py, 7-D action, a 256 px frame plus the front
-and wrist images of its observation at ``image_size`` px, 128 by default; 0 = none), in
-this process:
+For the catalog's ``FetchPickAndPlace`` (gymnasium-robotics, 4-D action, one 256 px frame),
+our ``PickCube`` (server/envs/pick_cube.py, 7-D action, a 256 px frame plus the front and
+wrist images of its observation at ``image_size`` px, 128 by default; 0 = none) and
+robosuite's ``PickPlaceCan`` and ``Lift`` (server/envs/robosuite_tasks.py, 7-D OSC_POSE
+action, two 128 px camera images in the observation, a 256 px frame drawn besides), in
+the process that builds the environment (this one; for robosuite, a child process in the
+``robosuite`` runtime's interpreter, which runs this script with ``--in-process``):
 
-- ``step_ms``: ``env.step`` alone (PickCube's includes drawing its observation images);
+- ``step_ms``: ``env.step`` alone (PickCube's and robosuite's include drawing their
+  observation images);
 - ``step_render_ms``: ``env.step`` + the streamed frame (what a worker does before encoding);
 
 and through a real worker (``EnvWorker.send_input`` in sync mode, back to back: map the
 input, step, render, encode, reply; the step is recorded after the reply):
 ``worker_round_trip_ms`` and ``in_worker_ms`` (the worker's own time per step).
 
-``teleoperators``: at the entry's control rate (25 steps/s for both), one teleoperator keeps
-``in_worker_ms × rate / 1000`` of a core busy; ``fit_on_cores`` is how many such workers
-this machine's cores hold (``os.cpu_count()``), before the app's own work and with nothing
-else running — the load average printed beside says how busy the machine was. Prints JSON
-(milliseconds: median, p90). ``--smoke`` runs a few steps (``make test``): its figures mean
-nothing.
+``teleoperators``: at the entry's control rate (its catalog ``fps``: 25 steps/s for Fetch
+and PickCube, 20 for robosuite), one teleoperator keeps ``in_worker_ms × rate / 1000`` of a
+core busy; ``fit_on_cores`` is how many such workers this machine's cores hold
+(``os.cpu_count()``), before the app's own work and with nothing else running — the load
+average printed beside says how busy the machine was.
 
-    .venv/bin/python benchmarks/robot.py [--steps 500] [--smoke]
+``worker_start_s``: per runtime (``app``: the forkserver, already running; ``robosuite``,
+``dm_control``, ``nethack``: a new interpreter), the seconds from ``EnvWorker.start`` to
+its ready reply (environment built) for one catalog entry, median of ``--starts`` starts
+(the runtime's check is done once before, as the app does at its start).
+
+Prints JSON (milliseconds: median, p90). Every runtime must be installed (``make
+runtimes``): a missing one is an error. ``--smoke`` runs a few steps and one start each
+(``make test``): its figures mean nothing.
+
+    .venv/bin/python benchmarks/robot.py [--steps 500] [--starts 3] [--smoke]
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,19 +53,37 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from server.runtime import EnvWorker  # noqa: E402
+from server.runtime import EnvWorker, runtimes  # noqa: E402
 from server.runtime.adapters import build_adapter  # noqa: E402
 from server.runtime.allowlist import AllowedEnvironments  # noqa: E402
 from server.runtime.catalog import CATALOG  # noqa: E402
 from server.study_spec import EnvironmentSpec  # noqa: E402
 
 ALLOWED = AllowedEnvironments.of()
-WARMUP = 20
+WARMUP = 20  # steps not counted (2 with --smoke)
+CHILD_TIMEOUT_S = 600.0
+# runtime → the catalog entry whose worker start is timed (app: the first one installed)
+START_ENTRIES = {
+    runtimes.APP: ("PickCube", "FetchPickAndPlace"),
+    "robosuite": ("Robosuite-Lift",),
+    "dm_control": ("dm_control-cartpole-swingup",),
+    "nethack": ("MiniHack-Room",),
+}
+
+
+def require_runtimes() -> None:
+    """Exit, naming ``make runtimes``, unless every runtime is installed and fits."""
+    bad = [runtimes.state(name) for name in runtimes.RUNTIMES]
+    bad = [found for found in bad if not found.ok]
+    if bad:
+        lines = [f"  {found.runtime}: {found.state}: {found.message}" for found in bad]
+        sys.exit("benchmarks/robot.py needs every environment runtime; run `make runtimes`"
+                 " (or the commands below):\n" + "\n".join(lines))  # fmt: skip
 
 
 def cases(smoke: bool) -> dict[str, tuple[Any, Any]]:
-    """name → (catalog entry, source) for the installed robot entries (``smoke``: one
-    PickCube case)."""
+    """name → (catalog entry, source) for the robot entries: Fetch and PickCube when
+    installed, robosuite's always (``smoke``: no ``image_size: 0`` PickCube case)."""
     out: dict[str, tuple[Any, Any]] = {}
     fetch = CATALOG["FetchPickAndPlace"]
     if fetch.installed():
@@ -63,6 +94,10 @@ def cases(smoke: bool) -> dict[str, tuple[Any, Any]]:
         if not smoke:
             no_images = cube.source().model_copy(update={"kwargs": {"image_size": 0}})
             out["pick_cube_no_obs_images"] = (cube, no_images)
+    for name, key in (("robosuite_pick_place_can", "Robosuite-PickPlaceCan"),
+                      ("robosuite_lift", "Robosuite-Lift")):  # fmt: skip
+        entry = CATALOG[key]
+        out[name] = (entry, entry.source())
     return out
 
 
@@ -78,21 +113,21 @@ def _action(space: Any, i: int) -> np.ndarray:
     return np.full(space.shape, 0.3 * phase, dtype=space.dtype)
 
 
-def in_process(source: Any, steps: int) -> dict[str, Any]:
+def in_process(source: Any, steps: int, warmup: int = WARMUP) -> dict[str, Any]:
     """``env.step`` alone, and ``env.step`` + the streamed frame, in this process."""
     adapter = build_adapter(source, ALLOWED)
     env = adapter.env
     try:
         env.reset(seed=0)
         step, step_render = [], []
-        for i in range(steps + WARMUP):
+        for i in range(steps + warmup):
             action = _action(env.action_space, i)
             t0 = time.perf_counter()
             _, _, terminated, truncated, _ = env.step(action)
             t1 = time.perf_counter()
             adapter.frame()
             t2 = time.perf_counter()
-            if i >= WARMUP:
+            if i >= warmup:
                 step.append(t1 - t0)
                 step_render.append(t2 - t0)
             if terminated or truncated:
@@ -102,18 +137,39 @@ def in_process(source: Any, steps: int) -> dict[str, Any]:
         adapter.close()
 
 
-async def through_worker(spec: EnvironmentSpec, steps: int, data_root: str) -> dict[str, Any]:
+def in_runtime(
+    runtime: str, spec: EnvironmentSpec, steps: int, warmup: int = WARMUP
+) -> dict[str, Any]:
+    """:func:`in_process` in ``runtime``'s interpreter: this script with ``--in-process``,
+    started as the runtime's workers are (its flags and environment)."""
+    python = runtimes.RUNTIMES[runtime].python
+    command = [str(python), *runtimes.PYTHON_FLAGS, str(Path(__file__).resolve()),
+               "--in-process", spec.model_dump_json(), "--steps", str(steps),
+               "--warmup", str(warmup)]  # fmt: skip
+    done = subprocess.run(command, env=runtimes.worker_env(), cwd=tempfile.gettempdir(),
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=CHILD_TIMEOUT_S)  # fmt: skip
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        sys.exit(f"measuring {spec.name} in the {runtime} runtime failed (exit "
+                 f"{done.returncode}):\n{done.stderr[-3000:]}")  # fmt: skip
+    return json.loads(lines[-1])
+
+
+async def through_worker(
+    spec: EnvironmentSpec, steps: int, data_root: str, warmup: int = WARMUP
+) -> dict[str, Any]:
     """Sync-mode ``send_input`` round trips, back to back, with the worker's own time."""
     worker = await EnvWorker.start(spec, allowed=ALLOWED, study_id="bench", data_root=data_root)
     try:
         await worker.begin_episode("bench", 0)
         trips, work = [], []
-        for i in range(steps + WARMUP):
+        for i in range(steps + warmup):
             keys = ["ArrowRight"] if (i // 10) % 2 else ["ArrowLeft"]
             t0 = time.perf_counter()
             event = await worker.send_input({"keys": keys}, {"input_sent": time.time() * 1000})
             assert event is not None
-            if i >= WARMUP:
+            if i >= warmup:
                 trips.append(time.perf_counter() - t0)
                 work.append(event.work_ms / 1000)
             if event.done:
@@ -124,30 +180,68 @@ async def through_worker(spec: EnvironmentSpec, steps: int, data_root: str) -> d
         await worker.close()
 
 
+async def worker_starts(starts: int, data_root: str) -> dict[str, Any]:
+    """Per runtime: seconds from ``EnvWorker.start`` to ready, for one entry (median)."""
+    out: dict[str, Any] = {}
+    for runtime, keys in START_ENTRIES.items():
+        entry = next((CATALOG[k] for k in keys if CATALOG[k].installed()), None)
+        if entry is None:
+            sys.exit(f"none of {keys} is installed (needed for the {runtime} worker start)")
+        spec = EnvironmentSpec(id="bench", name=entry.key, source=entry.source(),
+                               mode="sync", fps=entry.fps)  # fmt: skip
+        samples = []
+        for _ in range(starts):
+            t0 = time.perf_counter()
+            worker = await EnvWorker.start(spec, allowed=ALLOWED, study_id="bench",
+                                           data_root=data_root)  # fmt: skip
+            samples.append(time.perf_counter() - t0)
+            await worker.close()
+        out[runtime] = {"entry": entry.key, "median": round(statistics.median(samples), 3),
+                        "samples": [round(x, 3) for x in samples]}  # fmt: skip
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--starts", type=int, default=3, help="worker starts per runtime")
     parser.add_argument("--smoke", action="store_true", help="a few steps: does it still run?")
+    # in a runtime's interpreter: measure this spec's env in this process, print JSON
+    parser.add_argument("--in-process", metavar="SPEC_JSON", help=argparse.SUPPRESS)
+    parser.add_argument("--warmup", type=int, default=WARMUP, help=argparse.SUPPRESS)
     args = parser.parse_args()
     steps = 10 if args.smoke else args.steps
+    warmup = 2 if args.smoke else args.warmup
+    if args.in_process:
+        source = EnvironmentSpec.model_validate_json(args.in_process).source
+        print(json.dumps(in_process(source, steps, warmup)))
+        return
+    require_runtimes()
+    starts = 1 if args.smoke else args.starts
     cores = os.cpu_count() or 1
     report: dict[str, Any] = {
         "steps": steps, "smoke": args.smoke, "cores": cores,
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }  # fmt: skip
     for name, (entry, source) in cases(args.smoke).items():
-        local = in_process(source, steps)
         spec = EnvironmentSpec(id="bench", name=name, source=source, mode="sync", fps=entry.fps)
+        if entry.runtime == runtimes.APP:
+            local = in_process(source, steps, warmup)
+        else:
+            local = in_runtime(entry.runtime, spec, steps, warmup)
         with tempfile.TemporaryDirectory() as tmp:
-            worker = asyncio.run(through_worker(spec, steps, tmp))
+            worker = asyncio.run(through_worker(spec, steps, tmp, warmup))
         busy = worker["in_worker_ms"]["median"] * entry.fps / 1000  # cores per teleoperator
         report[name] = {
-            "id": source.id, "kwargs": source.kwargs, "control_hz": entry.fps, **local, **worker,
+            "id": source.id, "kwargs": source.kwargs, "runtime": entry.runtime,
+            "control_hz": entry.fps, **local, **worker,
             "teleoperators": {
                 "cores_each": round(busy, 3),
                 "fit_on_cores": math.floor(cores / busy) if busy > 0 else None,
             },
         }  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        report["worker_start_s"] = asyncio.run(worker_starts(starts, tmp))
     report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(report, indent=2))
 

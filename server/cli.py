@@ -17,7 +17,7 @@ from server.core.db import make_engine, make_sessionmaker
 from server.errors import DomainError
 from server.export import registry
 from server.models import EpisodeStatus, Role, Study, User
-from server.schemas.exports import ExportOptionsIn, ExportSelection
+from server.schemas.exports import ExportOptionsIn, ExportSelection, RegenerateIn
 from server.schemas.users import UserCreate
 from server.services import bootstrap, users
 from server.services.review import quality
@@ -159,6 +159,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             include_tests=args.include_tests,
             outcomes=args.outcome or [],
             include_excluded=args.include_excluded,
+            task=args.task,
         )
         opts = ExportOptionsIn(
             format=args.format,
@@ -170,6 +171,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             name=args.name,
             engine=args.engine,
             split_by_env=args.split_by_env,
+            regenerate=_regenerate(args),
         )
         episodes, options, inputs = exports.prepare(
             db,
@@ -187,17 +189,31 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             bar.set_postfix_str(f"{done}/{total} episodes")
             bar.update(steps - bar.n)
 
+        report: list[str] = []
         try:
             env_keys = tuple(e.env_key for e in episodes) if opts.split_by_env else None
             path = write_output(
-                inputs, options, args.archive, out, progress=progress, env_keys=env_keys
-            )
+                inputs, options, args.archive, out, progress=progress, env_keys=env_keys,
+                phase=bar.set_description, report=report,
+            )  # fmt: skip
         except ExportError as exc:
             print(f"error: export failed: {exc}", file=sys.stderr)
             return 2
     engine = " on Apache Beam" if options.beam is not None else ""
     print(f"exported {len(inputs)} episodes ({total_steps} steps){engine} to {path}")
+    for line in report:  # episodes the regeneration left out
+        print(line)
     return 0
+
+
+def _regenerate(args: argparse.Namespace) -> RegenerateIn | None:
+    """The regeneration --regenerate-size and --regenerate-camera ask for (None: none)."""
+    if args.regenerate_size is None and not args.regenerate_camera:
+        return None
+    try:
+        return RegenerateIn(image_size=args.regenerate_size, cameras=args.regenerate_camera)
+    except ValueError as exc:
+        raise SystemExit(f"error: bad regeneration options: {exc}") from exc
 
 
 def _study(db: Session, study_id: int) -> Study:
@@ -271,6 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--env", action="append", help="environment key (repeatable)")
     export.add_argument("--tag", action="append", help="required episode tag (repeatable)")
     export.add_argument("--exclude-tag", action="append", help="excluded episode tag")
+    export.add_argument(
+        "--task", help="only episodes of this task (its id; '-': episodes without a task)"
+    )
     export.add_argument("--include-tests", action="store_true", help=TESTS_HELP)
     export.add_argument("--end-tag", action="append", help="step tag that ends an episode")
     export.add_argument(
@@ -302,18 +321,60 @@ def build_parser() -> argparse.ArgumentParser:
         help="beam: an Apache Beam pipeline on STUDIO_BEAM_RUNNER "
         f"({' or '.join(registry.on_beam())} format); auto: beam from STUDIO_BEAM_MIN_STEPS steps",
     )
+    export.add_argument(
+        "--regenerate-size", type=int, help="regenerate the observations' images at N px by replay"
+    )
+    export.add_argument(
+        "--regenerate-camera",
+        action="append",
+        help="regenerate the observations with this camera's images (repeatable)",
+    )
     export.add_argument("--name", help="dataset name (snake_case; default from the study)")
     export.add_argument("--out", required=True, help="folder, or archive file, to create")
     export.set_defaults(func=cmd_export)
+    rts = sub.add_parser(
+        "runtimes", help="list the environment runtimes, or install them from their locks"
+    )
+    rts.add_argument("action", nargs="?", choices=["list", "install"], default="list")
+    rts.add_argument("names", nargs="*", help="runtimes to install (default: all)")
+    rts.set_defaults(func=cmd_runtimes)
     return parser
+
+
+def cmd_runtimes(args: argparse.Namespace, settings: Settings) -> int:
+    """List the environment runtimes and their states, or install some from their locks."""
+    from server.runtime import runtime_install, runtimes
+
+    if args.action == "install":
+        names = args.names or sorted(runtimes.RUNTIMES)
+        unknown = [n for n in names if n not in runtimes.RUNTIMES]
+        if unknown:
+            known = ", ".join(sorted(runtimes.RUNTIMES))
+            print(f"error: unknown runtime {', '.join(unknown)} (known: {known})", file=sys.stderr)
+            return 2
+        results = [runtime_install.install(name, say=lambda line: print(line, flush=True))
+                   for name in names]  # fmt: skip
+        return 0 if all(found.ok for found in results) else 1
+    print(f"runtimes in {runtimes.root()}:")
+    for name, found in runtimes.states().items():
+        runtime = runtimes.RUNTIMES.get(name)
+        suites = ", ".join(runtime.suites) if runtime else "every other suite"
+        print(f"  {name:<11} {found.state:<13} suites: {suites}")
+        if not found.ok:
+            print(f"  {'':<11} {found.message}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
+    settings = get_settings()
+    from server.runtime import runtimes
+
+    runtimes.configure(settings.runtimes_dir)
     try:
-        return int(args.func(args, get_settings()))
+        return int(args.func(args, settings))
     except DomainError as exc:
         detail = f"\n{exc.detail}" if exc.detail else ""
         print(f"error: {exc.message}{detail}", file=sys.stderr)

@@ -31,6 +31,7 @@ from server.api.routes import (
     exports,
     health,
     live,
+    narrations,
     phone,
     play,
     replay,
@@ -50,8 +51,10 @@ from server.models import ExportJob
 from server.player.heartbeat import Heartbeat
 from server.player.protocol import MAX_MESSAGE_BYTES
 from server.player.registry import Registry
+from server.runtime import runtimes
 from server.services.exports import exports as export_service
 from server.services.jobs.bulk_runner import BulkRunner
+from server.services.jobs.replay_checks import ReplayCheckRunner
 from server.services.live.live_feed import LiveFeed
 from server.services.login_limit import LoginLimiter
 from server.services.review.replay import ReaderCache
@@ -252,6 +255,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """
     settings = settings or get_settings()
     engine = make_engine(settings.database_url)
+    runtimes.configure(settings.runtimes_dir)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -261,7 +265,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.export_jobs.start()
         await app.state.heartbeat.start()  # registers this replica before anything is served
         app.state.bulk_jobs.start()
+        if settings.replay_check_workers:
+            app.state.replay_checks.start()
         thumbnails = _start_thumbnails(settings)
+        # each runtime checked in its interpreter once, before the catalog is first asked
+        threading.Thread(target=runtimes.states, name="runtime-check", daemon=True).start()
         yield
         if thumbnails is not None:
             thumbnails[0].set()  # the entry being built finishes; no other starts
@@ -272,6 +280,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Waits for canceled export processes; off the event loop.
         await asyncio.to_thread(app.state.export_jobs.stop)
         await asyncio.to_thread(app.state.bulk_jobs.stop)
+        if settings.replay_check_workers:
+            await asyncio.to_thread(app.state.replay_checks.stop)
         app.state.replay_cache.close()
         engine.dispose()
 
@@ -314,6 +324,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         stale_s=settings.job_stale_s,
         replica=settings.replica_id,
     )
+    app.state.replay_checks = ReplayCheckRunner(
+        settings,
+        app.state.sessionmaker,
+        settings.replay_check_workers,
+        poll_s=settings.job_poll_s,
+        heartbeat_s=settings.job_heartbeat_s,
+        stale_s=settings.job_stale_s,
+        replica=settings.replica_id,
+        budget=app.state.budget,
+    )
     app.state.replay_cache = ReaderCache()
     app.state.replica = ReplicaInfo.current(settings.replica_id, f"{settings.host}:{settings.port}")
     app.state.heartbeat = Heartbeat(
@@ -345,6 +365,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         crowd,
         episodes,
         replay,
+        narrations,
         bulk,
         exports,
         live,

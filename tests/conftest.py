@@ -7,6 +7,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         max_body_bytes=256 * 1024,
         dm_env_factories=FACTORIES,
         catalog_thumbnails_at_start=False,  # tests build what they need (two cores)
+        replay_check_workers=0,  # the replay tests turn verification on (two cores)
     )
 
 
@@ -244,10 +246,11 @@ def browser():  # type: ignore[no-untyped-def]
         chromium.close()
 
 
-@pytest.fixture
-def page(browser):  # type: ignore[no-untyped-def]
-    """A fresh browser context and page; script errors and CSP violations fail the test."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+@contextmanager
+def watched_page(browser, viewport: dict[str, int], timeout_ms: int = 15_000):  # type: ignore[no-untyped-def]
+    """A page in a browser context of its own (a person's own browser); script errors and
+    CSP violations fail the test."""
+    context = browser.new_context(viewport=viewport)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -255,10 +258,17 @@ def page(browser):  # type: ignore[no-untyped-def]
         "console",
         lambda msg: errors.append(msg.text) if "Content Security Policy" in msg.text else None,
     )
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(timeout_ms)
     yield page
     context.close()
     assert not errors, f"JavaScript errors or CSP violations on the page: {errors}"
+
+
+@pytest.fixture
+def page(browser):  # type: ignore[no-untyped-def]
+    """A fresh browser context and page at 1280x800 (:func:`watched_page`)."""
+    with watched_page(browser, {"width": 1280, "height": 800}) as page:
+        yield page
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ need PostgreSQL use the local server, as CI has it, and are skipped when none an
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -55,8 +56,56 @@ def _video_memory(report: dict[str, Any]) -> None:
     assert server["growth_mib"] > 0 and report["ok"] is True
 
 
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def _robot(report: dict[str, Any]) -> None:
+    """robosuite's two tasks measured (in their runtime's interpreter and through a worker)
+    at their 20 steps/s, and a worker start timed in every runtime."""
+    for name in ("pick_cube", "robosuite_pick_place_can", "robosuite_lift"):
+        case = report[name]
+        for field in ("step_ms", "step_render_ms", "worker_round_trip_ms", "in_worker_ms"):
+            assert _positive(case[field]["median"]) and _positive(case[field]["p90"]), case
+        assert _positive(case["teleoperators"]["cores_each"]), case
+    assert report["robosuite_lift"]["runtime"] == "robosuite"
+    assert report["robosuite_lift"]["control_hz"] == 20 and report["pick_cube"]["control_hz"] == 25
+    starts = report["worker_start_s"]
+    assert set(starts) == {"app", "robosuite", "dm_control", "nethack"}, starts
+    for runtime, found in starts.items():
+        assert found["entry"] and _positive(found["median"]), (runtime, found)
+
+
+def _replay_check(report: dict[str, Any]) -> None:
+    """Episodes recorded by real workers and verified as the app does, the cost of a check
+    split from its replay, and players' lateness without and with verification beside."""
+    environments = report["environments"]
+    assert set(environments) == {"cartpole", "pick_cube"}, environments
+    for name, case in environments.items():
+        assert case["steps"] == 12 and case["end_reason"] == "max_steps", (name, case)
+        for field in ("overall_steps_per_s", "times_real_time_overall", "fps"):
+            assert _positive(case[field]) and math.isfinite(case[field]), (name, field, case)
+        for check in (case["long"], case["one_step"]):
+            assert all(_positive(check[k]) for k in ("wall_s", "in_process_s", "start_s")), case
+        # the marginal rate: None when a few steps are lost in the noise of the start
+        assert case["replay_steps_per_s"] is None or _positive(case["replay_steps_per_s"])
+    assert _positive(report["one_step_check_s_median"])
+    players = report["players"]
+    assert players["players"] == 1 and _positive(players["one_player_cpu_cores"])
+    for window in (players["without_verification"], players["with_verification"]):
+        assert _positive(window["steps"]) and _positive(window["steps_per_s_per_player"])
+        for field in ("late_frames_pct", "missed_ticks", "tick_lateness_p99_ms", "gap_p99_ms"):
+            assert window[field] >= 0 and math.isfinite(window[field]), (field, window)
+    assert _positive(players["with_verification"]["verifying_pct_of_window"]), players
+    assert set(players["ratios"]) >= {"late_frames_pct", "tick_lateness_p99_ms"}
+
+
 # What a benchmark's smoke report must say beyond being JSON, where a test asks more.
-REPORT_CHECKS = {"video_memory.py": _video_memory}
+REPORT_CHECKS = {
+    "video_memory.py": _video_memory,
+    "robot.py": _robot,
+    "replay_check.py": _replay_check,
+}
 
 
 def test_every_benchmark_is_found() -> None:

@@ -192,3 +192,15 @@ def test_export_split_by_env_leaves_excluded_out(settings, study, db, tmp_path, 
     )
     assert res.returncode == 0, res.stderr
     assert len(list((tmp_path / "all" / "all_cartpole" / "episodes").iterdir())) == 2
+    # --task: only the episodes that drew it ("-": those without a task)
+    drew = db.get(Episode, recorded["cartpole"][0].episode_id)
+    drew.task_key, drew.instruction = "left", "Push the cart left."
+    db.commit()
+    res = run_cli(settings, *args, "--include-excluded", "--task", "left", "--name", "left",
+                  "--out", str(tmp_path / "left"))  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert [p.name for p in (tmp_path / "left").iterdir()] == ["left_cartpole"]
+    got = [p.name for p in (tmp_path / "left" / "left_cartpole" / "episodes").iterdir()]
+    assert got == [drew.id]
+    res = run_cli(settings, *args, "--task", "Not A Task", "--out", str(tmp_path / "bad"))
+    assert res.returncode == 2 and "task" in res.stderr and "Traceback" not in res.stderr

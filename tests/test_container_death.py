@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pyarrow as pa
+import pytest
 from websockets.sync.client import connect
 
 from server.export.runner import export_dir
@@ -83,6 +84,10 @@ def _logged(path: str) -> list[tuple[bytes, int]]:
         return [(s.custom_data["frame"], int(s.timestep.observation.flat[0])) for s in reader.steps]
 
 
+# 20 server starts on PostgreSQL take 250-300 s on this VM (past pytest-timeout's 300 s
+# under load): the guard is 900 s; each wait inside has its own 30 s limit, so a hang still
+# fails fast
+@pytest.mark.timeout(900)
 def test_killing_the_whole_replica_loses_no_step_a_player_saw(settings, db):
     port = _free_port()
     base = f"http://127.0.0.1:{port}"

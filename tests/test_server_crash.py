@@ -44,6 +44,7 @@ def _serve(
         "STUDIO_ADMIN_PASSWORD": PASSWORD,
         "STUDIO_LOAD_SAMPLE_STUDIES": "false",
         "STUDIO_CATALOG_THUMBNAILS_AT_START": "false",
+        "STUDIO_REPLAY_CHECK_WORKERS": "0",  # as in the in-process tests (two cores)
         "STUDIO_DM_ENV_FACTORIES": ",".join(settings.dm_env_factories),  # the fake envs
         **{f"STUDIO_{name.upper()}": value for name, value in extra.items()},
     }

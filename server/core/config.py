@@ -96,6 +96,12 @@ class Settings(BaseSettings):
     admin_email: str = "admin@example.com"
     admin_password: str | None = None
 
+    runtimes_dir: Path | None = Field(
+        default=None,
+        description="Where the environment runtimes' venvs live (`rlds-studio runtimes "
+                    "install NAME`); unset: ~/.cache/rlds-studio/runtimes (docs/runtime.md, "
+                    "'Runtimes').",
+    )  # fmt: skip
     max_workers: int = Field(default=32, ge=1, description="Environment worker processes at once.")
     sessions_per_worker: int = Field(
         default=1, ge=1, le=64,
@@ -162,6 +168,20 @@ class Settings(BaseSettings):
         description="How long a participant's play ticket opens sockets (a study session).",
     )  # fmt: skip
     export_workers: int = Field(default=1, ge=1)
+    # Replay verification (docs/review.md, "Replay verification").
+    replay_check_workers: int = Field(
+        default=1, ge=0,
+        description="Episodes this replica re-simulates at once to verify them (each within "
+        "the background budget, at the lowest CPU priority); 0: none.",
+    )  # fmt: skip
+    replay_check_timeout_s: float = Field(
+        default=900.0, gt=0,
+        description="A replay that takes longer ends as not replayable (timeout).",
+    )  # fmt: skip
+    replay_check_memory_mb: int = Field(
+        default=8192, ge=256,
+        description="The address space a replay process may use (then: not replayable).",
+    )  # fmt: skip
     db_wait_s: float = Field(
         default=0.0, ge=0,
         description="At start, wait up to this long for the database to answer.",

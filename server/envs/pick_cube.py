@@ -18,9 +18,10 @@ stops at the table and the cube. The episode succeeds (reward 1, terminated, ``i
 ``reward_type="dense"`` adds the shaping ``-distance(fingertips, cube) + height lifted``.
 
 The observation holds the state vector (:data:`STATE_FIELDS`) and, unless ``image_size`` is
-0, one image per camera (``front``, ``wrist``), so what a policy sees does not depend on the
-camera a person watched. ``render()`` draws :attr:`render_camera` at ``render_size`` px;
-:meth:`render_from` any camera. Everything is deterministic from the reset's seed.
+0, one image per camera of ``image_cameras`` (by default both, ``front`` and ``wrist``), so
+what a policy sees does not depend on the camera a person watched. ``render()`` draws
+:attr:`render_camera` at ``render_size`` px; :meth:`render_from` any camera. Everything is
+deterministic from the reset's seed.
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ START = np.array([0.0, 0.0, 0.25])  # the gripper's starting position (fingers p
 WORKSPACE = (np.array([-0.3, -0.3, 0.08]), np.array([0.3, 0.3, 0.45]))
 CUBE_RANGE = 0.12  # the cube starts in [-r, r]² on the table
 CAMERAS = ("front", "wrist")
+# the cube's colour (a setting that tasks can vary: "pick up the blue cube")
+CUBE_COLORS = {
+    "red": (0.85, 0.2, 0.15, 1.0),
+    "green": (0.2, 0.7, 0.25, 1.0),
+    "blue": (0.15, 0.35, 0.9, 1.0),
+    "yellow": (0.95, 0.8, 0.1, 1.0),
+}
 STATE_FIELDS = (
     "tcp_pos(3) hand_quat_wxyz(4) finger_opening(1) cube_pos(3) cube_quat_wxyz(4) cube_minus_tcp(3)"
 )
@@ -117,6 +125,8 @@ class PickCubeEnv(gym.Env[dict[str, Any], np.ndarray]):
         reward_type: str = "sparse",
         terminate_on_success: bool = True,
         camera: str = "front",
+        image_cameras: tuple[str, ...] | list[str] = CAMERAS,
+        cube_color: str = "red",
     ) -> None:
         os.environ.setdefault("MUJOCO_GL", "egl")  # as server/envs/__init__ does
         import mujoco
@@ -131,6 +141,11 @@ class PickCubeEnv(gym.Env[dict[str, Any], np.ndarray]):
             raise ValueError("reward_type must be 'sparse' or 'dense'")
         if camera not in CAMERAS:
             raise ValueError(f"camera must be one of {CAMERAS}")
+        if cube_color not in CUBE_COLORS:
+            raise ValueError(f"cube_color must be one of {tuple(CUBE_COLORS)}")
+        chosen = set(image_cameras)
+        if not chosen or not chosen <= set(CAMERAS) or len(chosen) != len(image_cameras):
+            raise ValueError(f"image_cameras must be some of {CAMERAS}, each once")
         self._mj = mujoco
         self.render_mode = render_mode
         self.render_size = render_size
@@ -138,9 +153,13 @@ class PickCubeEnv(gym.Env[dict[str, Any], np.ndarray]):
         self.reward_type = reward_type
         self.terminate_on_success = terminate_on_success
         self.camera_names = CAMERAS
+        # the cameras whose images the observation holds (in CAMERAS' order)
+        self.image_cameras = tuple(c for c in CAMERAS if c in chosen)
         self.render_camera = camera
         size = max(render_size, image_size)
         self.model = mujoco.MjModel.from_xml_string(MJCF.replace("{size}", str(size)))
+        self.model.geom_rgba[self.model.geom("cube").id] = CUBE_COLORS[cube_color]
+        self.cube_color = cube_color
         self.data = mujoco.MjData(self.model)
         self._ids = {
             "hand": self.model.body("hand").id,
@@ -157,7 +176,8 @@ class PickCubeEnv(gym.Env[dict[str, Any], np.ndarray]):
         }
         if image_size:
             shape = (image_size, image_size, 3)
-            obs.update({c: spaces.Box(0, 255, shape=shape, dtype=np.uint8) for c in CAMERAS})
+            image = spaces.Box(0, 255, shape=shape, dtype=np.uint8)
+            obs.update(dict.fromkeys(self.image_cameras, image))
         self.observation_space = spaces.Dict(obs)
 
     # -- gymnasium ---------------------------------------------------------------------------
@@ -235,7 +255,7 @@ class PickCubeEnv(gym.Env[dict[str, Any], np.ndarray]):
         ])  # fmt: skip
         obs = {"state": state.astype(np.float64)}
         if self.image_size:
-            obs.update({c: self.render_from(c, self.image_size).copy() for c in CAMERAS})
+            obs.update({c: self.render_from(c, self.image_size).copy() for c in self.image_cameras})
         return obs
 
     def finger_opening(self) -> float:

@@ -13,6 +13,7 @@ from server.export.errors import (
     IncompatibleEnvironmentsError,
     InvalidEpisodeError,
 )
+from server.export.narration import NarratedSpan
 from server.export.packaging import make_archive
 from server.export.run import check_compatible, export_dataset
 from server.export.tags import TaggedSpan
@@ -25,6 +26,7 @@ __all__ = [
     "ExportResult",
     "IncompatibleEnvironmentsError",
     "InvalidEpisodeError",
+    "NarratedSpan",
     "TaggedSpan",
     "check_compatible",
     "export_dataset",

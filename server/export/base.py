@@ -11,7 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from server.export import registry
 from server.export.beam_config import BeamConfig
@@ -24,7 +24,11 @@ from server.export.errors import (
     InvalidEpisodeError,
 )
 from server.export.fields import specs_signature
+from server.export.narration import NarratedSpan, narration_column
 from server.export.tags import TaggedSpan, first_end_step, validate_step_tags
+
+if TYPE_CHECKING:
+    from server.export.regenerate import Regeneration
 
 ProgressFn = Callable[[int, int, int], None]
 CancelFn = Callable[[], bool]
@@ -43,12 +47,23 @@ class EpisodeInput:
     tags: tuple[str, ...] = ()
     step_tags: tuple[TaggedSpan, ...] = ()
     notes: str = ""
-    instruction: str = ""  # the environment's (else the study's) instructions: OXE profile
+    # the episode's language instruction: its task's where it drew one, else the
+    # environment's (else the study's) instructions; "" when there is none
+    instruction: str = ""
+    task_id: str = ""  # the task it drew (the environment's ``tasks``); "": none
+    # what happened over ranges of its steps (server/export/narration.py), by start step
+    narrations: tuple[NarratedSpan, ...] = ()
     # "success" / "failure" / "" (unset): the effective outcome (the reviewer's, else the
     # player's) and both sources
     outcome: str = ""
     player_outcome: str = ""
     reviewer_outcome: str = ""
+    # the replay check's verdict (pending / verified / diverged / not_replayable), the RLDS
+    # step it diverged at or could not replay (-1: none) and what it found ("": nothing);
+    # server/services/review/verdicts.py turns the checker's steps into RLDS steps
+    replay_verdict: str = "pending"
+    replay_step: int = -1
+    replay_message: str = ""
 
     def outcome_fields(self) -> dict[str, str]:
         """The episode-level outcome fields every format exports."""
@@ -56,6 +71,22 @@ class EpisodeInput:
             "outcome": self.outcome,
             "player_outcome": self.player_outcome,
             "reviewer_outcome": self.reviewer_outcome,
+        }
+
+    def task_fields(self) -> dict[str, str]:
+        """The episode-level task fields every format exports (text, "" when none)."""
+        return {"task_id": self.task_id, "language_instruction": self.instruction}
+
+    def narration_column(self, num_steps: int) -> list[str]:
+        """Each step's narration (the join rule: server/export/narration.py)."""
+        return narration_column(self.narrations, num_steps)
+
+    def replay_fields(self) -> dict[str, str | int]:
+        """The episode-level replay verdict fields every format exports."""
+        return {
+            "replay_verdict": self.replay_verdict,
+            "replay_step": self.replay_step,
+            "replay_message": self.replay_message,
         }
 
 
@@ -85,6 +116,9 @@ class ExportOptions:
     # runner configuration (None: here, in this process). The output is the same either way.
     beam: BeamConfig | None = None
     videos: bool = False  # add episode_videos/<episode_id>.mp4 (what the player saw)
+    # draw the observations again by replay, at another image size or from other cameras
+    # (server/export/regenerate.py; run by server/export/runner.py's write_output)
+    regenerate: Regeneration | None = None
 
 
 @dataclass(frozen=True)
@@ -189,6 +223,10 @@ def summarize(ep: EpisodeInput, episode: RldsEpisode) -> ExportedEpisode:
         env_id=str(episode.log_metadata.get("env_id", "")),
         status=ep.status,
         num_steps=len(episode),
+        replay_verdict=ep.replay_verdict,
+        task_id=ep.task_id,
+        instruction=ep.instruction,
+        narrations=len(ep.narrations),
         total_reward=episode.total_reward,
         terminated=episode.terminated,
     )

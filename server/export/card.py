@@ -22,6 +22,10 @@ class ExportedEpisode:
     num_steps: int
     total_reward: float
     terminated: bool
+    replay_verdict: str = "pending"  # the replay check's (server/export/base.py EpisodeInput)
+    task_id: str = ""  # the task it drew ("": none)
+    instruction: str = ""  # its language instruction ("": none)
+    narrations: int = 0  # narrations of its steps
 
 
 def return_stats(returns: Sequence[float]) -> dict[str, float]:
@@ -49,6 +53,7 @@ def render_card(
     format's, see server/export/registry.py)."""
     envs = Counter(e.env_id for e in episodes)
     statuses = Counter(e.status for e in episodes)
+    verdicts = Counter(e.replay_verdict for e in episodes)
     returns = [e.total_reward for e in episodes]
     steps = [e.num_steps for e in episodes]
     stats = return_stats(returns)
@@ -66,11 +71,14 @@ def render_card(
         f"max {max(steps, default=0)})",
         f"- Terminated episodes: {sum(e.terminated for e in episodes)}; "
         f"truncated or interrupted: {sum(not e.terminated for e in episodes)}",
+        "- Replay verdicts (each episode's `replay_verdict`, `replay_step`, `replay_message`): "
+        + (", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) or "none"),
         "",
         "| environment | episodes |",
         "|---|---|",
         *(f"| `{env}` | {n} |" for env, n in sorted(envs.items())),
         "",
+        *task_lines(episodes),
         "## Returns",
         "",
         "| mean | min | max | std |",
@@ -82,6 +90,39 @@ def render_card(
         lines += ["## Export options", "", *(f"- {text}" for text in options_text), ""]
     lines += ["## Loading", ""]
     return "\n".join(lines) + "\n" + loading
+
+
+def _cell(text: str, limit: int = 120) -> str:
+    """User text as one Markdown table cell: one line, pipes escaped, shortened."""
+    line = " ".join(text.split())
+    if len(line) > limit:
+        line = line[: limit - 1] + "…"
+    return line.replace("\\", "\\\\").replace("|", "\\|") or "(none)"
+
+
+def task_lines(episodes: Sequence[ExportedEpisode]) -> list[str]:
+    """The card's per-task counts (each episode's ``task_id`` and ``language_instruction``)
+    and how many narrations there are; nothing when no episode has a task, an instruction
+    or a narration."""
+    tasks = Counter((e.task_id, e.instruction) for e in episodes)
+    narrations = sum(e.narrations for e in episodes)
+    if set(tasks) <= {("", "")} and not narrations:
+        return []
+    lines = [
+        "## Tasks",
+        "",
+        "| task | instruction | episodes |",
+        "|---|---|---|",
+        *(
+            f"| {f'`{task}`' if task else '(none)'} | {_cell(text)} | {n} |"
+            for (task, text), n in sorted(tasks.items())
+        ),
+        "",
+        f"- Narrations: {narrations} over "
+        f"{sum(1 for e in episodes if e.narrations)} episodes (each step's `narration`)",
+        "",
+    ]
+    return lines
 
 
 def option_lines(

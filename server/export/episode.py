@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from server.export.errors import InvalidEpisodeError
-from server.export.step_reader import SPECS_KEY, decode, read_log
 from server.recording.envlogger_log import spec_codec, storage_pb2
+from server.recording.log_reader import SPECS_KEY, decode, read_log
 
 NO_INPUT = "null"
 UNKNOWN = -1

@@ -15,6 +15,13 @@ STEP_METADATA_FIELDS = ("frame", "input", "timing", "info", "control", "camera")
 EPISODE_TEXT_FIELDS = ("episode_id", "agent_id", "study_id", "env_id", "env_config", "status")
 # "success", "failure" or "" (unset): effective (the reviewer's, else the player's), and each
 OUTCOME_FIELDS = ("outcome", "player_outcome", "reviewer_outcome")
+# the replay check's verdict and what it found (text), and the RLDS step where (int, -1: none)
+REPLAY_TEXT_FIELDS = ("replay_verdict", "replay_message")
+REPLAY_STEP_FIELD = "replay_step"
+# the task the episode drew ("" none) and its language instruction (the task's, else the
+# environment's; "" none), text in every format; the narration covering each step (text)
+TASK_FIELDS = ("task_id", "language_instruction")
+NARRATION_FIELD = "narration"
 
 
 def is_image_spec(spec: Any) -> bool:

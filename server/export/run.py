@@ -83,7 +83,9 @@ def export_dataset(
             export_format=fmt.label or fmt.name,
             episodes=result.episodes,
             loading=fmt.loading(fmt.data_path(options)),
-            options_text=fmt.card_lines(options, tag_names) + _videos_text(options),
+            options_text=fmt.card_lines(options, tag_names)
+            + _videos_text(options)
+            + (options.regenerate.card_lines() if options.regenerate else []),
         )
         (tmp / CARD_FILE).write_text(card)
         if options.videos:

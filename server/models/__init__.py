@@ -11,11 +11,13 @@ from server.models.episodes import (
     EpisodeDeletion,
     EpisodeStatus,
     EpisodeTag,
+    Narration,
     Note,
     Outcome,
+    ReplayVerdict,
     StepTag,
 )
-from server.models.jobs import BulkJob, ExportJob, JobState
+from server.models.jobs import BulkJob, ExportJob, JobState, ReplayCheck
 from server.models.participants import Participant, Platform, PlaySession, ScreenoutReason
 from server.models.phone import PhoneCode, PhoneCodeFailure
 from server.models.replicas import LiveSessionRow, Replica, SessionLease
@@ -34,6 +36,7 @@ __all__ = [
     "JobState",
     "LiveSessionRow",
     "LoginFailure",
+    "Narration",
     "Note",
     "Outcome",
     "Participant",
@@ -41,6 +44,8 @@ __all__ = [
     "PhoneCodeFailure",
     "Platform",
     "PlaySession",
+    "ReplayCheck",
+    "ReplayVerdict",
     "Replica",
     "Role",
     "ScreenoutReason",

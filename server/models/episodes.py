@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
+    JSON,
     Boolean,
     Float,
     ForeignKey,
@@ -31,6 +33,15 @@ class EpisodeStatus(enum.StrEnum):
     failed = "failed"
 
 
+class ReplayVerdict(enum.StrEnum):
+    """What re-simulating a saved episode from its log showed (server/runtime/replay_check.py)."""
+
+    pending = "pending"  # not checked yet (or again: its environment's package changed)
+    verified = "verified"  # every step replayed to the recorded values
+    diverged = "diverged"  # a step differed: replay_step, replay_detail say where and how
+    not_replayable = "not_replayable"  # it could not be replayed: replay_detail says why
+
+
 class Outcome(enum.StrEnum):
     success = "success"
     failure = "failure"
@@ -46,6 +57,8 @@ class Episode(Base):
         Index("ix_episodes_study_latency_p50", "study_id", "latency_p50_ms", "id"),
         Index("ix_episodes_study_latency_p99", "study_id", "latency_p99_ms", "id"),
         Index("ix_episodes_study_started", "study_id", "started_at", "id"),
+        Index("ix_episodes_study_replay", "study_id", "replay_verdict"),
+        Index("ix_episodes_study_task", "study_id", "task_key"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_uuid)
@@ -93,10 +106,27 @@ class Episode(Base):
     outcome: Mapped[str | None] = mapped_column(String(16))
     # kept out of exports unless an export asks for excluded episodes
     excluded: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+    # replay verification (server/services/jobs/replay_checks.py): the verdict, the first
+    # step that differed (diverged) or could not be replayed, what the check found
+    # (``reason``, ``message``, ``difference``), when, and the environment's package versions
+    # it ran with (a change of them puts the episode back to pending)
+    replay_verdict: Mapped[str] = mapped_column(
+        String(16), default=ReplayVerdict.pending, server_default=ReplayVerdict.pending,
+        index=True,  # the checker's queue looks for pending episodes of every study
+    )  # fmt: skip
+    replay_step: Mapped[int | None] = mapped_column(Integer)
+    replay_detail: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    replay_checked_at: Mapped[datetime | None] = mapped_column(TS)
+    replay_versions: Mapped[str | None] = mapped_column(String(300), index=True)
+    # the task the episode drew (the environment's ``tasks``; NULL: it lists none) and its
+    # instruction as the participant was shown it (kept when the study's tasks change)
+    task_key: Mapped[str | None] = mapped_column(String(64))
+    instruction: Mapped[str | None] = mapped_column(Text)
 
     tags: Mapped[list[EpisodeTag]] = relationship(cascade="all, delete-orphan")
     step_tags: Mapped[list[StepTag]] = relationship(cascade="all, delete-orphan")
     notes: Mapped[list[Note]] = relationship(cascade="all, delete-orphan")
+    narrations: Mapped[list[Narration]] = relationship(cascade="all, delete-orphan")
 
 
 class EpisodeTag(Base):
@@ -140,6 +170,30 @@ class Note(Base):
     author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
     body: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+
+class Narration(Base):
+    """What happened over an inclusive range of steps, in a reviewer's (or the participant's
+    own) words. ``version`` counts edits: an edit names the version it read (two reviewers
+    editing at once: the second is refused, nothing is lost)."""
+
+    __tablename__ = "narrations"
+    __table_args__ = (Index("ix_narrations_episode_start", "episode_id", "start_step"),
+                      NO_ID_REUSE)  # fmt: skip
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    episode_id: Mapped[str] = mapped_column(ForeignKey("episodes.id", ondelete="CASCADE"))
+    start_step: Mapped[int] = mapped_column(Integer)
+    end_step: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    # the episode's own participant narrated it (after saving it)
+    participant_id: Mapped[int | None] = mapped_column(
+        ForeignKey("participants.id", ondelete="SET NULL")
+    )
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
 
 
 class EpisodeDeletion(Base):

@@ -1,4 +1,4 @@
-"""Background jobs one replica claims and runs: exports and bulk actions."""
+"""Background jobs one replica claims and runs: exports, bulk actions, replay checks."""
 
 from __future__ import annotations
 
@@ -68,6 +68,29 @@ class BulkJob(ClaimableJob, Base):
     changed: Mapped[int] = mapped_column(Integer, default=0)
     skipped_recording: Mapped[int] = mapped_column(Integer, default=0)
     message: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow, index=True)
+    started_at: Mapped[datetime | None] = mapped_column(TS)
+    finished_at: Mapped[datetime | None] = mapped_column(TS)
+
+
+class ReplayCheck(ClaimableJob, Base):
+    """The verification of one episode by replay, claimed by one replica
+    (server/services/jobs/replay_checks.py): one row per episode, queued again when the
+    episode must be checked again."""
+
+    __tablename__ = "replay_checks"
+    __table_args__ = NO_ID_REUSE
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    episode_id: Mapped[str] = mapped_column(
+        ForeignKey("episodes.id", ondelete="CASCADE"), unique=True
+    )
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    state: Mapped[str] = mapped_column(String(16), index=True, default=JobState.queued)
+    message: Mapped[str | None] = mapped_column(Text)
+    # a check that could not run yet (the log still open, the runtime not installed) is
+    # queued again from this time on
+    retry_at: Mapped[datetime | None] = mapped_column(TS, index=True)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow, index=True)
     started_at: Mapped[datetime | None] = mapped_column(TS)
     finished_at: Mapped[datetime | None] = mapped_column(TS)

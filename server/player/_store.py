@@ -19,6 +19,7 @@ from server.player.views import episode_view, study_view
 from server.recording.format import episode_dir
 from server.services.crowd import episodes, leases, phone_codes, progress
 from server.services.live import replicas
+from server.study_spec import TaskSpec
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -71,9 +72,11 @@ class SessionStore:
         c = self.context
         return await self.call(episodes.completed_counts, c.study_id, c.principal)
 
-    async def reserve(self, env_id: str, extra: bool) -> tuple[Any, int]:
-        """The episode's row and seed (a participant's is a quota reservation)."""
-        return await self.call(starts.reserve, self.context, self.session_id, env_id, extra)
+    async def reserve(self, env_id: str, extra: bool,
+                      task_id: str | None = None) -> tuple[Any, int, TaskSpec | None]:  # fmt: skip
+        """The episode's row, seed and task (a participant's is a quota reservation)."""
+        return await self.call(starts.reserve, self.context, self.session_id, env_id, extra,
+                               task_id)  # fmt: skip
 
     async def start_failed(self, env_id: str, episode_id: str, exc: Exception) -> PlayError:
         """The environment did not start: log and store the details on its reserved episode

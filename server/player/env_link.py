@@ -33,6 +33,7 @@ class EnvLink:
         self.on_failure = on_failure  # the worker crashed or died
         self.worker: EnvWorker | None = None
         self.env_id: str | None = None
+        self.source: Any = None  # the source (with its settings) the worker was built from
         self.speed = 1.0
         self.quality: str | None = None  # what the player chose
         self.adaptive: QualityController | None = None  # the adaptive stream's, if on
@@ -47,6 +48,11 @@ class EnvLink:
         """True when the running worker is ``env_id``'s and alive."""
         return self.worker is not None and self.env_id == env_id and self.worker.alive
 
+    def runs(self, env: EnvironmentSpec) -> bool:
+        """True when the running worker is ``env``'s, built from the same source and settings
+        (a task with settings of its own needs its own environment)."""
+        return self.reusable_for(env.id) and self.source == env.source
+
     async def start(self, env: EnvironmentSpec, settings: Settings, study_id: int) -> EnvWorker:
         """Start a worker for ``env`` at its own (the designer's) speed and the player's
         quality; a new worker streams at the ceiling, every frame."""
@@ -59,7 +65,7 @@ class EnvLink:
             reply_timeout=settings.worker_timeout_s,
             sessions_per_worker=settings.sessions_per_worker,
         )  # fmt: skip
-        self.worker, self.env_id = worker, env.id
+        self.worker, self.env_id, self.source = worker, env.id, env.source
         self.speed = env.speed
         if env.mode == "async" and self.speed != 1.0:
             await worker.set_speed(self.speed)

@@ -13,6 +13,7 @@ from server.recording.signals import InputCounts
 from server.runtime import StepEvent
 from server.runtime.autonomy import FRAME_POLICY
 from server.services.crowd.episodes import EpisodeResult
+from server.study_spec import TaskSpec
 
 _KEEP_STEPS = 256  # frame-sent times kept for steps whose ack has not come yet
 
@@ -25,6 +26,7 @@ class EpisodeRun:
     index: int  # 1, 2, ... within the play session (the frame header's episode index)
     env_id: str
     seed: int | None
+    task: TaskSpec | None = None  # the task it drew (its instruction is on the player)
     started: float = field(default_factory=time.monotonic)
     step: int = 0
     return_: float = 0.0

@@ -32,7 +32,7 @@ async def on_start(s: LiveSession, msg: p.StartMsg) -> None:
     atomically, when the episode row is made). The episode is reserved before any worker is
     built, so a refused start answers at once.
     """
-    await s.start(msg.env_id)
+    await s.start(msg.env_id, msg.task_id)
 
 
 async def on_go(s: LiveSession, _msg: p.GoMsg) -> None:

@@ -108,6 +108,11 @@ class StartMsg(_Msg):
 
     type: Literal["start"]
     env_id: str | None = Field(default=None, min_length=1, max_length=64)
+    task_id: str | None = Field(
+        default=None, min_length=1, max_length=64,
+        description="The task to play, where the environment lets players choose "
+        "(task_order: choice); otherwise the task is drawn.",
+    )  # fmt: skip
 
 
 class GoMsg(_Msg):

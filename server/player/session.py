@@ -35,6 +35,7 @@ from server.player.views import ended_message, episode_view
 from server.recording.format import now_ms
 from server.runtime import StepEvent, WorkerError
 from server.services.crowd import episodes
+from server.study_spec import EnvironmentSpec
 
 log = logging.getLogger(__name__)
 __all__ = ["ACTIVE", "LiveSession", "Phase", "PlayError", "SessionContext"]
@@ -143,52 +144,54 @@ class LiveSession:
                 self.send({"type": "error", "code": "pause_timeout", "message": message})
 
     # -- messages ---------------------------------------------------------------------------
-    async def start(self, env_id: str | None) -> None:
-        """Start an episode of one environment (a participant's: :func:`starts.choose_env`)."""
+    async def start(self, env_id: str | None, task_id: str | None = None) -> None:
+        """Start an episode of one environment (a participant's: :func:`starts.choose_env`),
+        of ``task_id`` where the environment lets players choose its task."""
         self._expect((Phase.idle,), "start an episode")
         state = await self.store.participant_state()  # None: a designer test-playing
         env_id, extra = starts.choose_env(self.spec, state, env_id)
         self.phase = Phase.starting
         try:
-            await self.begin(env_id, extra=extra)
+            await self.begin(env_id, extra=extra, task_id=task_id)
         finally:
             if self.phase == Phase.starting:
                 self.phase = Phase.idle
 
-    async def begin(self, env_id: str, extra: bool = False) -> None:
-        """Reserve the episode (a refused one answers at once), then start or reuse the
-        worker for ``env_id`` and reset the env."""
-        fresh = not self.env.reusable_for(env_id)
-        if fresh:
+    async def begin(self, env_id: str, extra: bool = False, task_id: str | None = None) -> None:
+        """Reserve the episode and draw its task (a refused one answers at once), then start
+        or reuse the worker for ``env_id`` (and the task's settings) and reset the env."""
+        if not self.env.reusable_for(env_id):
             await self.env.close(self.settings.worker_timeout_s)
             if not await self.store.has_room():
                 raise PlayError("busy", "the server is at capacity; try again in a minute")
-        row, seed = await self.store.reserve(env_id, extra)
-        if fresh:
+        row, seed, task = await self.store.reserve(env_id, extra, task_id)
+        env = self.spec.environment(env_id).for_task(task)
+        if not self.env.runs(env):  # none runs, or one built for another task's settings
+            await self.env.close(self.settings.worker_timeout_s)
             try:
-                await self._start_worker(env_id)
+                await self._start_worker(env)
             except WorkerError as exc:
                 raise await self.store.start_failed(env_id, row.id, exc) from None
         self.episodes_started += 1
-        run = EpisodeRun(id=row.id, index=self.episodes_started, env_id=env_id, seed=seed)
+        run = EpisodeRun(id=row.id, index=self.episodes_started, env_id=env_id, seed=seed,
+                         task=task)  # fmt: skip
         self.run = run
         assert self.worker is not None
-        began, first = await self.env.attempt(self.worker.begin_episode(run.id, seed, paused=True))
+        start = self.worker.begin_episode(run.id, seed, paused=True, task=task)
+        began, first = await self.env.attempt(start)
         if not began:
             return
         # the ready gate: the first frame, then nothing until ``go`` (a gate left standing
         # longer than a pause may is abandoned, which releases the quota reservation)
         self.phase = Phase.ready
         self._arm_pause()
-        env = self.spec.environment(env_id)
         countdown = env.countdown_s if env.mode == "async" else 0
         self.send({"type": "episode_started", "episode": episode_view(run, self.spec),
                    "ready_gate": True, "countdown_s": countdown})  # fmt: skip
         assert first is not None
         self.stream.show(run, first)
 
-    async def _start_worker(self, env_id: str) -> None:
-        env = self.spec.environment(env_id)
+    async def _start_worker(self, env: EnvironmentSpec) -> None:
         worker = await self.env.start(env, self.settings, self.study_id)
         if env.mode == "async":
             self._tasks.spawn(self.env.pump(worker, self.lock, partial(self._on_event, clock=True)))
@@ -376,8 +379,9 @@ class LiveSession:
         await self.env.close(self.settings.worker_timeout_s)
         self.phase = Phase.closed
         self._pause.disarm()
-        self.phone.end(reason)
+        # revoke, then tell: once the phone hears the session ended, no code of it pairs
         await self.store.end_session()
+        self.phone.end(reason)
         self.sockets.end(reason)
         self.context.on_closed(self)
 

@@ -7,11 +7,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from server.errors import Invalid
 from server.player._context import SessionContext
 from server.player._phase import PlayError, refused
-from server.services.crowd import episodes, progress, quotas
+from server.services.crowd import episodes, progress, quotas, tasks
 from server.services.crowd.progress import FAILED_MESSAGE
-from server.study_spec import StudySpec
+from server.study_spec import StudySpec, TaskSpec
 
 
 def choose_env(spec: StudySpec, state: dict[str, Any] | None,
@@ -64,20 +65,26 @@ def start_check(spec: StudySpec, state: dict[str, Any], env_id: str | None) -> t
     return env_id, info["completed"] >= info["required"]
 
 
-def reserve(db: Session, context: SessionContext, session_id: str, env_id: str,
-            extra: bool) -> tuple[Any, int]:  # fmt: skip
-    """The seed and the episode row, in one database session (a burst of starts waits on
-    the thread pool: one hop each); a refusal comes with the participant's state."""
+def reserve(db: Session, context: SessionContext, session_id: str, env_id: str, extra: bool,
+            task_id: str | None = None) -> tuple[Any, int, TaskSpec | None]:  # fmt: skip
+    """The episode row, its seed and task, in one database session (a burst of starts waits
+    on the thread pool: one hop each); a refusal comes with the participant's state."""
     c = context
-    seed = episodes.next_seed(db, c.study_id, c.spec.environment(env_id), c.principal)
+    env = c.spec.environment(env_id)
+    try:
+        task = tasks.draw(db, c.study_id, env, c.principal, task_id)
+    except Invalid as exc:
+        db.rollback()
+        raise PlayError("unknown_task", exc.message) from None
+    seed = episodes.next_seed(db, c.study_id, env, c.principal, task)
     try:
         row = episodes.create_episode(
             db, study_id=c.study_id, env_key=env_id, session_id=session_id,
             principal=c.principal, seed=seed, data_root=c.settings.data_root,
-            spec=c.spec, extra=extra, replica_id=c.settings.replica_id,
+            spec=c.spec, extra=extra, replica_id=c.settings.replica_id, task=task,
         )  # fmt: skip
     except quotas.QuotaError as exc:
         pid = c.principal.participant_id
         state = progress.state_for(db, c.study_id, c.spec, pid, env_id) if pid else None
         raise refused(exc.code or "quota_reached", exc.message, state) from None
-    return row, seed
+    return row, seed, task

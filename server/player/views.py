@@ -44,6 +44,9 @@ def environment_view(env: EnvironmentSpec, completed: int = 0) -> dict[str, Any]
         # async: the speed in force and what the player may pick (empty: fixed)
         "speed": env.speed,
         "speed_choices": env.speed_choices if env.mode == "async" else [],
+        # the tasks a player picks from before an episode (``choice``); otherwise drawn
+        "task_order": env.task_order if env.tasks else None,
+        "tasks": [t.public() for t in env.tasks] if env.task_order == "choice" else [],
     }
 
 
@@ -63,6 +66,7 @@ def study_view(
         "allow_anonymous": spec.crowd.allow_anonymous,
         "inputs": spec.crowd.inputs,
         "phone": any(uses_phone(e) for e in spec.environments),
+        "narrate_episodes": spec.narrate_episodes,
         "environments": [environment_view(e, done.get(e.id, 0)) for e in spec.environments],
     }
 
@@ -177,6 +181,7 @@ def episode_view(run: EpisodeRun | None, spec: StudySpec) -> dict[str, Any] | No
         return None
     return {"id": run.id, "index": run.index, "env_id": run.env_id, "seed": run.seed,
             "step": run.step, "return": run.return_,
+            "task": None if run.task is None else run.task.public(),
             "ask_outcome": spec.asks_outcome(run.env_id)}  # fmt: skip
 
 

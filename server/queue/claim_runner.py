@@ -289,10 +289,8 @@ class ClaimRunner:
         if outcome[0] == "done" and self._cancel_asked(handle):
             outcome = ("canceled",)  # the cancel was accepted (200) while the job finished
         if outcome[0] == "done":
-            values = outcome[1] if len(outcome) > 1 else {}
-            self._set(
-                job_id, state=JobState.succeeded, message=None, finished_at=utcnow(), **values
-            )
+            values = {"message": None, **(outcome[1] if len(outcome) > 1 else {})}
+            self._set(job_id, state=JobState.succeeded, finished_at=utcnow(), **values)
             return
         self.cleanup(job_id)
         if outcome[0] == "canceled" and self._stopping.is_set():

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.runtime._catalog_pick_cube import PICK_CUBE_CONTROLS, PICK_CUBE_SCHEMA
+from server.runtime._catalog_pick_cube import (
+    PICK_CUBE_CONTROLS,
+    PICK_CUBE_REGENERATE,
+    PICK_CUBE_SCHEMA,
+)
+from server.runtime._catalog_robosuite import (
+    ROBOSUITE_CONTROLS,
+    ROBOSUITE_DEFAULTS,
+    ROBOSUITE_FPS,
+    ROBOSUITE_REGENERATE,
+    ROBOSUITE_SCHEMA,
+)
 from server.study_spec import AxisBinding, Controls
 
 
@@ -247,6 +258,27 @@ FETCH_SCHEMA = _schema(
 )
 
 
+DMC_SCHEMA = _schema(
+    domain_name={"type": "string"},
+    task_name={"type": "string"},
+    task_kwargs={"type": "object"},
+    environment_kwargs={"type": "object"},
+)
+CART_CONTROLS = Controls(
+    keys={"ArrowLeft": [-1.0], "ArrowRight": [1.0]},
+    axes=[AxisBinding(axis=0, dim=0)],
+    labels={"ArrowLeft": "push left", "ArrowRight": "push right"},
+)
+# Seen from the task's first camera (point_mass: from above; ball_in_cup: from the front):
+# +x right, +y (or +z) up on the screen; a gamepad's stick y is +1 down.
+PLANE_CONTROLS = Controls(
+    keys={"ArrowRight": [1.0, 0.0], "ArrowLeft": [-1.0, 0.0],
+          "ArrowUp": [0.0, 1.0], "ArrowDown": [0.0, -1.0]},
+    axes=[AxisBinding(axis=0, dim=0), AxisBinding(axis=1, dim=1, scale=-1.0)],
+    labels={"ArrowRight": "right", "ArrowLeft": "left", "ArrowUp": "up", "ArrowDown": "down"},
+)  # fmt: skip
+
+
 # Each entry: key, suite, Gymnasium id or dm_env factory, fixed kwargs, mode, fps, controls,
 # settings schema, and ``defaults``: settings its source starts with (the editor's; a study
 # may change or drop them). An async entry's fps is the environment's real pace (Gymnasium's
@@ -346,7 +378,17 @@ ENTRIES: list[dict[str, Any]] = [
     # ours: 25 Hz like Fetch; step + 2 images of 128 px + a 256 px frame cost ~5 ms
     # (docs/runtime.md, "Robot manipulation")
     _entry(key="PickCube", suite="studio", id="RLDSStudio/PickCube-v0", mode="async", fps=25,
-         controls=PICK_CUBE_CONTROLS, schema=PICK_CUBE_SCHEMA),
+         controls=PICK_CUBE_CONTROLS, schema=PICK_CUBE_SCHEMA, regenerate=PICK_CUBE_REGENERATE),
+    # robosuite 1.5 (its own runtime): the RLDS paper's PickPlaceCan and Lift, the Panda arm
+    # on an operational-space pose controller, 20 steps/s (its control rate), two cameras
+    # (docs/runtime.md, "Robosuite")
+    *[
+        _entry(key=f"Robosuite-{task}", suite="robosuite", id=f"RLDSStudio/Robosuite-{task}-v0",
+             mode="async", fps=ROBOSUITE_FPS, controls=ROBOSUITE_CONTROLS,
+             schema=ROBOSUITE_SCHEMA, defaults=dict(ROBOSUITE_DEFAULTS),
+             regenerate=ROBOSUITE_REGENERATE)
+        for task in ("PickPlaceCan", "Lift")
+    ],
     _entry(key="Crafter", suite="crafter", factory="server.runtime.suites:crafter_env",
          mode="sync", fps=10,
          controls=Controls(
@@ -359,20 +401,47 @@ ENTRIES: list[dict[str, Any]] = [
                      "KeyT": "place table"}),
          schema=_schema(area=integer(16), size=integer(64, 1024), length=integer(1))),
     _entry(key="MiniHack-Room", suite="nethack", id="MiniHack-Room-5x5-v0",
-         kwargs={"render_mode": None, "observation_keys": ["glyphs", "pixel"]}, mode="sync",
-         fps=10,
-         controls=Controls(keys={"ArrowUp": 0, "ArrowRight": 1, "ArrowDown": 2, "ArrowLeft": 3},
-                           buttons={12: 0, 15: 1, 13: 2, 14: 3}),
+         # the 9×9 tiles round the hero (144 px, the whole 5×5 room): "pixel", the whole
+         # 79×21 map, is a 1264×336 frame and 1.3 MB of observation a step
+         kwargs={"render_mode": None, "observation_keys": ["glyphs", "pixel_crop"]},
+         mode="sync", fps=10,
+         # NetHack's compass: N E S W, then NE SE SW NW (two arrows at once, or its y u b n)
+         controls=Controls(keys={"ArrowUp": 0, "ArrowRight": 1, "ArrowDown": 2, "ArrowLeft": 3,
+                                 "ArrowUp+ArrowRight": 4, "ArrowDown+ArrowRight": 5,
+                                 "ArrowDown+ArrowLeft": 6, "ArrowUp+ArrowLeft": 7,
+                                 "KeyU": 4, "KeyN": 5, "KeyB": 6, "KeyY": 7},
+                           buttons={12: 0, 15: 1, 13: 2, 14: 3},
+                           labels={"ArrowUp": "north", "ArrowRight": "east", "ArrowDown": "south",
+                                   "ArrowLeft": "west", "KeyU": "north-east",
+                                   "KeyN": "south-east", "KeyB": "south-west",
+                                   "KeyY": "north-west"}),
          schema=_schema(max_episode_steps=integer(1))),
+    # dm_control (its own runtime): a 480 px frame from the task's first camera; 25 steps/s
+    # of 40 ms, real time where the task's control step can be set to 40 ms
     _entry(key="dm_control-cartpole-swingup", suite="dm_control", factory="dm_control.suite:load",
-         kwargs={"domain_name": "cartpole", "task_name": "swingup"}, mode="async", fps=30,
-         controls=Controls(keys={"ArrowLeft": [-1.0], "ArrowRight": [1.0]},
-                           axes=[AxisBinding(axis=0, dim=0)]),
-         schema=_schema(domain_name={"type": "string"}, task_name={"type": "string"},
-                        task_kwargs={"type": "object"}, environment_kwargs={"type": "object"})),
+         kwargs={"domain_name": "cartpole", "task_name": "swingup"}, mode="async", fps=25,
+         defaults={"environment_kwargs": {"control_timestep": 0.04}},  # 4 physics steps of 10 ms
+         controls=CART_CONTROLS, schema=DMC_SCHEMA),
+    _entry(key="dm_control-cartpole-balance", suite="dm_control", factory="dm_control.suite:load",
+         kwargs={"domain_name": "cartpole", "task_name": "balance"}, mode="async", fps=25,
+         defaults={"environment_kwargs": {"control_timestep": 0.04}},
+         controls=CART_CONTROLS, schema=DMC_SCHEMA),
+    # [x, y] forces seen from above; 2 physics steps of 20 ms a step
+    _entry(key="dm_control-point_mass-easy", suite="dm_control", factory="dm_control.suite:load",
+         kwargs={"domain_name": "point_mass", "task_name": "easy"}, mode="async", fps=25,
+         defaults={"environment_kwargs": {"control_timestep": 0.04}},
+         controls=PLANE_CONTROLS, schema=DMC_SCHEMA),
+    # [x, z] forces on the cup; its loader fixes the control step at 20 ms (50 steps/s)
+    _entry(key="dm_control-ball_in_cup-catch", suite="dm_control",
+         factory="dm_control.suite:load",
+         kwargs={"domain_name": "ball_in_cup", "task_name": "catch"}, mode="async", fps=25,
+         pace="slowed to 0.5× real time: its real 50 steps/s leaves 20 ms a step, less than "
+              "its 480 px frame costs on the CPU renderer",
+         controls=PLANE_CONTROLS, schema=DMC_SCHEMA),
 ]  # fmt: skip
 
-# suite → (modules that must import, pyproject optional-dependency group or None for core)
+# suite → (modules that must import, pyproject optional-dependency group that installs it in
+# the app's environment, or None: core, or a runtime's)
 SUITES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "classic": (("gymnasium", "pygame"), None),
     "box2d": (("gymnasium", "Box2D"), None),
@@ -382,6 +451,8 @@ SUITES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "robotics": (("gymnasium_robotics", "mujoco"), "robotics"),
     "studio": (("mujoco",), "robotics"),  # server/envs/: ours, with mujoco from that extra
     "crafter": (("crafter",), "crafter"),
-    "nethack": (("nle", "minihack"), "nethack"),
-    "dm_control": (("dm_control",), "dm-control"),
+    # these three run in runtimes of their own (server/runtime/runtimes.py), not the app's
+    "nethack": (("nle", "minihack"), None),
+    "dm_control": (("dm_control",), None),
+    "robosuite": (("robosuite",), None),
 }

@@ -4,7 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from server.runtime.regeneration import Regenerable
 from server.study_spec import AxisBinding, Controls
+
+
+def end_effector_keys(
+    table: tuple[tuple[str, int, int, str], ...],
+    move: float,
+    turn: float,
+    toggles: tuple[str, ...],
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Keys and labels of a 7-D end-effector action (3 moves, 3 turns, the gripper): each
+    ``(code, dim, sign, label)`` of ``table`` moves dimension ``dim`` by ``sign`` × ``move``
+    (``turn`` for a rotation); each of ``toggles`` adds 2 to the gripper's open -1 (a latch
+    that shuts it)."""
+    keys: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    for code, dim, sign, label in table:
+        vector = [0.0] * 7
+        vector[dim] = sign * (move if dim < 3 else turn)
+        keys[code], labels[code] = vector, label
+    for code in toggles:  # one latch: any of them shuts, opens
+        keys[code], labels[code] = [0.0] * 6 + [2.0], "close / open the gripper (toggle)"
+    return keys, labels
 
 
 # Our pick-cube (server/envs/pick_cube.py): [dx, dy, dz, droll, dpitch, dyaw, gripper] in
@@ -15,28 +37,25 @@ from server.study_spec import AxisBinding, Controls
 # gripper) and a paired phone (tipped forward: away, tipped right: right, twisted left: up,
 # as Fetch's; its Grip toggles the gripper): docs/study-format.md, "Devices".
 def _pick_cube_controls(move: float = 0.5, turn: float = 0.5) -> Controls:
-    keys: dict[str, Any] = {}
-    labels: dict[str, str] = {}
-    for code, dim, sign, label in (
-        ("ArrowRight", 0, 1, "hand right"),
-        ("ArrowLeft", 0, -1, "hand left"),
-        ("ArrowUp", 1, 1, "hand away"),
-        ("ArrowDown", 1, -1, "hand nearer"),
-        ("KeyW", 2, 1, "hand up"),
-        ("KeyS", 2, -1, "hand down"),
-        ("KeyQ", 3, 1, "tilt fingers away (roll)"),
-        ("KeyE", 3, -1, "tilt fingers nearer (roll)"),
-        ("KeyR", 4, 1, "tilt fingers left (pitch)"),
-        ("KeyF", 4, -1, "tilt fingers right (pitch)"),
-        ("KeyA", 5, 1, "turn left (yaw)"),
-        ("KeyD", 5, -1, "turn right (yaw)"),
-    ):
-        vector = [0.0] * 7
-        vector[dim] = sign * (move if dim < 3 else turn)
-        keys[code], labels[code] = vector, label
-    gripper = "close / open the gripper (toggle)"
-    for code in ("Space", "MouseRight", "PhoneGrip"):  # one latch: any of them shuts, opens
-        keys[code], labels[code] = [0.0] * 6 + [2.0], gripper
+    keys, labels = end_effector_keys(
+        (
+            ("ArrowRight", 0, 1, "hand right"),
+            ("ArrowLeft", 0, -1, "hand left"),
+            ("ArrowUp", 1, 1, "hand away"),
+            ("ArrowDown", 1, -1, "hand nearer"),
+            ("KeyW", 2, 1, "hand up"),
+            ("KeyS", 2, -1, "hand down"),
+            ("KeyQ", 3, 1, "tilt fingers away (roll)"),
+            ("KeyE", 3, -1, "tilt fingers nearer (roll)"),
+            ("KeyR", 4, 1, "tilt fingers left (pitch)"),
+            ("KeyF", 4, -1, "tilt fingers right (pitch)"),
+            ("KeyA", 5, 1, "turn left (yaw)"),
+            ("KeyD", 5, -1, "turn right (yaw)"),
+        ),
+        move,
+        turn,
+        ("Space", "MouseRight", "PhoneGrip"),
+    )
     labels.update({"axis 0": "hand left / right", "axis 1": "hand away / nearer",
                    "axis 3": "hand up / down", "axis 2": "turn (yaw)",
                    "mouse 0": "hand left / right", "mouse 1": "hand away / nearer",
@@ -71,6 +90,11 @@ PICK_CUBE_SCHEMA: dict[str, Any] = {
         "render_size": {"type": "integer", "minimum": 64, "maximum": 1024},
         "image_size": {"type": "integer", "minimum": 0, "maximum": 512},
         "terminate_on_success": {"type": "boolean"},
+        "image_cameras": {"type": "array", "items": {"type": "string", "enum": ["front", "wrist"]}},
+        "cube_color": {"type": "string", "enum": ["red", "green", "blue", "yellow"]},
     },
     "additionalProperties": False,
 }
+# an export draws the observation's images again at another size, from other cameras
+# (server/runtime/regeneration.py); 0 (no images) is not a size to regenerate at
+PICK_CUBE_REGENERATE = Regenerable("image_size", (32, 512), "image_cameras", ("front", "wrist"))

@@ -37,6 +37,10 @@ from server.runtime.hosted_env import (
 )
 from server.study_spec import EnvironmentSpec
 
+# Commands served in one pass of the loop before the clocks' due steps, at most: all that
+# are waiting (the app's rate limits bound them), and the clocks still run under a flood.
+MAX_COMMANDS_PER_PASS = 1000
+
 
 class _Outgoing:
     """The process's messages to the app, framed as ``Connection.send`` frames them and
@@ -146,10 +150,18 @@ class WorkerLoop:
         """Serve commands and every hosted env's async clock until the last one closes."""
         while True:
             if self.conn.poll(self._due()):
-                serving = self.serve(*self.conn.recv())
-                self.out.flush()
-                if not serving:
-                    return
+                # Every command already waiting, before the clocks step: a clock that runs
+                # behind (a step longer than its period) steps back to back, and serving one
+                # command per step let the player's inputs queue up behind its steps, a
+                # cancel seconds (on a busy machine a minute) behind them, the session
+                # silent meanwhile. Async inputs only set the held input (a tap is latched).
+                for _ in range(MAX_COMMANDS_PER_PASS):
+                    serving = self.serve(*self.conn.recv())
+                    self.out.flush()
+                    if not serving:
+                        return
+                    if not self.conn.poll(0):
+                        break
             ticked = []
             for hosted in list(self.hosted.values()):
                 due = hosted.tick_due()

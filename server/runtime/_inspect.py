@@ -1,13 +1,16 @@
 """What Validate asks of an env hosted in a worker between episodes, nothing of it recorded: its
 ``info`` (specs, cameras, controls, pace), a ``preview`` (the first frame, inputs mapped to
-actions) and a ``policy_trial`` (the shared-autonomy policy timed on a few steps)."""
+actions), a ``policy_trial`` (the shared-autonomy policy timed on a few steps) and a
+``replay_trial`` (whether a fresh copy of the environment replays what this one did:
+:func:`server.runtime.replay_check.trial`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from server.recording.writer import to_json
-from server.runtime import space_specs
+from server.runtime import replay_check, space_specs
+from server.runtime.adapters import EnvAdapter, build_adapter
 from server.runtime.catalog import find_entry
 from server.runtime.frames import check_observation
 
@@ -67,4 +70,22 @@ def policy_trial(s: HostedEnv, payload: dict[str, Any]) -> dict[str, Any] | None
     return s.autonomy.trial(lambda: s.env.reset().observation, step)
 
 
-COMMANDS = {"preview": preview, "policy_trial": policy_trial}  # the worker commands
+def replay_trial(s: HostedEnv, payload: dict[str, Any]) -> dict[str, Any]:
+    """Validate's determinism check: this env runs trial actions from a reset with ``seed``,
+    then a second one built from the same spec replays them (nothing recorded)."""
+
+    def fresh() -> EnvAdapter:
+        adapter = build_adapter(s.spec.source, s.allowed)
+        if s.spec.camera:
+            adapter.set_camera(s.spec.camera)
+        return adapter
+
+    seed = payload.get("seed")
+    return replay_check.trial(s.env, fresh, 0 if seed is None else int(seed))
+
+
+COMMANDS = {  # the worker commands
+    "preview": preview,
+    "policy_trial": policy_trial,
+    "replay_trial": replay_trial,
+}

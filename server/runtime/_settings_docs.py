@@ -93,6 +93,35 @@ _DOCS: dict[str, dict[str, tuple[str, Any]]] = {
             128,
         ),
         "terminate_on_success": ("End the episode as soon as the cube is lifted.", True),
+        "image_cameras": (
+            "The cameras whose images the observation holds: some of 'front' and 'wrist'.",
+            ["front", "wrist"],
+        ),
+        "cube_color": (
+            "The cube's colour: red, green, blue or yellow (tasks can vary it: 'pick up the "
+            "blue cube').",
+            "red",
+        ),
+    },
+    "robosuite": {
+        "max_episode_steps": ("Steps before the episode is cut (20 a second: a minute).", 1200),
+        "image_size": (
+            "Side of each camera's image in the observation (front and wrist), in pixels.",
+            128,
+        ),
+        "render_size": (
+            "Side of the streamed frame, in pixels (one more render a step unless it equals "
+            "image_size).",
+            256,
+        ),
+        "reward_shaping": ("robosuite's dense reward instead of 1 on success.", False),
+        "terminate_on_success": (
+            "End the episode as soon as the task is done (the cube lifted, the can in its bin).",
+            True,
+        ),
+        "shadows": ("Draw shadows and reflections (about twice the step's cost).", False),
+        "antialias": ("4× multisampling: smoother edges, 13-27 ms more a step.", False),
+        "camera": ("The camera streamed first: 'front' (agentview) or 'wrist'.", "front"),
     },
     "crafter": {
         "area": ("Side of the square world, in cells.", 64),

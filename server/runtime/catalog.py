@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from server.runtime import runtimes
 from server.runtime._catalog_data import ATARI_CONTROLS, ATARI_SCHEMA, ENTRIES, SUITES
 from server.runtime._settings_docs import described
+from server.runtime.regeneration import Regenerable
 from server.study_spec import Controls, DmEnvSource, EnvironmentSpec, GymnasiumSource
 
 if TYPE_CHECKING:
@@ -39,15 +41,23 @@ class CatalogEntry:
     pace: str | None = None  # why ``fps`` is slower than real time (None: it is real time)
     # settings the source starts with, not required to match (unlike ``kwargs``)
     defaults: dict[str, Any] = field(default_factory=dict)
+    # the settings that draw its observation's images again at export (None: it cannot)
+    regenerate: Regenerable | None = None
 
     @property
     def extra(self) -> str | None:
         """The pyproject optional-dependency group that installs this suite (None: core)."""
         return SUITES[self.suite][1]
 
+    @property
+    def runtime(self) -> str:
+        """The runtime its workers run in (:mod:`server.runtime.runtimes`)."""
+        return runtimes.runtime_of_suite(self.suite)
+
     def installed(self) -> bool:
-        """Whether every module the suite needs can be imported here."""
-        return suite_installed(self.suite)
+        """Whether it can run here: its suite's modules import in its runtime, which is
+        installed and fits the worker code."""
+        return suite_state(self.suite)["state"] == "installed"
 
     def source(self) -> GymnasiumSource | DmEnvSource:
         """The study source that builds this entry with its default settings."""
@@ -80,6 +90,7 @@ class CatalogEntry:
             "settings_schema": self.schema,
             "installed": self.installed(),
             "extra": self.extra,
+            "runtime": suite_state(self.suite),
         }
 
 
@@ -92,12 +103,28 @@ _ATARI_SCHEMA = described("", "atari", ATARI_SCHEMA)
 
 @cache
 def suite_installed(suite: str) -> bool:
-    """True when all modules of ``suite`` are importable (checked without importing)."""
+    """True when all modules of ``suite`` are importable here (checked without importing)."""
     modules = SUITES[suite][0]
     try:
         return all(importlib.util.find_spec(m) is not None for m in modules)
     except (ImportError, ValueError):
         return False
+
+
+def suite_state(suite: str) -> dict[str, Any]:
+    """Where ``suite`` runs and whether it can: ``{"name", "state", "message", "command"}``
+    of its runtime (``state``: installed, not_installed, outdated or failed)."""
+    runtime = runtimes.runtime_of_suite(suite)
+    if runtime != runtimes.APP:
+        return runtimes.state(runtime).public()
+    if suite_installed(suite):
+        return runtimes.APP_STATE.public()
+    extra = SUITES[suite][1]
+    command = f"pip install 'rlds-studio[{extra}]'" if extra else None
+    message = f"the {suite} suite is not installed in the app's environment"
+    return {"name": runtimes.APP, "state": "not_installed",
+            "message": f"{message}: run `{command}`" if command else message,
+            "command": command}  # fmt: skip
 
 
 def find_entry(source: GymnasiumSource | DmEnvSource) -> CatalogEntry | None:
@@ -122,6 +149,13 @@ def find_entry(source: GymnasiumSource | DmEnvSource) -> CatalogEntry | None:
 
 
 _MISSING = object()
+
+
+def runtime_of(source: GymnasiumSource | DmEnvSource) -> str:
+    """The runtime a study source's workers run in: its catalog suite's (the app's for a
+    source the catalog does not know: an operator's Gymnasium package or dm_env factory)."""
+    entry = find_entry(source)
+    return runtimes.APP if entry is None else runtimes.runtime_of_suite(entry.suite)
 
 
 def is_catalog_id(env_id: str) -> bool:
@@ -156,10 +190,10 @@ def _validate(env_spec: EnvironmentSpec, allowed: AllowedEnvironments) -> list[P
         return problems
     entry = find_entry(source)
     if entry is not None and not entry.installed():
-        hint = f" (pip install 'rlds-studio[{entry.extra}]')" if entry.extra else ""
-        return [
-            (("source",), f"the {entry.suite} suite needed by {entry.key!r} is not installed{hint}")
-        ]
+        found = suite_state(entry.suite)
+        runtime = found["name"]
+        where = "" if runtime == runtimes.APP else f" (it runs in the {runtime} runtime)"
+        return [(("source",), f"{entry.key!r} cannot run here{where}: {found['message']}")]
     if entry is not None:
         problems += [
             (("source", "kwargs", name), message)

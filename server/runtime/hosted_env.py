@@ -31,7 +31,7 @@ from server.runtime.catalog import default_controls
 from server.runtime.frames import QUALITY, check_observation, checked_frame, encode_jpeg
 from server.runtime.input_mapping import ActionMapper
 from server.runtime.presses import Presses
-from server.study_spec import EnvironmentSpec
+from server.study_spec import EnvironmentSpec, TaskSpec
 
 MAX_CATCH_UP_S = 0.5  # further behind than this, the async clock skips instead of racing
 # Workers run at a lower CPU priority than the app: when the cores are saturated, the app
@@ -78,6 +78,7 @@ class HostedEnv:
     def __init__(self, conn: Sender, spec: EnvironmentSpec, adapter: EnvAdapter,
                  logs: EpisodeLogs, allowed: AllowedEnvironments) -> None:  # fmt: skip
         self.conn, self.spec, self.env, self.logs = conn, spec, adapter, logs
+        self.allowed = allowed
         adapter.max_steps = spec.max_steps
         adapter.max_duration_s = spec.max_duration_s
         controls = spec.controls or default_controls(spec.source)
@@ -166,9 +167,12 @@ class HostedEnv:
         self.env.set_seed(seed)
         logs = self.logs
         directory = fmt.episode_dir(logs.data_root, logs.study_id, episode_id)
+        spec = self.spec
+        if payload.get("task") is not None:  # the log's config names the task it drew
+            spec = spec.model_copy(update={"tasks": [TaskSpec.model_validate(payload["task"])]})
         meta = episode_metadata(
             episode_id=episode_id, study_id=logs.study_id, env_id=self.spec.id,
-            env_config=self.spec.model_dump_json(), seed=seed,
+            env_config=spec.model_dump_json(), seed=seed,
         )  # fmt: skip
         self.writer = EpisodeWriter(
             self.env, directory, meta, flush_interval_s=logs.flush_interval_s, defer_records=True,

@@ -81,6 +81,7 @@ class Inspection:
     info: dict[str, Any] | None = None  # EnvWorker.info when it built
     frame: bytes | None = None  # JPEG of the first observation
     policy: dict[str, Any] | None = None  # the policy's trial (SharedAutonomy.trial), if any
+    replay: dict[str, Any] | None = None  # the determinism trial (replay_check.trial)
     transient: bool = False  # a timeout or crash: may not happen again (not to be cached)
 
 
@@ -130,9 +131,27 @@ async def inspect(
                 inspection.transient = True
             else:
                 inspection.policy = trial and {"id": env_spec.policy.id, **trial}
+        inspection.replay = await _replay_trial(worker, seed, timeout)
+        if inspection.replay.get("transient"):
+            inspection.transient = True
         return inspection
     finally:
         await worker.close(timeout=5.0)
+
+
+async def _replay_trial(worker: EnvWorker, seed: int, timeout: float) -> dict[str, Any]:
+    """Whether the environment replays (``replay_check.trial``); a replay that raised is
+    one that does not replay, with the error."""
+    try:
+        return await worker.replay_trial(seed=seed, timeout=timeout)
+    except RemoteError as exc:
+        error = f"a fresh copy of the environment raised while replaying: {exc}"
+        return {"replays": False, "declared": False, "steps": 0, "difference": None,
+                "error": error}  # fmt: skip
+    except WorkerError as exc:
+        error = f"the worker failed during the replay check: {exc}"
+        return {"replays": None, "declared": False, "steps": 0, "difference": None,
+                "error": error, "transient": True}  # fmt: skip
 
 
 async def probe(

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from server.recording.writer import FLUSH_INTERVAL_S
-from server.runtime import worker_process
+from server.runtime import runtimes, worker_process
 from server.runtime._wire import EVENT_FIELDS
 from server.runtime.allowlist import AllowedEnvironments
+from server.runtime.catalog import runtime_of
 from server.runtime.errors import RemoteError, WorkerClosed, WorkerError, WorkerTimeout
 from server.runtime.worker_process import WorkerProcess
-from server.study_spec import EnvironmentSpec
+from server.study_spec import EnvironmentSpec, TaskSpec
 
 __all__ = ["EnvWorker", "RemoteError", "StepEvent", "WorkerClosed", "WorkerError",
            "WorkerTimeout"]  # fmt: skip
@@ -90,14 +91,19 @@ class EnvWorker:
         The worker refuses (``RemoteError`` of kind ``NotAllowed``) a source ``allowed`` does
         not allow, before importing anything.
         """
+        runtime = runtime_of(env_spec.source)
+        if runtime != runtimes.APP:
+            found = await asyncio.to_thread(runtimes.state, runtime)  # checked once per install
+            if not found.ok:
+                raise RemoteError("RuntimeUnavailable", found.message, "")
         spec_json = env_spec.model_dump_json()
         key = worker_process.environment_key(str(study_id), spec_json, str(data_root),
                                        flush_interval_s, allowed)  # fmt: skip
         async with worker_process.placing(key, sessions_per_worker):  # a burst fills processes
             process = worker_process.joinable(key, sessions_per_worker)
             if process is None:
-                process = await WorkerProcess.start(key, allowed, str(study_id),
-                                                    str(data_root), flush_interval_s)  # fmt: skip
+                process = await WorkerProcess.start(key, allowed, str(study_id), str(data_root),
+                                                    flush_interval_s, runtime)  # fmt: skip
                 if sessions_per_worker > 1:
                     worker_process.pooled(process)
             worker = cls(process, reply_timeout)  # takes its slot before anyone else looks
@@ -140,13 +146,19 @@ class EnvWorker:
 
     # -- commands ---------------------------------------------------------------------------
     async def begin_episode(
-        self, episode_id: str, seed: int | None = None, paused: bool = False
+        self,
+        episode_id: str,
+        seed: int | None = None,
+        paused: bool = False,
+        task: TaskSpec | None = None,
     ) -> StepEvent:
         """Reset with ``seed`` and start recording; returns the first frame's event.
 
         ``paused``: the async clock (and ``max_duration_s``) waits for :meth:`resume`.
+        ``task``: the task the episode drew, recorded in the log's environment config.
         """
-        payload = {"episode_id": episode_id, "seed": seed, "paused": paused}
+        payload = {"episode_id": episode_id, "seed": seed, "paused": paused,
+                   "task": None if task is None else task.model_dump()}  # fmt: skip
         return StepEvent.from_wire(await self._request("begin_episode", payload))
 
     async def send_input(
@@ -223,6 +235,13 @@ class EnvWorker:
         """Time the environment's policy on a few steps it drives (not recorded), from a
         reset with ``seed``: ``SharedAutonomy.trial``'s report, None without a policy."""
         return await self._request("policy_trial", {"seed": seed}, timeout)
+
+    async def replay_trial(
+        self, seed: int | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Whether the environment replays: it runs trial actions from a reset with ``seed``
+        and a fresh copy of it replays them (not recorded; ``replay_check.trial``'s report)."""
+        return await self._request("replay_trial", {"seed": seed}, timeout)
 
     async def ping(self) -> None:
         """Round trip to the worker (health check)."""

@@ -25,6 +25,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Protocol
 
+from server.runtime import runtimes
 from server.runtime._child_loop import worker_main
 from server.runtime._wire import WORK_MS, Wire, frame_message, settle
 from server.runtime.allowlist import AllowedEnvironments
@@ -81,17 +82,25 @@ class WorkerProcess:
 
     @classmethod
     async def start(cls, key: Any, allowed: AllowedEnvironments, study_id: str,
-                    data_root: str, flush_interval_s: float) -> WorkerProcess:  # fmt: skip
-        """A new, empty worker process (its first ``open`` follows)."""
-        ctx = _context()
+                    data_root: str, flush_interval_s: float,
+                    runtime: str = runtimes.APP) -> WorkerProcess:  # fmt: skip
+        """A new, empty worker process (its first ``open`` follows): forked from the app's
+        forkserver, or in another runtime's interpreter (:mod:`server.runtime.runtimes`),
+        which gets its arguments as the first message."""
         # A socket pair, as ``ctx.Pipe`` makes one: the worker's end is a blocking
         # Connection, the app's end belongs to the event loop (:class:`Wire`).
         parent, child_sock = socket.socketpair()
         child = Connection(child_sock.detach())
-        process = ctx.Process(
-            target=worker_main, args=(child, allowed, study_id, data_root, flush_interval_s),
-            daemon=True, name=f"env-worker-{study_id}",
-        )  # fmt: skip
+        args = (allowed, study_id, data_root, flush_interval_s)
+        process: Any
+        if runtime == runtimes.APP:
+            process = _context().Process(
+                target=worker_main, args=(child, *args), daemon=True,
+                name=f"env-worker-{study_id}",
+            )  # fmt: skip
+        else:
+            process = runtimes.RuntimeProcess(runtimes.RUNTIMES[runtime], child.fileno(),
+                                              f"env-worker-{study_id}")  # fmt: skip
         # Starting a forkserver process blocks briefly (first use starts the server).
         try:
             await asyncio.to_thread(process.start)
@@ -104,6 +113,8 @@ class WorkerProcess:
         try:
             parent.setblocking(False)
             await worker.loop.create_unix_connection(lambda: worker.wire, sock=parent)
+            if runtime != runtimes.APP:
+                worker.wire.transport.write(frame_message(args))
         except BaseException:
             parent.close()
             worker.kill()

@@ -100,6 +100,14 @@ class ParticipantRow(BaseModel):
     started_at: datetime
     last_seen_at: datetime | None
     episodes: dict[str, int] = Field(description="Episodes per status.")
+    episodes_verified: int = Field(
+        default=0, description="Completed episodes whose replay verified (docs/review.md)."
+    )
+    episodes_by_task: dict[str, int] = Field(
+        default_factory=dict,
+        description="Completed episodes per task id (tasks with none "
+        "and episodes without a task are not listed).",
+    )
     play_time_s: float = Field(description="Summed duration of completed episodes.")
     completed_at: datetime | None
     full_at: datetime | None = Field(description="Done because the study filled up first.")

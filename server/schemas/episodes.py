@@ -10,6 +10,11 @@ from pydantic import BaseModel, Field, model_validator
 from server.models import MAX_DB_INT, EpisodeStatus
 from server.study_spec import StrictModel
 
+# The task filter's value for episodes without a task (not a task id: those are slugs, which
+# start with a letter or digit).
+NO_TASK = "-"
+TASK_FILTER = r"^(-|[a-z0-9][a-z0-9_-]{0,63})$"
+
 
 class TagIn(StrictModel):
     name: str = Field(min_length=1, max_length=64)
@@ -40,8 +45,26 @@ class NotePublic(BaseModel):
 
 
 class QualityBadge(BaseModel):
-    flag: Literal["idle", "slow", "dropped", "short", "long", "intervened", "policy_failed"]
+    flag: Literal[
+        "idle", "slow", "dropped", "short", "long", "intervened", "policy_failed", "diverged"
+    ]
     label: str = Field(description='What the list shows, e.g. "idle 80%", "p99 140 ms".')
+
+
+# server.models.ReplayVerdict's values (docs/review.md, "Replay verification")
+ReplayVerdictName = Literal["pending", "verified", "diverged", "not_replayable"]
+
+
+class ReplayDifference(BaseModel):
+    """Where a replay first differed from the log (server/runtime/replay_check.py)."""
+
+    step: int
+    field: str = Field(description='"reward", "discount", "is_last", "observation/<key>"...')
+    recorded: str = Field(description="The recorded value, as text (long arrays summarised).")
+    replayed: str = Field(description="The replayed value, as text.")
+    amount: float | None = Field(default=None, description="The largest absolute difference.")
+    count: int | None = Field(default=None, description="How many array elements differ.")
+    message: str | None = None
 
 
 class EpisodeSummary(BaseModel):
@@ -51,6 +74,12 @@ class EpisodeSummary(BaseModel):
     status: EpisodeStatus
     end_reason: str | None
     participant: str = Field(description="External id, or user:<id> for a designer's play.")
+    task_key: str | None = Field(
+        default=None, description="The task the episode drew (null: its environment lists none)."
+    )
+    instruction: str | None = Field(
+        default=None, description="The task's instruction as the participant was shown it."
+    )
     is_test: bool = Field(description="A designer's test play (not a participant's episode).")
     seed: int | None
     steps: int
@@ -91,6 +120,23 @@ class EpisodeSummary(BaseModel):
         default=None, description="Effective outcome: the reviewer's, else the player's."
     )
     excluded: bool = Field(default=False, description="Kept out of exports by default.")
+    replay_verdict: ReplayVerdictName = Field(
+        default="pending",
+        description="Re-simulating the episode from its log: verified (every step replayed "
+        "to the recorded values), diverged (a step differed), not_replayable (it could not "
+        "be replayed), pending (not checked yet, or again).",
+    )
+    replay_step: int | None = Field(
+        default=None,
+        description="diverged: the first step (as the replay and exports count them) whose "
+        "values differed; a reward or discount is the step whose action earned it. "
+        "not_replayable: the step whose action the environment raised at.",
+    )
+    replay_message: str | None = Field(
+        default=None,
+        description='What the check found, e.g. "step 3, reward: recorded 1.0, replayed '
+        '2.0", or why the episode could not be replayed (or is still waiting).',
+    )
 
 
 class EpisodeReviewIn(StrictModel):
@@ -111,6 +157,16 @@ OutcomeFilter = Literal["success", "failure", "unset"]
 
 class EpisodeDetail(EpisodeSummary):
     error: str | None
+    replay_reason: str | None = Field(
+        default=None,
+        description='Why a replay could not run or is waiting ("no_log", "timeout"...).',
+    )
+    replay_difference: ReplayDifference | None = Field(
+        default=None, description="diverged: the first difference, field by field."
+    )
+    replay_checked_at: datetime | None = Field(
+        default=None, description="When the verdict was reached (null: pending)."
+    )
     step_tags: list[StepTagPublic]
     notes: list[NotePublic]
 
@@ -168,3 +224,13 @@ class EpisodeFilterIn(StrictModel):
         default_factory=list, description="Effective outcomes (unset: neither said)."
     )
     excluded: bool | None = Field(default=None, description="Only excluded (true) or kept.")
+    replay_verdicts: list[ReplayVerdictName] = Field(
+        default_factory=list,
+        description='Replay verdicts (e.g. ["verified"]: only episodes whose replay matched '
+        "their log); empty: any.",
+    )
+    task: str | None = Field(
+        default=None, max_length=64, pattern=TASK_FILTER,
+        description=f'A task id: only the episodes that drew it ("{NO_TASK}": only those '
+        "without a task); a task no episode drew selects none.",
+    )  # fmt: skip

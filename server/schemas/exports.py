@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from server.export import registry
 from server.models import EpisodeStatus, JobState
@@ -35,6 +35,36 @@ if TYPE_CHECKING:  # the choices are known when the app starts, not to the type 
 else:
     FormatName = Literal[tuple(f.name for f in _FORMATS)]
     ProfileName = Literal[tuple(registry.profile_names())]
+
+
+MIN_REGENERATED_SIZE, MAX_REGENERATED_SIZE = 32, 1024
+
+
+class RegenerateIn(StrictModel):
+    """Observations drawn again by replay: at another image size, from other cameras."""
+
+    image_size: int | None = Field(
+        default=None,
+        ge=MIN_REGENERATED_SIZE,
+        le=MAX_REGENERATED_SIZE,
+        description="Side of each image in pixels (None: as recorded); within the "
+        "environment's own range too (PickCube and Robosuite: 32 to 512).",
+    )
+    cameras: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=16,
+        description="The cameras whose images the observation holds (None: as recorded); "
+        "PickCube: some of front, wrist.",
+    )
+
+    @model_validator(mode="after")
+    def _something(self) -> RegenerateIn:
+        if self.image_size is None and self.cameras is None:
+            raise ValueError("give image_size, cameras or both")
+        if self.cameras is not None and len(set(self.cameras)) != len(self.cameras):
+            raise ValueError("each camera once")
+        return self
 
 
 class ExportOptionsIn(StrictModel):
@@ -77,6 +107,11 @@ class ExportOptionsIn(StrictModel):
         default=False,
         description="One dataset per environment (<name>_<env>) in the one output: for "
         "selections whose environments have different spaces.",
+    )
+    regenerate: RegenerateIn | None = Field(
+        default=None,
+        description="Regenerate the observations by replay (environments whose settings "
+        "declare it: PickCube, Robosuite); an episode that diverges is left out and listed.",
     )
 
 

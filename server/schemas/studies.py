@@ -67,6 +67,15 @@ class StudyPublic(StudySummary):
     )
 
 
+class RuntimeStatePublic(BaseModel):
+    """The environment runtime an entry's workers run in (docs/runtime.md, "Runtimes")."""
+
+    name: str = Field(description="`app` (the app's own environment) or a runtime's name.")
+    state: Literal["installed", "not_installed", "outdated", "failed"]
+    message: str | None = Field(description="Why it cannot be used, and what to do.")
+    command: str | None = Field(description="What installs it (None when installed).")
+
+
 class CatalogEntryPublic(BaseModel):
     """An environment the operator allows, with the defaults the editor starts from."""
 
@@ -83,8 +92,17 @@ class CatalogEntryPublic(BaseModel):
     controls: dict[str, Any]
     settings_schema: dict[str, Any]
     installed: bool
-    extra: str | None
+    extra: str | None = Field(
+        description="The optional-dependency group that installs its suite in the app's "
+        "environment (None: core, or a runtime's)."
+    )
+    runtime: RuntimeStatePublic
     thumbnail_url: str | None = Field(description="First frame (only when installed).")
+    replays: bool | None = Field(
+        default=None,
+        description="Whether its default settings replay from a seed and actions, as Validate "
+        "found (None: not built yet here, or the check could not run).",
+    )
 
 
 class PolicyPublic(BaseModel):
@@ -123,6 +141,19 @@ class PolicyTrialPublic(BaseModel):
     )
 
 
+class ReplayTrialPublic(BaseModel):
+    """Whether the environment replays: Validate ran it on trial actions from a seed, then a
+    fresh copy of it on the same seed and actions (docs/review.md, "Replay verification")."""
+
+    replays: bool | None = Field(description="Both runs agreed (None: the check could not run).")
+    declared: bool = Field(description="The environment declares it is not deterministic.")
+    steps: int = Field(description="Trial steps compared.")
+    difference: dict[str, Any] | None = Field(
+        default=None, description="Where the runs first differed: step, field, values, message."
+    )
+    error: str | None = Field(default=None, description="Why the check could not compare.")
+
+
 class EnvValidationPublic(BaseModel):
     """What building one environment in a worker showed (spaces, frame, speed, issues)."""
 
@@ -149,6 +180,9 @@ class EnvValidationPublic(BaseModel):
     frame_url: str | None = None
     policy: PolicyTrialPublic | None = Field(
         default=None, description="Its policy's timing (None without a policy, or unbuilt)."
+    )
+    replay: ReplayTrialPublic | None = Field(
+        default=None, description="Whether it replays from a seed and actions (None: unbuilt)."
     )
 
 

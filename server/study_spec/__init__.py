@@ -9,7 +9,13 @@ in ``docs/study-schema.json`` is generated from :class:`StudySpec`. One module p
 from server.study_spec.base import StrictModel, char_name, control_char_problem, json_data_problem
 from server.study_spec.controls import AxisBinding, Controls
 from server.study_spec.crowd import MAX_TOUCH_BUTTONS, CrowdSettings
-from server.study_spec.environments import DmEnvSource, EnvironmentSpec, GymnasiumSource, PolicySpec
+from server.study_spec.environments import (
+    DmEnvSource,
+    EnvironmentSpec,
+    GymnasiumSource,
+    PolicySpec,
+    TaskSpec,
+)
 from server.study_spec.study import StudySpec
 
 __all__ = [
@@ -23,6 +29,7 @@ __all__ = [
     "PolicySpec",
     "StrictModel",
     "StudySpec",
+    "TaskSpec",
     "char_name",
     "control_char_problem",
     "json_data_problem",

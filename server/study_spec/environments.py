@@ -94,6 +94,56 @@ class PolicySpec(StrictModel):
     takeover: Takeover = Field(default_factory=Takeover)
 
 
+MAX_INSTRUCTION = 500  # characters of a task's instruction (shown large on the player)
+MAX_TASKS = 100
+
+
+class TaskSpec(StrictModel):
+    """One task of an environment: the instruction a participant is given for an episode,
+    and the settings (and seeds) that make the scene it is given for.
+
+    ``settings`` are merged over the environment's ``source.kwargs`` for episodes of this
+    task (checked against the catalog's settings schema like them); ``seeds``, when set,
+    replace the environment's seeds for them.
+    """
+
+    id: str = Field(pattern=SLUG, description="Stable identifier, used in exports.")
+    instruction: str = Field(
+        min_length=1, max_length=MAX_INSTRUCTION,
+        description="What the participant is asked to do, shown before and during the "
+        "episode (plain text) and exported as the episode's language instruction.",
+    )  # fmt: skip
+    label: str | None = Field(
+        default=None, min_length=1, max_length=40, description="A short name for lists."
+    )
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="Settings merged over source.kwargs for this task."
+    )
+    seeds: list[Annotated[int, Field(ge=0, le=MAX_SEED)]] | None = Field(
+        default=None, max_length=10_000,
+        description="Seeds used in turn for this task's episodes (default: the environment's).",
+    )  # fmt: skip
+
+    _bounded_settings = field_validator("settings", mode="before")(_kwargs_data)
+
+    @field_validator("instruction")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        v = v.strip()
+        if not v:
+            raise ValueError("the instruction is empty")
+        return v
+
+    @property
+    def name(self) -> str:
+        """How lists name it: its label, else its id."""
+        return self.label or self.id
+
+    def public(self) -> dict[str, Any]:
+        """What the player and the review pages show of it."""
+        return {"id": self.id, "label": self.label, "instruction": self.instruction}
+
+
 class EnvironmentSpec(StrictModel):
     """One environment of a study."""
 
@@ -154,13 +204,47 @@ class EnvironmentSpec(StrictModel):
         description="Async: the speeds players may choose from; empty (the default): fixed.",
     )  # fmt: skip
 
+    tasks: list[TaskSpec] = Field(
+        default_factory=list, max_length=MAX_TASKS,
+        description="Language-conditioned tasks: each episode draws one (task_order); "
+        "none: every episode has the environment's own instructions.",
+    )  # fmt: skip
+    task_order: Literal["balanced", "fixed", "choice"] = Field(
+        default="balanced",
+        description="How an episode's task is drawn: balanced (the task with the fewest "
+        "episodes in the study so far), fixed (each participant's episodes take the tasks in "
+        "the listed order, in turn), choice (the participant picks one before the episode).",
+    )
+
     @model_validator(mode="after")
     def _speed_offered(self) -> EnvironmentSpec:
         if self.speed_choices and self.speed not in self.speed_choices:
             raise ValueError(f"speed {self.speed} is not one of speed_choices")
         if self.min_stream_fps is not None and self.min_stream_fps >= self.fps:
             raise ValueError(f"min_stream_fps must be below fps ({self.fps})")
+        seen: set[str] = set()
+        for task in self.tasks:
+            if task.id in seen:
+                raise ValueError(f"task id {task.id!r} is used twice")
+            seen.add(task.id)
         return self
+
+    def task(self, task_id: str) -> TaskSpec:
+        """The task with this id (KeyError when absent)."""
+        for task in self.tasks:
+            if task.id == task_id:
+                return task
+        raise KeyError(task_id)
+
+    def for_task(self, task: TaskSpec | None) -> EnvironmentSpec:
+        """The environment as a worker builds it for an episode of ``task``: its settings
+        merged over the source's, its seeds, and only that task listed (the log's config)."""
+        if task is None:
+            return self
+        source = self.source.model_copy(update={"kwargs": {**self.source.kwargs,
+                                                           **task.settings}})  # fmt: skip
+        return self.model_copy(update={"source": source, "tasks": [task],
+                                       "seeds": task.seeds or self.seeds})  # fmt: skip
 
     @property
     def max_stream_every(self) -> int:

@@ -27,6 +27,11 @@ class StudySpec(StrictModel):
         description="Ask players at save time whether they succeeded (an environment may "
         "override it); the answer is the episode's player outcome.",
     )
+    narrate_episodes: bool = Field(
+        default=False,
+        description="After saving an episode, ask the participant to narrate it (what they "
+        "did, step range by step range) on a short form that replays it; they may skip it.",
+    )
 
     @field_validator("crowd")
     @classmethod

@@ -142,7 +142,7 @@ def _rows_at_0001() -> dict[str, list[dict[str, Any]]]:
         "sessions": [{"id": "s1", "study_id": 1, "participant_id": 1, "started_at": now}],
         "episodes": [
             {
-                "id": "e1",
+                "id": episode_id,
                 "study_id": 1,
                 "study_env_id": 1,
                 "env_key": "cp",
@@ -152,9 +152,10 @@ def _rows_at_0001() -> dict[str, list[dict[str, Any]]]:
                 "steps": 3,
                 "total_reward": 1.5,
                 "started_at": now,
-                "storage_path": "episodes/1/e1",
+                "storage_path": f"episodes/1/{episode_id}",
                 "frames_dropped": 0,
             }
+            for episode_id in ("e1", "e3")
         ],  # fmt: skip
         "episode_tags": [{"id": 1, "name": "good", **tag}, {"id": 2, "name": "bad", **tag}],
         "step_tags": [
@@ -241,6 +242,33 @@ def _rows_at_0001() -> dict[str, list[dict[str, Any]]]:
             {"id": 1, "address": "192.0.2.1", "at": now},
             {"id": 2, "address": "192.0.2.2", "at": now},
         ],
+        # made by 0018
+        "replay_checks": [
+            {
+                "id": i,
+                "episode_id": episode_id,
+                "study_id": 1,
+                "state": "succeeded",
+                "created_at": now,
+                "attempts": 1,
+                "cancel_requested": False,
+            }
+            for i, episode_id in ((1, "e1"), (2, "e3"))
+        ],
+        # made by 0019
+        "narrations": [
+            {
+                "id": i,
+                "episode_id": "e1",
+                "start_step": i,
+                "end_step": 2 * i,
+                "text": "reach",
+                "version": 1,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for i in (1, 2)
+        ],  # fmt: skip
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,10 @@ import numpy as np
 import pytest
 
 from server.export import EpisodeInput, TaggedSpan
+from server.models import Episode
+from server.services.exports.selection import replay_fields
 from tests.export.consumers import check_report
+from tests.export.expected import EXPORTED_VERDICTS, VERDICT_ROWS
 from tests.export.recordings import Recording, record_episode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,6 +113,23 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Recor
             ),
         ],  # fmt: skip
     }
+
+
+CHECKED = ("diverged", "verified")  # the verdicts of a test's first episodes
+
+
+def checked(inputs: list[EpisodeInput]) -> list[EpisodeInput]:
+    """The inputs with the first ones' rows checked (CHECKED), their replay fields as the app
+    makes them of a row (server/services/exports/selection.py); the others pending."""
+    return [
+        replace(ep, **replay_fields(Episode(**VERDICT_ROWS[v])))
+        for ep, v in zip(inputs, CHECKED, strict=False)
+    ] + inputs[len(CHECKED) :]
+
+
+def exported_verdicts(n: int) -> list[dict[str, Any] | None]:
+    """The replay fields the first ``n`` episodes of checked() inputs export (None: pending)."""
+    return [EXPORTED_VERDICTS[CHECKED[i]] if i < len(CHECKED) else None for i in range(n)]
 
 
 def episode_input(

@@ -258,9 +258,12 @@ def check_envlogger(export_dir: str, expected_path: str) -> None:
         doc = json.loads((folder / "tags.json").read_text())
         if doc["episode_id"] != episode_id or doc["agent_id"] != str(want["agent_id"]):
             fail(f"{episode_id}: tags.json {doc}")
-        for key in ("outcome", "player_outcome", "reviewer_outcome"):
+        for key in ("outcome", "player_outcome", "reviewer_outcome", "replay_verdict",
+                    "replay_message", "task_id", "language_instruction"):  # fmt: skip
             if doc.get(key) != str(want[key]):
                 fail(f"{episode_id}: tags.json {key} {doc.get(key)!r} != {want[key]!r}")
+        if doc.get("replay_step") != int(want["replay_step"]):
+            fail(f"{episode_id}: tags.json replay_step {doc.get('replay_step')!r}")
         with envlogger.Reader(str(folder)) as reader:
             steps = list(reader.steps)
             meta = reader.metadata()

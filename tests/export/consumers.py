@@ -34,6 +34,7 @@ CHECKS = {
     "lerobot": HERE / "lerobot_check.py",
     "minari": HERE / "minari_check.py",
     "control": HERE / "control_check.py",
+    "regenerated": HERE / "regenerated_check.py",
 }
 
 

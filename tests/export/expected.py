@@ -16,7 +16,38 @@ import numpy as np
 
 from server.export.fields import OUTCOME_FIELDS
 from server.export.tags import TaggedSpan
+from server.models import ReplayVerdict
+from server.runtime.replay_check import Difference
 from tests.export.recordings import Recording
+
+# Replay verdicts as the checker stores them on an episode's row (server/services/jobs/
+# replay_checks.py): a reward that differed at the log's timestep 3, and a verified replay.
+DIFFERENCE = Difference(step=3, field="reward", recorded="1.0", replayed="2.0", amount=1.0)
+VERDICT_ROWS: dict[str, dict[str, Any]] = {
+    "diverged": {
+        "replay_verdict": ReplayVerdict.diverged,
+        "replay_step": 3,
+        "replay_detail": {
+            "message": DIFFERENCE.public()["message"],
+            "difference": DIFFERENCE.public(),
+            "steps": 3,
+        },
+    },
+    "verified": {
+        "replay_verdict": ReplayVerdict.verified,
+        "replay_step": None,
+        "replay_detail": {"steps": 9, "seconds": 0.2},
+    },
+}
+# ... and what every export must say of them: the reward of timestep 3 is RLDS step 2's
+EXPORTED_VERDICTS: dict[str, dict[str, Any]] = {
+    "diverged": {
+        "replay_verdict": "diverged",
+        "replay_step": 2,
+        "replay_message": "step 2, reward: recorded 1.0, replayed 2.0 (by 1)",
+    },
+    "verified": {"replay_verdict": "verified", "replay_step": -1, "replay_message": ""},
+}
 
 
 def _flat(prefix: str, values: list[Any]) -> dict[str, np.ndarray]:
@@ -37,12 +68,18 @@ def expected_episode(
     tags: Sequence[str] = (),
     notes: str = "",
     outcomes: dict[str, str] | None = None,
+    replay: dict[str, Any] | None = None,
     step_tags: Sequence[TaggedSpan] = (),
     tag_names: Iterable[str] = (),
     end_tags: Iterable[str] = (),
     keep_step_metadata: bool = True,
+    task_id: str = "",
+    instruction: str = "",
+    narrated: Iterable[tuple[int, int, str]] = (),
 ) -> dict[str, Any]:
-    """The flat expected content of one exported episode."""
+    """The flat expected content of one exported episode (``replay``: its replay fields;
+    None: pending, never checked; ``narrated``: (first step, last step, text) the steps'
+    narrations, listed in the order they must be joined)."""
     n = rec.num_steps
     ends = [t.start for t in step_tags if t.name in set(end_tags)]
     last = min(ends) if ends else n - 1
@@ -104,6 +141,11 @@ def expected_episode(
             if tag.name == name:
                 column[tag.start : tag.end + 1] = True
         steps[f"steps/tag:{name}"] = column[: last + 1]
+    texts: list[list[str]] = [[] for _ in range(last + 1)]
+    for first, final, text in narrated:
+        for t in range(first, min(final, last) + 1):
+            texts[t].append(text)
+    steps["steps/narration"] = np.asarray([" | ".join(t) for t in texts], dtype=str)
     return {
         **steps,
         "episode_id": rec.episode_id,
@@ -116,6 +158,11 @@ def expected_episode(
         "tags": np.asarray(list(tags), dtype=str),
         "notes": notes,
         **{k: (outcomes or {}).get(k, "") for k in OUTCOME_FIELDS},
+        "replay_verdict": (replay or {}).get("replay_verdict", "pending"),
+        "replay_step": np.int64((replay or {}).get("replay_step", -1)),
+        "replay_message": (replay or {}).get("replay_message", ""),
+        "task_id": task_id,
+        "language_instruction": instruction,
         "_return": float(sum(rewards)),
         "_length": last + 1,
     }

@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from consumer_check import compare, fail, load_expected  # noqa: E402
 
 EPISODE_FIELDS = ("agent_id", "status", "notes", "study_id", "env_id", "env_config",
-                  "player_outcome", "reviewer_outcome")  # fmt: skip
+                  "player_outcome", "reviewer_outcome", "replay_verdict",
+                  "replay_message", "task_id", "language_instruction")  # fmt: skip
 RENAMED = {
     "reward": "next.reward",
     "discount": "discount",
@@ -35,6 +36,7 @@ RENAMED = {
     "info": "info",
     "input": "input",
     "camera": "camera",
+    "narration": "narration",
 }
 
 
@@ -130,8 +132,9 @@ def main(doc_path: str, export_dir: str, name: str, expected_path: str, frames_o
         compare(f"{eid} tags", np.asarray(meta["episode_tags"], dtype=str), want["tags"])
         # LeRobot's "outcome" says how the episode ended: the success label is success_outcome
         compare(f"{eid} success_outcome", meta["success_outcome"], str(want["outcome"]))
-        if meta["seed"] != int(want["seed"]):
-            fail(f"{eid}: seed {meta['seed']} != {want['seed']}")
+        for key in ("seed", "replay_step"):
+            if meta[key] != int(want[key]):
+                fail(f"{eid}: {key} {meta[key]} != {want[key]}")
         n = int(want["_length"])
         if meta["length"] != n or list(meta["tasks"]) != [str(want["_task"])]:
             fail(f"{eid}: length {meta['length']} / tasks {meta['tasks']} != {n} / {want['_task']}")
@@ -142,6 +145,10 @@ def main(doc_path: str, export_dir: str, name: str, expected_path: str, frames_o
                 fail(f"{eid} step {t}: episode/frame index {item['episode_index']}")
             if item["task"] != str(want["_task"]):
                 fail(f"{eid} step {t}: task {item['task']!r} != {want['_task']!r}")
+            # the narration as lerobot's subtask support gives it (meta/subtasks.parquet)
+            narration = str(want["steps/narration"][t])
+            if item.get("subtask") != narration:
+                fail(f"{eid} step {t}: subtask {item.get('subtask')!r} != {narration!r}")
         got_ts = np.asarray([float(item["timestamp"]) for item in items])
         if np.abs(got_ts - want["_times"]).max() > 1e-4:
             fail(f"{eid}: timestamps {got_ts[:5]} != recorded {want['_times'][:5]}")
@@ -179,6 +186,16 @@ def main(doc_path: str, export_dir: str, name: str, expected_path: str, frames_o
         for key in video_keys:
             chw = np.stack([as_numpy(item[key]) for item in items])  # float [0, 1], C x H x W
             frames[f"{ep_index}|{key}"] = np.round(chw * 255).astype(np.uint8).transpose(0, 2, 3, 1)
+    # meta/tasks.parquet: one row per distinct instruction, in the order first met; the
+    # same for the narrations in meta/subtasks.parquet
+    tasks = list(dict.fromkeys(str(e["_task"]) for e in expected))
+    got_tasks = dataset.meta.tasks
+    if list(got_tasks.index) != tasks or list(got_tasks["task_index"]) != list(range(len(tasks))):
+        fail(f"tasks.parquet {got_tasks} != {tasks}")
+    subtasks = list(dict.fromkeys(str(t) for e in expected for t in e["steps/narration"]))
+    got_subtasks = dataset.meta.subtasks
+    if got_subtasks is None or list(got_subtasks.index) != subtasks:
+        fail(f"subtasks.parquet {got_subtasks} != {subtasks}")
     check_stats(dataset.meta.stats, loaded, frames, video_keys)
     np.savez(frames_out, **frames)
     print(
@@ -189,6 +206,8 @@ def main(doc_path: str, export_dir: str, name: str, expected_path: str, frames_o
                 "frames": dataset.num_frames,
                 "fps": dataset.fps,
                 "videos": sorted(video_keys),
+                "tasks": tasks,
+                "subtasks": subtasks,
             }
         )
     )

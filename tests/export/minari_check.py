@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from consumer_check import compare, fail, load_expected  # noqa: E402
 
 EPISODE_FIELDS = ("agent_id", "status", "notes", "study_id", "env_id", "env_config", "outcome",
-                  "player_outcome", "reviewer_outcome")  # fmt: skip
+                  "player_outcome", "reviewer_outcome", "replay_verdict",
+                  "replay_message", "task_id", "language_instruction")  # fmt: skip
 
 
 def doc_snippet(doc: str) -> str:
@@ -81,6 +82,8 @@ def main(doc_path: str, export_dir: str, dataset_id: str, expected_path: str) ->
         compare(f"{eid} tags", np.asarray(meta["tags"], dtype=str), want["tags"])
         if meta.get("seed", -1) != int(want["seed"]):
             fail(f"{eid}: seed {meta.get('seed')} != {want['seed']}")
+        if meta["replay_step"] != int(want["replay_step"]):
+            fail(f"{eid}: replay_step {meta['replay_step']} != {want['replay_step']}")
         n = int(want["_length"])
         if meta["total_steps"] != n - 1 or len(episode) != n - 1:
             fail(f"{eid}: {len(episode)} transitions != {n - 1}")
@@ -108,8 +111,11 @@ def main(doc_path: str, export_dir: str, dataset_id: str, expected_path: str) ->
         infos = {
             k: v
             for k, v in infos.items()
-            if k in ("info", "input", "camera") or k.startswith(("timing/", "tag:", "control/"))
+            if k in ("info", "input", "camera", "narration")
+            or k.startswith(("timing/", "tag:", "control/"))
         }
+        # the episode's instruction on every observation
+        infos["language_instruction"] = np.asarray([str(want["language_instruction"])] * n)
         if set(episode.infos) != set(infos):
             fail(f"{eid}: infos {sorted(episode.infos)} != {sorted(infos)}")
         for key, value in infos.items():

@@ -23,7 +23,7 @@ from server.export import (
 from server.export.beam_config import BeamConfig
 from server.export.formats.rlds.beam import WORK_DIR
 from server.export.formats.rlds.tfrecord import read_records
-from tests.export.conftest import episode_input
+from tests.export.conftest import checked, episode_input, exported_verdicts
 from tests.export.expected import expected_episode, save_expected
 from tests.export.recordings import Recording
 
@@ -31,10 +31,13 @@ TAGS = (TaggedSpan("jump", 0, 1), TaggedSpan("good", 1, 1))
 
 
 def _inputs(recs: list[Recording]) -> list:  # type: ignore[type-arg]
-    return [
-        episode_input(r, step_tags=TAGS, tags=("a", "b"), notes=f"note {r.episode_id}")
-        for r in recs
-    ]
+    """The first episode's replay diverged, the second's was verified (the rest: pending)."""
+    return checked(
+        [
+            episode_input(r, step_tags=TAGS, tags=("a", "b"), notes=f"note {r.episode_id}")
+            for r in recs
+        ]
+    )
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -159,9 +162,9 @@ def test_beam_export_loads_in_tensorflow(
     expected = [
         expected_episode(
             r, tags=("a", "b"), notes=f"note {r.episode_id}", step_tags=TAGS,
-            tag_names=("good", "jump"),
+            tag_names=("good", "jump"), replay=v,
         )
-        for r in recs
+        for r, v in zip(recs, exported_verdicts(len(recs)), strict=True)
     ]  # fmt: skip
     save_expected(tmp_path / "expected.npz", expected)
     report = consumer("values", str(result.data_dir), str(tmp_path / "expected.npz"))

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from server.export import ExportOptions, TaggedSpan, export_dataset
-from tests.export.conftest import ROOT, episode_input
+from tests.export.conftest import ROOT, checked, episode_input, exported_verdicts
 from tests.export.expected import expected_episode, save_expected
 from tests.export.recordings import Recording
 
@@ -39,20 +39,24 @@ def test_every_value_loads_back(
         OUTCOMES[0] if i == 0 else {"outcome": "success", "player_outcome": "success"}
         for i in range(len(recs))
     ]
-    inputs = [
-        episode_input(r, step_tags=tags, tags=("a", "b"), notes="n", outcomes=o)
-        for r, o in zip(recs, outcomes, strict=True)
-    ]
+    # the first episode's replay diverged, the second's was verified (the rest: pending)
+    inputs = checked(
+        [
+            episode_input(r, step_tags=tags, tags=("a", "b"), notes="n", outcomes=o)
+            for r, o in zip(recs, outcomes, strict=True)
+        ]
+    )
     result = export_dataset(
         inputs, ExportOptions(name="ds", max_episodes_per_shard=1), tmp_path / "out"
     )
     assert len(result.shard_paths) == len(recs)
     expected = [
         expected_episode(
-            r, tags=("a", "b"), notes="n", outcomes=o, step_tags=tags, tag_names=("good", "jump")
+            r, tags=("a", "b"), notes="n", outcomes=o, replay=v, step_tags=tags,
+            tag_names=("good", "jump"),
         )
-        for r, o in zip(recs, outcomes, strict=True)
-    ]
+        for r, o, v in zip(recs, outcomes, exported_verdicts(len(recs)), strict=True)
+    ]  # fmt: skip
     save_expected(tmp_path / "expected.npz", expected)
     report = consumer("values", str(result.data_dir), str(tmp_path / "expected.npz"))
     assert report == {
@@ -118,11 +122,14 @@ def test_envlogger_format_reads_back(
 ) -> None:
     recs = recordings["cartpole"]
     result = export_dataset(
-        [episode_input(r, outcomes=OUTCOMES[0]) for r in recs],
+        checked([episode_input(r, outcomes=OUTCOMES[0]) for r in recs]),
         ExportOptions(format="envlogger"),
         tmp_path / "out",
     )
-    expected = [expected_episode(r, outcomes=OUTCOMES[0]) for r in recs]
+    expected = [
+        expected_episode(r, outcomes=OUTCOMES[0], replay=v)
+        for r, v in zip(recs, exported_verdicts(len(recs)), strict=True)
+    ]
     save_expected(tmp_path / "expected.npz", expected)
     report = consumer("envlogger", str(result.path), str(tmp_path / "expected.npz"))
     assert report == {"mode": "envlogger", "episodes": len(recs)}
@@ -164,7 +171,12 @@ def test_oxe_profile_loads_with_statistics(
     expected = [
         oxe_expected(
             expected_episode(
-                r, tags=("a",), outcomes=OUTCOMES[0], step_tags=tags, tag_names=("good",)
+                r,
+                tags=("a",),
+                outcomes=OUTCOMES[0],
+                step_tags=tags,
+                tag_names=("good",),
+                instruction=instruction,
             ),
             instruction,
         )

@@ -24,7 +24,7 @@ from server.export import (
 )
 from server.export.formats.rlds.tfrecord import read_records
 from server.recording.envlogger_log import envlogger
-from tests.export.conftest import episode_input
+from tests.export.conftest import checked, episode_input
 from tests.export.recordings import Recording
 
 
@@ -32,7 +32,7 @@ def test_rlds_layout_and_card(recordings: dict[str, list[Recording]], tmp_path: 
     recs = recordings["cartpole"]
     progress: list[tuple[int, int, int]] = []
     result = export_dataset(
-        [episode_input(r) for r in recs],
+        checked([episode_input(r) for r in recs]),  # diverged, verified, pending
         ExportOptions(name="demo", max_episodes_per_shard=2, study="My study"),
         tmp_path / "out",
         progress=lambda *a: progress.append(a),
@@ -58,6 +58,7 @@ def test_rlds_layout_and_card(recordings: dict[str, list[Recording]], tmp_path: 
     assert "My study" in card and f"Steps: {sum(steps)}" in card and "`CartPole-v1` | 3" in card
     assert f"{np.mean(returns):.4g} | {min(returns):.4g} | {max(returns):.4g}" in card
     assert 'tfds.builder_from_directory("demo/1.0.0")' in card
+    assert "`replay_step`" in card and ": 1 diverged, 1 pending, 1 verified\n" in card
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folder left
 
 

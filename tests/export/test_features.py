@@ -57,16 +57,18 @@ def test_episode_features_layout() -> None:
     step_keys = set(feats["steps"].feature.keys())
     assert step_keys == {
         "observation", "action", "reward", "discount", "is_first", "is_last", "is_terminal",
-        "frame", "input", "timing", "info", "control", "camera", "tag:a", "tag:b",
+        "frame", "input", "timing", "info", "control", "camera", "tag:a", "tag:b", "narration",
     }  # fmt: skip
     assert set(feats.keys()) == {
         "steps", "episode_id", "agent_id", "study_id", "env_id", "env_config", "seed",
         "status", "tags", "notes", "outcome", "player_outcome", "reviewer_outcome",
+        "replay_verdict", "replay_step", "replay_message", "task_id", "language_instruction",
     }  # fmt: skip
     stripped = episode_features(
         _specs(specs.Array((4,), np.float32)), keep_step_metadata=False, step_tag_names=[]
     )
     assert "frame" not in stripped["steps"].feature.keys()
+    assert "narration" in stripped["steps"].feature.keys()  # an annotation, never stripped
 
 
 def test_signature_ignores_bounds_not_shapes() -> None:

@@ -20,7 +20,7 @@ import pytest
 from server.export import ExportOptions, TaggedSpan, export_dataset
 from server.export.formats.lerobot.dataset import FRAME_KEY
 from server.export.video import decode_jpeg, psnr
-from tests.export.conftest import ROOT, episode_input
+from tests.export.conftest import ROOT, checked, episode_input, exported_verdicts
 from tests.export.consumers import check_report
 from tests.export.expected import expected_episode, save_expected
 from tests.export.recordings import Recording
@@ -60,13 +60,16 @@ def test_lerobot_loads_every_value(
     recs = recordings[env]
     tags = (TaggedSpan("jump", 0, 1), TaggedSpan("good", 1, 1))
     task = f"Play {env} well"
-    inputs = [
-        dataclasses.replace(
-            episode_input(r, step_tags=tags, tags=("a", "b"), notes="n", outcomes=OUTCOMES),
-            instruction=task,
-        )
-        for r in recs
-    ]
+    # the first episode's replay diverged, the second's was verified (the rest: pending)
+    inputs = checked(
+        [
+            dataclasses.replace(
+                episode_input(r, step_tags=tags, tags=("a", "b"), notes="n", outcomes=OUTCOMES),
+                instruction=task,
+            )
+            for r in recs
+        ]
+    )
     options = ExportOptions(name="ds", format="lerobot")
     result = export_dataset(inputs, options, tmp_path / "out")
     expected = [
@@ -78,11 +81,13 @@ def test_lerobot_loads_every_value(
                 step_tags=tags,
                 tag_names=("good", "jump"),
                 outcomes=OUTCOMES,
+                replay=v,
+                instruction=task,
             ),
             r,
             task,
         )
-        for r in recs
+        for r, v in zip(recs, exported_verdicts(len(recs)), strict=True)
     ]
     save_expected(tmp_path / "expected.npz", expected)
     report = run_lerobot_check(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from server.export import ExportOptions, TaggedSpan, export_dataset
-from tests.export.conftest import ROOT, episode_input
+from tests.export.conftest import ROOT, checked, episode_input, exported_verdicts
 from tests.export.consumers import check_report
 from tests.export.expected import expected_episode, save_expected
 from tests.export.recordings import Recording
@@ -33,10 +33,13 @@ def test_minari_loads_every_value(
     recs = recordings[env]
     tags = (TaggedSpan("jump", 0, 1), TaggedSpan("good", 1, 1))
     outcomes = {"outcome": "success", "player_outcome": "failure", "reviewer_outcome": "success"}
-    inputs = [
-        episode_input(r, step_tags=tags, tags=("a", "b"), notes="n", outcomes=outcomes)
-        for r in recs
-    ]
+    # the first episode's replay diverged, the second's was verified (the rest: pending)
+    inputs = checked(
+        [
+            episode_input(r, step_tags=tags, tags=("a", "b"), notes="n", outcomes=outcomes)
+            for r in recs
+        ]
+    )
     options = ExportOptions(name="ds", format="minari")
     result = export_dataset(inputs, options, tmp_path / "out")
     expected = [
@@ -45,10 +48,11 @@ def test_minari_loads_every_value(
             tags=("a", "b"),
             notes="n",
             outcomes=outcomes,
+            replay=v,
             step_tags=tags,
             tag_names=("good", "jump"),
         )
-        for r in recs
+        for r, v in zip(recs, exported_verdicts(len(recs)), strict=True)
     ]
     save_expected(tmp_path / "expected.npz", expected)
     report = run_minari_check(result.path, "ds-v1", tmp_path / "expected.npz")

@@ -9,8 +9,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from server.export.step_reader import decode, read_log
 from server.recording.envlogger_log import codec, envlogger, storage_pb2
+from server.recording.log_reader import decode, read_log
 from tests.export.recordings import record_episode
 
 

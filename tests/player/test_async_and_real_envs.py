@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from server.models import EpisodeStatus
 from server.recording.writer import open_reader
@@ -187,3 +188,33 @@ def test_the_speed_is_fixed_unless_the_designer_offers_choices(factory, designer
         player.send(type="set_speed", speed=1.0)
         refused = player.until("error")
         assert refused["code"] == "speed_locked" and "0.5 (fixed)" in refused["message"]
+
+
+def test_a_cancel_behind_a_burst_of_inputs_to_a_clock_running_behind_is_answered_at_once(
+    factory, designer, db
+):
+    """A clock whose step (60 ms) is longer than its period (20 ms) steps back to back; the
+    worker still serves every command waiting before its next step, so 100 inputs sent at
+    once are taken in a few steps and the cancel behind them is answered at once (the worker
+    used to serve one command per step: the cancel waited 100 steps, a minute for a starved
+    MuJoCo game, the session silent all along)."""
+    env = counter_env(episode_len=100_000, step_sleep=0.06, mode="async", fps=50)
+    study = factory.study(designer, spec(env))
+    inputs = 100
+    with factory.client(designer).websocket_connect(f"/ws/play?study={study.id}") as ws:
+        player = Player(ws)
+        episode = player.start()  # and go
+        player.until("started")
+        time.sleep(1.0)  # the clock runs behind now, stepping back to back
+        for i in range(inputs):
+            player.send(type="input", keys=[["KeyA"], ["KeyB"]][i % 2], client_ms=1e12 + i,
+                        seen_step=0)  # fmt: skip
+        player.send(type="cancel")
+        saved = player.until("episode_saved", limit=20_000)
+    assert saved["status"] == "canceled"
+    row = row_of(db, episode["id"])
+    # about 17 steps in the second before the burst; one more per input (117 steps, 8 s)
+    # when the worker served a command per step
+    assert row.steps < inputs // 2, row.steps
+    with open_reader(row.storage_path) as reader:
+        assert len(reader.steps) == row.steps

@@ -34,7 +34,9 @@ from tests.player.conftest import row_of, spec
 ON_POSTGRES = False  # the runtime under play; the rows' queries run on PostgreSQL elsewhere
 # Eight games at once, flat out: beside other tests on two cores their workers starve (make
 # test runs it once the others are done, tests/run_suites.sh).
-pytestmark = pytest.mark.alone
+# alone; its hang guard past the suite's 300 s: every catalog game at a human's pace takes
+# 250-320 s on this VM (a hang is still caught: REPLY_S without a message fails a game)
+pytestmark = [pytest.mark.alone, pytest.mark.timeout(900)]
 HUMAN_INPUTS = 200
 HUMAN_PACE_S = 0.25
 FULL_INPUTS = 200

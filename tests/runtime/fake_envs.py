@@ -18,7 +18,7 @@ from dm_env import specs
 FACTORIES = [
     f"tests.runtime.fake_envs:{name}"
     for name in ("counter", "slow_start", "broken_start", "not_an_env", "image_obs",
-                 "camera_less_physics", "big_frame")
+                 "camera_less_physics", "big_frame", "unseeded")
 ]  # fmt: skip
 
 
@@ -84,6 +84,24 @@ class CounterEnv(dm_env.Environment):
 def counter(**kwargs: Any) -> CounterEnv:
     """A well-behaved counter env."""
     return CounterEnv(**kwargs)
+
+
+class UnseededEnv(CounterEnv):
+    """The counter env whose rewards draw from a generator it never seeds: every run of it
+    differs from the last (what replay verification must catch)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.noise = np.random.default_rng()  # seeded from the OS, whatever seed() says
+
+    def step(self, action: Any) -> dm_env.TimeStep:
+        timestep = super().step(action)
+        return timestep._replace(reward=timestep.reward + float(self.noise.random()))
+
+
+def unseeded(**kwargs: Any) -> UnseededEnv:
+    """A counter env whose rewards are drawn from an unseeded random source."""
+    return UnseededEnv(**kwargs)
 
 
 def plugged(**kwargs: Any) -> CounterEnv:

@@ -31,8 +31,8 @@ def test_catalog_covers_the_suites_and_core_ones_are_installed():
         if entry.suite in REQUIRED_SUITES:
             assert entry.installed(), entry.key
             assert entry.extra is None
-        else:
-            assert entry.extra is not None
+        else:  # an optional extra of the app's, or a runtime of its own (not both)
+            assert (entry.extra is not None) != (entry.runtime != "app"), entry.key
     public = catalog_public()
     assert json.loads(json.dumps(public))[0]["settings_schema"]["type"] == "object"
 
@@ -51,11 +51,13 @@ def test_factories_not_allowed_are_refused_by_field():
         assert loc == ("source", "factory") and "not allowed" in msg, factory
 
 
-def test_missing_optional_suite_names_the_extra():
+def test_missing_optional_suite_names_the_extra_or_the_runtime():
     for key, entry in CATALOG.items():
         if not entry.installed():
             ((loc, msg),) = validate_environment(env(entry.source().model_dump()), ALLOWED)
-            assert loc == ("source",) and f"rlds-studio[{entry.extra}]" in msg, key
+            wanted = (f"rlds-studio[{entry.extra}]" if entry.extra
+                      else f"rlds-studio runtimes install {entry.runtime}")  # fmt: skip
+            assert loc == ("source",) and wanted in msg, key
 
 
 def test_generic_atari_and_settings_checks():
@@ -129,7 +131,8 @@ def test_catalog_lists_the_action_type():
 # gas, brake and the main engine only go one way (their noop is "off"); the grippers open
 # by themselves (their noop) and a key closes them
 ONE_WAY = {("CarRacing", 1), ("CarRacing", 2), ("LunarLanderContinuous", 0),
-           ("FetchPickAndPlace", 3), ("PickCube", 6)}  # fmt: skip
+           ("FetchPickAndPlace", 3), ("PickCube", 6), ("Robosuite-PickPlaceCan", 6),
+           ("Robosuite-Lift", 6)}  # fmt: skip
 
 
 def test_every_entry_plays_from_the_keyboard():

@@ -9,6 +9,9 @@ actions) of the same adapter.
 from __future__ import annotations
 
 import json
+import pickle
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,13 +19,12 @@ import pytest
 
 from server.recording.format import STEP_METADATA_KEYS, episode_dir
 from server.recording.writer import open_reader
-from server.runtime import EnvWorker
-from server.runtime.adapters import build_adapter
-from server.runtime.catalog import CATALOG
-from server.runtime.input_mapping import ActionMapper
+from server.runtime import EnvWorker, runtimes
+from server.runtime.catalog import CATALOG, runtime_of
 from server.services.studies.env_validation import SPEED_TOLERANCE
 from server.study_spec import EnvironmentSpec
 from tests.runtime.conftest import ALLOWED, run
+from tests.runtime.replay_in_runtime import replay as replay_here
 
 SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
 
@@ -57,29 +59,19 @@ def assert_same(recorded: Any, expected: Any) -> None:
 
 
 def replay(spec: EnvironmentSpec, inputs: list[dict[str, Any]], steps: int) -> list[tuple]:
-    """In-process run of the same adapter: [(timestep, action)] for FIRST and each step."""
-    adapter = build_adapter(spec.source, ALLOWED)
-    try:
-        adapter.max_steps = spec.max_steps
-        mapper = ActionMapper(
-            adapter.action_spec(), CATALOG_CONTROLS[spec.name], adapter.action_meanings
-        )
-        adapter.set_seed(SEED)
-        out = [(adapter.reset(), None)]
-        # The worker renders every timestep; so does the replay: a render may touch the
-        # simulation's state (Fetch's calls mj_forward, which updates MuJoCo's warm start).
-        adapter.frame()
-        for raw in inputs[:steps]:
-            action = mapper(raw)
-            out.append((adapter.step(action), action))
-            adapter.frame()
-        specs_ = (adapter.observation_spec(), adapter.action_spec())
-    finally:
-        adapter.close()
-    return out, specs_
-
-
-CATALOG_CONTROLS = {entry.key: entry.controls for entry in INSTALLED}
+    """In-process run of the same adapter: [(timestep, action)] for FIRST and each step (in
+    the entry's runtime's interpreter when it has one of its own)."""
+    runtime = runtime_of(spec.source)
+    if runtime != runtimes.APP:
+        done = subprocess.run(
+            [str(runtimes.RUNTIMES[runtime].python), *runtimes.PYTHON_FLAGS,
+             str(Path(__file__).with_name("replay_in_runtime.py"))],
+            input=pickle.dumps((spec.model_dump_json(), inputs, steps, SEED)),
+            capture_output=True, env=runtimes.worker_env(), timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+        return pickle.loads(done.stdout)
+    return replay_here(spec, inputs, steps, SEED, ALLOWED)
 
 
 @pytest.mark.parametrize("entry", INSTALLED, ids=lambda e: e.key)

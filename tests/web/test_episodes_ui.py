@@ -15,6 +15,7 @@ from server.recording.format import episode_dir
 from tests.api.routes.recorded import CARTPOLE_SPEC, LONG_STEPS, ImageEnv, Inserter, record_set
 from tests.export.recordings import Recording, record_episode
 from tests.factories import PASSWORD, Factory
+from tests.web._export import download_export, wait_export
 
 pytestmark = pytest.mark.browser
 
@@ -78,9 +79,7 @@ def test_filter_replay_tag_and_export(
     # Export what the filter shows and follow the progress bar to the download link.
     page.get_by_label("Dataset name").fill("ui_export")
     page.get_by_role("button", name="Start export").click()
-    bar = page.get_by_role("progressbar", name="Export progress")
-    expect(bar).to_have_attribute("aria-valuenow", "100", timeout=120_000)
-    expect(page.locator("#job-state")).to_contain_text("succeeded")
+    wait_export(page)
     expect(page.locator("#job-counts")).to_contain_text("2 / 2 episodes")
     link = page.get_by_role("link", name="Download")
     with page.expect_download() as info:
@@ -364,16 +363,11 @@ def test_export_on_apache_beam_cancel_then_finish(
 
     # Again, to the end: the progress bar fills and the archive holds the dataset.
     page.get_by_role("button", name="Start export").click()
-    bar = page.get_by_role("progressbar", name="Export progress")
-    expect(bar).to_have_attribute("aria-valuenow", "100", timeout=120_000)
-    expect(state).to_contain_text("succeeded")
+    wait_export(page)
     expect(page.locator("#job-counts")).to_contain_text("3 / 3 episodes")
     SHOTS_BEAM.mkdir(parents=True, exist_ok=True)
     page.locator("#export-card").screenshot(path=str(SHOTS_BEAM / "export-beam.png"))
-    with page.expect_download() as info:
-        page.get_by_role("link", name="Download").click()
-    saved = tmp_path / "beam.zip"
-    info.value.save_as(saved)
+    saved = download_export(page, tmp_path / "beam.zip")
     with zipfile.ZipFile(saved) as zf:
         names = zf.namelist()
     assert "beam_export/beam_export/1.0.0/dataset_info.json" in names

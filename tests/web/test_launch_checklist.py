@@ -217,3 +217,35 @@ def test_validate_shows_each_policys_time_and_the_checklist_warns_of_a_slow_one(
     expect(select).to_be_in_viewport()
     expect(select).to_have_value("slow-always")
     shot(page, "policy-go-to-field")
+
+
+def test_validate_says_an_environment_does_not_replay_and_the_checklist_warns(
+    live_server: str, page: Page, factory: Factory
+):
+    user = factory.user()
+    source = {"kind": "dm_env", "factory": "tests.runtime.fake_envs:unseeded", "kwargs": {}}
+    noisy = {**counter_env("noisy"), "name": "Noisy", "source": source}
+    factory.study(user, {**spec(counter_env(), noisy, name="Replays"),
+                         "crowd": {"platforms": ["direct"]}})  # fmt: skip
+    log_in(page, live_server, user)
+    page.get_by_role("button", name="Replays").click()
+
+    page.get_by_role("button", name="Validate").click()
+    report = page.get_by_role("article", name="Validation of Noisy")
+    expect(report).to_contain_text("does not replay: run twice from the same seed and actions")
+    expect(report).to_contain_text("step 1, reward")
+    expect(page.get_by_role("article", name="Validation of Counter")).not_to_contain_text(
+        "does not replay"
+    )
+    checklist = page.get_by_role("region", name="Before you activate")
+    expect(checklist).to_contain_text("1 warning to check: you may activate anyway.")
+    item = checklist.locator(".checklist-item")
+    expect(item).to_contain_text("Fix: Seed the environment's randomness from its reset seed")
+    shot(page, "not-replayable")
+    checklist.screenshot(path=str(SHOTS / "not-replayable-checklist.png"))
+
+    page.get_by_role("button", name="Activate").click()
+    panel = page.get_by_role("region", name="Pre-launch checklist")
+    expect(panel).to_contain_text("does not replay")
+    panel.get_by_role("button", name="Activate anyway").click()
+    expect(page.locator("#detail-state")).to_have_text("Active")

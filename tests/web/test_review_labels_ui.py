@@ -14,6 +14,7 @@ from server.models import Episode
 from tests.api.routes.recorded import Inserter, record_set, two_env_spec
 from tests.export.recordings import Recording
 from tests.factories import Factory
+from tests.web._export import download_export
 from tests.web.test_episodes_ui import _login
 
 pytestmark = pytest.mark.browser
@@ -155,10 +156,7 @@ def test_mixed_spaces_offer_one_dataset_per_environment(
     expect(offer).to_be_hidden()
     expect(page.locator("#job-state")).to_contain_text("succeeded", timeout=120_000)
     expect(page.locator("#job-counts")).to_contain_text("2 / 2 episodes")
-    with page.expect_download() as info:
-        page.get_by_role("link", name="Download").click()
-    saved = tmp_path / "got.zip"
-    info.value.save_as(saved)
+    saved = download_export(page, tmp_path / "got.zip")
     with zipfile.ZipFile(saved) as zf:
         names = set(zf.namelist())
     for env in ("cartpole", "mountaincar"):

@@ -138,10 +138,11 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
     expect(axes.locator("[aria-invalid='true']")).to_have_count(0)
     expect(axes.locator(".field-problem")).to_have_count(0)
 
-    # PickCube offers the installed policy too; Fetch gets it (it is written for Fetch)
+    # PickCube offers every installed policy too (the project's own Robosuite one among
+    # them); Fetch gets the Fetch one (it is written for Fetch)
     cube_policy = section(cube, "Policy (shared autonomy)")
     expect(cube_policy.get_by_label("Policy", exact=True).locator("option")).to_have_text(
-        ["None: the participant drives", "fetch-pick-place-scripted"]
+        ["None: the participant drives", "fetch-pick-place-scripted", "robosuite-pick-scripted"]
     )
     expect(cube_policy.get_by_label("Takeover release delay (s)")).to_be_disabled()
     policy = section(fetch, "Policy (shared autonomy)")

@@ -44,6 +44,10 @@ def open_fetch(page, live_server, factory, db, max_steps: int, fps: int = ENTRY.
                      instructions="Pick up the black cube.")  # fmt: skip
 
 
+# Keys held by watching the step counter: beside another test worker the picture lags, a key
+# is let go steps late and the open hand lands on the cube's edge (it rose 1.3-1.8 cm while
+# open in two CI runs, never alone): it runs in the pass that has the machine to itself.
+@pytest.mark.alone
 def test_keyboard_teleoperator_picks_up_the_cube(live_server, page, factory, db):
     study = open_fetch(page, live_server, factory, db, MAX_STEPS, FPS)
     legend = page.locator("#legend")

@@ -56,8 +56,18 @@ export function environmentFrom(entry, taken) {
 }
 
 function matches(entry, words) {
-  const text = `${entry.name} ${entry.suite} ${entry.action_type} ${entry.source.id || entry.source.factory}`.toLowerCase();
+  const text = `${entry.name} ${entry.suite} ${entry.action_type} ${entry.source.id || entry.source.factory} ${entry.runtime.name}`.toLowerCase();
   return words.every((w) => text.includes(w));
+}
+
+/** Why an entry cannot be added, and what the operator runs to change that (nodes). */
+function runtimeNote(runtime) {
+  const where = runtime.name === "app" ? "" : ` (${runtime.name} runtime)`;
+  const what = { not_installed: "not installed here", outdated: "installed from an older lock",
+    failed: "cannot run here" }[runtime.state] || runtime.state;
+  const why = runtime.state === "failed" && runtime.message ? `: ${runtime.message}` : "";
+  if (!runtime.command) return [` ${what}${where}${why}`];
+  return [` ${what}${where}${why} · the operator runs `, el("code", {}, runtime.command)];
 }
 
 const SHOWN_FRAMES = 8; // first frames load for the first matches once the search settles
@@ -114,7 +124,12 @@ export async function pickEnvironment(api) {
           el("strong", {}, entry.name),
           el("span", { class: "muted small" }, `${entry.suite} · ${entry.source.id || entry.source.factory}`),
           el("span", { class: `badge badge-${entry.action_type}` }, entry.action_type),
-          entry.installed ? null : el("span", { class: "muted small" }, ` not installed here (extra “${entry.extra}”)`))))));
+          entry.runtime.name === "app" ? null
+            : el("span", { class: "badge badge-runtime", title: "runs in its own Python environment (docs/runtime.md, “Runtimes”)" }, `runtime ${entry.runtime.name}`),
+          entry.replays === false
+            ? el("span", { class: "badge badge-warn", title: "Run twice from the same seed and actions, it differed: its episodes cannot be verified by replay" }, "does not replay")
+            : null,
+          entry.installed ? null : el("span", { class: "muted small catalog-why" }, ...runtimeNote(entry.runtime)))))));
       clearTimeout(timer);
       timer = setTimeout(frames, 400); // building a first frame takes a worker: not per keystroke
     };

@@ -1,6 +1,6 @@
 // RLDS Studio, study editor: a study as forms (study fields, crowd settings, environments
-// from the catalog) and as YAML, kept in sync both ways through the server's own parser and
-// writer; Validate and save; unsaved changes kept or warned about on leaving.
+// from the catalog, their tasks) and as YAML, kept in sync both ways through the server's
+// own parser and writer; Validate and save; unsaved changes kept or warned about on leaving.
 //
 // The study is held as the values the designer set (``data``): a field left empty is not
 // written, so its default applies; a value set equal to its default stays written.
@@ -9,8 +9,8 @@ import { ApiError, el, showError, toast } from "../shared/api.js";
 import { entryFor, environmentFrom, freeId, loadCatalog, pickEnvironment } from "./catalog.js";
 import { renderEnvCard } from "./env.js";
 import { crowdSection } from "./crowd.js";
+import { studySection } from "./study.js";
 import { flushSettings } from "./settings.js";
-import { fieldBox, getIn, inputField, markdownField, setIn, uid } from "./fields.js";
 import { clearMarks, markFields, problemLine, specPath } from "./fieldmarks.js";
 import { renderChecklist } from "./checklist.js";
 
@@ -104,29 +104,6 @@ function changed() {
   refreshDirty();
 }
 
-function textareaField(path, label, rows = 2) {
-  const id = uid("f");
-  const area = el("textarea", { id, rows });
-  area.value = getIn(ed.data, path) ?? "";
-  area.addEventListener("input", () => {
-    setIn(ed.data, path, area.value === "" ? undefined : area.value);
-    changed();
-  });
-  return fieldBox(id, label, area);
-}
-
-function studySection() {
-  const d = ed.data;
-  return el("section", { class: "form-section", "aria-labelledby": "study-fields-title" },
-    el("h3", { id: "study-fields-title" }, "Study"),
-    el("div", { class: "form-grid" },
-      inputField(d, ["name"], "Study name", { required: true, onChange: changed }),
-      inputField(d, ["pause_timeout_s"], "Pause timeout (s)", { kind: "number", min: 1, max: 86400, defaultValue: 300, onChange: changed,
-        hint: "A pause longer than this abandons the episode." })),
-    textareaField(["description"], "Description"),
-    markdownField(ed.api, d, ["instructions"], "Study instructions", { onChange: changed }));
-}
-
 function envCards() {
   const envs = ed.data.environments || (ed.data.environments = []);
   if (!envs.length) return [el("p", { class: "muted", id: "no-envs" }, "No environments yet: add one from the catalog.")];
@@ -178,7 +155,7 @@ async function addEnvironment() {
 function renderForm() {
   const fieldset = el("fieldset", { class: "form-sections", disabled: ed.editable ? undefined : "" },
     el("legend", { class: "sr-only" }, "Study settings"),
-    studySection(),
+    studySection(ed.api, ed.data, changed),
     crowdSection(ed.api, ed.data, changed),
     el("section", { class: "form-section", "aria-labelledby": "envs-title" },
       el("h3", { id: "envs-title" }, "Environments"),

@@ -1,6 +1,6 @@
 // RLDS Studio, study editor: one environment's card (display name, instructions, mode and
-// pace, limits, image quality, camera, seeds, quotas, settings, shared-autonomy policy,
-// controls and devices), with its buttons
+// pace, limits, image quality, camera, seeds, quotas, settings, tasks, shared-autonomy
+// policy, controls and devices), with its buttons
 // to move, duplicate and remove it, and what Validate found for it.
 
 import { el } from "../shared/api.js";
@@ -9,6 +9,7 @@ import { fieldBox, inputField, markdownField, selectField, setIn, switchField, u
 import { policyEditor } from "./policy.js";
 import { mountSettings } from "./settings.js";
 import { renderEnvReport } from "./validation.js";
+import { tasksSection } from "./tasks.js";
 import { inWords, labelFor } from "./fieldmarks.js";
 
 /** What an environment's source names: a Gymnasium id or a dm_env factory. */
@@ -145,6 +146,7 @@ export function renderEnvCard(env, index, count, ctx) {
       entry ? el("p", { class: "muted small" }, "Tick a setting to set it; a setting left unticked keeps the environment's own default.")
         : el("p", { class: "muted small" }, "Not a catalog environment: edit its settings (kwargs) in YAML."),
       settings),
+    keptOpen(tasksSection(env, { api, entry, index, refused: ctx.refused, onChange }), `tasks:${env.id}`, about("tasks")),
     keptOpen(el("details", { class: "env-section" }, el("summary", {}, "Policy (shared autonomy)",
       env.policy?.id ? el("span", { class: "muted small summary-note" }, ` · ${env.policy.id}`) : null),
     policyEditor(api, env, found, changed)), `policy:${env.id}`, about("policy")),

@@ -9,7 +9,8 @@ import { el } from "../shared/api.js";
 // field the form does not show right now (the server's launch_check.py holds the same).
 const STUDY_LABELS = {
   name: "Study name", description: "Description", instructions: "Study instructions",
-  pause_timeout_s: "Pause timeout (s)", "crowd.consent": "Consent text",
+  pause_timeout_s: "Pause timeout (s)", narrate_episodes: "Ask participants to narrate their episodes",
+  "crowd.consent": "Consent text",
   "crowd.completion_code": "Completion code", "crowd.completion_url": "Completion URL",
   "crowd.screenout_code": "Screen-out code", "crowd.screenout_url": "Screen-out URL",
   "crowd.full_code": "Study-full code", "crowd.full_url": "Study-full URL",
@@ -25,6 +26,7 @@ const ENV_LABELS = {
   min_stream_fps: "Fewest frames/s to stream (adaptive)", camera: "Camera", seeds: "Seeds",
   episodes_per_participant: "Episodes per participant", episodes_total: "Episodes in total",
   instructions: "Instructions", controls: "Controls", source: "Source", "source.kwargs": "Settings", policy: "Policy",
+  tasks: "Tasks", task_order: "Task order",
 };
 
 /** The path from the study's root: a request's "body" and "spec" left out. */
@@ -74,6 +76,9 @@ export function labelFor(loc) {
   const { rest, env } = scopeOf(path);
   if (env !== null && rest[0] === "source" && rest[1] === "kwargs" && rest[2] !== undefined) return String(rest[2]);
   if (env !== null && rest.length === 0) return "This environment";
+  if (env !== null && rest[0] === "tasks" && typeof rest[1] === "number") {
+    return `Task ${rest[1] + 1}${rest[2] === undefined ? "" : ` ${rest[2] === "settings" ? "settings" : rest[2]}`}`;
+  }
   const table = env === null ? STUDY_LABELS : ENV_LABELS;
   for (let end = rest.length; end > 0; end--) {
     if (table[rest.slice(0, end).join(".")]) return table[rest.slice(0, end).join(".")];

@@ -9,6 +9,7 @@ import { createExport } from "./export.js";
 import { fillFilters, filterParams, filterSelection, pageFilter } from "./filters.js";
 import { renderPlot } from "./plot.js";
 import { createReplay } from "./replay.js";
+import { fillTaskOptions, taskCell, taskNote } from "./tasks.js";
 
 const $ = (id) => document.getElementById(id);
 renderTopbar({ crumbs: [STUDIES, { id: "study-name" }, "Episodes"] });
@@ -142,7 +143,7 @@ function renderTable() {
                                 onclick: guard(() => openEpisode(e.id)) }, "Replay");
     const row = el("tr", { "data-id": e.id },
       el("td", {}, box), el("td", {}, new Date(e.started_at).toLocaleString()),
-      el("td", {}, e.env_key), el("td", {}, el("span", { class: `badge ep-${e.status}` }, e.status),
+      el("td", {}, e.env_key), taskCell(e), el("td", {}, el("span", { class: `badge ep-${e.status}` }, e.status),
         e.excluded ? el("span", { class: "badge ep-excluded", title: "Kept out of exports" }, "excluded") : null),
       el("td", { class: "code" }, e.participant, e.is_test
         ? el("span", { class: "badge ep-test", title: "A designer's test play" }, "test") : null),
@@ -150,6 +151,7 @@ function renderTable() {
       el("td", { class: "right" }, e.total_reward.toFixed(2)),
       el("td", { class: "right" }, e.latency_p50_ms === null ? "–" : `${Math.round(e.latency_p50_ms)} ms`),
       el("td", {}, badges(e)),
+      el("td", {}, replayBadge(e)),
       el("td", {}, outcomeBadge(e)),
       el("td", {}, e.tags.join(", ")), el("td", {}, open));
     if (replay.episode && replay.episode.id === e.id) row.classList.add("selected");
@@ -166,7 +168,7 @@ function renderTable() {
   renderSortHeads();
   renderBulk();
   $("total").textContent = `(${totalText()})`;
-  $("ex-filter-count").textContent = `(${totalText()} listed)`;
+  $("ex-filter-count").textContent = `(${totalText()} listed${taskNote($("f-task"))})`;
   const last = state.offset + state.items.length;
   $("page-info").textContent = state.total ? `${state.offset + 1}–${last} of ${totalText()}` : "";
   $("prev-page").disabled = state.offset === 0;
@@ -186,9 +188,22 @@ function badges(e) {
                    dropped: "Frames the player never got", short: "Under half the environment's median length",
                    long: "Over twice the environment's median length",
                    intervened: "Shared autonomy: times the player took over from the policy (share of steps they drove)",
-                   policy_failed: e.policy_error ? `The policy stopped driving: ${e.policy_error}` : "The policy stopped driving" };
+                   policy_failed: e.policy_error ? `The policy stopped driving: ${e.policy_error}` : "The policy stopped driving",
+                   diverged: `Its replay did not reproduce the log${e.replay_message ? `: ${e.replay_message}` : ""}` };
   return el("span", { class: "ep-badges" }, ...e.badges.map((b) =>
     el("span", { class: `badge ep-q ep-q-${b.flag}`, title: titles[b.flag] }, b.label)));
+}
+
+/** The replay verdict (verified ✓, diverged at step N, not replayable, pending…), what the
+ *  check found in its title. */
+function replayBadge(e) {
+  const [text, title] = {
+    verified: ["verified ✓", "Re-simulated from its log: every step gave the recorded values"],
+    diverged: [`diverged at step ${e.replay_step}`, "The replay differed from the log"],
+    not_replayable: ["not replayable", "The episode could not be replayed"],
+  }[e.replay_verdict] ?? ["pending…", "Not checked yet"];
+  return el("span", { class: `badge ep-r ep-r-${e.replay_verdict}`,
+                      title: e.replay_message ? `${title}: ${e.replay_message}` : title }, text);
 }
 
 /** Next page: by the server's cursor when it gave one (keyset: fast however deep). */
@@ -320,7 +335,8 @@ async function init() {
   $("live-link").href = `/live.html?study=${study}`;
   $("f-env").replaceChildren(...info.environments.map((e) => el("option", { value: e.env_key }, e.name)));
   $("filters").addEventListener("submit", guard(async (e) => { e.preventDefault(); state.offset = 0; await loadEpisodes(); }));
-  $("f-tests").addEventListener("change", guard(async () => { state.offset = 0; await loadEpisodes(); }));
+  fillTaskOptions($("f-task"), info.spec);
+  for (const id of ["f-tests", "f-task"]) $(id).addEventListener("change", guard(async () => { state.offset = 0; await loadEpisodes(); }));
   $("f-reset").addEventListener("click", guard(async () => { $("filters").reset(); state.offset = 0; await loadEpisodes(); }));
   $("prev-page").addEventListener("click", guard(prevPage));
   $("next-page").addEventListener("click", guard(nextPage));

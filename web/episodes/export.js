@@ -11,11 +11,48 @@ const plural = (n) => `${n} episode${n === 1 ? "" : "s"}`;
 export function createExport({ api, study, state, toast, guard, pageFilter, filterSelection }) {
   const useChecked = () => document.querySelector("input[name=ex-sel]:checked").value === "checked";
 
-  /** What the export form selects: the checked rows, or the list's filter. */
+  /** What the export form selects: the checked rows, or the list's filter (with "Only
+   *  verified episodes": those whose replay matched their log). */
   function selection() {
-    return useChecked()
-      ? { episode_ids: [...state.checked], include_excluded: $("ex-include-excluded").checked }
-      : filterSelection();
+    if (useChecked()) {
+      return { episode_ids: [...state.checked], include_excluded: $("ex-include-excluded").checked };
+    }
+    const sel = filterSelection();
+    if ($("ex-verified")?.checked) sel.replay_verdicts = ["verified"];
+    return sel;
+  }
+
+  /** The regeneration the form asks for (docs/export.md, "Regenerated observations"), or
+   *  null: a size in px and/or cameras (comma separated) draw the observations again. */
+  function regenerate() {
+    if (!$("ex-regen")?.checked) return null;
+    const out = {};
+    const size = $("ex-regen-size").value.trim();
+    if (size) out.image_size = Number(size);
+    const cameras = $("ex-regen-cameras").value.split(",").map((c) => c.trim()).filter(Boolean);
+    if (cameras.length) out.cameras = cameras;
+    return Object.keys(out).length ? out : null;
+  }
+
+  /** The regeneration's and the verified-only controls, added to the form once. */
+  function addControls() {
+    if ($("ex-regen")) return;
+    const size = el("input", { id: "ex-regen-size", type: "number", min: "32", max: "1024", step: "1", placeholder: "e.g. 224", class: "small" });
+    const cameras = el("input", { id: "ex-regen-cameras", placeholder: "as recorded (e.g. front, wrist)" });
+    const fields = el("div", { id: "ex-regen-fields", class: "ex-regen-fields" },
+      el("label", {}, "Image size (px) ", size), " ", el("label", {}, "Cameras ", cameras));
+    fields.hidden = true;
+    const box = el("input", { type: "checkbox", id: "ex-regen" });
+    box.addEventListener("change", () => { fields.hidden = !box.checked; });
+    const regen = el("fieldset", { class: "ex-regen" },
+      el("legend", {}, "Observations"),
+      el("label", { title: "Replays each episode with its seed and recorded actions; an episode that diverges is left out and listed" },
+        box, " Regenerate by replay at another size or from other cameras (PickCube, Robosuite)"),
+      fields);
+    const verified = el("label", { title: "Episodes whose background replay matched their log (with All matching the filters)" },
+      el("input", { type: "checkbox", id: "ex-verified" }), " Only verified episodes");
+    const anchor = $("ex-preview");
+    anchor.before(verified, regen);
   }
 
   /** The export's options as the form sets them ("tfds-oxe": tfds with the OXE profile). */
@@ -28,6 +65,8 @@ export function createExport({ api, study, state, toast, guard, pageFilter, filt
       end_tags: $("ex-end").value.split(",").map((s) => s.trim()).filter(Boolean),
     };
     if (profile) out.profile = profile;
+    const regen = regenerate();
+    if (regen) out.regenerate = regen;
     if ($("ex-name").value.trim()) out.name = $("ex-name").value.trim();
     return out;
   }
@@ -112,6 +151,7 @@ export function createExport({ api, study, state, toast, guard, pageFilter, filt
   }
 
   function bind() {
+    addControls();
     $("export-form").addEventListener("submit", guard(start));
     $("export-form").addEventListener("change", guard(preview));
     $("split-go").addEventListener("click", guard(() => start(null, { split: true })));

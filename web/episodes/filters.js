@@ -1,6 +1,8 @@
 // Episodes page: the filter form, read into the list's query, the API's filter body and the
 // export's selection, and filled back from the URL (a deep link or a reload).
 
+import { setTask } from "./tasks.js";
+
 const $ = (id) => document.getElementById(id);
 
 /** The filter fields as the list's query parameters (also the page URL's). */
@@ -22,6 +24,8 @@ export function filterParams() {
   if ($("f-tests").checked) p.append("include_tests", "true");
   document.querySelectorAll("#outcome-boxes input:checked").forEach((b) => p.append("outcome", b.value));
   if ($("f-excluded").value) p.append("excluded", $("f-excluded").value);
+  document.querySelectorAll("#replay-boxes input:checked").forEach((b) => p.append("replay_verdict", b.value));
+  if ($("f-task").value) p.append("task", $("f-task").value);  // a task id, or "-": no task
   return p;
 }
 
@@ -51,6 +55,9 @@ export function fillFilters(p) {
   const outcomes = p.getAll("outcome");
   document.querySelectorAll("#outcome-boxes input").forEach((b) => { b.checked = outcomes.includes(b.value); });
   $("f-excluded").value = ["true", "false"].includes(p.get("excluded")) ? p.get("excluded") : "";
+  const verdicts = p.getAll("replay_verdict");
+  document.querySelectorAll("#replay-boxes input").forEach((b) => { b.checked = verdicts.includes(b.value); });
+  setTask($("f-task"), p.get("task"));
 }
 
 /** The filter fields as the API's filter body (no status: every status, as the list shows). */
@@ -66,6 +73,8 @@ export function pageFilter() {
     include_tests: p.has("include_tests"),
     outcomes: p.getAll("outcome"),
     excluded: p.has("excluded") ? p.get("excluded") === "true" : null,
+    replay_verdicts: p.getAll("replay_verdict"),
+    task: p.get("task"),
   };
 }
 

@@ -1,9 +1,10 @@
 // The replay viewer of the episodes page: frame, everything recorded for the step, the
-// reward chart, keyboard stepping and step tags. Steps are read a page at a time (any
-// step of a long episode), and only a few pages are kept.
+// reward chart, keyboard stepping, step tags and narrations (narrations.js). Steps are read
+// a page at a time (any step of a long episode), and only a few pages are kept.
 
 import { el } from "../shared/api.js";
 import { createChart } from "./chart.js";
+import { createNarrations } from "./narrations.js";
 
 const $ = (id) => document.getElementById(id);
 const PAGE = 200;          // steps per request
@@ -60,6 +61,7 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
     $("frame").src = `/api/episodes/${ep.id}/frames/${want}`;
     $("step-label").textContent = `${want} / ${ep.steps - 1}`;
     showTagHint();
+    narrations.showStep(want);
     if (!range()) { $("st-start").value = want; $("st-end").value = want; }
     if (state.chart) state.chart.redraw();
     onChange(ep, want);
@@ -194,6 +196,8 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
     show(state.step);
   }
 
+  function clearMark() { state.mark = null; state.markEnd = null; show(state.step); }
+
   function markRange(a, b) {
     state.mark = a; state.markEnd = b;
     $("st-start").value = a; $("st-end").value = b;
@@ -234,15 +238,50 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
       "[": () => mark("start"),
       "]": () => mark("end"),
       t: guard(tagKey),
+      w: () => narrations.focus(),
       T: focusTagName,
       n: guard(() => onEpisode(1)),
       p: guard(() => onEpisode(-1)),
       s: guard(() => onOutcome("success")),
       f: guard(() => onOutcome("failure")),
       u: guard(() => onOutcome(null)),
+      j: jumpToDivergence,
     };
     const action = actions[event.key];
     if (action) { event.preventDefault(); action(); }
+  }
+
+  // --- the replay verdict ----------------------------------------------------------------
+  /** Where the replay diverged (``j``); null unless it did. */
+  const divergence = () => {
+    const ep = state.episode;
+    return ep && ep.replay_verdict === "diverged" && ep.replay_step !== null ? ep.replay_step : null;
+  };
+
+  function jumpToDivergence() {
+    const step = divergence();
+    if (step === null) return;
+    pause(); show(step);
+  }
+
+  /** Above the replay: whether re-simulating the episode reproduced its log (text only). */
+  function showVerdict(ep) {
+    const step = divergence();
+    const message = ep.replay_message;
+    // "step 3, reward: recorded 1.0, …": the banner names the step once
+    const what = (message || "").replace(/^step \d+, /, "");
+    const text = {
+      diverged: `Replay diverged at step ${step}${what ? `: ${what}` : ""}`,
+      not_replayable: `This episode could not be replayed${message ? `: ${message}` : ""}`,
+      verified: "✓ Replay verified: every step re-simulated to the recorded values",
+    }[ep.replay_verdict] ?? `Replay check pending${message ? ` (${message})` : ""}`;
+    $("replay-verdict").className = `ep-verdict ep-verdict-${ep.replay_verdict}`;
+    $("replay-verdict").setAttribute("role", ep.replay_verdict === "diverged" ? "alert" : "status");
+    $("replay-verdict-text").textContent = text;
+    $("replay-verdict").hidden = false;
+    const jump = $("replay-jump");
+    jump.hidden = step === null;
+    jump.replaceChildren(...(step === null ? [] : [`Jump to step ${step} `, el("kbd", {}, "j")]));
   }
 
   // --- episodes --------------------------------------------------------------------------
@@ -256,9 +295,15 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
     // the MP4 of what the player saw (made once the episode has ended)
     $("video-btn").hidden = ep.status === "recording" || !ep.steps;
     $("video-btn").href = `/api/episodes/${encodeURIComponent(ep.id)}/video.mp4`;
+    showVerdict(ep);
+    // the instruction the participant was given (the task the episode drew), as text
+    $("replay-task").hidden = !ep.instruction;
+    $("replay-task-text").textContent = ep.instruction || "";
+    $("replay-task-text").title = ep.task_key || "";
     $("step-detail").replaceChildren();
     $("reward-chart").replaceChildren();
     showDrivers(ep, null);
+    narrations.open(ep).catch((err) => toast(err.message, "error"));
     show(step);
     if (!ep.steps) return;
     $("chart-return").textContent = "loading…";
@@ -295,12 +340,14 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
   function close() {
     pause();
     if (state.chart) { state.chart.destroy(); state.chart = null; }
-    $("viewer").hidden = true; state.episode = null;
+    $("viewer").hidden = true; state.episode = null; narrations.close();
   }
 
   /** The episode was edited (tags, notes): keep the view, redraw tag ranges. */
-  function update(ep) { state.episode = ep; show(state.step); }
+  function update(ep) { state.episode = ep; showVerdict(ep); show(state.step); }
 
+  const narrations = createNarrations({ api, guard, toast, replay: {
+    range, clearMark, step: () => state.step, show: (n) => { pause(); show(n); } } });
   $("step-slider").addEventListener("input", (e) => { pause(); show(Number(e.target.value)); });
   $("st-name").addEventListener("input", showTagHint);
   $("st-name").addEventListener("keydown", (event) => {
@@ -315,6 +362,7 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
   $("prev-episode").addEventListener("click", guard(() => onEpisode(-1)));
   $("next-episode").addEventListener("click", guard(() => onEpisode(1)));
   $("play-btn").addEventListener("click", () => (state.playing ? pause() : play()));
+  $("replay-jump").addEventListener("click", jumpToDivergence);
   document.addEventListener("keydown", onKey);
 
   return {

@@ -40,12 +40,41 @@ function quota(q) {
   return el("li", { "data-env": q.env_key },
     el("div", { class: "lv-label" }, el("span", {}, q.name),
       el("span", { class: "muted" }, label, q.recording ? ` · ${q.recording} recording` : "")),
-    q.total ? el("progress", { max: q.total, value: Math.min(q.completed, q.total), "aria-label": `${q.name} quota` }) : null);
+    q.total ? el("progress", { max: q.total, value: Math.min(q.completed, q.total), "aria-label": `${q.name} quota` }) : null,
+    q.tasks && q.tasks.length ? taskBars(q) : null);
+}
+
+/** An environment's tasks, one bar each: completed (solid) and recording (light) episodes,
+ *  scaled to its busiest task; a task's name opens its episodes on the episodes page. */
+function taskBars(q) {
+  const most = Math.max(1, ...q.tasks.map((t) => t.completed + t.recording));
+  const rows = q.tasks.map((t) => {
+    const value = t.id ?? "-";  // the episodes list's "no task"
+    const done = el("span", { class: "lv-bar-done" }), rec = el("span", { class: "lv-bar-rec" });
+    done.style.width = `${(100 * t.completed) / most}%`;
+    rec.style.width = `${(100 * t.recording) / most}%`;
+    const words = `${t.completed} completed${t.recording ? `, ${t.recording} recording` : ""}`;
+    const params = new URLSearchParams({ study, env: q.env_key, task: value });
+    return el("tr", { "data-task": value },
+      el("th", { scope: "row", title: t.instruction || "" },
+        el("a", { href: `/episodes.html?${params}` }, t.name)),
+      el("td", { class: "lv-bar-cell" }, el("span", { class: "lv-bar", role: "img", "aria-label": `${t.name}: ${words}` }, done, rec)),
+      el("td", { class: "right", "data-col": "counts" }, String(t.completed), t.recording
+        ? el("span", { class: "muted", title: `${t.recording} recording now` }, ` +${t.recording}`) : null));
+  });
+  return el("table", { class: "lv-tasks", "aria-label": `${q.name} episodes per task` },
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Task"), el("th", { scope: "col" }, "Episodes"),
+      el("th", { scope: "col", class: "right", title: "Completed episodes (+ recording now)" }, "Completed"))),
+    el("tbody", {}, ...rows));
 }
 
 function counts(pairs) {
   return pairs.flatMap(([name, n]) => [el("dt", {}, name), el("dd", { "data-count": name }, String(n))]);
 }
+
+// what re-simulating each ended episode showed (docs/review.md, "Replay verification")
+const REPLAY_VERDICTS = [["verified", "verified"], ["diverged", "diverged"],
+  ["not_replayable", "not replayable"], ["pending", "pending"]];
 
 function render(data) {
   $("study-name").textContent = data.study.name;
@@ -59,6 +88,8 @@ function render(data) {
   // participants' episodes; the designers' test plays apart (server/services/review/counts.py)
   $("today").replaceChildren(...counts([...STATUSES.map((s) => [s, data.episodes_today[s] || 0]),
     ["test plays (not counted)", data.test_plays_today ?? 0]]));
+  const replays = data.replays_today || {};
+  $("replays").replaceChildren(...counts(REPLAY_VERDICTS.map(([v, label]) => [label, replays[v] || 0])));
   const p = data.participants;
   $("participants").replaceChildren(...counts([["joined", p.joined], ["started", p.started], ["completed", p.completed],
     ["screened out", p.screened_out ?? 0]]));

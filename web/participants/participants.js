@@ -34,6 +34,20 @@ function episodes(counts) {
 }
 
 let asksConsent = false; // the study has consent text (else nobody is asked)
+let taskNames = new Map(); // task id -> the study's task (its label, instruction)
+let showTasks = false; // a column only for studies with tasks
+
+/** Completed episodes per task, compact: "Red 2 · Blue 1" (each task's instruction as title). */
+function tasksCell(byTask) {
+  const order = [...taskNames.keys()];  // the study's order, then others by id
+  const rank = (t) => (order.includes(t) ? order.indexOf(t) : order.length);
+  const ids = Object.keys(byTask || {}).filter((t) => byTask[t] > 0).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  const cell = el("td", { class: "pt-tasks" }, ids.length ? ids.flatMap((t, i) => [i ? " · " : null,
+    el("span", { "data-task": t, title: taskNames.get(t)?.instruction || "" }, `${taskNames.get(t)?.label || t} ${byTask[t]}`)])
+    : el("span", { class: "muted" }, "–"));
+  cell.hidden = !showTasks;
+  return cell;
+}
 
 /* Screened out: declined the consent form, or left at the device check (their device could
    not play the study) and never saw the consent. */
@@ -72,7 +86,10 @@ function row(p) {
     el("td", {}, consent(p)),
     el("td", {}, when(p.started_at)),
     el("td", {}, when(p.last_seen_at)),
-    el("td", {}, episodes(p.episodes)),
+    el("td", {}, [episodes(p.episodes), p.episodes_verified
+      ? el("span", { class: "muted small", title: "completed episodes whose replay verified" }, ` · ${p.episodes_verified} verified`)
+      : null].filter(Boolean)),
+    tasksCell(p.episodes_by_task),
     el("td", { class: "right" }, duration(p.play_time_s)),
     el("td", {}, completion(p)));
 }
@@ -80,6 +97,8 @@ function row(p) {
 async function load() {
   try {
     const list = await api("GET", `/api/studies/${study}/participants`);
+    showTasks = taskNames.size > 0 || list.some((p) => Object.keys(p.episodes_by_task || {}).length);
+    $("tasks-head").hidden = !showTasks;
     $("participants-body").replaceChildren(...list.map(row));
     $("participants-table").hidden = list.length === 0;
     $("empty").hidden = list.length > 0;
@@ -98,6 +117,8 @@ async function main() {
     const s = await api("GET", `/api/studies/${study}`);
     $("study-name").textContent = s.name;
     asksConsent = Boolean(s.spec && s.spec.crowd && s.spec.crowd.consent);
+    taskNames = new Map();  // the first environment's task of each id, in the study's order
+    for (const t of (s.spec?.environments || []).flatMap((e) => e.tasks || [])) if (!taskNames.has(t.id)) taskNames.set(t.id, t);
     document.title = `Participants · ${s.name} · RLDS Studio`;
   } catch (err) {
     pageError(err.message);

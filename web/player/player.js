@@ -5,6 +5,7 @@
    in is entry.js, the socket socket.js, the state they share session.js. */
 import * as crowd from "./crowd.js";
 import * as questions from "./questions.js";
+import * as task from "./task.js";
 import { createInput, PLAYER_KEYS } from "./input.js";
 import { createMouse, mouseHint } from "./mouse.js";
 import { createSpaceMouse } from "./spacemouse.js";
@@ -93,6 +94,7 @@ function enterPlay(envId) {
   const env = state.envs[envId];
   if (!env) return;
   state.env = envId;
+  task.closeChoice(); // asked again by the next start
   $("env-name").textContent = env.name;
   $("env-instructions").innerHTML = env.instructions_html || "<p class=\"muted\">No extra instructions.</p>";
   // the designer's speed choices (none: the speed is fixed and no control is shown)
@@ -116,7 +118,7 @@ function setPhase(phase, overlay = OVERLAYS[phase]) {
   $("pause-btn").disabled = !active;
   $("cancel-btn").disabled = !active;
   $("start-btn").disabled = !(phase === "idle" || phase === "ready");
-  $("start-btn").hidden = phase === "idle" && !$("after-save").hidden; // the panel has the way on
+  $("start-btn").hidden = phase === "idle" && (!$("after-save").hidden || task.choosing()); // the panel has the way on
   $("pause-btn").firstChild.textContent = phase === "paused" ? "Resume " : "Pause ";
   $("overlay").hidden = !overlay;
   $("overlay").dataset.phase = phase;
@@ -150,12 +152,22 @@ function askSave(m) {
 }
 
 /* --- episodes: start, the ready gate, pause, cancel ------------------------------------ */
-function startEpisode(envId = state.env) {
+/** Start an episode of ``envId``; where the environment lets the player choose its task,
+    ask which first (task.js) and start with ``taskId``. */
+function startEpisode(envId = state.env, taskId = undefined) {
   if (state.phase !== "idle") return;
   $("after-save").hidden = true; playMessage("");
+  const env = state.envs[envId || state.env];
+  if (taskId === undefined && task.offersChoice(env)) {
+    task.chooseTask(env, (id) => startEpisode(envId, id));
+    setPhase("idle", task.choosePrompt()); // no Start button meanwhile: the choice starts
+    return;
+  }
+  task.closeChoice();
   setPhase("starting");
   // balanced studies: the server picks the environment
-  send(isParticipant() && balanced() ? { type: "start" } : { type: "start", env_id: envId });
+  const message = isParticipant() && balanced() ? { type: "start" } : { type: "start", env_id: envId };
+  send(taskId ? { ...message, task_id: taskId } : message);
 }
 
 /** The first frame is on screen; nothing steps until the player says go. A gate reached by
@@ -256,6 +268,7 @@ function keepPlaying() {
 /** While the cancel question is on screen no other key plays (its own: questions.js). */
 const answerCancel = () => Boolean(state.askingCancel);
 function primaryAction() {
+  if (task.choosing()) return; // the choice takes its own keys
   if (state.phase === "ready") go();
   else if (state.phase === "idle" && !$("after-save").hidden) $("next-btn").click(); // its guard holds
   else if (state.phase === "idle") startEpisode();
@@ -270,8 +283,10 @@ function nextCamera() {
   return true;
 }
 
+/** A modal dialog takes every key (the save question, the instructions, the narration). */
+const blocked = () => ["save-dialog", "instructions-dialog", "narrate-dialog"].some((id) => $(id).open);
 const input = createInput(state, send, { primary: primaryAction, go, togglePause, cancel: cancelEpisode,
-  blocked: () => $("save-dialog").open || $("instructions-dialog").open, answer: answerCancel, nextCamera });
+  blocked, answer: answerCancel, nextCamera });
 const { mode, sendInput, releaseAll, onKeyDown, onKeyUp } = input;
 input.addDevice(createMouse(state, input));
 const spaceMouse = input.addDevice(createSpaceMouse(state, input));
@@ -302,7 +317,7 @@ function wire() {
     if (!$("instructions-view").hidden && e.code === "Enter" && e.target.tagName !== "BUTTON") {
       e.preventDefault(); $("instructions-ok").click(); return;
     }
-    if (e.target === canvas || $("play-view").hidden || $("save-dialog").open || $("instructions-dialog").open) return;
+    if (e.target === canvas || $("play-view").hidden || blocked()) return;
     if (["INPUT", "SELECT", "TEXTAREA", "BUTTON"].includes(e.target.tagName)) return;
     onKeyDown(e);
   });

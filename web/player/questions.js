@@ -13,6 +13,8 @@ const down = new Set(); // codes this page saw go down and not yet up
 
 const shown = (el) => (el.tagName === "DIALOG" ? el.open : !el.hidden && el.checkVisibility());
 const isControl = (el) => ["INPUT", "SELECT", "TEXTAREA", "BUTTON", "A"].includes(el.tagName);
+/** A box the player types in (the narration's text): Space is a space there. */
+const typing = (el) => el.tagName === "TEXTAREA" || (el.tagName === "INPUT" && el.type === "text");
 
 /** The keys of the page, outside its form controls (the cancel question and the panel after
     an episode take them while they are on screen; a modal dialog takes every key). */
@@ -79,7 +81,7 @@ window.addEventListener("keydown", (e) => {
   const before = q.held.has(e.code); // down when the question opened
   if (!e.repeat) q.held.delete(e.code); // it went up unseen: this press is new, the next counts
   if (e.code === "Space") {
-    if (el.contains(e.target)) e.preventDefault(); // no button click, no scrolling
+    if (el.contains(e.target) && !typing(e.target)) e.preventDefault(); // no button click, no scrolling
     return;
   }
   if (e.ctrlKey || e.metaKey || e.altKey) return;
@@ -94,7 +96,7 @@ window.addEventListener("keyup", (e) => {
   down.delete(e.code);
   for (const q of asked.values()) q.held.delete(e.code);
   // a button activates on Space's keyup: a question's never does
-  if (e.code === "Space") for (const el of asked.keys()) if (el.contains(e.target)) e.preventDefault();
+  if (e.code === "Space" && !typing(e.target)) for (const el of asked.keys()) if (el.contains(e.target)) e.preventDefault();
 }, true);
 
 window.addEventListener("blur", () => down.clear()); // keys let go elsewhere are not seen

@@ -3,7 +3,9 @@
    binary and go to the stage. */
 import * as crowd from "./crowd.js";
 import { phoneHandlers } from "./phone.js";
+import * as narrate from "./narrate.js";
 import * as questions from "./questions.js";
+import { showTask } from "./task.js";
 import { renderTouch } from "./touch.js";
 import * as views from "./views.js";
 import { fmt, now, onFrame, onFrameDrawn, onFrameSkipped, policyStopped, resetFrames, stepsTaken, updateStatus } from "./stage.js";
@@ -106,6 +108,7 @@ const handlers = {
     playMessage("");
     flow.resetPause(); // the phase below is the server's: nothing is asked of it yet
     flow.setPhase(m.phase);
+    showTask(m.episode && m.episode.task); // a reload mid-episode shows its task again
     if (m.episode) {
       state.episode = m.episode; state.step = m.episode.step;
       flow.enterPlay(m.episode.env_id);
@@ -128,6 +131,7 @@ const handlers = {
     state.episode = m.episode; state.step = 0; state.next = null;
     policyStopped(""); // a new episode: the policy drives again
     if (m.episode.env_id && state.envs[m.episode.env_id]) flow.enterPlay(m.episode.env_id);
+    showTask(m.episode.task);
     $("after-save").hidden = true; playMessage("");
     $("screen").focus();
     state.countdownS = m.countdown_s || 0;
@@ -142,17 +146,21 @@ const handlers = {
     playMessage("");
     flow.setPhase("idle");
     state.episode = null;
+    showTask(null);
     if (m.participant) state.participant = m.participant;
     for (const [key, n] of Object.entries(m.completed || {})) if (state.envs[key]) state.envs[key].completed = n;
     const words = { completed: "Episode saved.", rejected: "Episode discarded.", canceled: "Episode canceled.",
       abandoned: "The episode was abandoned.", failed: "The game stopped." };
-    flow.showNext(m.next, `${words[m.status] || m.status} ${stepsTaken(m)} steps, return ${fmt(m.return)}.`);
+    const text = `${words[m.status] || m.status} ${stepsTaken(m)} steps, return ${fmt(m.return)}.`;
+    // a study that asks for it: the participant narrates a saved episode, then goes on
+    if (m.status === "completed" && narrate.asked(state)) narrate.open(m.episode_id, state.ticket, () => flow.showNext(m.next, text));
+    else flow.showNext(m.next, text);
   },
   // the policy stopped for the rest of the episode: the badge says why; a designer also
   // reads the error itself
   policy_failed(m) { policyStopped(m.reason || "failed"); if (m.message) playMessage(m.message); },
   episode_failed(m) {
-    flow.setPhase("idle"); state.episode = null;
+    flow.setPhase("idle"); state.episode = null; showTask(null);
     // the server words it plainly for a participant (the designer finds the details with the episode)
     playMessage(m.message);
     flow.showNext(m.next, isParticipant() ? "" : "The environment failed; this episode is kept as failed.");
@@ -183,6 +191,7 @@ const handlers = {
     }
     if (m.for === "start" && state.phase === "starting") {
       flow.setPhase("idle");
+      if (m.code === "unknown_task") { playMessage(m.message); return; } // Start asks again
       if (isParticipant()) { flow.refusedStart(m); return; }
     }
     playMessage(`${m.message}`);

@@ -27,18 +27,21 @@ def _thumbnail_url(key: str) -> str:
 
 
 @router.get("/catalog", response_model=list[CatalogEntryPublic], summary="The catalog")
-def read_catalog(_user: CurrentUser) -> list[dict[str, Any]]:
+def read_catalog(_user: CurrentUser, settings: SettingsDep) -> list[dict[str, Any]]:
     """The environments the operator allows designers to pick, with their defaults.
 
     Each entry's settings JSON Schema describes its ``source.kwargs``; ``installed`` is
-    False when its suite is missing here (it cannot be used until the operator installs it).
+    False when its suite is missing here (it cannot be used until the operator installs it);
+    ``replays`` says whether its defaults replayed when its first frame was built.
     """
     from server.runtime.catalog import catalog_public
 
+    replays = env_validation.catalog_replays(settings, allowed_environments(settings))
     return [
-        {**entry, "thumbnail_url": _thumbnail_url(entry["key"]) if entry["installed"] else None}
+        {**entry, "thumbnail_url": _thumbnail_url(entry["key"]) if entry["installed"] else None,
+         "replays": replays.get(entry["key"])}
         for entry in catalog_public()
-    ]
+    ]  # fmt: skip
 
 
 @router.get("/catalog/gymnasium-ids", response_model=list[str], summary="Allowed Gymnasium ids")

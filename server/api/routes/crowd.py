@@ -206,7 +206,8 @@ def list_participants(
 def participants_csv(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> Response:
     """One row per participant, external id first (approval and bonus uploads)."""
     study = studies.get_study(db, principal, study_id)
-    text = participants.listing_csv(participants.listing(db, study.id))
+    text = participants.listing_csv(participants.listing(db, study.id),
+                                    participants.task_ids(studies.spec_of(study)))  # fmt: skip
     name = f"study-{study.id}-participants.csv"
     return Response(text, media_type="text/csv; charset=utf-8",
                     headers={"Content-Disposition": f'attachment; filename="{name}"'})  # fmt: skip

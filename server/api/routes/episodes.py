@@ -13,6 +13,8 @@ from sqlalchemy.orm import Session
 from server.api.deps import CurrentPrincipal, RowId, SessionDep
 from server.models import MAX_DB_INT, Episode, EpisodeStatus
 from server.schemas.episodes import (
+    NO_TASK,
+    TASK_FILTER,
     EpisodeDetail,
     EpisodeList,
     EpisodeReviewIn,
@@ -20,11 +22,12 @@ from server.schemas.episodes import (
     NoteIn,
     NotePublic,
     OutcomeFilter,
+    ReplayVerdictName,
     StepTagIn,
     StepTagPublic,
     TagIn,
 )
-from server.services.review import labels, quality, review
+from server.services.review import labels, quality, review, verdicts
 from server.services.studies import studies
 
 router = APIRouter(tags=["episodes"])
@@ -45,6 +48,8 @@ def _summary(
         "status": episode.status,
         "end_reason": episode.end_reason,
         "participant": review.agent_key(episode, externals),
+        "task_key": episode.task_key,
+        "instruction": episode.instruction,
         "is_test": episode.is_test,
         "seed": episode.seed,
         "steps": episode.steps,
@@ -69,6 +74,7 @@ def _summary(
         "reviewer_outcome": episode.outcome,
         "outcome": review.effective_outcome(episode),
         "excluded": episode.excluded,
+        **verdicts.verdict(episode),  # in the replay's (RLDS) step numbers
     }
 
 
@@ -80,6 +86,7 @@ def _detail(db: Session, episode: Episode) -> EpisodeDetail:
     return EpisodeDetail(
         **base,
         error=episode.error,
+        replay_checked_at=episode.replay_checked_at,
         step_tags=[
             StepTagPublic(id=t.id, name=t.name, start=t.start_step, end=t.end_step)
             for t in step_tags
@@ -132,6 +139,19 @@ def list_episodes(
         list[OutcomeFilter] | None, Query(description="Effective outcomes; unset: neither said")
     ] = None,
     excluded: Annotated[bool | None, Query(description="Only excluded (true) or kept")] = None,
+    replay_verdict: Annotated[
+        list[ReplayVerdictName] | None,
+        Query(description="Replay verdicts (verified, diverged, not_replayable, pending)"),
+    ] = None,
+    task: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            pattern=TASK_FILTER,
+            description=f"A task id (the episodes that drew it); {NO_TASK}: episodes without a "
+            "task. A task no episode drew lists none.",
+        ),
+    ] = None,  # fmt: skip
     sort: Annotated[
         str, Query(description=f"One of {sorted(review.SORTS)}; a - prefix sorts descending")
     ] = review.DEFAULT_SORT,
@@ -183,6 +203,8 @@ def list_episodes(
         include_tests=include_tests,
         outcomes=outcome or [],
         excluded=excluded,
+        replay_verdicts=replay_verdict or [],
+        task=task,
     )
     page = review.list_episodes(
         db, study, flt, sort=sort, offset=offset, limit=limit, after=after,

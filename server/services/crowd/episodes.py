@@ -29,7 +29,7 @@ from server.recording.format import episode_dir
 from server.recording.signals import InputCounts
 from server.services.crowd import leases, progress, quotas
 from server.services.review import quality
-from server.study_spec import EnvironmentSpec, StudySpec
+from server.study_spec import EnvironmentSpec, StudySpec, TaskSpec
 
 FINAL = frozenset(EpisodeStatus) - {EpisodeStatus.recording}
 SERVER_RESTART = "server_restart"  # abandoned at start-up: its server had stopped
@@ -71,7 +71,8 @@ def end_session(db: Session, session_id: str) -> None:
     leases.release(db, session_id)  # commits both
 
 
-def _player_filter(principal: Principal) -> object:
+def player_filter(principal: Principal) -> object:
+    """The episodes of this player (a participant, or a designer test-playing)."""
     if principal.participant_id is not None:
         return Episode.participant_id == principal.participant_id
     return Episode.user_id == principal.user_id
@@ -84,25 +85,28 @@ def completed_counts(db: Session, study_id: int, principal: Principal) -> dict[s
         .where(
             Episode.study_id == study_id,
             Episode.status == EpisodeStatus.completed,
-            _player_filter(principal),  # type: ignore[arg-type]
+            player_filter(principal),  # type: ignore[arg-type]
         )
         .group_by(Episode.env_key)
     ).all()
     return {key: int(n) for key, n in rows}
 
 
-def next_seed(db: Session, study_id: int, env: EnvironmentSpec, principal: Principal) -> int:
-    """The study's seeds in turn for this player, or a random seed when it lists none."""
-    if not env.seeds:
+def next_seed(db: Session, study_id: int, env: EnvironmentSpec, principal: Principal,
+              task: TaskSpec | None = None) -> int:  # fmt: skip
+    """The seeds in turn for this player (the task's, counting its episodes of that task,
+    else the environment's), or a random seed when none are listed."""
+    seeds = (task.seeds if task is not None else None) or env.seeds
+    if not seeds:
         return random.randrange(2**31)
-    played = db.scalar(
-        select(func.count()).where(
-            Episode.study_id == study_id,
-            Episode.env_key == env.id,
-            _player_filter(principal),  # type: ignore[arg-type]
-        )
+    query = select(func.count()).where(
+        Episode.study_id == study_id,
+        Episode.env_key == env.id,
+        player_filter(principal),  # type: ignore[arg-type]
     )
-    return env.seeds[int(played or 0) % len(env.seeds)]
+    if task is not None and task.seeds:
+        query = query.where(Episode.task_key == task.id)
+    return seeds[int(db.scalar(query) or 0) % len(seeds)]
 
 
 def create_episode(
@@ -117,12 +121,14 @@ def create_episode(
     spec: StudySpec | None = None,
     extra: bool = False,
     replica_id: str | None = None,
+    task: TaskSpec | None = None,
 ) -> Episode:
     """A new ``recording`` episode whose log goes to ``episode_dir``.
 
     With ``spec``, a participant's episode is a reservation against the environment's
     quotas, checked under a lock (:func:`server.services.crowd.quotas.reserve`, QuotaError).
-    ``replica_id`` is the app process hosting it (failover: server/services/live/replicas.py).
+    ``replica_id`` is the app process hosting it (failover: server/services/live/replicas.py);
+    ``task`` the task it drew (:mod:`server.services.crowd.tasks`).
     """
     study_env: StudyEnvironment | None
     if spec is not None:
@@ -153,6 +159,8 @@ def create_episode(
         status=EpisodeStatus.recording,
         storage_path="",
         replica_id=replica_id,
+        task_key=None if task is None else task.id,
+        instruction=None if task is None else task.instruction,
     )
     db.add(episode)
     db.flush()

@@ -8,6 +8,7 @@ import hmac
 import io
 import secrets
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -18,10 +19,18 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from server.errors import Conflict, Invalid
-from server.models import Episode, EpisodeStatus, Participant, Platform, Study, utcnow
+from server.models import (
+    Episode,
+    EpisodeStatus,
+    Participant,
+    Platform,
+    ReplayVerdict,
+    Study,
+    utcnow,
+)
 from server.principal import is_reserved_participant_id
 from server.services.review.counts import REAL_PARTICIPANT
-from server.study_spec import CrowdSettings
+from server.study_spec import CrowdSettings, StudySpec
 
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"  # MTurk's assignmentId while a HIT is previewed
 MAX_ID = 200
@@ -249,6 +258,25 @@ def listing(db: Session, study_id: int) -> list[dict[str, Any]]:
             .group_by(Episode.participant_id)
         ).all()
     )
+    # completed episodes whose replay verified (docs/review.md, "Replay verification"): what
+    # a study that pays per verified episode pays for
+    verified = dict(
+        db.execute(
+            select(Episode.participant_id, func.count())
+            .where(Episode.study_id == study_id, Episode.status == EpisodeStatus.completed,
+                   Episode.replay_verdict == ReplayVerdict.verified)
+            .group_by(Episode.participant_id)
+        ).all()
+    )  # fmt: skip
+    by_task: dict[int, dict[str, int]] = {}
+    for pid, task, n in db.execute(
+        select(Episode.participant_id, Episode.task_key, func.count())
+        .where(Episode.study_id == study_id, Episode.status == EpisodeStatus.completed,
+               Episode.participant_id.is_not(None), Episode.task_key.is_not(None))
+        .group_by(Episode.participant_id, Episode.task_key)
+        .order_by(Episode.participant_id, Episode.task_key)
+    ).all():  # fmt: skip
+        by_task.setdefault(int(pid or 0), {})[str(task)] = int(n)
     errors: dict[int, str] = {}
     for pid, error in db.execute(
         select(Episode.participant_id, Episode.error)
@@ -263,7 +291,9 @@ def listing(db: Session, study_id: int) -> list[dict[str, Any]]:
          "consented_at": p.consented_at, "screened_out_at": p.screened_out_at,
          "screenout_reason": p.screenout_reason,
          "started_at": p.created_at, "last_seen_at": p.last_seen_at,
-         "episodes": counts.get(p.id, {}), "play_time_s": round(float(played.get(p.id) or 0), 3),
+         "episodes": counts.get(p.id, {}), "episodes_verified": int(verified.get(p.id) or 0),
+         "episodes_by_task": by_task.get(p.id, {}),
+         "play_time_s": round(float(played.get(p.id) or 0), 3),
          "completed_at": p.completed_at, "full_at": p.full_at, "outcome": outcome(p),
          "completion_code_shown": p.completion_shown_at is not None,
          "assigned_env": p.assigned_env, "last_error": errors.get(p.id)}
@@ -273,9 +303,9 @@ def listing(db: Session, study_id: int) -> list[dict[str, Any]]:
 
 CSV_COLUMNS = ["external_id", "platform", "platform_study_id", "platform_session_id",
                "consented_at", "screened_out_at", "screenout_reason", "started_at",
-               "last_seen_at",
-               "episodes_completed", "episodes_total", "play_time_s", "outcome", "completed_at",
-               "full_at", "completion_code_shown"]  # fmt: skip
+               "last_seen_at", "episodes_completed", "episodes_verified", "episodes_total",
+               "play_time_s", "outcome", "completed_at", "full_at",
+               "completion_code_shown"]  # fmt: skip
 
 
 def _cell(value: Any) -> str:
@@ -288,11 +318,23 @@ def _cell(value: Any) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def listing_csv(rows: list[dict[str, Any]]) -> str:
-    """The listing as CSV, external id first (fits Prolific / MTurk approval and bonus uploads)."""
+TASK_COLUMN = "episodes_completed:"  # + a task id: that task's completed episodes
+
+
+def task_ids(spec: StudySpec) -> list[str]:
+    """The study's task ids across its environments, in its order, each once."""
+    return list(dict.fromkeys(t.id for env in spec.environments for t in env.tasks))
+
+
+def listing_csv(rows: list[dict[str, Any]], tasks: Sequence[str] = ()) -> str:
+    """The listing as CSV, external id first (fits Prolific / MTurk approval and bonus uploads),
+    then one ``episodes_completed:<task id>`` column per task: ``tasks`` (the study's, in its
+    order), then any other task a row counts, sorted."""
+    drawn = sorted({t for row in rows for t in row["episodes_by_task"]} - set(tasks))
+    per_task = [*dict.fromkeys(tasks), *drawn]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(CSV_COLUMNS)
+    writer.writerow([*CSV_COLUMNS, *(TASK_COLUMN + t for t in per_task)])
     for row in rows:
         values = {
             **row,
@@ -300,5 +342,6 @@ def listing_csv(rows: list[dict[str, Any]]) -> str:
             "episodes_total": sum(row["episodes"].values()),
             "completion_code_shown": "yes" if row["completion_code_shown"] else "no",
         }
-        writer.writerow([_cell(values[name]) for name in CSV_COLUMNS])
+        writer.writerow([*(_cell(values[name]) for name in CSV_COLUMNS),
+                         *(str(row["episodes_by_task"].get(t, 0)) for t in per_task)])  # fmt: skip
     return out.getvalue()

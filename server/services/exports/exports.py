@@ -21,10 +21,12 @@ from server.core.config import Settings
 from server.errors import DomainError, Invalid, NotFound
 from server.export import EpisodeInput, ExportOptions, registry
 from server.export.beam_config import BeamConfig
+from server.export.regenerate import Regeneration, settings_for
 from server.export.request import RequestError, check_request
 from server.export.runner import ExportPayload
 from server.models import Episode, ExportJob, JobState, Study
 from server.principal import Principal
+from server.runtime.regeneration import RegenerationRefused
 from server.schemas.exports import ExportCreate, ExportOptionsIn, ExportSelection
 from server.services.exports import selection as export_selection
 from server.services.exports.spaces import spaces_differ
@@ -43,7 +45,9 @@ def dataset_name(study: Study, requested: str | None) -> str:
     return slug[:60]
 
 
-def library_options(study: Study, opts: ExportOptionsIn) -> ExportOptions:
+def library_options(
+    study: Study, opts: ExportOptionsIn, engines: Engines | None = None
+) -> ExportOptions:
     """The exporter's options for the API's (checked with the selection: :func:`check`)."""
     return ExportOptions(
         name=dataset_name(study, opts.name),
@@ -54,7 +58,52 @@ def library_options(study: Study, opts: ExportOptionsIn) -> ExportOptions:
         study=f"{study.name} (study {study.id})",
         profile=opts.profile or "",
         videos=opts.videos,
+        regenerate=_regeneration(opts, engines),
     )
+
+
+def _regeneration(opts: ExportOptionsIn, engines: Engines | None) -> Regeneration | None:
+    """The regeneration the options ask for, with what the operator allows to be built and
+    the replay processes' bounds (from ``engines.settings``; without them, as for a preview,
+    a regeneration that cannot run)."""
+    if opts.regenerate is None:
+        return None
+    cameras = opts.regenerate.cameras
+    asked = Regeneration(
+        image_size=opts.regenerate.image_size,
+        cameras=tuple(cameras) if cameras is not None else None,
+    )
+    settings = engines.settings if engines is not None else None
+    if settings is None:
+        return asked
+    from server.services.studies.env_check import allowed_environments
+
+    return replace(
+        asked,
+        allowed=allowed_environments(settings),
+        timeout_s=settings.replay_check_timeout_s,
+        memory_mb=settings.replay_check_memory_mb,
+    )
+
+
+def check_regeneration(
+    episodes: list[Episode], inputs: list[EpisodeInput], regen: Regeneration
+) -> None:
+    """A 422 naming the option unless every selected environment can regenerate as asked
+    (checked on one log per environment: the catalog entry's declaration)."""
+    seen: set[str] = set()
+    for episode, ep in zip(episodes, inputs, strict=True):
+        if episode.env_key in seen:
+            continue
+        seen.add(episode.env_key)
+        try:
+            settings_for(Path(ep.log_dir), regen)
+        except RegenerationRefused as exc:
+            loc = ["body", "options", "regenerate", *([exc.field] if exc.field else [])]
+            raise Invalid(
+                f"Cannot regenerate the observations: {exc}.",
+                detail=[{"loc": loc, "msg": str(exc)}],
+            ) from exc
 
 
 def check(inputs: list[EpisodeInput], options: ExportOptions) -> None:
@@ -95,6 +144,8 @@ class Engines:
 
     beam: BeamConfig
     beam_min_steps: int = 0  # engine auto: RLDS exports of at least this many steps; 0: never
+    # what regenerated observations need: the allow-list and the replay processes' bounds
+    settings: Settings | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Engines:
@@ -105,7 +156,7 @@ class Engines:
             settings.beam_workers,
             settings.beam_running_mode,
         )
-        return cls(config, settings.beam_min_steps)
+        return cls(config, settings.beam_min_steps, settings)
 
 
 def with_engine(
@@ -142,11 +193,13 @@ def prepare(
     (``opts.split_by_env`` is set): each environment's folder reads like a single-environment
     export."""
     episodes = export_selection.resolve(db, study, selection)
-    options = library_options(study, opts)
+    options = library_options(study, opts, engines)
     options = with_engine(options, opts.engine, sum(e.steps for e in episodes), engines)
     instructions = export_selection.instructions_of(study)
     inputs = export_selection.episode_inputs(db, episodes, secret_key, data_root, instructions)
     check(inputs, options)
+    if options.regenerate is not None:
+        check_regeneration(episodes, inputs, options.regenerate)
     if not opts.split_by_env and registry.get(options.format).splits_by_env:
         opts.split_by_env = spaces_differ(episodes, inputs)
     export_selection.check_inputs(episodes, inputs, options, opts.split_by_env)

@@ -32,18 +32,16 @@ def export_preview(
 ) -> dict[str, Any]:
     """Of the episodes the list shows (its filter, or checked ids), how many ``sel`` exports
     and, per reason, the ones it leaves out."""
-    columns = select(Episode.id, Episode.status, Episode.excluded, Episode.is_test)
+    fields = (Episode.id, Episode.status, Episode.excluded, Episode.is_test, Episode.replay_verdict)
     if isinstance(listed, EpisodeFilterIn):
-        query = review.filtered(study.id, selection_filter(listed)).with_only_columns(
-            Episode.id, Episode.status, Episode.excluded, Episode.is_test
-        )
+        query = review.filtered(study.id, selection_filter(listed)).with_only_columns(*fields)
     else:
-        query = columns.where(Episode.study_id == study.id, Episode.id.in_(list(listed)))
+        query = select(*fields).where(Episode.study_id == study.id, Episode.id.in_(list(listed)))
     reasons: dict[str, list[str]] = {}
     exported = total = 0
-    for episode_id, status, excluded, is_test in db.execute(query):
+    for episode_id, status, excluded, is_test, verdict in db.execute(query):
         total += 1
-        reason = left_out_reason(str(status), bool(excluded), bool(is_test), sel)
+        reason = left_out_reason(str(status), bool(excluded), bool(is_test), sel, str(verdict))
         if reason is None:
             exported += 1
         else:

@@ -4,6 +4,7 @@ selects none), the exporter's inputs of them, and the checks made before a job i
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
@@ -15,15 +16,16 @@ from server.export import (
     ExportError,
     ExportOptions,
     IncompatibleEnvironmentsError,
+    NarratedSpan,
     TaggedSpan,
     check_compatible,
 )
 from server.export.run import check_format
-from server.models import Episode, EpisodeStatus, Study
+from server.models import Episode, EpisodeStatus, ReplayVerdict, Study
 from server.schemas.episodes import EpisodeFilterIn
 from server.schemas.exports import ExportSelection
 from server.services.exports.spaces import one_log_per_env
-from server.services.review import labels, review
+from server.services.review import labels, review, verdicts
 from server.services.studies import studies
 
 
@@ -48,6 +50,8 @@ def selection_filter(sel: EpisodeFilterIn) -> review.EpisodeFilter:
         include_tests=sel.include_tests,
         outcomes=sel.outcomes,
         excluded=_excluded(sel) if isinstance(sel, ExportSelection) else sel.excluded,
+        replay_verdicts=sel.replay_verdicts,
+        task=sel.task,
     )
 
 
@@ -65,6 +69,7 @@ def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
         selectinload(Episode.tags),
         selectinload(Episode.step_tags),
         selectinload(Episode.notes),
+        selectinload(Episode.narrations),
     )
     if sel.episode_ids is not None:
         ids = list(dict.fromkeys(sel.episode_ids))
@@ -119,9 +124,36 @@ def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
 
 
 def instructions_of(study: Study) -> dict[str, str]:
-    """Each environment's instructions, else the study's (the OXE language instruction)."""
+    """Each environment's instructions, else the study's: the language instruction of its
+    episodes that drew no task (an episode's own task instruction comes first:
+    :func:`episode_instruction`)."""
     spec = studies.spec_of(study)
     return {env.id: (env.instructions or spec.instructions).strip() for env in spec.environments}
+
+
+def episode_instruction(episode: Episode, instructions: dict[str, str] | None) -> str:
+    """The episode's language instruction: its task's as it was shown (the row keeps it),
+    else its environment's (``instructions``: :func:`instructions_of`); "" when none."""
+    own = (episode.instruction or "").strip()
+    return own or (instructions or {}).get(episode.env_key, "")
+
+
+def narrations_of(episode: Episode) -> tuple[NarratedSpan, ...]:
+    """The episode's narrations, by start step (ties: as written), for the export."""
+    rows = sorted(episode.narrations, key=lambda n: (n.start_step, n.id))
+    return tuple(NarratedSpan(n.start_step, n.end_step, n.text) for n in rows)
+
+
+def replay_fields(episode: Episode) -> dict[str, Any]:
+    """The replay verdict an export carries: ``replay_verdict``, ``replay_step`` (the RLDS
+    step, as the review shows it; -1: none) and ``replay_message`` ("": none)."""
+    found = verdicts.verdict(episode)
+    step = found["replay_step"]
+    return {
+        "replay_verdict": str(found["replay_verdict"] or ReplayVerdict.pending),
+        "replay_step": -1 if step is None else int(step),
+        "replay_message": str(found["replay_message"] or ""),
+    }
 
 
 def episode_inputs(
@@ -131,7 +163,9 @@ def episode_inputs(
     data_root: Path,
     instructions: dict[str, str] | None = None,
 ) -> list[EpisodeInput]:
-    """The exporter's inputs: log folders, pseudonymous agent ids, tags, notes, instructions."""
+    """The exporter's inputs: log folders, pseudonymous agent ids, tags, notes, tasks and
+    instructions (the episode's task's, else ``instructions``' of its environment),
+    narrations, outcomes and replay verdicts."""
     externals = review.external_ids(db, episodes)
     inputs = []
     for e in episodes:
@@ -147,10 +181,13 @@ def episode_inputs(
                     for t in sorted(e.step_tags, key=lambda t: (t.start_step, t.id))
                 ),
                 notes="\n\n".join(n.body for n in labels.notes_of(e)),
-                instruction=(instructions or {}).get(e.env_key, ""),
+                instruction=episode_instruction(e, instructions),
+                task_id=e.task_key or "",
+                narrations=narrations_of(e),
                 outcome=review.effective_outcome(e) or "",
                 player_outcome=e.player_outcome or "",
                 reviewer_outcome=e.outcome or "",
+                **replay_fields(e),
             )
         )
     return inputs

@@ -25,7 +25,7 @@ from server.models import (
 )
 from server.services.live.replicas import alive_filter
 from server.services.review import counts
-from server.study_spec import StudySpec
+from server.study_spec import EnvironmentSpec, StudySpec
 
 
 def _sessions(db: Session, study_id: int, dead_after_s: float) -> list[dict[str, Any]]:
@@ -49,22 +49,51 @@ def _sessions(db: Session, study_id: int, dead_after_s: float) -> list[dict[str,
 
 
 def _quotas(db: Session, study_id: int, spec: StudySpec) -> list[dict[str, Any]]:
-    """Participants' completed and recording episodes per environment, against its total."""
-    found: dict[tuple[str, str], int] = {
-        (key, status): int(n)
-        for key, status, n in db.execute(
-            select(Episode.env_key, Episode.status, func.count())
+    """Participants' completed and recording episodes per environment, against its total,
+    and per task of the environment (:func:`_tasks`)."""
+    found: dict[tuple[str, str | None, str], int] = {
+        (key, task, str(status)): int(n)
+        for key, task, status, n in db.execute(
+            select(Episode.env_key, Episode.task_key, Episode.status, func.count())
             .where(Episode.study_id == study_id, counts.PARTICIPANT_PLAY,
                    Episode.status.in_((EpisodeStatus.completed, EpisodeStatus.recording)))
-            .group_by(Episode.env_key, Episode.status)
+            .group_by(Episode.env_key, Episode.task_key, Episode.status)
         ).all()
     }  # fmt: skip
+
+    def total(env_key: str, status: str) -> int:
+        return sum(n for (key, _, st), n in found.items() if key == env_key and st == status)
+
     return [
         {"env_key": env.id, "name": env.name, "total": env.episodes_total,
-         "completed": found.get((env.id, EpisodeStatus.completed), 0),
-         "recording": found.get((env.id, EpisodeStatus.recording), 0)}
+         "completed": total(env.id, EpisodeStatus.completed),
+         "recording": total(env.id, EpisodeStatus.recording),
+         "tasks": _tasks(env, found)}
         for env in spec.environments
     ]  # fmt: skip
+
+
+def _tasks(
+    env: EnvironmentSpec, found: dict[tuple[str, str | None, str], int]
+) -> list[dict[str, Any]]:
+    """Each task of the environment with its completed and recording episodes, in the
+    study's order; then, when they have episodes, tasks no longer listed and episodes
+    without a task (``id`` null) in an environment that lists tasks now."""
+    listed = {t.id: t for t in env.tasks}
+    drawn = sorted({task for key, task, _ in found if key == env.id},
+                   key=lambda t: (t is None, t or ""))  # fmt: skip
+    ids = [*listed, *(t for t in drawn if t not in listed and (t is not None or listed))]
+    out = []
+    for task_id in ids:
+        task = listed.get(task_id) if task_id is not None else None
+        out.append({
+            "id": task_id,
+            "name": task.name if task else (task_id or "no task"),
+            "instruction": task.instruction if task else None,
+            "completed": found.get((env.id, task_id, EpisodeStatus.completed), 0),
+            "recording": found.get((env.id, task_id, EpisodeStatus.recording), 0),
+        })  # fmt: skip
+    return out
 
 
 def _today(db: Session, study_id: int, since: datetime) -> dict[str, int]:
@@ -77,6 +106,18 @@ def _today(db: Session, study_id: int, since: datetime) -> dict[str, int]:
     out = {str(status): 0 for status in EpisodeStatus}
     out.update({str(status): int(n) for status, n in rows})
     return out
+
+
+def _replays_today(db: Session, study_id: int, since: datetime) -> dict[str, int]:
+    """Participants' ended episodes started today by replay verdict (docs/review.md, "Replay
+    verification")."""
+    rows = db.execute(
+        select(Episode.replay_verdict, func.count())
+        .where(Episode.study_id == study_id, Episode.started_at >= since,
+               counts.PARTICIPANT_PLAY, Episode.status != EpisodeStatus.recording)
+        .group_by(Episode.replay_verdict)
+    ).all()  # fmt: skip
+    return {str(verdict): int(n) for verdict, n in rows}
 
 
 def _test_plays_today(db: Session, study_id: int, since: datetime) -> int:
@@ -128,6 +169,7 @@ def snapshot(db: Session, study_id: int, dead_after_s: float) -> dict[str, Any] 
         "quotas": _quotas(db, study.id, spec),
         "episodes_today": _today(db, study.id, since),
         "test_plays_today": _test_plays_today(db, study.id, since),
+        "replays_today": _replays_today(db, study.id, since),
         "participants": _participants(db, study.id),
         "replicas": int(db.scalar(select(func.count()).where(alive_filter(dead_after_s))) or 0),
     }

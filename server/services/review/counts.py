@@ -23,7 +23,9 @@ SCREENED_OUT: ColumnElement[bool] = Participant.screened_out_at.is_not(None)
 REAL_PARTICIPANT: ColumnElement[bool] = Participant.is_test.is_(False)
 
 
-def left_out_reason(status: str, excluded: bool, is_test: bool, sel: ExportSelection) -> str | None:
+def left_out_reason(
+    status: str, excluded: bool, is_test: bool, sel: ExportSelection, replay_verdict: str = ""
+) -> str | None:
     """Why an export of ``sel`` leaves out an episode the list shows (None: it exports it)."""
     if status == EpisodeStatus.recording:
         return "still recording"
@@ -34,4 +36,8 @@ def left_out_reason(status: str, excluded: bool, is_test: bool, sel: ExportSelec
         return "excluded from exports (tick “Include excluded episodes” to export them)"
     if is_test and sel.episode_ids is None and not sel.include_tests:
         return "test play (show test plays to export them)"
+    verdicts = sel.replay_verdicts
+    if sel.episode_ids is None and verdicts and replay_verdict not in verdicts:
+        wanted = ", ".join(v.replace("_", " ") for v in verdicts)
+        return f"replay {replay_verdict.replace('_', ' ')}: only {wanted} episodes are exported"
     return None

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from server.models import Episode, EpisodeStatus, StudyEnvironment, utcnow
+from server.models import Episode, EpisodeStatus, ReplayVerdict, StudyEnvironment, utcnow
 from server.recording.signals import InputCounts, Signals, held_controls
 from server.services.review.replay_step import finite
 
@@ -167,6 +167,9 @@ def badges(episode: Episode, median: float | None) -> list[dict[str, str]]:
         )
     if episode.policy_error:
         out.append({"flag": "policy_failed", "label": "policy failed"})
+    if episode.replay_verdict == ReplayVerdict.diverged:
+        # its replay did not reproduce the log (server/services/jobs/replay_checks.py)
+        out.append({"flag": "diverged", "label": "replay diverged"})
     if median and episode.status != EpisodeStatus.recording:
         if episode.steps < SHORT_RATIO * median:
             out.append({"flag": "short", "label": "short"})

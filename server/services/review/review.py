@@ -32,6 +32,7 @@ from server.models import (
     is_row_id,
 )
 from server.principal import USER_PREFIX, Principal
+from server.schemas.episodes import NO_TASK
 from server.services.review import counts
 from server.services.studies import studies
 
@@ -86,6 +87,9 @@ class EpisodeFilter:
     include_tests: bool = False
     outcomes: Sequence[str] = ()  # effective outcomes: "success", "failure", "unset"
     excluded: bool | None = None  # None: both; True: only excluded; False: only kept
+    replay_verdicts: Sequence[str] = ()  # ReplayVerdict values (server/models/episodes.py)
+    # the task drawn (episodes.task_key); NO_TASK: episodes without one; None: any
+    task: str | None = None
 
     @property
     def tests_included(self) -> bool:
@@ -175,6 +179,12 @@ def filtered(study_id: int, flt: EpisodeFilter) -> Select[Any]:
         query = query.where(condition)
     if flt.excluded is not None:
         query = query.where(Episode.excluded.is_(flt.excluded))
+    if flt.replay_verdicts:
+        query = query.where(Episode.replay_verdict.in_(list(flt.replay_verdicts)))
+    if flt.task == NO_TASK:
+        query = query.where(Episode.task_key.is_(None))
+    elif flt.task is not None:  # (study_id, task_key): ix_episodes_study_task
+        query = query.where(Episode.task_key == flt.task)
     return _quality_filters(query, flt)
 
 

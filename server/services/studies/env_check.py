@@ -56,6 +56,15 @@ def require_allowed(
                     env.source.kwargs, entry.schema, fixed=entry.kwargs
                 )
             ]
+            for t, task in enumerate(env.tasks):  # a task's settings, over the source's
+                merged = {**env.source.kwargs, **task.settings}
+                problems += [
+                    (("tasks", t, "settings", name), message)
+                    for name, message in settings_problems(
+                        merged, entry.schema, fixed=entry.kwargs
+                    )  # fmt: skip
+                    if name in task.settings
+                ]
         detail += _detail(index, problems, prefix)
     if detail:
         raise Invalid(

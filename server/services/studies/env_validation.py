@@ -2,11 +2,12 @@
 
 A report per environment gives its observation and action spaces, the first frame, the
 resolved controls, the effective game speed, its policy's timing (``policy``: the trial of
-:meth:`server.runtime.autonomy.SharedAutonomy.trial`, None without a policy), warnings and
-problems (field paths from the study's root). Reports of environments that built are cached
-on disk under the data root, keyed by a hash of the environment's spec and the operator's
-allow-list, so an unchanged study validates without starting a worker. The runtime is
-imported lazily.
+:meth:`server.runtime.autonomy.SharedAutonomy.trial`, None without a policy), whether it
+replays (``replay``: :func:`server.runtime.replay_check.trial`, a warning when it does not),
+warnings and problems (field paths from the study's root). Reports of environments that
+built are cached on disk under the data root, keyed by a hash of the environment's spec
+and the operator's allow-list, so an unchanged study validates without starting a worker.
+The runtime is imported lazily.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from server.runtime.probe import Inspection
 
 Loc = tuple[str | int, ...]
-CACHE_VERSION = 4  # bump when a report's shape or meaning changes
+CACHE_VERSION = 5  # bump when a report's shape or meaning changes
 SPEED_TOLERANCE = 0.05  # effective speeds within 5 % of 1× count as real speed
 FRAME_KEY = re.compile(r"^[0-9a-f]{64}$")
 _LISTED = 8  # names listed in one warning
@@ -100,11 +101,12 @@ def prune_cache(data_root: Path, keep: int) -> int:
     return len(stale)
 
 
-def _cached(data_root: Path, key: str) -> dict[str, Any] | None:
+def _cached(data_root: Path, key: str, touch: bool = True) -> dict[str, Any] | None:
     path = cache_dir(data_root) / f"{key}.json"
     try:
         report: dict[str, Any] = json.loads(path.read_text())
-        os.utime(path)  # recently used: the last to be pruned
+        if touch:
+            os.utime(path)  # recently used: the last to be pruned
     except (OSError, ValueError):
         return None
     return report
@@ -202,13 +204,33 @@ def warnings(env: EnvironmentSpec, info: dict[str, Any], sp: dict[str, Any]) -> 
     return found
 
 
+def replay_warning(replay: dict[str, Any] | None) -> Problem | None:
+    """An environment that does not replay: its episodes could never be verified."""
+    if not replay or replay.get("replays") is not False:
+        return None
+    if replay.get("declared"):
+        why = "it declares that it is not deterministic"
+    elif replay.get("error"):
+        why = str(replay["error"])
+    else:
+        where = (replay.get("difference") or {}).get("message")
+        why = f"run twice from the same seed and actions, it differed at {where}"
+    message = (f"does not replay: {why}; its episodes will not verify (they are marked "
+               "diverged or not replayable), so they cannot be re-simulated")  # fmt: skip
+    return (("source",), message)
+
+
 def _report(env: EnvironmentSpec, inspection: Inspection, key: str) -> dict[str, Any]:
     info = inspection.info or {}
     sp = speed(env, info) if info else None
     unbound = unbound_problem(env, info) if info else None
+    replay = replay_warning(inspection.replay)
+    found = _items(warnings(env, info, sp)) if sp else []
+    if replay and sp:  # the checklist's item about it says how to fix it
+        found.append({"loc": list(replay[0]), "msg": replay[1], "code": "not_replayable"})
     return {
         "problems": _items([*inspection.problems, *([unbound] if unbound else [])]),
-        "warnings": _items(warnings(env, info, sp)) if sp else [],
+        "warnings": found,
         "observation_space": info.get("observation_spec"),
         "action_space": info.get("action_spec"),
         "action_meanings": info.get("action_meanings"),
@@ -217,6 +239,7 @@ def _report(env: EnvironmentSpec, inspection: Inspection, key: str) -> dict[str,
         "speed": sp,
         "frame_url": frame_url(key) if inspection.frame else None,
         "policy": inspection.policy,
+        "replay": inspection.replay,
     }
 
 
@@ -224,7 +247,7 @@ def _empty(problems: list[Problem]) -> dict[str, Any]:
     return {
         "problems": _items(problems), "warnings": [], "observation_space": None,
         "action_space": None, "action_meanings": None, "cameras": None, "controls": None,
-        "speed": None, "frame_url": None, "policy": None,
+        "speed": None, "frame_url": None, "policy": None, "replay": None,
     }  # fmt: skip
 
 
@@ -304,6 +327,19 @@ def catalog_spec(entry: CatalogEntry) -> EnvironmentSpec:
     return EnvironmentSpec(
         id="thumbnail", name=entry.key, source=entry.source(), mode=entry.mode, fps=entry.fps
     )
+
+
+def catalog_replays(settings: Settings, allowed: AllowedEnvironments) -> dict[str, bool | None]:
+    """Catalog key -> whether its defaults replay, from the validation cache (entries not
+    built yet are left out)."""
+    from server.runtime.catalog import CATALOG
+
+    found: dict[str, bool | None] = {}
+    for key, entry in CATALOG.items():
+        report = _cached(settings.data_root, cache_key(catalog_spec(entry), allowed), touch=False)
+        if report is not None:
+            found[key] = (report.get("replay") or {}).get("replays")
+    return found
 
 
 def warm_catalog(settings: Settings, allowed: AllowedEnvironments, stop: Event) -> int:

@@ -32,6 +32,7 @@ STUDY_LABELS = {
     "crowd.requirements.min_episodes": "Required episodes",
     "crowd.requirements.min_play_time_s": "Required play time (s)",
     "crowd.inputs": "Participants play with", "crowd.platforms": "Participants come from",
+    "narrate_episodes": "Ask participants to narrate their episodes",
 }  # fmt: skip
 ENV_LABELS = {
     "name": "Display name", "id": "Id (in exports)", "mode": "Play mode",
@@ -45,7 +46,7 @@ ENV_LABELS = {
     "episodes_total": "Episodes in total", "instructions": "Instructions",
     "controls": "Controls", "source": "Source", "source.id": "Source",
     "source.factory": "Source", "source.kwargs": "Settings", "policy": "Policy",
-    "policy.id": "Policy",
+    "policy.id": "Policy", "tasks": "Tasks", "task_order": "Task order",
 }  # fmt: skip
 
 
@@ -198,6 +199,12 @@ def _quotas(spec: StudySpec) -> Iterable[Item]:
         )  # fmt: skip
 
 
+REPLAY_FIX = (
+    "Seed the environment's randomness from its reset seed (or choose another environment); "
+    "activate anyway if its episodes need not be re-simulated."
+)
+
+
 def _from_reports(reports: list[dict[str, Any]]) -> Iterable[Item]:
     """Validation's problems (errors) and warnings, field paths from the study's root."""
     for report in reports:
@@ -208,6 +215,9 @@ def _from_reports(reports: list[dict[str, Any]]) -> Iterable[Item]:
             yield item("error", code, loc, problem["msg"])
         for warning in report["warnings"]:
             loc = tuple(warning["loc"])
+            if warning.get("code") == "not_replayable":
+                yield item("warning", "not_replayable", loc, warning["msg"], REPLAY_FIX)
+                continue
             yield item("warning", "environment_warning", loc, warning["msg"])
 
 

@@ -36,6 +36,7 @@ def test_each_count_has_one_definition_on_every_page(factory: Factory, db: Sessi
     rejected = _episode(db, study, 3, participant=worker, status="rejected")
     _episode(db, study, 4, status="completed")  # the designer's test play
     previewed = _episode(db, study, 5, participant=tester, status="completed")  # a preview's
+    kept[0].replay_verdict, rejected.replay_verdict = "verified", "diverged"
     db.commit()
     client = factory.client(owner)
 
@@ -43,6 +44,7 @@ def test_each_count_has_one_definition_on_every_page(factory: Factory, db: Sessi
     # test plays are counted apart from participants' work
     assert live["episodes_today"]["completed"] == 3 and live["episodes_today"]["rejected"] == 1
     assert live["test_plays_today"] == 2  # the designer's and the preview's
+    assert live["replays_today"] == {"verified": 1, "diverged": 1, "pending": 2}
     assert live["quotas"][0]["completed"] == 3
     assert live["participants"] == {"joined": 2, "started": 1, "completed": 0, "screened_out": 1}
 

@@ -94,6 +94,8 @@ def test_designer_participants_list_and_csv(factory, db, settings):
     assert table[0][0] == "external_id" and len(table) == 3
     assert table[1][0] == "'=HYPERLINK(1)"  # never run as a formula by a spreadsheet
     assert table[2][0] == "P-2" and table[2][table[0].index("episodes_completed")] == "1"
+    assert table[2][table[0].index("episodes_verified")] == "0"  # not checked (pending)
+    assert rows.json()[1]["episodes_verified"] == 0
     for path in ("participants", "participants.csv"):
         assert factory.client(other).get(f"/api/studies/{study.id}/{path}").status_code == 404
         assert anon.get(f"/api/studies/{study.id}/{path}").status_code == 401

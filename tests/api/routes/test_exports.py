@@ -21,7 +21,12 @@ from server.export.runner import EXPORTS_DIR, export_dir
 from server.models import ExportJob, JobState, Role
 from tests.api.routes.recorded import Inserter, two_env_spec
 from tests.export.consumers import check_report
-from tests.export.expected import expected_episode, save_expected
+from tests.export.expected import (
+    EXPORTED_VERDICTS,
+    VERDICT_ROWS,
+    expected_episode,
+    save_expected,
+)
 
 SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
 
@@ -226,9 +231,14 @@ def test_folder_export_streams_a_zip(world) -> None:  # type: ignore[no-untyped-
 
 @pytest.mark.database_plays_no_part
 @pytest.mark.consumer
-def test_job_export_loads_in_tfds(world, settings, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
+def test_job_export_loads_in_tfds(world, db, settings, tmp_path, recorded) -> None:  # type: ignore[no-untyped-def]
     c, sid = world["client"], world["study"].id
     ep = world["episodes"][0]
+    # its replay diverged (set on the row as the checker stores it): the export says where,
+    # in RLDS steps (the log's timestep 3 holds the reward of step 2's action)
+    for key, value in VERDICT_ROWS["diverged"].items():
+        setattr(ep, key, value)
+    db.commit()
     c.post(f"/api/episodes/{ep.id}/step-tags", json={"name": "wobble", "start": 1, "end": 2})
     c.post(f"/api/episodes/{ep.id}/notes", json={"body": "looks fine"})
     job = start(c, sid, {"episode_ids": [ep.id]}, name="ds", archive="zip")
@@ -244,6 +254,7 @@ def test_job_export_loads_in_tfds(world, settings, tmp_path, recorded) -> None: 
         notes="looks fine",
         step_tags=(TaggedSpan("wobble", 1, 2),),
         tag_names=("wobble",),
+        replay=EXPORTED_VERDICTS["diverged"],
     )
     save_expected(tmp_path / "expected.npz", [want])
     data_dir = tmp_path / "x" / "ds" / "ds" / "1.0.0"

@@ -34,7 +34,7 @@ def test_only_designers_managing_the_study_see_it(factory, designer):
     body = res.json()
     assert body["study"]["name"] == "Live one" and body["sessions"] == []
     assert body["quotas"] == [{"env_key": "counter", "name": "Counter", "total": None,
-                               "completed": 0, "recording": 0}]  # fmt: skip
+                               "completed": 0, "recording": 0, "tasks": []}]  # fmt: skip
     assert body["participants"] == {"joined": 0, "started": 0, "completed": 0, "screened_out": 0}
     assert body["episodes_today"]["recording"] == 0 and body["replicas"] == 1
     admin = factory.client(factory.user(role=Role.admin))

@@ -145,3 +145,28 @@ def test_a_policy_timed_by_validate_is_on_the_checklist(client, factory, owner, 
     res = _activate(client, study.id)
     assert res.status_code == status, res.text
     assert [i["code"] for i in res.json()["detail"]] == [code]
+
+
+def test_an_environment_that_does_not_replay_is_a_checklist_warning_naming_the_difference(
+    client, factory, owner
+):
+    source = {"kind": "dm_env", "factory": "tests.runtime.fake_envs:unseeded", "kwargs": {}}
+    noisy = {**counter_env("noisy"), "source": source}
+    study = factory.study(owner, {**spec(counter_env(), noisy), "crowd": {"platforms": ["direct"]}})
+    res = client.post(f"/api/studies/{study.id}/validate")
+    assert res.status_code == 200, res.text
+    steady, unseeded = (env["replay"] for env in res.json()["environments"])
+    assert steady["replays"] is True and steady["steps"] == 5 and steady["difference"] is None
+    assert unseeded["replays"] is False and unseeded["declared"] is False
+    assert (unseeded["difference"]["step"], unseeded["difference"]["field"]) == (1, "reward")
+    (item,) = client.get(f"/api/studies/{study.id}/checklist").json()["items"]
+    assert (item["level"], item["code"], item["field"]) == (
+        "warning", "not_replayable", "environments.1.source"
+    )  # fmt: skip
+    assert "does not replay" in item["message"] and "step 1, reward" in item["message"]
+    assert item["fix"].startswith("Seed the environment's randomness")
+    res = _activate(client, study.id)
+    assert res.status_code == 409 and [i["code"] for i in res.json()["detail"]] == [
+        "not_replayable"
+    ]
+    assert _activate(client, study.id, acknowledge_warnings=True).status_code == 200

@@ -15,6 +15,7 @@ from typing import Any
 
 from server.export.base import EpisodeInput, ExportOptions, ExportResult, WriteJob
 from server.export.episode import RldsEpisode
+from server.export.narration import NarratedSpan
 from server.export.registry import Format, register
 from server.export.tags import TaggedSpan
 
@@ -31,8 +32,12 @@ def tags_document(
     step_tags: Sequence[TaggedSpan],
     notes: str,
     outcomes: dict[str, str] | None = None,
+    replay: dict[str, str | int] | None = None,
+    task: dict[str, str] | None = None,
+    narrations: Sequence[NarratedSpan] = (),
 ) -> dict[str, Any]:
-    """The content of an episode's ``tags.json`` (step ranges are inclusive step indices)."""
+    """The content of an episode's ``tags.json`` (step ranges are inclusive step indices,
+    of the RLDS steps: the logs are dm_env timesteps, see the card)."""
     return {
         "episode_id": episode_id,
         "agent_id": agent_id,
@@ -41,6 +46,9 @@ def tags_document(
         "step_tags": [{"name": t.name, "start": t.start, "end": t.end} for t in step_tags],
         "notes": notes,
         **(outcomes or {}),
+        **(replay or {}),
+        **(task or {"task_id": "", "language_instruction": ""}),
+        "narrations": [{"start": n.start, "end": n.end, "text": n.text} for n in narrations],
     }
 
 
@@ -70,6 +78,9 @@ class Envlogger(Format):
                 step_tags=ep.step_tags,
                 notes=ep.notes,
                 outcomes=ep.outcome_fields(),
+                replay=ep.replay_fields(),
+                task=ep.task_fields(),
+                narrations=ep.narrations,
             )
             copy_episode_log(ep.log_dir, job.out, ep.episode_id, doc)
 
@@ -77,7 +88,10 @@ class Envlogger(Format):
         return ExportResult(path=job.out, format=self.name, episodes=tuple(summaries))
 
     def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
-        return ["logs copied as recorded (step tags and notes in each tags.json)"]
+        return [
+            "logs copied as recorded (step tags, notes, the task and the narrations in each"
+            " tags.json)"
+        ]
 
     def loading(self, data_path: str) -> str:
         return (
@@ -90,6 +104,8 @@ class Envlogger(Format):
             "Under numpy 2, envlogger 1.2 needs `numpy.unicode_ = numpy.str_` before reading.\n"
             "Each episode folder is the episode's envlogger (Riegeli) log as recorded, plus a\n"
             "`tags.json` with its database-side metadata (agent, status, tags, step tags, notes,\n"
-            "outcomes).\n"
+            "outcomes, the replay check's `replay_verdict`, `replay_step` (an RLDS step, -1:\n"
+            "none) and `replay_message`, the episode's `task_id` and `language_instruction`,\n"
+            "and its `narrations`: `start`, `end` (inclusive RLDS steps) and `text`).\n"
             "Steps are dm_env timesteps: action a_t, reward and discount are stored with o_{t+1}.\n"
         )

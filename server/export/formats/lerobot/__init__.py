@@ -46,7 +46,7 @@ class LeRobot(Format):
             f'dataset = LeRobotDataset("{REPO_PREFIX}/{data_path}",'
             f' root="<this folder>/{data_path}",\n'
             '                         video_backend="pyav")\n'
-            "step = dataset[0]  # observation.*, action, next.reward, next.done, ..., task\n"
+            "step = dataset[0]  # observation.*, action, next.reward, ..., task, subtask\n"
             "```\n\n"
             "LeRobot v3.0 (tested with lerobot 0.4.4). Videos are lossless H.264 (decoded"
             " frames\n"
@@ -54,5 +54,11 @@ class LeRobot(Format):
             " metadata\n"
             "(`episode_id`, `agent_id`, `status`, `outcome`, `episode_tags`, `notes`, `env_id`,"
             "\n"
-            "`seed`): `dataset.meta.episodes[i]`.\n"
+            "`seed`, `replay_verdict`, `replay_step` (a `frame_index`, -1: none),"
+            " `replay_message`,\n"
+            "`task_id`, `language_instruction`): `dataset.meta.episodes[i]`. Each frame's `task`"
+            " is its\n"
+            'episode\'s instruction (`meta/tasks.parquet`); its `narration` (text, "" when none)'
+            " is also\n"
+            "its `subtask` (`subtask_index` into `meta/subtasks.parquet`).\n"
         )

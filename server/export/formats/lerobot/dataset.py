@@ -5,6 +5,7 @@ Layout read by ``LeRobotDataset(repo_id, root=<export>/<name>)`` (lerobot 0.4.x)
     meta/info.json                                codebase_version v3.0, fps, features, paths
     meta/stats.json                               min/max/mean/std/count/q01..q99 per feature
     meta/tasks.parquet                            task text (index) -> task_index
+    meta/subtasks.parquet                         narration text (index) -> subtask_index
     meta/episodes/chunk-000/file-000.parquet      one row per episode: length, tasks, where
                                                   its rows and video frames are, our metadata
     data/chunk-XXX/file-YYY.parquet               one row per step, many episodes per file
@@ -50,6 +51,12 @@ CHUNKS_SIZE = 1000  # files per chunk folder (lerobot's default)
 HIL = "complementary_info"  # lerobot's prefix for human-in-the-loop fields
 INTERVENTION_KEY = f"{HIL}.is_intervention"
 DEFAULT_FEATURES = ("timestamp", "frame_index", "episode_index", "index", "task_index")
+TASKS_PATH = "meta/tasks.parquet"
+# narrations per frame: the text (``narration``) and, as lerobot's subtask support reads
+# it (lerobot 0.4.4: ``dataset[i]["subtask"]``), its index into meta/subtasks.parquet
+NARRATION_KEY = "narration"
+SUBTASK_INDEX = "subtask_index"
+SUBTASKS_PATH = "meta/subtasks.parquet"
 
 
 @dataclass(frozen=True)
@@ -181,9 +188,11 @@ def features_of(
         if "/" in name:
             raise ExportError(f"step tag {name!r}: LeRobot feature names cannot hold '/'")
         cols.append(Column(tag_field(name), "tag", (name,), "bool", (1,)))
+    cols.append(Column(NARRATION_KEY, "narration", (), "string", (1,)))
     seen: dict[str, Column] = {}
     for col in cols:
-        if col.name in DEFAULT_FEATURES or col.name in seen or "/" in col.name:
+        taken = (*DEFAULT_FEATURES, SUBTASK_INDEX)
+        if col.name in taken or col.name in seen or "/" in col.name:
             raise ExportError(
                 f"field {col.source}/{'/'.join(col.path)}: its LeRobot name {col.name!r} is "
                 "taken or invalid; rename the key"
@@ -260,6 +269,7 @@ DEFAULT_FEATURE_DOCS = {
     "episode_index": {"dtype": "int64", "shape": [1], "names": None},
     "index": {"dtype": "int64", "shape": [1], "names": None},
     "task_index": {"dtype": "int64", "shape": [1], "names": None},
+    SUBTASK_INDEX: {"dtype": "int64", "shape": [1], "names": None},
 }
 
 
@@ -270,10 +280,29 @@ def write_table(path: Path, table: pa.Table) -> None:
 
 
 def write_tasks(root: Path, tasks: Sequence[str]) -> None:
-    """meta/tasks.parquet as pandas writes a frame indexed by task text (lerobot reads it
-    with ``pd.read_parquet``: the ``task`` column is the index)."""
+    """meta/tasks.parquet: text -> ``task_index`` (see :func:`write_text_index`)."""
+    write_text_index(root / TASKS_PATH, "task", tasks)
+
+
+def write_subtasks(root: Path, subtasks: Sequence[str]) -> None:
+    """meta/subtasks.parquet: narration text -> ``subtask_index`` (lerobot >= 0.4.4 gives a
+    frame's ``subtask`` from it: see docs/export.md, "LeRobot format")."""
+    write_text_index(root / SUBTASKS_PATH, "subtask", subtasks)
+
+
+def write_text_index(path: Path, key: str, texts: Sequence[str]) -> None:
+    """A parquet file as pandas writes a frame indexed by text, with the text's position as
+    ``<key>_index`` (lerobot reads it with ``pd.read_parquet``: the ``<key>`` column is the
+    index, and ``frame.iloc[i].name`` the text of index ``i``)."""
+    index = f"{key}_index"
+
+    def column(name: str, kind: str) -> dict[str, Any]:
+        numpy_type = "int64" if kind == "int64" else "object"
+        return {"name": name, "field_name": name, "pandas_type": kind,
+                "numpy_type": numpy_type, "metadata": None}  # fmt: skip
+
     pandas_meta = {
-        "index_columns": ["task"],
+        "index_columns": [key],
         "column_indexes": [
             {
                 "name": None,
@@ -283,32 +312,17 @@ def write_tasks(root: Path, tasks: Sequence[str]) -> None:
                 "metadata": {"encoding": "UTF-8"},
             }
         ],
-        "columns": [
-            {
-                "name": "task_index",
-                "field_name": "task_index",
-                "pandas_type": "int64",
-                "numpy_type": "int64",
-                "metadata": None,
-            },
-            {
-                "name": "task",
-                "field_name": "task",
-                "pandas_type": "unicode",
-                "numpy_type": "object",
-                "metadata": None,
-            },
-        ],
+        "columns": [column(index, "int64"), column(key, "unicode")],
         "creator": {"library": "pyarrow", "version": pa.__version__},
         "pandas_version": "2.2.3",
     }
     table = pa.table(
         {
-            "task_index": pa.array(range(len(tasks)), type=pa.int64()),
-            "task": pa.array(list(tasks), type=pa.string()),
+            index: pa.array(range(len(texts)), type=pa.int64()),
+            key: pa.array(list(texts), type=pa.string()),
         }
     ).replace_schema_metadata({b"pandas": json.dumps(pandas_meta).encode()})
-    write_table(root / "meta" / "tasks.parquet", table)
+    write_table(path, table)
 
 
 def write_json(path: Path, doc: Any) -> None:

@@ -73,6 +73,7 @@ class LeRobotWriter:
         self.video_cols = [c for c in cols if c.is_video]
         self.data_cols = [c for c in cols if not c.is_video]
         self.tasks: dict[str, int] = {}
+        self.subtasks: dict[str, int] = {}  # narration text -> subtask_index, as first met
         self.rows: list[dict[str, Any]] = []
         self.stats = Stats()
         self.video_shapes: dict[str, tuple[int, int, int]] = {}
@@ -83,12 +84,22 @@ class LeRobotWriter:
         self.slots = VideoSlots()  # the videos' encoders
 
     # --- one episode ----------------------------------------------------------------------
-    def encode(self, i: int, episode: RldsEpisode, tag_cols: dict[str, np.ndarray]) -> _Encoded:
+    def encode(
+        self,
+        i: int,
+        episode: RldsEpisode,
+        tag_cols: dict[str, np.ndarray],
+        narrations: list[str] | None = None,
+    ) -> _Encoded:
         """What does not depend on the episodes before: columns, and each video's frames
         decoded, counted and encoded (from a keyframe) on episode ``i``'s encoder slot (runs
         in a worker thread, see ``WriteJob.each_encoded``; the codecs release the GIL, so
-        episodes are encoded on several cores at once)."""
-        columns, stat_values = self._data_columns(episode, tag_cols)
+        episodes are encoded on several cores at once). ``narrations``: each frame's (None:
+        "")."""
+        texts = [""] * len(episode) if narrations is None else narrations
+        if len(texts) != len(episode):
+            raise ExportError(f"narration: {len(texts)} values for {len(episode)} steps")
+        columns, stat_values = self._data_columns(episode, tag_cols, texts)
         videos = {col.name: self.slots.encode(i, col, episode) for col in self.video_cols}
         return _Encoded(columns, stat_values, videos)
 
@@ -111,6 +122,9 @@ class LeRobotWriter:
         columns["episode_index"] = pa.array(np.full(n, index, dtype=np.int64))
         columns["index"] = pa.array(np.arange(self.total, self.total + n, dtype=np.int64))
         columns["task_index"] = pa.array(np.full(n, task_index, dtype=np.int64))
+        narrations = columns[fmt.NARRATION_KEY].to_pylist()
+        subtask_indices = [self.subtasks.setdefault(t, len(self.subtasks)) for t in narrations]
+        columns[fmt.SUBTASK_INDEX] = pa.array(subtask_indices, type=pa.int64())
         batch = pa.RecordBatch.from_pydict(columns)
         self._roll_if_full(batch.nbytes)
         f = self.file
@@ -148,7 +162,11 @@ class LeRobotWriter:
                 "success_outcome": ep.outcome,
                 "player_outcome": ep.player_outcome,
                 "reviewer_outcome": ep.reviewer_outcome,
+                **ep.replay_fields(),
                 "episode_tags": list(ep.tags),
+                # the task drawn ("" none) and the instruction (the task's, else the
+                # environment's; "" none: ``tasks`` then names the environment)
+                **ep.task_fields(),
                 "notes": ep.notes,
                 "total_reward": episode.total_reward,
                 **_log_fields(episode.log_metadata),
@@ -158,13 +176,13 @@ class LeRobotWriter:
         self.total += n
 
     def _data_columns(
-        self, episode: RldsEpisode, tag_cols: dict[str, np.ndarray]
+        self, episode: RldsEpisode, tag_cols: dict[str, np.ndarray], narrations: list[str]
     ) -> tuple[dict[str, pa.Array], list[tuple[str, np.ndarray]]]:
         out: dict[str, pa.Array] = {}
         stat_values: list[tuple[str, np.ndarray]] = []
         for col in self.data_cols:
             where = "/".join((col.source, *col.path)) if col.path else col.source
-            values = self._values(col, episode, tag_cols, where)
+            values = self._values(col, episode, tag_cols, where, narrations)
             if col.dtype != "string":
                 arr = np.asarray(values)
                 if col.dtype != "bool":
@@ -182,7 +200,11 @@ class LeRobotWriter:
 
     @staticmethod
     def _values(
-        col: fmt.Column, episode: RldsEpisode, tag_cols: dict[str, np.ndarray], where: str
+        col: fmt.Column,
+        episode: RldsEpisode,
+        tag_cols: dict[str, np.ndarray],
+        where: str,
+        narrations: list[str],
     ) -> Any:
         src = col.source
         sequences = {
@@ -210,6 +232,8 @@ class LeRobotWriter:
             return timing_column(episode.timings, col.path[0])
         if src == "tag":
             return tag_cols[col.path[0]]
+        if src == "narration":
+            return narrations
         if src == "control":
             return control_values(episode, col.path[0])
         raise ExportError(f"no values for {where}")
@@ -286,6 +310,7 @@ class LeRobotWriter:
         stats = self.stats.to_json(shapes)
         fmt.write_json(self.root / "meta" / "stats.json", stats)
         fmt.write_tasks(self.root, sorted(self.tasks, key=self.tasks.__getitem__))
+        fmt.write_subtasks(self.root, sorted(self.subtasks, key=self.subtasks.__getitem__))
         table = pa.Table.from_pylist(self.rows)
         fmt.write_table(self.root / fmt.EPISODES_PATH.format(chunk_index=0, file_index=0), table)
 
@@ -310,7 +335,8 @@ def write_lerobot(job: WriteJob) -> ExportResult:
 
     def encode(ep: EpisodeInput, episode: RldsEpisode) -> _Encoded:
         tag_cols = tag_columns(ep.step_tags, tag_names, len(episode))
-        return writer.encode(index[ep.episode_id], episode, tag_cols)
+        narrations = ep.narration_column(len(episode))
+        return writer.encode(index[ep.episode_id], episode, tag_cols, narrations)
 
     def write(_i: int, ep: EpisodeInput, episode: RldsEpisode, encoded: _Encoded) -> None:
         writer.add(ep, episode, encoded)

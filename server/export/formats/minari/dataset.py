@@ -110,10 +110,16 @@ def _column(values: list[Any], spec: Any, where: str) -> pa.Array:
 
 
 def _infos(
-    episode: RldsEpisode, tag_cols: dict[str, np.ndarray], keep_step_metadata: bool
+    episode: RldsEpisode,
+    tag_cols: dict[str, np.ndarray],
+    keep_step_metadata: bool,
+    language: dict[str, list[str]],
 ) -> pa.StructArray | None:
-    """Per-observation step metadata as flat info keys (minari decodes one struct level)."""
-    fields: dict[str, pa.Array] = {}
+    """Per-observation step metadata as flat info keys (minari decodes one struct level),
+    and the ``language`` ones (``language_instruction``, ``narration``: strings)."""
+    fields: dict[str, pa.Array] = {
+        name: pa.array(values, type=pa.string()) for name, values in language.items()
+    }
     if keep_step_metadata:
         fields["info"] = pa.array(episode.infos, type=pa.string())
         fields["input"] = pa.array(episode.inputs, type=pa.string())
@@ -133,9 +139,13 @@ def _infos(
 
 
 def episode_batch(
-    episode: RldsEpisode, tag_cols: dict[str, np.ndarray], keep_step_metadata: bool
+    episode: RldsEpisode,
+    tag_cols: dict[str, np.ndarray],
+    keep_step_metadata: bool,
+    language: dict[str, list[str]] | None = None,
 ) -> pa.RecordBatch:
-    """One episode's rows (n observations; the last row's transition is padding)."""
+    """One episode's rows (n observations; the last row's transition is padding);
+    ``language``: per-observation text infos (``language_instruction``, ``narration``)."""
     n = len(episode)
     specs = episode.specs
     rewards = np.asarray([np.asarray(r).item() for r in episode.rewards], dtype=specs.reward.dtype)
@@ -147,7 +157,7 @@ def episode_batch(
         "terminations": pa.array(last & episode.terminated),
         "truncations": pa.array(last & (not episode.terminated)),
     }
-    infos = _infos(episode, tag_cols, keep_step_metadata)
+    infos = _infos(episode, tag_cols, keep_step_metadata, language or {})
     if infos is not None:
         columns["infos"] = infos
     return pa.RecordBatch.from_pydict(columns)

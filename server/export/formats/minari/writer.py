@@ -7,6 +7,7 @@ import pyarrow as pa
 
 from server.export.base import EpisodeInput, ExportResult, WriteJob
 from server.export.episode import RldsEpisode
+from server.export.fields import NARRATION_FIELD
 from server.export.formats.minari import dataset as minari_format
 from server.export.tags import tag_columns
 
@@ -21,8 +22,13 @@ def write_minari(job: WriteJob) -> ExportResult:
     transitions = 0
 
     def encode(ep: EpisodeInput, episode: RldsEpisode) -> pa.RecordBatch:
-        columns = tag_columns(ep.step_tags, tag_names, len(episode))
-        return minari_format.episode_batch(episode, columns, options.keep_step_metadata)
+        n = len(episode)
+        columns = tag_columns(ep.step_tags, tag_names, n)
+        language = {
+            "language_instruction": [ep.instruction] * n,
+            NARRATION_FIELD: ep.narration_column(n),
+        }
+        return minari_format.episode_batch(episode, columns, options.keep_step_metadata, language)
 
     def write(i: int, ep: EpisodeInput, episode: RldsEpisode, batch: pa.RecordBatch) -> None:
         nonlocal transitions
@@ -33,6 +39,8 @@ def write_minari(job: WriteJob) -> ExportResult:
             ("tags", list(ep.tags)),
             ("notes", ep.notes),
             *ep.outcome_fields().items(),
+            *ep.replay_fields().items(),
+            *ep.task_fields().items(),
         ]
         meta = minari_format.episode_metadata(episode.log_metadata, fields)
         transitions += minari_format.write_batch(data_dir, i, batch, meta)

@@ -30,7 +30,8 @@ class Rlds(Format):
 
     def card_lines(self, options: ExportOptions, tag_names: Sequence[str]) -> list[str]:
         oxe_lines = [
-            "Open X-Embodiment profile: `language_instruction` on every step, dict"
+            "Open X-Embodiment profile: `language_instruction` on every step (the episode's"
+            " task's instruction, else the environment's), dict"
             " observations (`observation/image` or `observation/state`), episode fields"
             " under `episode_metadata`, statistics in `dataset_statistics.json` beside the"
             " shards"
@@ -51,8 +52,12 @@ class Rlds(Format):
             "```\n\n"
             "Each element is an episode: its metadata (`episode_id`, `agent_id`, `study_id`,\n"
             "`env_id`, `env_config`, `seed`, `status`, `tags`, `notes`, `outcome`,\n"
-            "`player_outcome`, `reviewer_outcome`) and `steps`, a nested\n"
+            "`player_outcome`, `reviewer_outcome`, `replay_verdict`, `replay_step` (RLDS step,\n"
+            "-1: none), `replay_message`, `task_id` and `language_instruction` (the task's\n"
+            'instruction, else the environment\'s; "" when none)) and `steps`, a nested\n'
             "dataset of RLDS steps (`observation`, `action`, `reward`, `discount`, `is_first`,\n"
-            "`is_last`, `is_terminal`, and the step metadata and `tag:<name>` fields when\n"
-            "exported). The `rlds` library's transformations apply directly.\n"
+            "`is_last`, `is_terminal`, `narration` (the narrations covering the step, joined\n"
+            'with " | " in start order; "" when none), and the step metadata and\n'
+            "`tag:<name>` fields when exported). The `rlds` library's transformations apply\n"
+            "directly.\n"
         )

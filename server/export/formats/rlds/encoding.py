@@ -97,9 +97,12 @@ def encode_episode(
             "tags": ep.tags,
             "notes": ep.notes,
             **ep.outcome_fields(),
+            **ep.replay_fields(),
+            **ep.task_fields(),
         },
         keep_step_metadata=options.keep_step_metadata,
         tag_columns=columns,
+        narrations=ep.narration_column(len(episode)),
     )
     if profiled:
         example = oxe.profile_example(example, ep.instruction)

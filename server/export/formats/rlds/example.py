@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,15 @@ from tensorflow_datasets.core.utils.py_utils import reraise, zip_dict
 from server.export.columns import check_range, control_values, timing_column
 from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, RldsEpisode
 from server.export.errors import ExportError, ValueOutOfRangeError
-from server.export.fields import OUTCOME_FIELDS, is_image_spec, tag_field
+from server.export.fields import (
+    NARRATION_FIELD,
+    OUTCOME_FIELDS,
+    REPLAY_STEP_FIELD,
+    REPLAY_TEXT_FIELDS,
+    TASK_FIELDS,
+    is_image_spec,
+    tag_field,
+)
 from server.export.formats.rlds.tf_example import ExampleWriter
 
 PNG_ZLIB_LEVEL = 3
@@ -110,8 +118,10 @@ def episode_example(
     *,
     keep_step_metadata: bool,
     tag_columns: Mapping[str, np.ndarray],
+    narrations: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The example dict (episode metadata plus ``steps`` as dict of lists) to encode."""
+    """The example dict (episode metadata plus ``steps`` as dict of lists) to encode;
+    ``narrations``: each step's narration (None: "" on every step)."""
     specs = episode.specs
     steps: dict[str, Any] = {
         "observation": spec_column(episode.observations, specs.observation, "observation"),
@@ -143,6 +153,10 @@ def episode_example(
         if len(column) != len(episode):
             raise ExportError(f"tag {name!r}: {len(column)} values for {len(episode)} steps")
         steps[tag_field(name)] = [bool(x) for x in column]
+    texts = [""] * len(episode) if narrations is None else [str(t) for t in narrations]
+    if len(texts) != len(episode):
+        raise ExportError(f"narration: {len(texts)} values for {len(episode)} steps")
+    steps[NARRATION_FIELD] = texts
     seed = metadata.get("seed")
     seed_value = -1 if seed is None else int(seed)
     if not -(2**63) <= seed_value < 2**63:
@@ -159,6 +173,9 @@ def episode_example(
         "tags": [str(t) for t in metadata.get("tags", ())],
         "notes": str(metadata.get("notes", "")),
         **{name: str(metadata.get(name, "")) for name in OUTCOME_FIELDS},
+        **{name: str(metadata.get(name, "")) for name in REPLAY_TEXT_FIELDS},
+        REPLAY_STEP_FIELD: int(metadata.get(REPLAY_STEP_FIELD, -1)),
+        **{name: str(metadata.get(name, "")) for name in TASK_FIELDS},
     }
 
 

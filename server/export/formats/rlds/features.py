@@ -24,7 +24,11 @@ from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, EnvSpecs
 from server.export.errors import ExportError
 from server.export.fields import (
     EPISODE_TEXT_FIELDS,
+    NARRATION_FIELD,
     OUTCOME_FIELDS,
+    REPLAY_STEP_FIELD,
+    REPLAY_TEXT_FIELDS,
+    TASK_FIELDS,
     is_image_spec,
     tag_field,
 )
@@ -92,6 +96,9 @@ def step_features(
         step["camera"] = tfds_features.Text()
     for name in sorted(set(step_tag_names)):
         step[tag_field(name)] = np.bool_
+    # the narrations covering the step ("" none; server/export/narration.py), always there:
+    # one FeaturesDict for every episode of a dataset
+    step[NARRATION_FIELD] = tfds_features.Text()
     return step
 
 
@@ -116,6 +123,9 @@ def episode_fields() -> dict[str, Any]:
         "tags": tfds_features.Sequence(tfds_features.Text()),
         "notes": tfds_features.Text(),
         **{name: tfds_features.Text() for name in OUTCOME_FIELDS},
+        **{name: tfds_features.Text() for name in REPLAY_TEXT_FIELDS},
+        REPLAY_STEP_FIELD: np.int64,
+        **{name: tfds_features.Text() for name in TASK_FIELDS},  # "" when none
     }
 
 

@@ -1,0 +1,30 @@
+// RLDS Studio, study editor: the study's own fields (name, pause timeout, description,
+// instructions) and what participants are asked besides playing (narrating their episodes).
+
+import { el } from "../shared/api.js";
+import { fieldBox, getIn, inputField, markdownField, setIn, switchField, uid } from "./fields.js";
+
+function textareaField(data, path, label, changed, rows = 2) {
+  const id = uid("f");
+  const area = el("textarea", { id, rows });
+  area.value = getIn(data, path) ?? "";
+  area.addEventListener("input", () => {
+    setIn(data, path, area.value === "" ? undefined : area.value);
+    changed();
+  });
+  return fieldBox(id, label, area, undefined, path);
+}
+
+/** The Study section of the form for ``data``; ``changed()`` after every edit. */
+export function studySection(api, data, changed) {
+  return el("section", { class: "form-section", "aria-labelledby": "study-fields-title" },
+    el("h3", { id: "study-fields-title" }, "Study"),
+    el("div", { class: "form-grid" },
+      inputField(data, ["name"], "Study name", { required: true, onChange: changed }),
+      inputField(data, ["pause_timeout_s"], "Pause timeout (s)", { kind: "number", min: 1, max: 86400, defaultValue: 300, onChange: changed,
+        hint: "A pause longer than this abandons the episode." }),
+      switchField(data, ["narrate_episodes"], "Ask participants to narrate their episodes", { onChange: changed,
+        hint: "After saving an episode, a participant is offered a short form that replays it, to write what they did over ranges of steps (they may skip it)." })),
+    textareaField(data, ["description"], "Description", changed),
+    markdownField(api, data, ["instructions"], "Study instructions", { onChange: changed }));
+}
