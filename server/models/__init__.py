@@ -17,6 +17,7 @@ from server.models.episodes import (
     ReplayVerdict,
     StepTag,
 )
+from server.models.feedback import FeedbackItem, Judgement
 from server.models.jobs import BulkJob, ExportJob, JobState, ReplayCheck
 from server.models.participants import Participant, Platform, PlaySession, ScreenoutReason
 from server.models.phone import PhoneCode, PhoneCodeFailure
@@ -33,7 +34,9 @@ __all__ = [
     "EpisodeStatus",
     "EpisodeTag",
     "ExportJob",
+    "FeedbackItem",
     "JobState",
+    "Judgement",
     "LiveSessionRow",
     "LoginFailure",
     "Narration",

@@ -26,6 +26,7 @@ class ScreenoutReason(enum.StrEnum):
 
     declined = "declined"  # said no to the consent form
     device = "device"  # left at the device check, before the consent was shown
+    gold = "gold"  # a feedback study's gold answers fell below its threshold
 
 
 class Participant(Base):

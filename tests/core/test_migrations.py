@@ -269,6 +269,35 @@ def _rows_at_0001() -> dict[str, list[dict[str, Any]]]:
             }
             for i in (1, 2)
         ],  # fmt: skip
+        # made by 0020
+        "feedback_items": [
+            {
+                "id": i,
+                "study_id": 1,
+                "question_key": "q",
+                "kind": "rate",
+                "signature": f"s{i}",
+                "episode_a": "e1",
+                "a_start": 0,
+                "a_end": 5,
+                "is_gold": False,
+                "gone": False,
+                "created_at": now,
+            }
+            for i in (1, 2)
+        ],  # fmt: skip
+        "judgements": [
+            {
+                "id": i,
+                "token": f"t{i}",
+                "study_id": 1,
+                "item_id": i,
+                "participant_id": 1,
+                "swapped": False,
+                "assigned_at": now,
+            }
+            for i in (1, 2)
+        ],  # fmt: skip
     }
 
 

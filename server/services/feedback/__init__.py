@@ -1,0 +1,1 @@
+"""Feedback studies: items cut from recorded episodes, judging, gold, agreement, results."""
