@@ -250,3 +250,24 @@ def test_the_spec_refuses_what_cannot_be_judged():
     ):
         with pytest.raises(ValueError):
             FeedbackSpec.model_validate({**base, **bad})
+
+
+def test_the_preference_dataset_holds_every_judgement_in_both_files(factory, db, played, tmp_path):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from server.services.feedback import dataset
+
+    fs = feedback(played, judgements_per_participant=3)
+    study = judge_study(factory, played[0])
+    for n in range(2):
+        answer_all(db, study, fs, person(db, study, f"p{n}"))
+    rows = results.preference_rows(db, study, fs)
+    jsonl, parquet = dataset.write(rows, tmp_path / "prefs")
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    table = pq.read_table(parquet)
+    assert table.schema == dataset.SCHEMA
+    assert lines == rows == table.to_pylist()
+    with pytest.raises(ValueError):
+        dataset.write([{**rows[0], "extra": 1}], tmp_path / "bad")
