@@ -271,3 +271,15 @@ def test_the_preference_dataset_holds_every_judgement_in_both_files(factory, db,
     assert lines == rows == table.to_pylist()
     with pytest.raises(ValueError):
         dataset.write([{**rows[0], "extra": 1}], tmp_path / "bad")
+
+
+def test_a_removed_question_withdraws_its_open_item(factory, db, played):
+    fs = feedback(played, questions=[{"id": "r", "kind": "rate", "prompt": "Good?"}])
+    study = judge_study(factory, played[0])
+    who = person(db, study, "p1")
+    j = judging.draw(db, study, fs, who)
+    edited = feedback(played, questions=[{"id": "c", "kind": "compare", "prompt": "Better?"}])
+    with pytest.raises(Conflict) as gone:
+        judging.answer(db, study, edited, who, j.token, Answer(rating=3))
+    assert gone.value.code == "item_withdrawn"
+    assert judging.draw(db, study, edited, who).item.question_key == "c"

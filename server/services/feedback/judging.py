@@ -149,11 +149,12 @@ def draw(db: Session, study: Study, spec: FeedbackSpec, participant: Participant
     count reached, the quota full, or nothing left they may judge)."""
     rng = rng or random.Random()
     quotas.lock_study(db, study.id)
+    asked = {q.id for q in spec.questions}
     while (current := open_judgement(db, participant.id)) is not None:
-        if items.episodes_exist(db, current.item):
+        if current.item.question_key in asked and items.episodes_exist(db, current.item):
             db.commit()
             return current
-        db.delete(current)  # its episode was deleted: never shown, another is drawn
+        db.delete(current)  # its episode was deleted or its question removed: another one
         db.flush()
     answered = answered_count(db, participant.id)
     if answered >= spec.judgements_per_participant or quota_reached(db, study, spec):
@@ -261,7 +262,16 @@ def answer(db: Session, study: Study, spec: FeedbackSpec, participant: Participa
         db.rollback()
         raise Conflict("You are no longer taking part in this study.", code="not_taking_part")
     item = judgement.item
-    stored = _checked(spec.question(item.question_key), judgement, given)
+    asked = {q.id: q for q in spec.questions}
+    if item.question_key not in asked:
+        db.rollback()
+        raise Conflict("This question is no longer asked: please take the next item.",
+                       code="item_withdrawn")  # fmt: skip
+    try:
+        stored = _checked(asked[item.question_key], judgement, given)
+    except Invalid:
+        db.rollback()  # the study's lock is not held past a refused answer
+        raise
     now = now or utcnow()
     waited = (now - judgement.assigned_at).total_seconds()
     if waited < spec.min_watch_s:
