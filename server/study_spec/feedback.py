@@ -208,9 +208,13 @@ class FeedbackSpec(StrictModel):
                     raise ValueError(f"{where}: the ratings are outside the question's scale")
         return self
 
+    def asked(self, question_id: str) -> FeedbackQuestion | None:
+        """The question with this id; None when the study no longer asks it."""
+        return next((q for q in self.questions if q.id == question_id), None)
+
     def question(self, question_id: str) -> FeedbackQuestion:
         """The question with this id (KeyError when absent)."""
-        for q in self.questions:
-            if q.id == question_id:
-                return q
-        raise KeyError(question_id)
+        found = self.asked(question_id)
+        if found is None:
+            raise KeyError(question_id)
+        return found

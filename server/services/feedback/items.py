@@ -71,6 +71,11 @@ def _signature(question: str, a: str, a_start: int, b: str | None, b_start: int 
     return f"{'gold:' if gold else ''}{question}:{a}:{a_start}:{b or '-'}:{b_start or 0}"
 
 
+def _by_signature(db: Session, study_id: int, sig: str) -> FeedbackItem | None:
+    return db.scalar(select(FeedbackItem).where(FeedbackItem.study_id == study_id,
+                                                FeedbackItem.signature == sig))  # fmt: skip
+
+
 def get_or_make(db: Session, study: Study, spec: FeedbackSpec, question: FeedbackQuestion,
                 a: Episode, a_start: int, b: Episode | None = None, b_start: int | None = None,
                 gold: dict[str, Any] | None = None) -> FeedbackItem:  # fmt: skip
@@ -79,10 +84,7 @@ def get_or_make(db: Session, study: Study, spec: FeedbackSpec, question: Feedbac
     first, last = clip(a, a_start, spec.clip_steps)
     second = clip(b, b_start, spec.clip_steps) if b is not None else (None, None)
     sig = _signature(question.id, a.id, first, b.id if b else None, second[0], gold is not None)
-    found = db.scalar(
-        select(FeedbackItem).where(FeedbackItem.study_id == study.id,
-                                   FeedbackItem.signature == sig)
-    )  # fmt: skip
+    found = _by_signature(db, study.id, sig)
     if found is not None:
         return found
     item = FeedbackItem(
@@ -95,10 +97,7 @@ def get_or_make(db: Session, study: Study, spec: FeedbackSpec, question: Feedbac
         with db.begin_nested():
             db.add(item)
     except IntegrityError:
-        found = db.scalar(
-            select(FeedbackItem).where(FeedbackItem.study_id == study.id,
-                                       FeedbackItem.signature == sig)
-        )  # fmt: skip
+        found = _by_signature(db, study.id, sig)
         if found is None:
             raise
         return found

@@ -28,7 +28,7 @@ from server.models import (
     utcnow,
 )
 from server.services.crowd import quotas
-from server.services.feedback import items
+from server.services.feedback import items, results
 from server.study_spec.base import control_char_problem
 from server.study_spec.feedback import FeedbackQuestion, FeedbackSpec
 
@@ -149,9 +149,8 @@ def draw(db: Session, study: Study, spec: FeedbackSpec, participant: Participant
     count reached, the quota full, or nothing left they may judge)."""
     rng = rng or random.Random()
     quotas.lock_study(db, study.id)
-    asked = {q.id for q in spec.questions}
     while (current := open_judgement(db, participant.id)) is not None:
-        if current.item.question_key in asked and items.episodes_exist(db, current.item):
+        if spec.asked(current.item.question_key) and items.episodes_exist(db, current.item):
             db.commit()
             return current
         db.delete(current)  # its episode was deleted or its question removed: another one
@@ -262,13 +261,13 @@ def answer(db: Session, study: Study, spec: FeedbackSpec, participant: Participa
         db.rollback()
         raise Conflict("You are no longer taking part in this study.", code="not_taking_part")
     item = judgement.item
-    asked = {q.id: q for q in spec.questions}
-    if item.question_key not in asked:
+    question = spec.asked(item.question_key)
+    if question is None:
         db.rollback()
         raise Conflict("This question is no longer asked: please take the next item.",
                        code="item_withdrawn")  # fmt: skip
     try:
-        stored = _checked(asked[item.question_key], judgement, given)
+        stored = _checked(question, judgement, given)
     except Invalid:
         db.rollback()  # the study's lock is not held past a refused answer
         raise
@@ -328,8 +327,8 @@ def _answers(db: Session, item_ids: list[int]) -> dict[int, list[tuple[int, obje
     ).all()  # fmt: skip
     out: dict[int, list[tuple[int, object]]] = {}
     for item_id, pid, choice, rating in rows:
-        value = rating if rating is not None else choice
-        if value is not None and value != "cant_tell":
+        value = results.answer_value(choice, rating)
+        if value is not None:
             out.setdefault(int(item_id), []).append((int(pid), value))
     return out
 

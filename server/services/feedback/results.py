@@ -39,10 +39,16 @@ def _answered(db: Session, study_ids: Iterable[int] | None = None,
     return [tuple(row) for row in db.execute(query.order_by(Judgement.id)).all()]  # type: ignore[misc]
 
 
-def _value(j: Judgement) -> object | None:
-    if j.rating is not None:
-        return j.rating
-    return j.choice if j.choice not in (None, "cant_tell") else None
+def answer_value(choice: str | None, rating: float | None) -> object | None:
+    """What agreement compares: the rating, else the compare choice (cant_tell: none)."""
+    if rating is not None:
+        return rating
+    return choice if choice not in (None, "cant_tell") else None
+
+
+def _counted(item: FeedbackItem, person: Participant) -> bool:
+    """Whether a judgement counts in agreement and summaries (the query's counted_only)."""
+    return not item.is_gold and not person.is_test and person.screened_out_at is None
 
 
 def agreement(db: Session, study: Study, spec: FeedbackSpec) -> dict[str, Any]:
@@ -50,9 +56,12 @@ def agreement(db: Session, study: Study, spec: FeedbackSpec) -> dict[str, Any]:
     same answer; ratings count as the same within one point) and each participant's
     agreement with the others on the items they shared, with their gold record."""
     by_item: dict[int, list[tuple[int, object]]] = defaultdict(list)
-    for j, _, _ in _answered(db, [study.id]):
-        value = _value(j)
-        if value is not None:
+    gold: dict[int, list[bool]] = defaultdict(list)
+    for j, item, person in _answered(db, [study.id], counted_only=False):
+        if j.correct is not None:
+            gold[j.participant_id].append(bool(j.correct))
+        value = answer_value(j.choice, j.rating)
+        if value is not None and _counted(item, person):
             by_item[j.item_id].append((j.participant_id, value))
     same = pairs = 0
     mine: dict[int, list[float]] = defaultdict(list)
@@ -64,10 +73,6 @@ def agreement(db: Session, study: Study, spec: FeedbackSpec) -> dict[str, Any]:
             for _, other in given[n + 1 :]:
                 pairs += 1
                 same += _agree(value, other)
-    gold: dict[int, list[bool]] = defaultdict(list)
-    for j, _, _ in _answered(db, [study.id], counted_only=False):
-        if j.correct is not None:
-            gold[j.participant_id].append(bool(j.correct))
     people = set(mine) | set(gold)
     return {
         "agreement": same / pairs if pairs else None,
@@ -128,7 +133,7 @@ def preference_rows(db: Session, study: Study, spec: FeedbackSpec) -> list[dict[
     """One row per answered judgement (the preference dataset's schema, docs/feedback.md)."""
     rows = []
     for j, item, person in _answered(db, [study.id], counted_only=False):
-        question = spec.question(item.question_key) if _has(spec, item.question_key) else None
+        question = spec.asked(item.question_key)
         preferred = None
         if item.kind == "compare" and j.choice in ("a", "b"):
             preferred = item.episode_a if j.choice == "a" else item.episode_b
@@ -152,7 +157,3 @@ def preference_rows(db: Session, study: Study, spec: FeedbackSpec) -> list[dict[
             "is_gold": item.is_gold, "correct": j.correct,
         })  # fmt: skip
     return rows
-
-
-def _has(spec: FeedbackSpec, question_id: str) -> bool:
-    return any(q.id == question_id for q in spec.questions)
