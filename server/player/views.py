@@ -68,6 +68,21 @@ def study_view(
         "phone": any(uses_phone(e) for e in spec.environments),
         "narrate_episodes": spec.narrate_episodes,
         "environments": [environment_view(e, done.get(e.id, 0)) for e in spec.environments],
+        "kind": spec.kind,
+        "judging": judging_view(spec),
+    }
+
+
+def judging_view(spec: StudySpec) -> dict[str, Any] | None:
+    """What a judge's page needs to know before the first item (never the gold)."""
+    feedback = spec.judging
+    if feedback is None:
+        return None
+    return {
+        "judgements_per_participant": feedback.judgements_per_participant,
+        "min_watch_s": feedback.min_watch_s,
+        "fps": feedback.fps,
+        "questions": [q.model_dump(exclude={"id"}) | {"id": q.id} for q in feedback.questions],
     }
 
 

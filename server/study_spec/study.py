@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from server.study_spec.base import StrictModel, reject_control_chars
 from server.study_spec.crowd import CrowdSettings
 from server.study_spec.environments import EnvironmentSpec
+from server.study_spec.feedback import FeedbackSpec
 
 
 class StudySpec(StrictModel):
@@ -20,7 +23,16 @@ class StudySpec(StrictModel):
     pause_timeout_s: float = Field(
         default=300, gt=0, le=24 * 3600, description="A pause longer than this abandons."
     )
-    environments: list[EnvironmentSpec] = Field(min_length=1, max_length=50)
+    kind: Literal["play", "feedback"] = Field(
+        default="play",
+        description="play: participants play the environments (demonstrations); feedback: "
+        "they judge recorded episodes of other studies (the feedback section, "
+        "docs/feedback.md) and the study has no environments.",
+    )
+    environments: list[EnvironmentSpec] = Field(default_factory=list, max_length=50)
+    feedback: FeedbackSpec | None = Field(
+        default=None, description="A feedback study's items, questions, gold and screening."
+    )
     crowd: CrowdSettings = Field(default_factory=CrowdSettings)
     ask_outcome: bool = Field(
         default=False,
@@ -32,6 +44,14 @@ class StudySpec(StrictModel):
         description="After saving an episode, ask the participant to narrate it (what they "
         "did, step range by step range) on a short form that replays it; they may skip it.",
     )
+
+    @field_validator("environments")
+    @classmethod
+    def _some_environment(cls, envs: list[EnvironmentSpec], info: ValidationInfo
+                          ) -> list[EnvironmentSpec]:  # fmt: skip
+        if info.data.get("kind", "play") == "play" and not envs:
+            raise ValueError("a play study has at least one environment")
+        return envs
 
     @field_validator("crowd")
     @classmethod
@@ -48,6 +68,25 @@ class StudySpec(StrictModel):
                 f"(episodes_per_participant, episodes_total) give a participant at most {most}"
             )
         return crowd
+
+    @model_validator(mode="after")
+    def _kind(self) -> StudySpec:
+        if self.kind == "play":
+            if self.feedback is not None:
+                raise ValueError('a feedback section belongs to a study of kind "feedback"')
+        else:
+            if self.feedback is None:
+                raise ValueError("a feedback study has a feedback section (what is judged)")
+            if self.environments:
+                raise ValueError("a feedback study has no environments: its participants judge")
+            if self.narrate_episodes or self.ask_outcome:
+                raise ValueError("narrate_episodes and ask_outcome are for play studies")
+        return self
+
+    @property
+    def judging(self) -> FeedbackSpec | None:
+        """The feedback section of a feedback study (None for a play study)."""
+        return self.feedback if self.kind == "feedback" else None
 
     @model_validator(mode="after")
     def _unique_env_ids(self) -> StudySpec:

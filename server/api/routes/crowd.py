@@ -110,7 +110,7 @@ def ticket_holder(
     return study, participant
 
 
-def _state(db: Session, study: Study, participant: Participant, key: str | None,
+def state_out(db: Session, study: Study, participant: Participant, key: str | None,
            earned: bool = False) -> dict[str, Any]:  # fmt: skip
     """ParticipantState; its codes only for the key's holder, or for the browser that earned
     them just now (which gets a new key: the codes follow the browser that finished)."""
@@ -131,7 +131,7 @@ def me(
 ) -> dict[str, Any]:  # fmt: skip
     """ParticipantState: consent, progress per environment, assignment, completion."""
     study, participant = ticket_holder(db, settings, x_play_ticket)
-    return _state(db, study, participant, x_browser_key)
+    return state_out(db, study, participant, x_browser_key)
 
 
 @router.post("/api/play/consent", summary="Accept or decline the consent form")
@@ -153,7 +153,7 @@ def consent(
                 ScreenoutReason.device if body.at == "device" else ScreenoutReason.declined
             )
             declined = True
-    return _state(db, study, participant, x_browser_key, earned=declined)
+    return state_out(db, study, participant, x_browser_key, earned=declined)
 
 
 @router.post("/api/play/complete", summary="Finish the study and get the completion code")
@@ -165,7 +165,7 @@ def complete(
     browser that finishes or holds the key; 409 saying what is missing."""
     study, participant = ticket_holder(db, settings, x_play_ticket)
     earned = progress.complete(db, study, studies.spec_of(study), participant)
-    return _state(db, study, participant, x_browser_key, earned=earned)
+    return state_out(db, study, participant, x_browser_key, earned=earned)
 
 
 # -- the designer's side ---------------------------------------------------------------------

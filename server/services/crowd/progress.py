@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from server.errors import Conflict
 from server.models import Episode, EpisodeStatus, Participant, Study, utcnow
 from server.services.crowd import codes, participants, quotas
+from server.services.feedback import judging
 from server.services.review import counts
 from server.study_spec import StudySpec
 
@@ -62,6 +63,7 @@ class Progress:
     # done because games filled up before the participant finished them (and the study's
     # requirements, when it sets any, are not met): the "full" outcome, not completion
     cut_short: bool = False
+    judged: int = 0  # a feedback study: the participant's answered judgements
 
     def playable(self, env_id: str) -> bool:
         """May the participant start an episode of ``env_id`` now?"""
@@ -85,8 +87,21 @@ class Progress:
         return "finished" if info["finished"] and not self.extra else "open"
 
 
+def _judging(db: Session, study: Study, spec: StudySpec, participant: Participant) -> Progress:
+    """A feedback study's participant: done with their judgements or when the quota is met
+    (then cut short: the full outcome). Running out of items is found by :func:`complete`."""
+    assert spec.judging is not None
+    judged = judging.answered_count(db, participant.id)
+    full = quotas.full_now(db, study, spec)
+    enough = judged >= spec.judging.judgements_per_participant
+    done = enough or bool(full)
+    return Progress({}, full, 0.0, 0, True, done, cut_short=done and not enough, judged=judged)
+
+
 def progress(db: Session, study: Study, spec: StudySpec, participant: Participant) -> Progress:
     """Per environment: completed / required / full / failed; requirements; done."""
+    if spec.judging is not None:
+        return _judging(db, study, spec, participant)
     totals = quotas.reserved_totals(db, study.id)
     full = quotas.full_envs(spec, totals)
     own = _own_counts(db, participant.id)
@@ -167,9 +182,12 @@ def assign(db: Session, study: Study, spec: StudySpec, participant: Participant,
 
 def next_step(spec: StudySpec, prog: Progress, assigned: str | None,
               last_env: str | None) -> dict[str, Any]:  # fmt: skip
-    """What comes after an episode: ``again`` (same env), ``next_env`` or ``done``."""
+    """What comes after an episode: ``again`` (same env), ``next_env``, ``done``, or in a
+    feedback study ``judge`` (the next item)."""
     if prog.done:
         return {"kind": "done", "env_id": None}
+    if spec.judging is not None:
+        return {"kind": "judge", "env_id": None}
     if spec.crowd.assignment == "balanced":
         if assigned is not None and assigned == last_env:
             return {"kind": "again", "env_id": assigned}
@@ -218,6 +236,12 @@ def state(db: Session, study: Study, spec: StudySpec, participant: Participant,
         "assigned_env": assigned,
         "next": next_step(spec, prog, assigned, last_env),
         "play_time_s": round(prog.play_time_s, 3),
+        "judging": None
+        if spec.judging is None
+        else {
+            "answered": prog.judged,
+            "required": spec.judging.judgements_per_participant,
+        },
         "requirements": {
             "min_episodes": crowd.requirements.min_episodes,
             "min_play_time_s": crowd.requirements.min_play_time_s,
@@ -237,6 +261,8 @@ def complete(db: Session, study: Study, spec: StudySpec, participant: Participan
         if spec.crowd.consent and participant.consented_at is None:
             raise Conflict("Please read and accept the consent form first.")
         prog = progress(db, study, spec, participant)
+        if not prog.done and spec.judging is not None:
+            prog = _nothing_left(db, study, spec, participant, prog)
         if not prog.done:
             missing = [f"{spec.environment(k).name}: {v['completed']} of {v['required']}"
                        for k, v in prog.envs.items() if prog.playable(k)]  # fmt: skip
@@ -251,6 +277,18 @@ def complete(db: Session, study: Study, spec: StudySpec, participant: Participan
     participant.completion_shown_at = participant.completion_shown_at or utcnow()
     db.commit()
     return earned
+
+
+def _nothing_left(db: Session, study: Study, spec: StudySpec, participant: Participant,
+                  prog: Progress) -> Progress:  # fmt: skip
+    """A judge with judgements still to make is done when no item is left for them (cut
+    short: the full outcome); otherwise 409 saying how many are left."""
+    assert spec.judging is not None
+    if judging.draw(db, study, spec.judging, participant) is None:
+        prog.done = prog.cut_short = True
+        return prog
+    left = spec.judging.judgements_per_participant - prog.judged
+    raise Conflict(f"The study is not finished yet: {left} more to judge.")
 
 
 def state_for(db: Session, study_id: int, spec: StudySpec, participant_id: int,

@@ -11,7 +11,16 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from server.errors import Conflict
-from server.models import Episode, EpisodeStatus, Study, StudyEnvironment, StudyState
+from server.models import (
+    Episode,
+    EpisodeStatus,
+    FeedbackItem,
+    Judgement,
+    Participant,
+    Study,
+    StudyEnvironment,
+    StudyState,
+)
 from server.study_spec import StudySpec
 
 RESERVED = (EpisodeStatus.completed, EpisodeStatus.recording)
@@ -45,11 +54,40 @@ def full_envs(spec: StudySpec, totals: dict[str, int]) -> set[str]:
     }  # fmt: skip
 
 
+def judgements_answered(db: Session, study_id: int) -> int:
+    """A feedback study's answered judgements of real participants' non-gold items (what its
+    ``judgements_total`` counts)."""
+    return int(db.scalar(
+        select(func.count()).select_from(Judgement).join(FeedbackItem)
+        .join(Participant, Participant.id == Judgement.participant_id)
+        .where(Judgement.study_id == study_id, Judgement.answered_at.is_not(None),
+               FeedbackItem.is_gold.is_(False), Participant.is_test.is_(False))
+    ) or 0)  # fmt: skip
+
+
+def judgements_full(db: Session, study_id: int, spec: StudySpec) -> bool:
+    """A feedback study whose ``judgements_total`` is reached."""
+    judging = spec.judging
+    return (judging is not None and judging.judgements_total is not None
+            and judgements_answered(db, study_id) >= judging.judgements_total)  # fmt: skip
+
+
+# A feedback study has no environments: its full set is this one name when its quota is met.
+JUDGEMENTS = "judgements"
+
+
+def full_now(db: Session, study: Study, spec: StudySpec) -> set[str]:
+    """The environments that are full now (a feedback study: :data:`JUDGEMENTS` when its
+    quota of judgements is met)."""
+    if spec.judging is not None:
+        return {JUDGEMENTS} if judgements_full(db, study.id, spec) else set()
+    return full_envs(spec, reserved_totals(db, study.id))
+
+
 def availability(db: Session, study: Study, spec: StudySpec) -> str:
     """``active``, ``paused``, ``closed`` (draft reads as closed) or ``full``."""
     active = study.state == StudyState.active  # only an active study's quotas are counted
-    full = full_envs(spec, reserved_totals(db, study.id)) if active else set()
-    return study_state(study, spec, full)
+    return study_state(study, spec, full_now(db, study, spec) if active else set())
 
 
 def study_state(study: Study, spec: StudySpec, full: set[str], preview: bool = False) -> str:
@@ -59,6 +97,8 @@ def study_state(study: Study, spec: StudySpec, full: set[str], preview: bool = F
         return "paused"
     if study.state != StudyState.active and not preview:
         return "closed"
+    if spec.judging is not None:
+        return "full" if JUDGEMENTS in full else "active"
     return "full" if len(full) == len(spec.environments) else "active"
 
 

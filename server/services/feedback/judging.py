@@ -43,20 +43,9 @@ def answered_count(db: Session, participant_id: int) -> int:
     return int(db.scalar(select(func.count()).where(mine, Judgement.answered_at.is_not(None))) or 0)
 
 
-def study_answered(db: Session, study_id: int) -> int:
-    """Answered judgements of real participants' non-gold items (the quota's count)."""
-    return int(db.scalar(
-        select(func.count()).select_from(Judgement).join(FeedbackItem)
-        .join(Participant, Participant.id == Judgement.participant_id)
-        .where(Judgement.study_id == study_id, Judgement.answered_at.is_not(None),
-               FeedbackItem.is_gold.is_(False), Participant.is_test.is_(False))
-    ) or 0)  # fmt: skip
-
-
 def quota_reached(db: Session, study: Study, spec: FeedbackSpec) -> bool:
-    return (
-        spec.judgements_total is not None and study_answered(db, study.id) >= spec.judgements_total
-    )
+    return (spec.judgements_total is not None
+            and quotas.judgements_answered(db, study.id) >= spec.judgements_total)  # fmt: skip
 
 
 # -- the next item ------------------------------------------------------------------------------

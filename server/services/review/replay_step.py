@@ -54,6 +54,15 @@ def is_image(array: np.ndarray) -> bool:
     return array.dtype == np.uint8 and (array.ndim == 2 or colour) and min(shape[:2]) >= 8
 
 
+def first_image(observation: Any) -> np.ndarray | None:
+    """The first array of a (nested) observation that is drawn as a picture."""
+    for _, value in _leaves(observation):
+        array = np.asarray(value)
+        if is_image(array):
+            return array
+    return None
+
+
 def image_jpeg(array: np.ndarray, quality: int = 90) -> bytes:
     """JPEG bytes of an image observation (grey, RGB or RGBA)."""
     if array.ndim == 2 or array.shape[2] == 1:

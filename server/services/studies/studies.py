@@ -11,7 +11,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
 from server.core.security import new_token
-from server.errors import Conflict, NotFound
+from server.errors import Conflict, Invalid, NotFound
 from server.export.runner import export_dir
 from server.models import Episode, ExportJob, Study, StudyEnvironment, StudyState, utcnow
 from server.principal import Principal
@@ -53,10 +53,29 @@ def _sync_environments(study: Study, spec: StudySpec) -> None:
     study.environments = rows
 
 
+def check_sources(db: Session, owner_id: int, spec: StudySpec, study_id: int | None) -> None:
+    """A feedback study judges episodes of its owner's own play studies (422 otherwise,
+    naming the study id; another owner's study reads as absent)."""
+    if spec.judging is None:
+        return
+    for n, source_id in enumerate(spec.judging.source.studies):
+        source = db.get(Study, source_id)
+        why = None
+        if source is None or source.owner_id != owner_id:
+            why = f"there is no study {source_id} of yours"
+        elif source.id == study_id or spec_of(source).judging is not None:
+            why = f"study {source_id} is a feedback study: judge the episodes of a play study"
+        if why is not None:
+            loc = ["body", "spec", "feedback", "source", "studies", n]
+            raise Invalid(f"The feedback source is not valid: {why}.",
+                          detail=[{"loc": loc, "msg": why}])  # fmt: skip
+
+
 def create_study(
     db: Session, owner_id: int, spec: StudySpec, parent_study_id: int | None = None
 ) -> Study:
     """A new draft owned by ``owner_id`` (a new version of ``parent_study_id`` when given)."""
+    check_sources(db, owner_id, spec, None)
     study = Study(
         name=spec.name,
         owner_id=owner_id,
@@ -120,6 +139,9 @@ def update_study(db: Session, study: Study, spec: StudySpec, data_root: Path) ->
     """
     if study.state not in EDITABLE:
         raise Conflict(f"{_a(study.state).capitalize()} study cannot be edited; pause it first.")
+    if study.state != StudyState.draft and spec.kind != spec_of(study).kind:
+        raise Conflict("A started study keeps its kind (play or feedback).")
+    check_sources(db, study.owner_id, spec, study.id)
     kept = {env.id for env in spec.environments}
     removed = [env.id for env in study.environments if env.env_key not in kept]
     if removed and study.state != StudyState.draft:

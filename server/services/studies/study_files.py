@@ -151,7 +151,7 @@ def spec_data(spec: StudySpec) -> dict[str, Any]:
     of a default reaches it, and one written out stays written, even when equal to today's.
     """
     data = spec.model_dump(mode="json", exclude_unset=True)
-    for env, model in zip(data["environments"], spec.environments, strict=True):
+    for env, model in zip(data.get("environments", []), spec.environments, strict=True):
         # The discriminator is a default too; files always name it.
         env["source"] = {"kind": model.source.kind, **env["source"]}
     return data

@@ -55,7 +55,8 @@ def test_committed_json_schema_is_current():
 def test_schema_describes_the_model():
     schema = json.loads(study_files.json_schema_text())
     assert schema["title"] == "RLDS Studio study file"
-    assert set(schema["required"]) == {"name", "environments"}
+    assert set(schema["required"]) == {"name"}  # environments: required of play studies
+    assert schema["properties"]["kind"]["enum"] == ["play", "feedback"]
     StudySpec.model_validate(
         {
             "name": "x",
