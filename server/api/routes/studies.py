@@ -221,11 +221,13 @@ def delete_study(
 
 
 def _launch_check(
-    spec: StudySpec, settings: Settings, allowed: AllowedEnvironments, budget: ProcessBudget
-) -> list[dict[str, Any]]:
-    """The pre-launch checklist, with each environment built (or its cached validation)."""
+    spec: StudySpec, settings: Settings, allowed: AllowedEnvironments, budget: ProcessBudget,
+    db: Session, owner_id: int,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """The pre-launch checklist, with each environment built (or its cached validation) and
+    a feedback study's source episodes counted."""
     reports = env_validation.validate_study(spec, settings, allowed, budget=budget)
-    return launch_check.checklist(spec, reports)
+    return launch_check.checklist(spec, reports, db=db, owner_id=owner_id)
 
 
 def _built(
@@ -280,7 +282,8 @@ def change_state(
     environment in a worker, off the loop.)
     """
     study = studies.get_study(db, principal, study_id)
-    check = partial(_launch_check, settings=settings, allowed=allowed, budget=budget)
+    check = partial(_launch_check, settings=settings, allowed=allowed, budget=budget, db=db,
+                    owner_id=study.owner_id)  # fmt: skip
     return studies.change_state(
         db, study, body.state, check, acknowledge_warnings=body.acknowledge_warnings
     )
@@ -306,7 +309,8 @@ def read_checklist(
     editor's ``label`` for it. Builds each environment as Validate does (from the cache when
     unchanged)."""
     spec, reports = _built(study_id, db, principal, settings, allowed, budget)
-    items = launch_check.checklist(spec, reports)
+    owner = studies.get_study(db, principal, study_id).owner_id
+    items = launch_check.checklist(spec, reports, db=db, owner_id=owner)
     return {"ready": not any(i["level"] == "error" for i in items), "items": items}
 
 
@@ -335,7 +339,8 @@ def validate_study(
     (``ok``) can be activated.
     """
     spec, reports = _built(study_id, db, principal, settings, allowed, budget)
-    checklist = launch_check.checklist(spec, reports)
+    owner = studies.get_study(db, principal, study_id).owner_id
+    checklist = launch_check.checklist(spec, reports, db=db, owner_id=owner)
     return {"ok": all(r["ok"] for r in reports), "environments": reports, "checklist": checklist}
 
 

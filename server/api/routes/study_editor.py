@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field, model_validator
 
-from server.api.deps import BudgetDep, CurrentUser, SettingsDep
+from server.api.deps import BudgetDep, CurrentUser, SessionDep, SettingsDep
 from server.api.routes.studies import TOO_LARGE, YAML_BODY, AllowedDep, StudyFileBody
 from server.errors import Invalid
 from server.player.views import render_markdown
@@ -78,14 +78,15 @@ def render_study_file(_user: CurrentUser, body: FormData) -> dict[str, Any]:
     summary="Build each environment of a study not saved yet",
 )
 def validate_unsaved(
-    _user: CurrentUser, body: StudyCreate, settings: SettingsDep, allowed: AllowedDep,
-    budget: BudgetDep,
+    user: CurrentUser, body: StudyCreate, settings: SettingsDep, allowed: AllowedDep,
+    budget: BudgetDep, db: SessionDep,
 ) -> dict[str, Any]:  # fmt: skip
     """As ``POST /api/studies/{id}/validate``, for the editor's current study (unsaved),
-    with its pre-launch checklist (``checklist``)."""
+    with its pre-launch checklist (``checklist``; a feedback study's source counts only
+    the caller's own studies)."""
     require_allowed(body.spec, allowed, with_settings=False)  # bad settings are in the report
     reports = env_validation.validate_study(body.spec, settings, allowed, budget=budget)
-    checklist = launch_check.checklist(body.spec, reports)
+    checklist = launch_check.checklist(body.spec, reports, db=db, owner_id=user.id)
     return {"ok": all(r["ok"] for r in reports), "environments": reports, "checklist": checklist}
 
 

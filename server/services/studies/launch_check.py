@@ -14,66 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from server.errors import Conflict, Invalid
 from server.runtime.catalog import default_controls
+from server.services.studies.checklist_items import Item, Loc, item
+from server.services.studies.feedback_check import feedback_items
 from server.study_spec import MAX_TOUCH_BUTTONS, Controls, EnvironmentSpec, StudySpec
-
-Loc = tuple[str | int, ...]
-Item = dict[str, Any]
-
-# The form's labels (web/editor: fields of the study, the crowd settings, each environment).
-STUDY_LABELS = {
-    "name": "Study name", "description": "Description", "instructions": "Study instructions",
-    "pause_timeout_s": "Pause timeout (s)", "crowd.consent": "Consent text",
-    "crowd.assignment": "Assignment", "crowd.allow_anonymous": "Allow anonymous participants",
-    "crowd.completion_code": "Completion code", "crowd.screenout_code": "Screen-out code",
-    "crowd.completion_url": "Completion URL", "crowd.screenout_url": "Screen-out URL",
-    "crowd.full_code": "Study-full code", "crowd.full_url": "Study-full URL",
-    "crowd.requirements.min_episodes": "Required episodes",
-    "crowd.requirements.min_play_time_s": "Required play time (s)",
-    "crowd.inputs": "Participants play with", "crowd.platforms": "Participants come from",
-    "narrate_episodes": "Ask participants to narrate their episodes",
-}  # fmt: skip
-ENV_LABELS = {
-    "name": "Display name", "id": "Id (in exports)", "mode": "Play mode",
-    "fps": "Steps per second (async)", "countdown_s": "Countdown (s, async)",
-    "step_on_input": "Step on input (async)", "speed": "Speed (async)",
-    "speed_choices": "Speeds players may choose (async)", "max_steps": "Max steps",
-    "max_duration_s": "Max duration (s)", "image_quality": "Image quality",
-    "adaptive_quality": "Adapt quality to the player's link",
-    "min_stream_fps": "Fewest frames/s to stream (adaptive)", "camera": "Camera",
-    "seeds": "Seeds", "episodes_per_participant": "Episodes per participant",
-    "episodes_total": "Episodes in total", "instructions": "Instructions",
-    "controls": "Controls", "source": "Source", "source.id": "Source",
-    "source.factory": "Source", "source.kwargs": "Settings", "policy": "Policy",
-    "policy.id": "Policy", "tasks": "Tasks", "task_order": "Task order",
-}  # fmt: skip
-
-
-def label_of(loc: Loc) -> str:
-    """The form's label for a spec path (the longest known prefix; a setting by its name)."""
-    parts = [str(p) for p in loc]
-    if len(parts) >= 2 and parts[0] == "environments":
-        rest = parts[2:]
-        if len(rest) >= 3 and rest[:2] == ["source", "kwargs"]:
-            return rest[2]  # a setting is labelled with its own name
-        labels, key = ENV_LABELS, rest
-    else:
-        labels, key = STUDY_LABELS, parts
-    for end in range(len(key), 0, -1):
-        label = labels.get(".".join(key[:end]))
-        if label is not None:
-            return label
-    return ".".join(parts)
-
-
-def item(level: str, code: str, loc: Loc, message: str, fix: str = "") -> Item:
-    """One checklist item (see the module doc)."""
-    return {
-        "level": level, "code": code, "message": message, "fix": fix,
-        "field": ".".join(str(p) for p in loc), "label": label_of(loc),
-        "loc": ["spec", *loc], "msg": message,
-    }  # fmt: skip
 
 
 def _env_loc(index: int, *rest: str | int) -> Loc:
@@ -262,9 +209,17 @@ def _policy(env: EnvironmentSpec, index: int, trial: dict[str, Any]) -> Iterable
     yield item("warning", "policy_over_budget", loc, message, fix)
 
 
-def checklist(spec: StudySpec, reports: list[dict[str, Any]] | None = None) -> list[Item]:
+def checklist(
+    spec: StudySpec, reports: list[dict[str, Any]] | None = None, *,
+    db: Session | None = None, owner_id: int | None = None,
+) -> list[Item]:  # fmt: skip
     """Every item for ``spec`` (and its validation ``reports``, fields from the root):
-    errors first, then warnings, each in the order of the form."""
+    errors first, then warnings, each in the order of the form. A feedback study's items
+    need ``db`` (its source episodes, counted as its items are drawn) and the designer's
+    ``owner_id`` (only their own studies count); it has no environments to check."""
+    if spec.judging is not None:
+        judged = [*_completion(spec), *(feedback_items(db, spec.judging, owner_id) if db else ())]
+        return sorted(judged, key=lambda i: i["level"] != "error")
     found: list[Item] = [*(_from_reports(reports) if reports else ())]
     for report in reports or ():
         trial = report.get("policy")

@@ -35,7 +35,7 @@ def record_set(root: Path) -> dict[str, list[Recording]]:
     """Five short CartPole episodes and one MountainCar episode (different spaces)."""
     out: dict[str, list[Recording]] = {"cartpole": [], "mountaincar": []}
     for i, steps in enumerate((8, 12, 6, 10, 5)):
-        episode_id = f"cp{i}".ljust(32, "0")
+        episode_id = f"c{i}".ljust(32, "0")  # hex, as real ids are: a gold item names them
         out["cartpole"].append(
             record_episode(
                 _cartpole(steps),
@@ -45,7 +45,7 @@ def record_set(root: Path) -> dict[str, list[Recording]]:
                 seed=100 + i,
             )
         )
-    episode_id = "mc0".ljust(32, "0")
+    episode_id = "d0".ljust(32, "0")
     out["mountaincar"].append(
         record_episode(
             _mountain_car,
