@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from server.schemas.feedback_results import ParticipantJudging
 from server.study_spec import StrictModel
 
 
@@ -94,8 +95,9 @@ class ParticipantRow(BaseModel):
     consented_at: datetime | None
     screened_out_at: datetime | None
     screenout_reason: str | None = Field(
-        description="Why screened out: declined (the consent) or device (left at the device "
-        "check, before the consent); null: not screened out, or before this was recorded."
+        description="Why screened out: declined (the consent), device (left at the device "
+        "check, before the consent) or gold (a feedback study's gold answers fell below its "
+        "threshold); null: not screened out, or before this was recorded."
     )
     started_at: datetime
     last_seen_at: datetime | None
@@ -115,6 +117,10 @@ class ParticipantRow(BaseModel):
     completion_code_shown: bool
     assigned_env: str | None
     last_error: str | None = Field(description="The last environment failure they met.")
+    judging: ParticipantJudging | None = Field(
+        default=None, description="A feedback study's judge: judgements, gold, agreement "
+        "(null in a play study). A judge screened out by gold has screenout_reason gold.",
+    )  # fmt: skip
 
 
 class PhoneCodeIn(StrictModel):

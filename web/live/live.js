@@ -1,9 +1,11 @@
 // Live study dashboard: /live.html?study=<id>. The server pushes the study's figures over
 // /ws/studies/<id>/live every tick (read from the database, the same on every replica);
-// the page reconnects by itself after a restart.
+// the page reconnects by itself after a restart. A feedback study shows its judging instead
+// of sessions and episodes (judging.js).
 
 import { createApi, el } from "../shared/api.js";
 import { STUDIES, renderTopbar } from "../shared/topbar.js";
+import { renderJudging } from "./judging.js";
 
 const $ = (id) => document.getElementById(id);
 renderTopbar({ crumbs: [STUDIES, { id: "study-name" }, { id: "episodes-link", href: "#", text: "Episodes" }, "Live"] });
@@ -79,6 +81,13 @@ const REPLAY_VERDICTS = [["verified", "verified"], ["diverged", "diverged"],
 function render(data) {
   $("study-name").textContent = data.study.name;
   document.title = `Live · ${data.study.name} · RLDS Studio`;
+  const judged = data.feedback;
+  for (const node of document.querySelectorAll("[data-kind=play]")) node.hidden = Boolean(judged);
+  $("judging").hidden = !judged;
+  if (judged) { // a feedback study has no episodes of its own: its judges are on the participants page
+    $("episodes-link").textContent = "Participants";
+    $("episodes-link").href = `/participants.html?study=${study}`;
+  }
   const sessions = data.sessions;
   $("session-count").textContent = `(${sessions.length})`;
   $("sessions-body").replaceChildren(...sessions.map(sessionRow));
@@ -91,8 +100,11 @@ function render(data) {
   const replays = data.replays_today || {};
   $("replays").replaceChildren(...counts(REPLAY_VERDICTS.map(([v, label]) => [label, replays[v] || 0])));
   const p = data.participants;
-  $("participants").replaceChildren(...counts([["joined", p.joined], ["started", p.started], ["completed", p.completed],
-    ["screened out", p.screened_out ?? 0]]));
+  $("participants").replaceChildren(...counts(judged
+    ? [["joined", p.joined], ["completed", p.completed], ["screened out", p.screened_out ?? 0],
+      ["by gold", judged.participants.screened_out_gold]]
+    : [["joined", p.joined], ["started", p.started], ["completed", p.completed], ["screened out", p.screened_out ?? 0]]));
+  if (judged) renderJudging(study, judged, counts);
   $("updated").textContent = `updated ${new Date(data.at).toLocaleTimeString()} · ${data.replicas} replica${data.replicas === 1 ? "" : "s"}`;
 }
 

@@ -1,8 +1,10 @@
 // Participants page: who took part in a study, how far they got, and a CSV for the crowd
-// platform's bonus and approval uploads. /participants.html?study=<id>
+// platform's bonus and approval uploads; a feedback study's judges with their gold accuracy
+// and agreement, its figures and the preference dataset's downloads. /participants.html?study=<id>
 
 import { createApi, el } from "../shared/api.js";
 import { STUDIES, renderTopbar } from "../shared/topbar.js";
+import { downloads, figures, judgingCells } from "./judging.js";
 
 const $ = (id) => document.getElementById(id);
 renderTopbar({ crumbs: [STUDIES, { id: "study-name" }, "Participants"] });
@@ -36,6 +38,7 @@ function episodes(counts) {
 let asksConsent = false; // the study has consent text (else nobody is asked)
 let taskNames = new Map(); // task id -> the study's task (its label, instruction)
 let showTasks = false; // a column only for studies with tasks
+let feedback = false; // a feedback study: judges, not players
 
 /** Completed episodes per task, compact: "Red 2 · Blue 1" (each task's instruction as title). */
 function tasksCell(byTask) {
@@ -49,15 +52,18 @@ function tasksCell(byTask) {
   return cell;
 }
 
-/* Screened out: declined the consent form, or left at the device check (their device could
-   not play the study) and never saw the consent. */
+/* Screened out: declined the consent form, left at the device check (their device could
+   not play the study) and never saw the consent, or (a feedback study) too few of their gold
+   answers were right. */
 const leftAtDevice = (p) => p.screenout_reason === "device";
+const byGold = (p) => p.screenout_reason === "gold";
+const WHY = { device: "left at the device check", gold: "failed the gold questions" };
 
 function consent(p) {
   if (p.screened_out_at && leftAtDevice(p)) {
     return el("span", { class: "muted", title: "They left at the device check, before the consent form" }, "never shown");
   }
-  if (p.screened_out_at) return el("span", { class: "badge pt-screened" }, "declined");
+  if (p.screened_out_at && !byGold(p)) return el("span", { class: "badge pt-screened" }, "declined");
   if (p.consented_at) return el("span", { title: p.consented_at }, "given");
   return el("span", { class: "muted" }, asksConsent ? "not yet" : "not asked");
 }
@@ -66,7 +72,7 @@ function completion(p) {
   // declined consent or left at the device check: screened out with the platform's code, never "not yet"
   if (!p.completed_at && !p.full_at && p.screened_out_at) {
     return el("span", {}, el("span", { class: "badge pt-screened" }, "screened out"), " ", when(p.screened_out_at),
-      el("span", { class: "pt-sub pt-why" }, leftAtDevice(p) ? "left at the device check" : "declined the consent"));
+      el("span", { class: "pt-sub pt-why" }, WHY[p.screenout_reason] || "declined the consent"));
   }
   // "full": the study filled up before they finished; they got the full code, not completion
   const at = p.completed_at || p.full_at;
@@ -86,17 +92,30 @@ function row(p) {
     el("td", {}, consent(p)),
     el("td", {}, when(p.started_at)),
     el("td", {}, when(p.last_seen_at)),
-    el("td", {}, [episodes(p.episodes), p.episodes_verified
-      ? el("span", { class: "muted small", title: "completed episodes whose replay verified" }, ` · ${p.episodes_verified} verified`)
-      : null].filter(Boolean)),
-    tasksCell(p.episodes_by_task),
-    el("td", { class: "right" }, duration(p.play_time_s)),
+    feedback ? judgingCells(p) : played(p),
     el("td", {}, completion(p)));
+}
+
+/** A player's cells: episodes (verified ones), per task, play time. */
+function played(p) {
+  return [el("td", {}, [episodes(p.episodes), p.episodes_verified
+    ? el("span", { class: "muted small", title: "completed episodes whose replay verified" }, ` · ${p.episodes_verified} verified`)
+    : null].filter(Boolean)),
+  tasksCell(p.episodes_by_task),
+  el("td", { class: "right" }, duration(p.play_time_s))];
+}
+
+/** A feedback study's figures and the preference dataset's downloads. */
+async function loadResults() {
+  const f = await api("GET", `/api/studies/${study}/feedback`);
+  $("results-figures").replaceChildren(...figures(f));
+  $("downloads").replaceChildren(downloads(study, f.answered));
 }
 
 async function load() {
   try {
-    const list = await api("GET", `/api/studies/${study}/participants`);
+    const [list] = await Promise.all([api("GET", `/api/studies/${study}/participants`),
+      feedback ? loadResults() : null]);
     showTasks = taskNames.size > 0 || list.some((p) => Object.keys(p.episodes_by_task || {}).length);
     $("tasks-head").hidden = !showTasks;
     $("participants-body").replaceChildren(...list.map(row));
@@ -112,6 +131,7 @@ async function load() {
 async function main() {
   if (!Number.isInteger(study) || study <= 0) { pageError("This page needs a study: open it from the studies page."); return; }
   $("csv-link").href = `/api/studies/${study}/participants.csv`;
+  $("live-link").href = `/live.html?study=${study}`;
   $("refresh").addEventListener("click", load);
   try {
     const s = await api("GET", `/api/studies/${study}`);
@@ -120,6 +140,9 @@ async function main() {
     taskNames = new Map();  // the first environment's task of each id, in the study's order
     for (const t of (s.spec?.environments || []).flatMap((e) => e.tasks || [])) if (!taskNames.has(t.id)) taskNames.set(t.id, t);
     document.title = `Participants · ${s.name} · RLDS Studio`;
+    feedback = s.spec?.kind === "feedback";
+    for (const node of document.querySelectorAll("[data-kind]")) node.hidden = node.dataset.kind !== (feedback ? "feedback" : "play");
+    $("results").hidden = !feedback;
   } catch (err) {
     pageError(err.message);
     return;

@@ -194,9 +194,10 @@ def preview_as_participant(
 def list_participants(
     study_id: RowId, db: SessionDep, principal: CurrentPrincipal
 ) -> list[dict[str, Any]]:
-    """Every participant: platform ids, consent, episodes per status, play time, completion."""
+    """Every participant: platform ids, consent, episodes per status, play time, completion;
+    in a feedback study each judge's judgements, gold accuracy and agreement (``judging``)."""
     study = studies.get_study(db, principal, study_id)
-    return participants.listing(db, study.id)
+    return participants.study_listing(db, study, studies.spec_of(study))
 
 
 @router.get(
@@ -204,10 +205,13 @@ def list_participants(
     summary="A study's participants as CSV", response_class=Response,
 )  # fmt: skip
 def participants_csv(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> Response:
-    """One row per participant, external id first (approval and bonus uploads)."""
+    """One row per participant, external id first (approval and bonus uploads); a feedback
+    study's has judgements_answered, gold_answered, gold_correct, gold_accuracy and agreement
+    instead of the episodes' columns."""
     study = studies.get_study(db, principal, study_id)
-    text = participants.listing_csv(participants.listing(db, study.id),
-                                    participants.task_ids(studies.spec_of(study)))  # fmt: skip
+    spec = studies.spec_of(study)
+    rows = participants.study_listing(db, study, spec)
+    text = participants.listing_csv(rows, participants.task_ids(spec), spec.judging is not None)
     name = f"study-{study.id}-participants.csv"
     return Response(text, media_type="text/csv; charset=utf-8",
                     headers={"Content-Disposition": f'attachment; filename="{name}"'})  # fmt: skip

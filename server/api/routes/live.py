@@ -39,7 +39,9 @@ def live_now(
     """Active sessions on every live replica (participant, environment, phase, episode,
     step, fps, input latency p50 over the last 120 inputs, dropped frames), quota progress
     per environment, episodes per status started today (UTC) and participants joined,
-    started and completed. ``/ws/studies/{id}/live`` pushes the same object every tick."""
+    started and completed; a feedback study's ``feedback`` (judgements per minute over the
+    last ten minutes, agreement so far, progress to the quota, active judges; null in a play
+    study). ``/ws/studies/{id}/live`` pushes the same object every tick."""
     study = studies.get_study(db, principal, study_id)
     data = dashboard.snapshot(db, study.id, settings.replica_dead_after_s)
     if data is None:

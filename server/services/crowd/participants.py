@@ -29,6 +29,7 @@ from server.models import (
     utcnow,
 )
 from server.principal import is_reserved_participant_id
+from server.services.feedback import summary
 from server.services.review.counts import REAL_PARTICIPANT
 from server.study_spec import CrowdSettings, StudySpec
 
@@ -237,8 +238,20 @@ def seen(db: Session, participant: Participant) -> None:
 
 
 # -- the designer's view ---------------------------------------------------------------------
-def listing(db: Session, study_id: int) -> list[dict[str, Any]]:
-    """Every participant of a study with their episodes per status and active play time."""
+NO_JUDGEMENT = {"answered": 0, "gold_answered": 0, "gold_correct": 0, "gold_accuracy": None,
+               "agreement": None}  # fmt: skip
+
+
+def study_listing(db: Session, study: Study, spec: StudySpec) -> list[dict[str, Any]]:
+    """:func:`listing`, with each judge's record in a feedback study (``judging``)."""
+    judged = summary.participant_figures(db, study, spec.judging) if spec.judging else None
+    return listing(db, study.id, judged)
+
+
+def listing(db: Session, study_id: int, judged: dict[int, dict[str, Any]] | None = None
+            ) -> list[dict[str, Any]]:  # fmt: skip
+    """Every participant of a study with their episodes per status and active play time;
+    ``judged`` (a feedback study's records per participant id) fills ``judging``."""
     people = db.scalars(
         select(Participant)
         .where(Participant.study_id == study_id, REAL_PARTICIPANT)  # no previews
@@ -296,7 +309,8 @@ def listing(db: Session, study_id: int) -> list[dict[str, Any]]:
          "play_time_s": round(float(played.get(p.id) or 0), 3),
          "completed_at": p.completed_at, "full_at": p.full_at, "outcome": outcome(p),
          "completion_code_shown": p.completion_shown_at is not None,
-         "assigned_env": p.assigned_env, "last_error": errors.get(p.id)}
+         "assigned_env": p.assigned_env, "last_error": errors.get(p.id),
+         "judging": None if judged is None else judged.get(p.id, NO_JUDGEMENT)}
         for p in people
     ]  # fmt: skip
 
@@ -306,6 +320,10 @@ CSV_COLUMNS = ["external_id", "platform", "platform_study_id", "platform_session
                "last_seen_at", "episodes_completed", "episodes_verified", "episodes_total",
                "play_time_s", "outcome", "completed_at", "full_at",
                "completion_code_shown"]  # fmt: skip
+PLAY_ONLY = {"episodes_completed", "episodes_verified", "episodes_total", "play_time_s"}
+# a feedback study's columns instead of the episodes' (gold_accuracy and agreement: 0 to 1)
+JUDGING_COLUMNS = ["judgements_answered", "gold_answered", "gold_correct", "gold_accuracy",
+                   "agreement"]  # fmt: skip
 
 
 def _cell(value: Any) -> str:
@@ -318,6 +336,10 @@ def _cell(value: Any) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
+def _share(value: float | None) -> str | None:
+    return None if value is None else f"{value:.4f}"
+
+
 TASK_COLUMN = "episodes_completed:"  # + a task id: that task's completed episodes
 
 
@@ -326,22 +348,30 @@ def task_ids(spec: StudySpec) -> list[str]:
     return list(dict.fromkeys(t.id for env in spec.environments for t in env.tasks))
 
 
-def listing_csv(rows: list[dict[str, Any]], tasks: Sequence[str] = ()) -> str:
+def listing_csv(rows: list[dict[str, Any]], tasks: Sequence[str] = (),
+                judging: bool = False) -> str:  # fmt: skip
     """The listing as CSV, external id first (fits Prolific / MTurk approval and bonus uploads),
     then one ``episodes_completed:<task id>`` column per task: ``tasks`` (the study's, in its
-    order), then any other task a row counts, sorted."""
+    order), then any other task a row counts, sorted. ``judging`` (a feedback study): the
+    judging columns instead of the episodes'."""
     drawn = sorted({t for row in rows for t in row["episodes_by_task"]} - set(tasks))
     per_task = [*dict.fromkeys(tasks), *drawn]
+    columns = ([c for c in CSV_COLUMNS if c not in PLAY_ONLY] + JUDGING_COLUMNS if judging
+               else CSV_COLUMNS)  # fmt: skip
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow([*CSV_COLUMNS, *(TASK_COLUMN + t for t in per_task)])
+    writer.writerow([*columns, *(TASK_COLUMN + t for t in per_task)])
     for row in rows:
+        judged = row.get("judging") or NO_JUDGEMENT
         values = {
             **row,
             "episodes_completed": row["episodes"].get(EpisodeStatus.completed, 0),
             "episodes_total": sum(row["episodes"].values()),
             "completion_code_shown": "yes" if row["completion_code_shown"] else "no",
+            "judgements_answered": judged["answered"],
+            **{k: judged[k] for k in ("gold_answered", "gold_correct")},
+            **{k: _share(judged[k]) for k in ("gold_accuracy", "agreement")},
         }
-        writer.writerow([*(_cell(values[name]) for name in CSV_COLUMNS),
+        writer.writerow([*(_cell(values[name]) for name in columns),
                          *(str(row["episodes_by_task"].get(t, 0)) for t in per_task)])  # fmt: skip
     return out.getvalue()

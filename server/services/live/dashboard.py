@@ -1,8 +1,9 @@
 """The live study dashboard's figures, read from the database only.
 
 Everything comes from rows every replica writes (``live_sessions`` of live replicas,
-``episodes``, ``participants``), so the dashboard is the same on every replica and after a
-restart. One call is one tick of a study's feed (server/services/live/live_feed.py).
+``episodes``, ``participants``, a feedback study's ``judgements``), so the dashboard is the
+same on every replica and after a restart. One call is one tick of a study's feed
+(server/services/live/live_feed.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from server.models import (
     User,
     utcnow,
 )
+from server.services.feedback import summary
 from server.services.live.replicas import alive_filter
 from server.services.review import counts
 from server.study_spec import EnvironmentSpec, StudySpec
@@ -172,4 +174,7 @@ def snapshot(db: Session, study_id: int, dead_after_s: float) -> dict[str, Any] 
         "replays_today": _replays_today(db, study.id, since),
         "participants": _participants(db, study.id),
         "replicas": int(db.scalar(select(func.count()).where(alive_filter(dead_after_s))) or 0),
+        "kind": spec.kind,
+        # a feedback study's judging: the rate, agreement so far, the quota, active judges
+        "feedback": summary.live(db, study, spec.judging) if spec.judging else None,
     }
