@@ -1,28 +1,26 @@
 """Feedback studies (docs/feedback.md): judges beside players, and how fast a judge can go.
 
-Starts the app (its own process, ``concurrency.studio_server``, catalog thumbnails off) with
-the players' study (Pong, async, 60 fps), a played study whose Pong episodes are first
-recorded by real sessions (``--recorders`` at once over the WebSocket protocol, ended by
-``max_steps`` and saved ``completed``) and a feedback study over them (a compare and a rate
-question, clips of ``CLIP_STEPS`` steps, ``min_watch_s`` 0, no gold). A judge is a client of
-the participant API in a child process (its work must not delay the players' clients):
-``GET /api/play/judge/next``, every frame of the item's clips one after another
-(``.../clips/{c}/frames/{i}``), ``POST .../answer``, again, as fast as the server answers.
+Starts the app (``concurrency.studio_server``, catalog thumbnails off) with the players'
+study (Pong, async, 60 fps), a played study whose Pong episodes real sessions record first
+(``--recorders`` over the WebSocket protocol, ended by ``max_steps``, saved ``completed``) and
+a feedback study over them (a compare and a rate question, clips of ``CLIP_STEPS`` steps,
+``min_watch_s`` 0, no gold). A judge, a client of the participant API in a child process (so
+that its work does not delay the players' clients), does rounds as fast as the server
+answers: ``GET /api/play/judge/next``, every frame of the item's clips one after another
+(``.../clips/{c}/frames/{i}``), ``POST .../answer``.
 
 1. ``players``: ``--players`` players (``concurrency.player``, a worker each) for
-   ``--seconds`` without judges, then with ``--judges`` judges, ``--rounds`` times in turn:
-   fps, late frames (over 1.5 periods after the previous one, at the client and on the
-   server's timestamps), p50/p95/p99 frame interval, the app's CPU, the judges' work; and
-   the ratios with judges over without.
-2. ``judging``: no players; each of ``--judge-counts`` judges at once for ``--seconds``:
-   judgements per minute (in all and per judge), frames per second, median and p95 latency
-   of ``next``, a frame and an answer, the app's and the judges' CPU.
+   ``--seconds`` without judges, then with ``--judges``, ``--rounds`` times in turn: fps,
+   late frames (over 1.5 periods after the previous, at the client and on the server's
+   stamps), frame interval p50/p95/p99, the app's CPU, the judges' work; the ratios.
+2. ``judging``: no players; ``--judge-counts`` judges at once for ``--seconds``: judgements
+   per minute (60 s over a judge's median round, times the judges), the latency of a round,
+   of ``next``, of a frame and of an answer (median, p95), frames/s, the app's CPU.
 
-Prints JSON (milliseconds). ``--smoke``: two short episodes, one player and one judge for a
-second each: it checks that the benchmark runs (``make test``); its figures mean nothing.
+Prints JSON (ms). ``--smoke``: two short episodes, one player and one judge for a second
+each: does it still run (``make test``); its figures mean nothing.
 
-    .venv/bin/python benchmarks/feedback.py [--players 8] [--judges 4] [--seconds 6]
-                                            [--rounds 2] [--judge-counts 1,4] [--smoke]
+    .venv/bin/python benchmarks/feedback.py [--players 8] [--judges 4] [--seconds 6] [--smoke]
 """
 
 from __future__ import annotations
@@ -32,6 +30,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -46,6 +45,7 @@ from replay_check import cpu_seconds  # noqa: E402
 
 RECORDED = "rec"  # the played study's environment: Pong, ended by max_steps
 CLIP_STEPS = 60
+KINDS = ("next", "frame", "answer", "judgement")  # the calls (and rounds) a judge times
 LATE = 1.5 / 60  # a frame more than 1.5 periods after the previous one is late
 QUESTIONS = [
     {"id": "better", "kind": "compare", "prompt": "Which player plays better?"},
@@ -56,10 +56,7 @@ QUESTIONS = [
 
 def pick(values: list[float], q: float) -> float | None:
     """The q-quantile (nearest rank) of seconds, in ms; None without values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[int(q * (len(ordered) - 1))] * 1000, 2)
+    return round(sorted(values)[int(q * (len(values) - 1))] * 1000, 2) if values else None
 
 
 def busy_pct(used: list[int]) -> float:
@@ -67,13 +64,16 @@ def busy_pct(used: list[int]) -> float:
     return round(100 * (sum(used) - used[3] - used[4]) / max(1, sum(used)), 1)
 
 
+def late_pct(gaps: list[float]) -> float:
+    """The share of frames that came over 1.5 periods after the previous one, in %."""
+    return round(100 * sum(g > LATE for g in gaps) / max(1, len(gaps)), 2)
+
+
 def ratio(a: float | None, b: float | None) -> float | None:
     """b / a: 1.0 when both are 0, None when only a is (or either is missing)."""
-    if a is None or b is None:
+    if a is None or b is None or (a == 0 and b != 0):
         return None
-    if a == 0:
-        return 1.0 if b == 0 else None
-    return round(b / a, 2)
+    return 1.0 if a == 0 else round(b / a, 2)
 
 
 # -- the studies -----------------------------------------------------------------------------
@@ -160,7 +160,7 @@ async def judge(url: str, ticket: str, stop: Any, out: dict[str, list[Any]]) -> 
     async with httpx.AsyncClient(base_url=url, headers={"X-Play-Ticket": ticket},
                                  timeout=60) as client:  # fmt: skip
         while not stop.is_set():
-            t0 = time.monotonic()
+            t0 = started = time.monotonic()
             res = await client.get("/api/play/judge/next")
             res.raise_for_status()
             took("next", t0)
@@ -185,12 +185,13 @@ async def judge(url: str, ticket: str, stop: Any, out: dict[str, list[Any]]) -> 
             if res.status_code != 200:
                 raise RuntimeError(f"answer: {res.status_code} {res.text[:300]}")
             took("answer", t0)
+            took("judgement", started)  # the whole round: next, frames, answer
 
 
 def judges_process(url: str, tickets: list[str], stop: Any, ready: Any, results: Any) -> None:
     """Child: the judges until ``stop`` (``ready`` set once each has answered once); then
     their calls, or the first error, on ``results``."""
-    outs: list[dict[str, list[Any]]] = [{"next": [], "frame": [], "answer": []} for _ in tickets]
+    outs: list[dict[str, list[Any]]] = [{k: [] for k in KINDS} for _ in tickets]
 
     async def run() -> None:
         async def readiness() -> None:
@@ -216,9 +217,8 @@ class Judges:
         ctx = multiprocessing.get_context("spawn")
         tickets = [join(server["url"], token, f"judge-{label}-{i}") for i in range(n)]
         self.stop, self.ready, self.results = ctx.Event(), ctx.Event(), ctx.Queue()
-        self.proc = ctx.Process(target=judges_process, daemon=True,
-                                args=(server["url"], tickets, self.stop, self.ready,
-                                      self.results))  # fmt: skip
+        args = (server["url"], tickets, self.stop, self.ready, self.results)
+        self.proc = ctx.Process(target=judges_process, args=args, daemon=True)
         self.n = n
         self.found: dict[str, Any] = {}
         self.cpu_s = 0.0  # the child's CPU in the windows measured (:meth:`window`)
@@ -251,17 +251,18 @@ class Judges:
             return [s for o in self.found["outs"] for end, s in o[kind]
                     if any(t0 <= end <= t1 for t0, t1 in windows)]  # fmt: skip
 
-        answers, frames, nexts = within("answer"), within("frame"), within("next")
+        found = {kind: within(kind) for kind in KINDS}
+        answers, frames, rounds = found["answer"], found["frame"], found["judgement"]
+        each = 60 / statistics.median(rounds) if rounds else 0.0  # a judge's judgements/min
         return {
             "judges": self.n,
             "judgements": len(answers),
-            "judgements_per_min": round(60 * len(answers) / seconds, 1),
-            "judgements_per_min_per_judge": round(60 * len(answers) / seconds / self.n, 1),
+            "judgements_per_min": round(each * self.n, 1),
+            "judgements_per_min_per_judge": round(each, 1),
             "frames_per_s": round(len(frames) / seconds, 1),
             "frames_per_judgement": round(len(frames) / max(1, len(answers)), 1),
-            "next_ms": {"median": pick(nexts, 0.5), "p95": pick(nexts, 0.95)},
-            "frame_ms": {"median": pick(frames, 0.5), "p95": pick(frames, 0.95)},
-            "answer_ms": {"median": pick(answers, 0.5), "p95": pick(answers, 0.95)},
+            "requests": len(answers) + len(frames) + len(found["next"]),
+            **{f"{k}_ms": {"median": pick(v, 0.5), "p95": pick(v, 0.95)} for k, v in found.items()},
             "judges_cpu_cores": round(self.cpu_s / seconds, 3),  # their client work
         }
 
@@ -294,10 +295,8 @@ def condition(outs: list[dict[str, Any]], counters: list[dict[str, Any]]) -> dic
     return {
         "frames": len(frames),
         "fps_per_player": round(len(frames) / seconds / max(1, len(outs)), 1),
-        "late_frames_pct": round(100 * sum(g > LATE for g in gaps) / max(1, len(gaps)), 2),
-        "late_at_server_pct": round(
-            100 * sum(g > LATE for g in server_gaps) / max(1, len(server_gaps)), 2
-        ),
+        "late_frames_pct": late_pct(gaps),
+        "late_at_server_pct": late_pct(server_gaps),
         "frame_interval_p50_ms": pick(gaps, 0.5),
         "frame_interval_p95_ms": pick(gaps, 0.95),
         "frame_interval_p99_ms": pick(gaps, 0.99),
@@ -360,6 +359,7 @@ async def judging_rate(server: dict[str, Any], token: str, n: int, seconds: floa
     if not found["frames_per_s"]:
         raise RuntimeError(f"no clip frame in the window: {found}")
     found["app_cpu_cores"] = round(counters["app_cpu_s"] / seconds, 3)
+    found["app_cpu_ms_per_request"] = round(1000 * counters["app_cpu_s"] / found["requests"], 2)
     found["machine_busy_pct"] = busy_pct(counters["machine"])
     return found
 
