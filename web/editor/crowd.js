@@ -3,7 +3,7 @@
 // applies to whom, kept up to date as the designer types.
 
 import { el } from "../shared/api.js";
-import { getIn, inputField, markdownField, selectField, setIn, switchField, uid } from "./fields.js";
+import { checksField as checks, inputField, markdownField, selectField, switchField } from "./fields.js";
 
 const INPUTS = [["keyboard", "Keyboard"], ["gamepad", "Gamepad"], ["touch", "Touch (on-screen buttons)"]];
 const DEFAULT_INPUTS = ["keyboard", "gamepad"];
@@ -40,31 +40,13 @@ export function crowdSection(api, data, changed) {
   return section;
 }
 
-/** Checkboxes for the list ``crowd.<key>`` (``fallback`` while unset), under ``legend``. */
-function checksField(data, key, legend, options, fallback, hint, onChange) {
-  const current = getIn(data, ["crowd", key]) || fallback;
-  const boxes = options.map(([value, label]) => {
-    const id = uid("in");
-    const box = el("input", { id, type: "checkbox", value });
-    box.checked = current.includes(value);
-    box.addEventListener("change", () => {
-      const picked = options.map(([v]) => v).filter((v) => boxes.some((b) => b.box.value === v && b.box.checked));
-      setIn(data, ["crowd", key], picked);
-      onChange();
-    });
-    return { box, row: el("label", { class: "check", for: id }, box, ` ${label}`) };
-  });
-  return el("fieldset", { class: "field inputs-field", dataset: { path: `crowd.${key}` } },
-    el("legend", {}, legend), boxes.map((b) => b.row), el("p", { class: "muted small hint" }, hint));
-}
-
 /** ``crowd.inputs``: unset means keyboard and gamepad. */
-const inputsField = (data, onChange) => checksField(data, "inputs", "Participants play with", INPUTS, DEFAULT_INPUTS,
+const inputsField = (data, onChange) => checks(data, ["crowd", "inputs"], "Participants play with", INPUTS, DEFAULT_INPUTS,
   "A phone or tablet without a keyboard is told before consent that it cannot take part, unless Touch is ticked. " +
   "With Touch, environments with at most 8 key bindings show a button per binding under the game.", onChange);
 
 /** ``crowd.platforms``: where participants come from (read by the pre-launch checklist). */
-const platformsField = (data, onChange) => checksField(data, "platforms", "Participants come from", PLATFORMS, [],
+const platformsField = (data, onChange) => checks(data, ["crowd", "platforms"], "Participants come from", PLATFORMS, [],
   "Checked before activating: a Prolific study needs a completion code (or URL). Anyone holding the link can still join.", onChange);
 
 const fill = (url, code) => url.replaceAll("{code}", encodeURIComponent(code));

@@ -13,6 +13,7 @@ import { studySection } from "./study.js";
 import { flushSettings } from "./settings.js";
 import { clearMarks, markFields, problemLine, specPath } from "./fieldmarks.js";
 import { renderChecklist } from "./checklist.js";
+import { feedbackProblem, feedbackSection, forgetSources, setKind } from "./feedback.js";
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -71,6 +72,7 @@ export async function loadStudy(study, yaml, editable) {
   ed.editable = editable;
   ed.reports = new Map();
   ed.marked = [];
+  forgetSources();
   $("#editor-checklist").hidden = true;
   $("#launch-checklist").hidden = true; // another study, or this one saved again: ask anew
   let data = { name: "", environments: [] };
@@ -153,16 +155,18 @@ async function addEnvironment() {
 }
 
 function renderForm() {
+  const feedback = ed.data.kind === "feedback"; // judges recorded episodes: no environments
+  const onKind = (kind) => { setKind(ed.data, kind); renderForm(); changed(); };
   const fieldset = el("fieldset", { class: "form-sections", disabled: ed.editable ? undefined : "" },
     el("legend", { class: "sr-only" }, "Study settings"),
-    studySection(ed.api, ed.data, changed),
+    studySection(ed.api, ed.data, changed, { kindLocked: Boolean(ed.study && ed.study.state !== "draft"), onKind }),
     crowdSection(ed.api, ed.data, changed),
-    el("section", { class: "form-section", "aria-labelledby": "envs-title" },
+    feedback ? feedbackSection(ed.api, ed.data, changed, { selfId: ed.study?.id }) : el("section", { class: "form-section", "aria-labelledby": "envs-title" },
       el("h3", { id: "envs-title" }, "Environments"),
       el("div", { id: "env-list", class: "env-list" }),
       el("button", { type: "button", class: "btn", id: "add-env", onclick: addEnvironment }, "+ Add environment")));
   $("#editor-form").replaceChildren(fieldset);
-  $("#env-list").replaceChildren(...envCards());
+  if (!feedback) $("#env-list").replaceChildren(...envCards());
 }
 
 // --- YAML view, kept in sync -------------------------------------------------------------
@@ -237,12 +241,12 @@ function showRefusal(error) {
   if (error instanceof ApiError && error.body?.code === "needs_new_version") return;
   const detail = error instanceof ApiError && Array.isArray(error.body?.detail) ? error.body.detail : [];
   for (const item of detail) {
-    const loc = specPath(item.loc);
+    const { loc, msg } = feedbackProblem(specPath(item.loc), item.msg);
     if (!loc.length || loc[0] === "path") continue;
-    ed.marked.push({ loc, msg: item.msg });
+    ed.marked.push({ loc, msg });
     if (loc[0] !== "environments" || typeof loc[1] !== "number") continue;
     const items = ed.refused.get(loc[1]) || [];
-    items.push({ loc, msg: item.msg });
+    items.push({ loc, msg });
     ed.refused.set(loc[1], items);
   }
   if (ed.view === "form") {
@@ -321,14 +325,15 @@ export async function validate({ toForm = true } = {}) {
     }
   }
   flushSettings();
-  status.textContent = "Building the environments…";
+  status.textContent = ed.data.kind === "feedback" ? "Counting the episodes to judge…" : "Building the environments…";
   ed.refused = new Map();
   try {
     const result = await ed.api("POST", "/api/studies/validate", { json: { spec: ed.data } });
     ed.reports = new Map(result.environments.map((report) => [report.id, report]));
     renderForm();
     showChecklist(result.checklist || []);
-    status.textContent = (result.ok ? "Every environment builds." : "Some environments do not build.")
+    status.textContent = (ed.data.kind === "feedback" ? "Checked what participants would judge."
+      : result.ok ? "Every environment builds." : "Some environments do not build.")
       + (ed.view === "yaml" ? " (Details beside each environment in the form.)" : "");
   } catch (error) {
     status.textContent = "";

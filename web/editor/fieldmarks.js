@@ -17,6 +17,17 @@ const STUDY_LABELS = {
   "crowd.requirements.min_episodes": "Required episodes",
   "crowd.requirements.min_play_time_s": "Required play time (s)",
   "crowd.inputs": "Participants play with", "crowd.platforms": "Participants come from",
+  kind: "What participants do", "feedback.source.studies": "Source studies",
+  "feedback.source.environments": "Environments to judge", "feedback.source.task": "Task",
+  "feedback.source.statuses": "Episode statuses", "feedback.source.outcomes": "Outcomes",
+  "feedback.source.tags": "With tags", "feedback.source.exclude_tags": "Without tags",
+  "feedback.clip_steps": "Steps per clip", "feedback.view": "The clips show",
+  "feedback.fps": "Playback speed (frames/s)", "feedback.questions": "Questions",
+  "feedback.pairing": "Which items next", "feedback.judgements_per_item": "Judges per item",
+  "feedback.judgements_per_participant": "Judgements per participant",
+  "feedback.judgements_total": "Judgements in total", "feedback.min_watch_s": "Minimum watch time (s)",
+  "feedback.gold": "Gold items", "feedback.gold_rate": "Share of gold items",
+  "feedback.gold_min_accuracy": "Minimum gold accuracy", "feedback.gold_min_answers": "Gold answers before screening",
 };
 const ENV_LABELS = {
   name: "Display name", id: "Id (in exports)", mode: "Play mode", fps: "Steps per second (async)",

@@ -104,6 +104,24 @@ export function switchField(data, path, label, { hint, onChange } = {}) {
     hint ? el("p", { class: "muted small hint" }, hint) : null);
 }
 
+/** Checkboxes for the list at ``path`` (``fallback`` while unset), under ``legend``; ticking
+ *  writes the ticked values in the order of ``options`` ([value, label] pairs). */
+export function checksField(data, path, legend, options, fallback, hint, onChange) {
+  const current = getIn(data, path) || fallback;
+  const boxes = options.map(([value, label]) => {
+    const id = uid("in");
+    const box = el("input", { id, type: "checkbox", value: String(value) });
+    box.checked = current.includes(value);
+    box.addEventListener("change", () => {
+      setIn(data, path, options.map(([v]) => v).filter((v, i) => boxes[i].box.checked));
+      onChange();
+    });
+    return { box, row: el("label", { class: "check", for: id }, box, ` ${label}`) };
+  });
+  return el("fieldset", { class: "field inputs-field", dataset: { path: path.join(".") } },
+    el("legend", {}, legend), boxes.map((b) => b.row), hint ? el("p", { class: "muted small hint" }, hint) : null);
+}
+
 /**
  * A Markdown textarea bound to ``path`` with a live preview beside it, rendered by the
  * server as participants see it (``POST /api/markdown``: CommonMark, HTML shown as text).

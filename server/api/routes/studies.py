@@ -26,7 +26,7 @@ from server.schemas.studies import (
 )
 from server.services.studies import (
     env_validation,
-    launch_check,
+    feedback_check,
     studies,
     study_files,
     study_versions,
@@ -227,7 +227,7 @@ def _launch_check(
     """The pre-launch checklist, with each environment built (or its cached validation) and
     a feedback study's source episodes counted."""
     reports = env_validation.validate_study(spec, settings, allowed, budget=budget)
-    return launch_check.checklist(spec, reports, db=db, owner_id=owner_id)
+    return feedback_check.checklist(db, spec, reports, owner_id)
 
 
 def _built(
@@ -310,7 +310,7 @@ def read_checklist(
     unchanged)."""
     spec, reports = _built(study_id, db, principal, settings, allowed, budget)
     owner = studies.get_study(db, principal, study_id).owner_id
-    items = launch_check.checklist(spec, reports, db=db, owner_id=owner)
+    items = feedback_check.checklist(db, spec, reports, owner)
     return {"ready": not any(i["level"] == "error" for i in items), "items": items}
 
 
@@ -340,7 +340,7 @@ def validate_study(
     """
     spec, reports = _built(study_id, db, principal, settings, allowed, budget)
     owner = studies.get_study(db, principal, study_id).owner_id
-    checklist = launch_check.checklist(spec, reports, db=db, owner_id=owner)
+    checklist = feedback_check.checklist(db, spec, reports, owner)
     return {"ok": all(r["ok"] for r in reports), "environments": reports, "checklist": checklist}
 
 

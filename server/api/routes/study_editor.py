@@ -13,7 +13,7 @@ from server.api.routes.studies import TOO_LARGE, YAML_BODY, AllowedDep, StudyFil
 from server.errors import Invalid
 from server.player.views import render_markdown
 from server.schemas.studies import StudyCreate, StudyValidationPublic
-from server.services.studies import env_validation, launch_check, study_files
+from server.services.studies import env_validation, feedback_check, study_files
 from server.services.studies.env_check import require_allowed
 from server.study_spec import EnvironmentSpec, StrictModel, StudySpec
 from server.study_spec.base import reject_control_chars
@@ -86,7 +86,7 @@ def validate_unsaved(
     the caller's own studies)."""
     require_allowed(body.spec, allowed, with_settings=False)  # bad settings are in the report
     reports = env_validation.validate_study(body.spec, settings, allowed, budget=budget)
-    checklist = launch_check.checklist(body.spec, reports, db=db, owner_id=user.id)
+    checklist = feedback_check.checklist(db, body.spec, reports, user.id)
     return {"ok": all(r["ok"] for r in reports), "environments": reports, "checklist": checklist}
 
 

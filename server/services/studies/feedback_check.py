@@ -1,18 +1,31 @@
-"""A feedback study's part of the pre-launch checklist: whether its participants would have
-anything to judge (source episodes, pairs for each compare question, gold items whose
-episodes are still there), counted as its items are drawn (server/services/feedback)."""
+"""The pre-launch checklist with what only the database knows: whether a feedback study's
+participants would have anything to judge (source episodes, pairs for each compare
+question, gold items whose episodes are still there), counted as its items are drawn
+(server/services/feedback). Apart from launch_check, which studies.py imports: the feedback
+services read the studies' episodes through it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.models import Episode, Study
 from server.services.feedback import items as feedback_pool
+from server.services.studies import launch_check
 from server.services.studies.checklist_items import Item, item
+from server.study_spec import StudySpec
 from server.study_spec.feedback import FeedbackSpec
+
+
+def checklist(db: Session, spec: StudySpec, reports: list[dict[str, Any]] | None,
+              owner_id: int) -> list[Item]:  # fmt: skip
+    """The pre-launch checklist of any study (:func:`launch_check.checklist`), a feedback
+    study's with what its participants would judge (only ``owner_id``'s studies count)."""
+    judged = feedback_items(db, spec.judging, owner_id) if spec.judging is not None else ()
+    return launch_check.checklist(spec, reports, judged=judged)
 
 
 def _sources(db: Session, spec: FeedbackSpec, owner_id: int | None) -> Iterable[Item]:

@@ -14,12 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from server.errors import Conflict, Invalid
 from server.runtime.catalog import default_controls
 from server.services.studies.checklist_items import Item, Loc, item
-from server.services.studies.feedback_check import feedback_items
 from server.study_spec import MAX_TOUCH_BUTTONS, Controls, EnvironmentSpec, StudySpec
 
 
@@ -210,16 +207,14 @@ def _policy(env: EnvironmentSpec, index: int, trial: dict[str, Any]) -> Iterable
 
 
 def checklist(
-    spec: StudySpec, reports: list[dict[str, Any]] | None = None, *,
-    db: Session | None = None, owner_id: int | None = None,
-) -> list[Item]:  # fmt: skip
+    spec: StudySpec, reports: list[dict[str, Any]] | None = None, *, judged: Iterable[Item] = ()
+) -> list[Item]:
     """Every item for ``spec`` (and its validation ``reports``, fields from the root):
-    errors first, then warnings, each in the order of the form. A feedback study's items
-    need ``db`` (its source episodes, counted as its items are drawn) and the designer's
-    ``owner_id`` (only their own studies count); it has no environments to check."""
+    errors first, then warnings, each in the order of the form. A feedback study has no
+    environments to check; ``judged`` are its items that need the database (what its
+    participants would judge: :func:`server.services.studies.feedback_check.checklist`)."""
     if spec.judging is not None:
-        judged = [*_completion(spec), *(feedback_items(db, spec.judging, owner_id) if db else ())]
-        return sorted(judged, key=lambda i: i["level"] != "error")
+        return sorted([*_completion(spec), *judged], key=lambda i: i["level"] != "error")
     found: list[Item] = [*(_from_reports(reports) if reports else ())]
     for report in reports or ():
         trial = report.get("policy")

@@ -9,7 +9,7 @@ import pytest
 
 from server.errors import Conflict, Invalid
 from server.main import WEB_DIR
-from server.services.studies import launch_check
+from server.services.studies import feedback_check, launch_check
 from server.services.studies.checklist_items import ENV_LABELS, STUDY_LABELS
 from server.study_spec import StudySpec
 from tests.factories import spec_dict
@@ -230,21 +230,20 @@ def _gold(a: str, b: str, answer: str = "a") -> dict[str, Any]:
 def test_a_feedback_study_over_recorded_episodes_is_ready(judged, db):
     eps = [e.id for e in judged.episodes]
     spec = _feedback(judged.source.id, gold=[_gold(eps[0], eps[1])], gold_rate=0.2)
-    assert launch_check.checklist(spec, [], db=db, owner_id=judged.owner.id) == []
+    assert feedback_check.checklist(db, spec, [], judged.owner.id) == []
     # no environment checks: the crowd's still apply
     no_code = spec.model_copy(
         update={"crowd": spec.crowd.model_copy(update={"completion_code": None})}
     )
-    (item,) = launch_check.checklist(no_code, [], db=db, owner_id=judged.owner.id)
+    (item,) = feedback_check.checklist(db, no_code, [], judged.owner.id)
     assert item["code"] == "no_completion_code"
 
 
 def test_a_feedback_source_with_nothing_to_judge_is_an_error(judged, db, factory):
     owner = judged.owner.id
     # filtered to a task no episode drew: nothing to judge, the compare question aside
-    none = _codes(launch_check.checklist(
-        _feedback(judged.source.id, source={"studies": [judged.source.id], "task": "nope"}),
-        db=db, owner_id=owner))  # fmt: skip
+    nope = _feedback(judged.source.id, source={"studies": [judged.source.id], "task": "nope"})
+    none = _codes(feedback_check.checklist(db, nope, [], owner))
     assert list(none) == ["no_source_episodes"]
     assert none["no_source_episodes"]["field"] == "feedback.source.studies"
     assert none["no_source_episodes"]["label"] == "Source studies"
@@ -252,14 +251,13 @@ def test_a_feedback_source_with_nothing_to_judge_is_an_error(judged, db, factory
     for ep in judged.episodes[1:]:
         ep.excluded = True
     db.commit()
-    items = launch_check.checklist(_feedback(judged.source.id), db=db, owner_id=owner)
+    items = feedback_check.checklist(db, _feedback(judged.source.id), [], owner)
     (item,) = items
     assert (item["code"], item["field"]) == ("nothing_to_compare", "feedback.questions.0")
     assert "Question 1 compares two episodes" in item["message"]
     # another designer's study reads as not found, and its episodes are not counted
     stranger = factory.user()
-    found = _codes(launch_check.checklist(_feedback(judged.source.id), db=db,
-                                          owner_id=stranger.id))  # fmt: skip
+    found = _codes(feedback_check.checklist(db, _feedback(judged.source.id), [], stranger.id))
     assert found["source_not_found"]["field"] == "feedback.source.studies.0"
     assert "is not one of your studies" in found["source_not_found"]["message"]
     assert "no_source_episodes" in found
@@ -270,7 +268,7 @@ def test_gold_items_whose_episodes_are_gone_and_gold_settings_that_do_nothing(ju
     eps = [e.id for e in judged.episodes]
     gone = "0" * 32
     spec = _feedback(judged.source.id, gold=[_gold(eps[0], eps[1]), _gold(eps[2], gone)])
-    found = _codes(launch_check.checklist(spec, db=db, owner_id=owner))
+    found = _codes(feedback_check.checklist(db, spec, [], owner))
     item = found.pop("gold_episode_gone")
     assert item["field"] == "feedback.gold.1" and "Gold item 2: episode 00000000" in item["message"]
     assert list(found) == ["gold_never_shown"]  # gold_rate 0 in the helper's spec
@@ -278,11 +276,9 @@ def test_gold_items_whose_episodes_are_gone_and_gold_settings_that_do_nothing(ju
     db.delete(deleted)
     db.commit()
     spec = _feedback(judged.source.id, gold=[_gold(eps[0], deleted.id)], gold_rate=0.3)
-    assert list(_codes(launch_check.checklist(spec, db=db, owner_id=owner))) == [
-        "gold_episode_gone"
-    ]
+    assert list(_codes(feedback_check.checklist(db, spec, [], owner))) == ["gold_episode_gone"]
     lone = _feedback(judged.source.id, gold_min_accuracy=0.8)
-    (warning,) = launch_check.checklist(lone, db=db, owner_id=owner)
+    (warning,) = feedback_check.checklist(db, lone, [], owner)
     assert (warning["code"], warning["level"]) == ("screening_without_gold", "warning")
     assert warning["label"] == "Minimum gold accuracy"
 
@@ -291,7 +287,7 @@ def test_every_pair_of_too_many_episodes_is_refused_before_launch(judged, db, mo
     from server.services.feedback import items as feedback_items
 
     spec = _feedback(judged.source.id, pairing="all_pairs")
-    assert launch_check.checklist(spec, db=db, owner_id=judged.owner.id) == []
+    assert feedback_check.checklist(db, spec, [], judged.owner.id) == []
     monkeypatch.setattr(feedback_items, "MAX_ALL_PAIRS", 5)  # 5 episodes: 10 pairs + 5 ratings
-    (item,) = launch_check.checklist(spec, db=db, owner_id=judged.owner.id)
+    (item,) = feedback_check.checklist(db, spec, [], judged.owner.id)
     assert item["code"] == "too_many_pairs" and "is 15 items" in item["message"]
