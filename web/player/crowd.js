@@ -6,7 +6,7 @@ import { tapOr, touchOnly } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
 const VIEWS = ["status-view", "preview-view", "join-view", "consent-view", "instructions-view", "code-view",
-  "lobby-view", "play-view", "done-view"];
+  "lobby-view", "play-view", "judge-view", "done-view"];
 
 /** The URL parameters Prolific and MTurk add to a study link. */
 const PLATFORM_PARAMS = ["PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "workerId", "assignmentId",
@@ -210,11 +210,12 @@ const CODE_WORDS = {
    the consent), and what an MTurk worker does instead of returning a code: MTurk has no
    code step for leaving, the worker returns the HIT. */
 const LEFT_AT_DEVICE = "This device cannot play the games of this study, so the study ends here.";
+const FAILED_CHECKS = "Your answers did not pass this study's quality checks, so the study ends here."; // a feedback study's gold
 const RETURN_HIT = "Please return the HIT on MTurk (the Return button on the HIT's page). You need no code for that.";
 
 /** The screen-out page's words for this participant (``who``: ParticipantState). */
 function screenoutText(code, redirect, who) {
-  const first = who.screenout_reason === "device" ? LEFT_AT_DEVICE : "You chose not to take part, so the study ends here.";
+  const first = { device: LEFT_AT_DEVICE, gold: FAILED_CHECKS }[who.screenout_reason] || "You chose not to take part, so the study ends here.";
   if (who.platform === "mturk") return `${first} ${RETURN_HIT}`;
   const then = code ? "Please return this code to the platform." : redirect ? "Use the button below to finish." : "You can close this page.";
   return `${first} ${then}`;

@@ -2,6 +2,7 @@
    and where the server's participant state leads (docs/protocol.md); a reload finds its place
    again from /api/play/me with the ticket kept in sessionStorage. */
 import * as crowd from "./crowd.js";
+import * as judge from "./judge.js";
 import * as preview from "./preview.js";
 import { $, flow, forgetTicket, link, params, playMessage, previewId, recall, remember, state, stopPlaying, token } from "./session.js";
 
@@ -25,7 +26,8 @@ async function boot() {
   useStudy(look.body.study);
   const ids = crowd.platformParams(params);
   if (ids.assignmentId === crowd.MTURK_PREVIEW) { crowd.showPreview(state.study); return; }
-  if (!state.ticket && !recall().deviceOk && !crowd.deviceCanPlay(state.study.inputs)) {
+  const judging = state.study.kind === "feedback"; // judged by tapping or with keys: any device
+  if (!judging && !state.ticket && !recall().deviceOk && !crowd.deviceCanPlay(state.study.inputs)) {
     const leave = Object.keys(ids).length ? () => join({ params: ids }, false, true) : null; // screened out
     crowd.showDeviceCannotPlay(state.study.inputs, () => { remember({ deviceOk: true }); boot(); }, leave);
     return;
@@ -108,6 +110,7 @@ async function route(ps) {
   }
   if (ps.done) { await finishStudy(); return; }
   if (ps.consent_required && !ps.consented) { crowd.showConsent(state.study.consent_html, answerConsent); return; }
+  if (state.study.kind === "feedback") { judge.start(); return; } // a feedback study: judging
   if (!state.ws) flow.connect();
 }
 
@@ -130,6 +133,7 @@ async function finishStudy() {
   if (res.ok) state.participant = res.body;
   if (state.participant) state.participant.done = false;
   state.refused = res.ok ? "Some of the study is still to do." : crowd.errorText(res);
+  if (state.study.kind === "feedback") { judge.start(); return; }
   if (!state.ws) { flow.connect(); return; }
   flow.goLobby();
 }
