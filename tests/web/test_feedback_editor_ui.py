@@ -124,6 +124,7 @@ def test_a_designer_makes_a_feedback_study_over_played_episodes(
     page.get_by_label("Gold answers before screening").fill("2")
 
     page.get_by_text("Crowd settings").click()
+    expect(page.get_by_label("Required episodes")).to_have_count(0)  # judgements complete them
     page.get_by_label("Completion code").fill("JUDGED0K")
     page.get_by_label("Screen-out code").fill("GOLDMISS")
     page.get_by_role("group", name="Participants come from").get_by_label("Prolific").check()

@@ -15,6 +15,7 @@ export function crowdSection(api, data, changed) {
   const path = (key) => ["crowd", key];
   const table = el("div", { id: "completion-table", role: "region", "aria-label": "Completion per platform" });
   const onChange = () => { renderCompletion(table, data.crowd || {}); changed(); };
+  const judged = data.kind === "feedback";
   const section = el("details", { class: "form-section" },
     el("summary", {}, "Crowd settings"),
     markdownField(api, data, path("consent"), "Consent text", { rows: 4, onChange,
@@ -30,8 +31,9 @@ export function crowdSection(api, data, changed) {
       inputField(data, path("full_code"), "Study-full code", { onChange,
         hint: "For people the study filled up on before they finished (Prolific: a screen-out or no-code return). Empty: no code." }),
       inputField(data, path("full_url"), "Study-full URL", { onChange, hint: "MTurk workers always submit the HIT." }),
-      inputField(data, ["crowd", "requirements", "min_episodes"], "Required episodes", { kind: "int", min: 0, defaultValue: 0, onChange }),
-      inputField(data, ["crowd", "requirements", "min_play_time_s"], "Required play time (s)", { kind: "number", min: 0, defaultValue: 0, onChange })),
+      // a feedback study's participants are done after their judgements (its section says how many)
+      judged ? null : inputField(data, ["crowd", "requirements", "min_episodes"], "Required episodes", { kind: "int", min: 0, defaultValue: 0, onChange }),
+      judged ? null : inputField(data, ["crowd", "requirements", "min_play_time_s"], "Required play time (s)", { kind: "number", min: 0, defaultValue: 0, onChange })),
     platformsField(data, onChange),
     inputsField(data, onChange),
     el("h4", {}, "Completion per platform"),
