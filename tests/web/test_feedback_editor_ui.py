@@ -129,6 +129,12 @@ def test_a_designer_makes_a_feedback_study_over_played_episodes(
     page.get_by_label("Screen-out code").fill("GOLDMISS")
     page.get_by_role("group", name="Participants come from").get_by_label("Prolific").check()
     shot(page, "feedback-01-form")
+    # narrow: every card and picker still fits the form (nothing pushed out of sight)
+    page.set_viewport_size({"width": 600, "height": 800})
+    assert page.locator("#editor-form").evaluate("(f) => f.scrollWidth <= f.clientWidth + 1")
+    _gold(page, 1).scroll_into_view_if_needed()
+    shot(page, "feedback-01-narrow")
+    page.set_viewport_size({"width": 1280, "height": 800})
 
     # the YAML view writes it, and an edit there comes back to the form
     page.get_by_role("tab", name="Edit as YAML").click()
