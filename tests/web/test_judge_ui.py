@@ -252,3 +252,34 @@ def test_clips_whose_recordings_are_gone_say_so(live_server, page, world, factor
     page.get_by_role("button", name="Can't tell").click()
     expect_code(page, "JUDGED0K")
     assert [j.choice for j in answered(db, study, "judge-gone")] == ["cant_tell"]
+
+
+def test_a_judge_who_fails_the_gold_sees_the_screen_out_code(live_server, page, world, factory, db):
+    """Gold items look like any other; "Can't tell" is never a gold pair's answer, so a judge
+    who always says it is screened out once the gold is answered, with the screen-out code."""
+    eps = world.episodes
+    gold = [{"question": "balance", "episodes": [eps[0].id, eps[1].id], "answer": "a"}]
+    study = world.make(db, factory, gold=gold, gold_rate=0.5, judgements_per_participant=2,
+                       gold_min_accuracy=1.0, gold_min_answers=1,
+                       questions=[{"id": "balance", "kind": "compare",
+                                   "prompt": COMPARE}])  # fmt: skip
+    open_as_judge(page, live_server, study, "judge-careless")
+    for number in (1, 2):
+        if page.locator("#code-view").is_visible():
+            break
+        expect_item(page, number, 2, COMPARE)
+        answerable(page)
+        page.keyboard.press("KeyC")
+        page.wait_for_function(  # the next item, or the end
+            "n => !document.getElementById('code-view').hidden"
+            " || document.getElementById('judge-count').textContent === `Item ${n} of 2`",
+            arg=number + 1,
+        )
+    expect(page.locator("#code-title")).to_have_text("Thank you for your time")
+    words = "Your answers did not pass this study's quality checks, so the study ends here."
+    expect(page.locator("#code-text")).to_contain_text(words)
+    expect(page.locator("#code-value")).to_have_value("GOLDMISS")
+    shot(page, "judge-11-screened-out")
+    rows = answered(db, study, "judge-careless")
+    assert [j.item.is_gold for j in rows][-1] is True  # the gold answer settled it
+    assert all(j.choice == "cant_tell" for j in rows)
