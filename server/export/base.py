@@ -24,6 +24,7 @@ from server.export.errors import (
     InvalidEpisodeError,
 )
 from server.export.fields import specs_signature
+from server.export.judgements import JudgementSummary
 from server.export.narration import NarratedSpan, narration_column
 from server.export.tags import TaggedSpan, first_end_step, validate_step_tags
 
@@ -64,6 +65,8 @@ class EpisodeInput:
     replay_verdict: str = "pending"
     replay_step: int = -1
     replay_message: str = ""
+    # what feedback studies' judgements say of it (server/export/judgements.py; zeros: none)
+    judgements: JudgementSummary = field(default_factory=JudgementSummary)
 
     def outcome_fields(self) -> dict[str, str]:
         """The episode-level outcome fields every format exports."""
@@ -88,6 +91,10 @@ class EpisodeInput:
             "replay_step": self.replay_step,
             "replay_message": self.replay_message,
         }
+
+    def judgement_fields(self) -> dict[str, Any]:
+        """The episode-level judgement summary fields every format exports."""
+        return self.judgements.fields()
 
 
 @dataclass(frozen=True)
@@ -227,6 +234,7 @@ def summarize(ep: EpisodeInput, episode: RldsEpisode) -> ExportedEpisode:
         task_id=ep.task_id,
         instruction=ep.instruction,
         narrations=len(ep.narrations),
+        judged=ep.judgements.judged,
         total_reward=episode.total_reward,
         terminated=episode.terminated,
     )

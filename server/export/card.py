@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from server.export.judgements import FIELDS_TEXT
+
 if TYPE_CHECKING:
     from server.export.base import ExportOptions
 
@@ -26,6 +28,7 @@ class ExportedEpisode:
     task_id: str = ""  # the task it drew ("": none)
     instruction: str = ""  # its language instruction ("": none)
     narrations: int = 0  # narrations of its steps
+    judged: bool = False  # counted in a feedback study's judgements
 
 
 def return_stats(returns: Sequence[float]) -> dict[str, float]:
@@ -73,6 +76,8 @@ def render_card(
         f"truncated or interrupted: {sum(not e.terminated for e in episodes)}",
         "- Replay verdicts (each episode's `replay_verdict`, `replay_step`, `replay_message`): "
         + (", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) or "none"),
+        f"- Judged in feedback studies: {sum(e.judged for e in episodes)} of {len(episodes)}"
+        f" episodes ({FIELDS_TEXT})",
         "",
         "| environment | episodes |",
         "|---|---|",

@@ -65,4 +65,5 @@ def check_request(episodes: Sequence[EpisodeInput], options: ExportOptions) -> r
         if ep.episode_id in seen:
             raise InvalidEpisodeError(f"episode {ep.episode_id} is selected twice")
         seen.add(ep.episode_id)
+        ep.judgements.check(ep.episode_id)
     return fmt

@@ -21,6 +21,10 @@ from typing import Any
 
 import numpy as np
 
+# feedback studies' judgements: their exact Python values and types (bool, int, float)
+JUDGEMENT_FIELDS = ("judged", "judgement_wins", "judgement_losses", "judgement_ties",
+                    "judgement_ratings", "judgement_mean_rating")  # fmt: skip
+
 
 def fail(message: str) -> None:
     """Stop with a mismatch."""
@@ -44,6 +48,14 @@ def load_expected(path: str) -> list[dict[str, Any]]:
         elif parts[1] != "jpegoff":
             episodes[index][parts[1]] = data[key]
     return [episodes[i] for i in sorted(episodes)]
+
+
+def check_judgements(eid: str, meta: Any, want: dict[str, Any]) -> None:
+    """The episode's judgement fields: the expected values, of the expected Python types."""
+    for key in JUDGEMENT_FIELDS:
+        got, value = meta[key], want[key].item()
+        if type(got) is not type(value) or got != value:
+            fail(f"{eid}: {key} {got!r} != {value!r}")
 
 
 def flatten_episode(episode: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from server.export.fields import OUTCOME_FIELDS
+from server.export.judgements import JudgementSummary
 from server.export.tags import TaggedSpan
 from server.models import ReplayVerdict
 from server.runtime.replay_check import Difference
@@ -76,10 +77,12 @@ def expected_episode(
     task_id: str = "",
     instruction: str = "",
     narrated: Iterable[tuple[int, int, str]] = (),
+    judgements: JudgementSummary | None = None,
 ) -> dict[str, Any]:
     """The flat expected content of one exported episode (``replay``: its replay fields;
     None: pending, never checked; ``narrated``: (first step, last step, text) the steps'
-    narrations, listed in the order they must be joined)."""
+    narrations, listed in the order they must be joined; ``judgements``: the summary of its
+    judgements, None: never judged)."""
     n = rec.num_steps
     ends = [t.start for t in step_tags if t.name in set(end_tags)]
     last = min(ends) if ends else n - 1
@@ -163,8 +166,23 @@ def expected_episode(
         "replay_message": (replay or {}).get("replay_message", ""),
         "task_id": task_id,
         "language_instruction": instruction,
+        **expected_judgements(judgements),
         "_return": float(sum(rewards)),
         "_length": last + 1,
+    }
+
+
+def expected_judgements(summary: JudgementSummary | None) -> dict[str, Any]:
+    """The judgement fields an export must hold for ``summary`` (None: never judged), written
+    out from the documented rule (server/export/judgements.py), with their dtypes."""
+    s = summary or JudgementSummary()
+    return {
+        "judged": np.bool_(s.wins + s.losses + s.ties + s.ratings > 0),
+        "judgement_wins": np.int64(s.wins),
+        "judgement_losses": np.int64(s.losses),
+        "judgement_ties": np.int64(s.ties),
+        "judgement_ratings": np.int64(s.ratings),
+        "judgement_mean_rating": np.float64(0.0 if s.mean_rating is None else s.mean_rating),
     }
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from consumer_check import compare, fail, load_expected  # noqa: E402
+from consumer_check import check_judgements, compare, fail, load_expected  # noqa: E402
 
 EPISODE_FIELDS = ("agent_id", "status", "notes", "study_id", "env_id", "env_config",
                   "player_outcome", "reviewer_outcome", "replay_verdict",
@@ -132,6 +132,7 @@ def main(doc_path: str, export_dir: str, name: str, expected_path: str, frames_o
         compare(f"{eid} tags", np.asarray(meta["episode_tags"], dtype=str), want["tags"])
         # LeRobot's "outcome" says how the episode ended: the success label is success_outcome
         compare(f"{eid} success_outcome", meta["success_outcome"], str(want["outcome"]))
+        check_judgements(eid, meta, want)
         for key in ("seed", "replay_step"):
             if meta[key] != int(want[key]):
                 fail(f"{eid}: {key} {meta[key]} != {want[key]}")

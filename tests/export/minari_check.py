@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from consumer_check import compare, fail, load_expected  # noqa: E402
+from consumer_check import check_judgements, compare, fail, load_expected  # noqa: E402
 
 EPISODE_FIELDS = ("agent_id", "status", "notes", "study_id", "env_id", "env_config", "outcome",
                   "player_outcome", "reviewer_outcome", "replay_verdict",
@@ -82,6 +82,7 @@ def main(doc_path: str, export_dir: str, dataset_id: str, expected_path: str) ->
         compare(f"{eid} tags", np.asarray(meta["tags"], dtype=str), want["tags"])
         if meta.get("seed", -1) != int(want["seed"]):
             fail(f"{eid}: seed {meta.get('seed')} != {want['seed']}")
+        check_judgements(eid, meta, want)
         if meta["replay_step"] != int(want["replay_step"]):
             fail(f"{eid}: replay_step {meta['replay_step']} != {want['replay_step']}")
         n = int(want["_length"])

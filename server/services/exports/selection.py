@@ -20,11 +20,13 @@ from server.export import (
     TaggedSpan,
     check_compatible,
 )
+from server.export.judgements import JudgementSummary
 from server.export.run import check_format
 from server.models import Episode, EpisodeStatus, ReplayVerdict, Study
 from server.schemas.episodes import EpisodeFilterIn
 from server.schemas.exports import ExportSelection
 from server.services.exports.spaces import one_log_per_env
+from server.services.feedback import results as feedback_results
 from server.services.review import labels, review, verdicts
 from server.services.studies import studies
 
@@ -165,8 +167,10 @@ def episode_inputs(
 ) -> list[EpisodeInput]:
     """The exporter's inputs: log folders, pseudonymous agent ids, tags, notes, tasks and
     instructions (the episode's task's, else ``instructions``' of its environment),
-    narrations, outcomes and replay verdicts."""
+    narrations, outcomes, replay verdicts and the summaries of their judgements in feedback
+    studies (one query for all of them)."""
     externals = review.external_ids(db, episodes)
+    judged = feedback_results.episode_summaries(db, [e.id for e in episodes])
     inputs = []
     for e in episodes:
         inputs.append(
@@ -188,6 +192,7 @@ def episode_inputs(
                 player_outcome=e.player_outcome or "",
                 reviewer_outcome=e.outcome or "",
                 **replay_fields(e),
+                judgements=JudgementSummary.of(judged.get(e.id)),
             )
         )
     return inputs

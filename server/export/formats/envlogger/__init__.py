@@ -15,6 +15,7 @@ from typing import Any
 
 from server.export.base import EpisodeInput, ExportOptions, ExportResult, WriteJob
 from server.export.episode import RldsEpisode
+from server.export.judgements import FIELDS_TEXT, JudgementSummary
 from server.export.narration import NarratedSpan
 from server.export.registry import Format, register
 from server.export.tags import TaggedSpan
@@ -35,6 +36,7 @@ def tags_document(
     replay: dict[str, str | int] | None = None,
     task: dict[str, str] | None = None,
     narrations: Sequence[NarratedSpan] = (),
+    judgements: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The content of an episode's ``tags.json`` (step ranges are inclusive step indices,
     of the RLDS steps: the logs are dm_env timesteps, see the card)."""
@@ -49,6 +51,7 @@ def tags_document(
         **(replay or {}),
         **(task or {"task_id": "", "language_instruction": ""}),
         "narrations": [{"start": n.start, "end": n.end, "text": n.text} for n in narrations],
+        **(judgements or JudgementSummary().fields()),
     }
 
 
@@ -81,6 +84,7 @@ class Envlogger(Format):
                 replay=ep.replay_fields(),
                 task=ep.task_fields(),
                 narrations=ep.narrations,
+                judgements=ep.judgement_fields(),
             )
             copy_episode_log(ep.log_dir, job.out, ep.episode_id, doc)
 
@@ -106,6 +110,7 @@ class Envlogger(Format):
             "`tags.json` with its database-side metadata (agent, status, tags, step tags, notes,\n"
             "outcomes, the replay check's `replay_verdict`, `replay_step` (an RLDS step, -1:\n"
             "none) and `replay_message`, the episode's `task_id` and `language_instruction`,\n"
-            "and its `narrations`: `start`, `end` (inclusive RLDS steps) and `text`).\n"
+            "its `narrations`: `start`, `end` (inclusive RLDS steps) and `text`, and what\n"
+            f"feedback studies' judgements say of it: {FIELDS_TEXT}).\n"
             "Steps are dm_env timesteps: action a_t, reward and discount are stored with o_{t+1}.\n"
         )

@@ -167,6 +167,8 @@ class LeRobotWriter:
                 # the task drawn ("" none) and the instruction (the task's, else the
                 # environment's; "" none: ``tasks`` then names the environment)
                 **ep.task_fields(),
+                # feedback studies' judgements (server/export/judgements.py; zeros: none)
+                **ep.judgement_fields(),
                 "notes": ep.notes,
                 "total_reward": episode.total_reward,
                 **_log_fields(episode.log_metadata),

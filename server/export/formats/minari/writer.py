@@ -41,6 +41,7 @@ def write_minari(job: WriteJob) -> ExportResult:
             *ep.outcome_fields().items(),
             *ep.replay_fields().items(),
             *ep.task_fields().items(),
+            *ep.judgement_fields().items(),
         ]
         meta = minari_format.episode_metadata(episode.log_metadata, fields)
         transitions += minari_format.write_batch(data_dir, i, batch, meta)

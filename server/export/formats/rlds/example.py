@@ -33,6 +33,7 @@ from server.export.fields import (
     tag_field,
 )
 from server.export.formats.rlds.tf_example import ExampleWriter
+from server.export.judgements import JUDGED_FIELD, JUDGEMENT_COUNT_FIELDS, JUDGEMENT_MEAN_FIELD
 
 PNG_ZLIB_LEVEL = 3
 _PNG_COLOR_TYPES = {1: 0, 3: 2, 4: 6}  # grey, RGB, RGBA; 8 bits per sample
@@ -176,7 +177,17 @@ def episode_example(
         **{name: str(metadata.get(name, "")) for name in REPLAY_TEXT_FIELDS},
         REPLAY_STEP_FIELD: int(metadata.get(REPLAY_STEP_FIELD, -1)),
         **{name: str(metadata.get(name, "")) for name in TASK_FIELDS},
+        **_judgement_values(metadata),
     }
+
+
+def _judgement_values(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The judgement summary fields (server/export/judgements.py), zeros when absent."""
+    values: dict[str, Any] = {JUDGED_FIELD: bool(metadata.get(JUDGED_FIELD, False))}
+    for name in JUDGEMENT_COUNT_FIELDS:
+        values[name] = int(metadata.get(name, 0))
+    values[JUDGEMENT_MEAN_FIELD] = np.float64(metadata.get(JUDGEMENT_MEAN_FIELD, 0.0))
+    return values
 
 
 class EpisodeSerializer:

@@ -32,6 +32,7 @@ from server.export.fields import (
     is_image_spec,
     tag_field,
 )
+from server.export.judgements import JUDGED_FIELD, JUDGEMENT_COUNT_FIELDS, JUDGEMENT_MEAN_FIELD
 
 tfds_features = tfds.features
 
@@ -126,6 +127,10 @@ def episode_fields() -> dict[str, Any]:
         **{name: tfds_features.Text() for name in REPLAY_TEXT_FIELDS},
         REPLAY_STEP_FIELD: np.int64,
         **{name: tfds_features.Text() for name in TASK_FIELDS},  # "" when none
+        # feedback studies' judgements (server/export/judgements.py; zeros: never judged)
+        JUDGED_FIELD: np.bool_,
+        **dict.fromkeys(JUDGEMENT_COUNT_FIELDS, np.int64),
+        JUDGEMENT_MEAN_FIELD: float64_tensor(),
     }
 
 
