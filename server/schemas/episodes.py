@@ -1,4 +1,4 @@
-"""Episodes and their review: the list, its filter, tags, notes, outcomes."""
+"""Episodes and their review: the list, its filter, tags, notes, outcomes, judgements."""
 
 from __future__ import annotations
 
@@ -65,6 +65,17 @@ class ReplayDifference(BaseModel):
     amount: float | None = Field(default=None, description="The largest absolute difference.")
     count: int | None = Field(default=None, description="How many array elements differ.")
     message: str | None = None
+
+
+class EpisodeJudgements(BaseModel):
+    """What feedback studies' judgements say of an episode (counted: not gold, not a test
+    participant's, not a screened-out one's)."""
+
+    wins: int = Field(ge=0, description="Compare answers that preferred this episode's clip.")
+    losses: int = Field(ge=0, description="Compare answers that preferred the other clip.")
+    ties: int = Field(ge=0, description='Compare answers "equally good".')
+    ratings: int = Field(ge=0, description="Ratings of its clips.")
+    mean_rating: float | None = Field(description="Their mean (null: no rating).")
 
 
 class EpisodeSummary(BaseModel):
@@ -137,6 +148,12 @@ class EpisodeSummary(BaseModel):
         description='What the check found, e.g. "step 3, reward: recorded 1.0, replayed '
         '2.0", or why the episode could not be replayed (or is still waiting).',
     )
+    judgements: EpisodeJudgements | None = Field(
+        default=None,
+        description="The summary of its judgements in feedback studies (the same as every "
+        "export's episode metadata); null: never judged. The list reads every row's in "
+        "one query; GET /api/episodes/{id}/judgements lists them one by one.",
+    )
 
 
 class EpisodeReviewIn(StrictModel):
@@ -169,6 +186,39 @@ class EpisodeDetail(EpisodeSummary):
     )
     step_tags: list[StepTagPublic]
     notes: list[NotePublic]
+
+
+class EpisodeJudgementPublic(BaseModel):
+    """One answered judgement of a clip of the episode."""
+
+    id: int
+    study_id: int = Field(description="The feedback study it was made in.")
+    study_name: str
+    question_id: str
+    question_kind: Literal["compare", "rate", "narrate"]
+    question: str | None = Field(description="The prompt (null: the study no longer asks it).")
+    start: int | None = Field(description="The clip's first step (RLDS steps).")
+    end: int | None = Field(description="The clip's last step (inclusive).")
+    other_episode: str | None = Field(description="compare: the episode it was shown beside.")
+    outcome: Literal["won", "lost", "tie", "cant_tell"] | None = Field(
+        description="compare, from this episode's side; null for rate and narrate."
+    )
+    rating: float | None = Field(description="rate: the answer.")
+    text: str | None = Field(description="narrate: the answer.")
+    participant: str = Field(description="The judge's external id (as in the participants CSV).")
+    answered_at: datetime
+    answer_ms: int | None = Field(description="From the item's assignment to the answer.")
+    is_gold: bool = Field(description="A gold question (a known answer; never counted).")
+    correct: bool | None = Field(description="Gold: whether the answer was the known one.")
+    counted: bool = Field(
+        description="Counted in the summary (not gold, not a test, not screened out)."
+    )
+
+
+class EpisodeJudgementList(BaseModel):
+    items: list[EpisodeJudgementPublic] = Field(description="Newest first.")
+    more: bool = Field(description="More than these were made (the newest 500 are listed).")
+    summary: EpisodeJudgements | None = Field(description="As in the episodes list.")
 
 
 class EpisodeList(BaseModel):

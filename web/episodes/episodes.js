@@ -6,6 +6,7 @@ import { createApi, el, errorMessage, toast as showToast } from "../shared/api.j
 import { STUDIES, renderTopbar } from "../shared/topbar.js";
 import { createBulk } from "./bulk.js";
 import { createExport } from "./export.js";
+import { judgementCell } from "./judgements.js";
 import { fillFilters, filterParams, filterSelection, pageFilter } from "./filters.js";
 import { renderPlot } from "./plot.js";
 import { createReplay } from "./replay.js";
@@ -152,7 +153,7 @@ function renderTable() {
       el("td", { class: "right" }, e.latency_p50_ms === null ? "–" : `${Math.round(e.latency_p50_ms)} ms`),
       el("td", {}, badges(e)),
       el("td", {}, replayBadge(e)),
-      el("td", {}, outcomeBadge(e)),
+      el("td", {}, outcomeBadge(e)), judgementCell(e),
       el("td", {}, e.tags.join(", ")), el("td", {}, open));
     if (replay.episode && replay.episode.id === e.id) row.classList.add("selected");
     if (e.excluded) row.classList.add("ep-row-excluded");

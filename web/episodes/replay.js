@@ -1,9 +1,11 @@
 // The replay viewer of the episodes page: frame, everything recorded for the step, the
-// reward chart, keyboard stepping, step tags and narrations (narrations.js). Steps are read
+// reward chart, keyboard stepping, step tags, narrations (narrations.js) and the episode's
+// judgements in feedback studies (judgements.js). Steps are read
 // a page at a time (any step of a long episode), and only a few pages are kept.
 
 import { el } from "../shared/api.js";
 import { createChart } from "./chart.js";
+import { createJudgements } from "./judgements.js";
 import { createNarrations } from "./narrations.js";
 
 const $ = (id) => document.getElementById(id);
@@ -304,6 +306,7 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
     $("reward-chart").replaceChildren();
     showDrivers(ep, null);
     narrations.open(ep).catch((err) => toast(err.message, "error"));
+    judgements.open(ep).catch((err) => toast(err.message, "error"));
     show(step);
     if (!ep.steps) return;
     $("chart-return").textContent = "loading…";
@@ -340,7 +343,7 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
   function close() {
     pause();
     if (state.chart) { state.chart.destroy(); state.chart = null; }
-    $("viewer").hidden = true; state.episode = null; narrations.close();
+    $("viewer").hidden = true; state.episode = null; narrations.close(); judgements.close();
   }
 
   /** The episode was edited (tags, notes): keep the view, redraw tag ranges. */
@@ -348,6 +351,7 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
 
   const narrations = createNarrations({ api, guard, toast, replay: {
     range, clearMark, step: () => state.step, show: (n) => { pause(); show(n); } } });
+  const judgements = createJudgements({ api, show: (n) => { pause(); show(n); } });
   $("step-slider").addEventListener("input", (e) => { pause(); show(Number(e.target.value)); });
   $("st-name").addEventListener("input", showTagHint);
   $("st-name").addEventListener("keydown", (event) => {

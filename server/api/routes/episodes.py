@@ -16,6 +16,7 @@ from server.schemas.episodes import (
     NO_TASK,
     TASK_FILTER,
     EpisodeDetail,
+    EpisodeJudgementList,
     EpisodeList,
     EpisodeReviewIn,
     EpisodeSummary,
@@ -27,7 +28,8 @@ from server.schemas.episodes import (
     StepTagPublic,
     TagIn,
 )
-from server.services.review import labels, quality, review, verdicts
+from server.services.feedback import results as feedback_results
+from server.services.review import judgements, labels, quality, review, verdicts
 from server.services.studies import studies
 
 router = APIRouter(tags=["episodes"])
@@ -38,7 +40,10 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {
 
 
 def _summary(
-    episode: Episode, externals: dict[int, str], medians: dict[int, float]
+    episode: Episode,
+    externals: dict[int, str],
+    medians: dict[int, float],
+    judged: dict[str, dict[str, Any]],
 ) -> dict[str, Any]:
     median = medians.get(episode.study_env_id)
     return {
@@ -75,12 +80,16 @@ def _summary(
         "outcome": review.effective_outcome(episode),
         "excluded": episode.excluded,
         **verdicts.verdict(episode),  # in the replay's (RLDS) step numbers
+        "judgements": judged.get(episode.id),
     }
 
 
 def _detail(db: Session, episode: Episode) -> EpisodeDetail:
     base = _summary(
-        episode, review.external_ids(db, [episode]), quality.medians(db, episode.study_id)
+        episode,
+        review.external_ids(db, [episode]),
+        quality.medians(db, episode.study_id),
+        feedback_results.episode_summaries(db, [episode.id]),
     )
     step_tags = sorted(episode.step_tags, key=lambda t: (t.start_step, t.end_step, t.id))
     return EpisodeDetail(
@@ -212,8 +221,9 @@ def list_episodes(
     )  # fmt: skip
     externals = review.external_ids(db, page.items)
     medians = quality.medians(db, study.id)
+    judged = feedback_results.episode_summaries(db, [e.id for e in page.items])  # one query
     return EpisodeList(
-        items=[EpisodeSummary(**_summary(e, externals, medians)) for e in page.items],
+        items=[EpisodeSummary(**_summary(e, externals, medians, judged)) for e in page.items],
         total=page.total,
         total_exact=page.total_exact,
         offset=page.offset,
@@ -335,3 +345,23 @@ def add_note(
     episode = review.get_episode(db, principal, episode_id)
     note = labels.add_note(db, episode, body.body, principal.user_id)
     return NotePublic.model_validate(note, from_attributes=True)
+
+
+@router.get(
+    "/api/episodes/{episode_id}/judgements",
+    response_model=EpisodeJudgementList,
+    summary="List an episode's judgements in feedback studies",
+    responses=NOT_FOUND,
+)
+def list_judgements(
+    episode_id: str, db: SessionDep, principal: CurrentPrincipal
+) -> EpisodeJudgementList:
+    """Every answered judgement of a clip of the episode, newest first (at most 500): the
+    feedback study, the question, the answer (compare: won, lost, tie or cant_tell from this
+    episode's side; rate: the rating; narrate: the text), the judge's external id, when,
+    whether it was gold and whether it counts in the summary. Only the study's owner (or an
+    admin) may read it."""
+    episode = review.get_episode(db, principal, episode_id)
+    listed = judgements.episode_judgements(db, episode)
+    summary = feedback_results.episode_summaries(db, [episode.id]).get(episode.id)
+    return EpisodeJudgementList.model_validate({**listed, "summary": summary})
