@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from server.models import FeedbackItem, Judgement, Participant, utcnow
-from server.services.feedback import dataset
+from server.services.feedback import dataset, summary
 from tests.api.routes.judged import PROLIFIC, played
 
 
@@ -35,23 +35,24 @@ def join(client: TestClient, study: Any, pid: str) -> dict[str, str]:
     return {"X-Play-Ticket": res.json()["ticket"], "X-Browser-Key": res.json()["browser_key"]}
 
 
-def judge(client: TestClient, db: Session, headers: dict[str, str], gold_right: bool) -> int:
-    """Answer every item given, as a person would through the API: compare "a" (the left
-    clip when a is shown on the left), rating 4; gold right or wrong as told (a test knows
-    which items are gold only from the database). Returns the judgements answered."""
+def judge(client: TestClient, db: Session, headers: dict[str, str], gold_right: bool,
+          prefer: str = "a", rating: int = 4) -> int:  # fmt: skip
+    """Answer every item given, as a person would through the API: compare ``prefer`` (the
+    left clip when it is shown on the left), ``rating``; gold right or wrong as told (a test
+    knows which items are gold only from the database). Returns the judgements answered."""
     answered = 0
     while item := client.get("/api/play/judge/next", headers=headers).json()["item"]:
         row = db.scalar(select(Judgement).where(Judgement.token == item["token"]))
         assert row is not None
         db.refresh(row)
         if item["question"]["kind"] == "compare":
-            want = row.item.gold_answer if row.item.is_gold else "a"
+            want = row.item.gold_answer if row.item.is_gold else prefer
             if row.item.is_gold and not gold_right:
                 want = "b" if want == "a" else "a"
             left = "b" if row.swapped else "a"
             body: dict[str, Any] = {"choice": "left" if want == left else "right"}
         else:
-            body = {"rating": 4}
+            body = {"rating": rating}
         res = client.post(f"/api/play/judge/{item['token']}/answer", json=body, headers=headers)
         assert res.status_code == 200, res.text
         answered += 1
@@ -70,9 +71,9 @@ def gold_study(world, db, factory, **feedback: Any):  # type: ignore[no-untyped-
                       **feedback)  # fmt: skip
 
 
-def three_judges(world, db, factory):  # type: ignore[no-untyped-def]
+def three_judges(world, db, factory, **feedback: Any):  # type: ignore[no-untyped-def]
     """Two careful judges and a careless one (screened out by gold), through the API."""
-    study = gold_study(world, db, factory)
+    study = gold_study(world, db, factory, **feedback)
     made = {}
     for pid, right in (("careful-1", True), ("careful-2", True), ("careless", False)):
         made[pid] = judge(factory.client(), db, join(factory.client(), study, pid), right)
@@ -263,3 +264,29 @@ def test_the_live_dashboard_carries_the_judging(world, factory, db):
     assert again["active"] == 1 and again["completed"] == 1
     played_live = designer.get(f"/api/studies/{world.source.id}/live").json()
     assert played_live["kind"] == "play" and played_live["feedback"] is None
+
+
+def test_the_dashboard_recomputes_agreement_at_most_every_ten_seconds(
+    world, factory, db, monkeypatch
+):  # type: ignore[no-untyped-def]
+    # ten judges an item: the judges after the first three are given the items they began
+    study, made = three_judges(world, db, factory, judgements_per_item=10)
+    designer = factory.client(world.owner)
+    live = f"/api/studies/{study.id}/live"
+    assert designer.get(live).json()["feedback"]["agreement"] == 1.0
+    # a judge who answers the other way on the items the careful two judged
+    contrary = judge(factory.client(), db, join(factory.client(), study, "contrary"), True,
+                     prefer="b", rating=1)  # fmt: skip
+    ticked = designer.get(live).json()["feedback"]
+    assert ticked["answered"] == sum(made.values()) + contrary  # the counts are of this tick
+    assert ticked["agreement"] == 1.0  # agreement: the figure of under ten seconds ago
+    now = designer.get(f"/api/studies/{study.id}/feedback").json()  # always fresh
+    assert now["agreement"] < 1.0 and now["answered"] == ticked["answered"]
+    assert designer.get(live).json()["feedback"]["agreement"] == now["agreement"]
+    contrary = judge(factory.client(), db, join(factory.client(), study, "contrary-2"), True,
+                     prefer="b", rating=1)  # fmt: skip
+    monkeypatch.setattr(summary, "AGREEMENT_EVERY_S", 0.0)  # ten seconds have passed
+    later = designer.get(live).json()["feedback"]
+    assert later["pairs"] > now["pairs"] and later["answered"] == now["answered"] + contrary
+    fresh = designer.get(f"/api/studies/{study.id}/feedback").json()
+    assert (later["agreement"], later["pairs"]) == (fresh["agreement"], fresh["pairs"])
