@@ -50,6 +50,11 @@ class Study(Base):
         back_populates="parent", order_by="Study.id", passive_deletes=True
     )
 
+    @property
+    def kind(self) -> str:
+        """``play`` or ``feedback``: what its participants do (the spec's ``kind``)."""
+        return str(self.spec.get("kind", "play"))
+
 
 class StudyEnvironment(Base):
     """One environment of a study, mirrored from its spec so episodes can point at it."""

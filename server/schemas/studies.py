@@ -54,6 +54,10 @@ class StudySummary(Public):
     owner_id: int
     created_at: datetime
     updated_at: datetime
+    kind: Literal["play", "feedback"] = Field(
+        description="play: participants play its environments; feedback: they judge recorded "
+        "episodes of other studies (it has no environments)."
+    )
     environments: list[StudyEnvironmentPublic]
     parent_study_id: int | None = Field(description="The study this one is a new version of.")
     parent: StudyRef | None = None

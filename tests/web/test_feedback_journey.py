@@ -80,7 +80,10 @@ def _design(page: Page, live_server: str, world: Any) -> None:
     page.get_by_label("Screen-out code").fill("GOLDMISS")
     page.get_by_role("group", name="Participants come from").get_by_label("Prolific").check()
     page.get_by_role("button", name="Save changes").click()
-    expect(study_row(page, NAME)).to_be_visible()
+    expect(study_row(page, NAME)).to_contain_text("judges recorded episodes")
+    expect(page.locator("#detail-meta")).to_contain_text("Feedback study")
+    expect(page.locator("#test-play")).to_be_hidden()  # nothing to play: Preview as participant
+    expect(page.locator("#preview-participant")).to_be_visible()
     checklist = page.get_by_role("region", name="Before you activate")
     expect(checklist).to_contain_text("Nothing stands in the way of activating this study.")
     shot(page, "journey-01-designed")

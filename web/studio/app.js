@@ -138,7 +138,7 @@ function renderStudies() {
   body.replaceChildren(
     ...state.studies.map((study) => {
       const selected = state.selected && state.selected.id === study.id;
-      const envs = study.environments.map((env) => env.name).join(", ");
+      const envs = study.kind === "feedback" ? "— (judges recorded episodes)" : study.environments.map((env) => env.name).join(", ");
       return el(
         "tr",
         { class: selected ? "selected" : "", dataset: { studyId: study.id } },
@@ -226,9 +226,9 @@ async function renderDetail(study, yaml) {
   $("#detail").hidden = false;
   $("#detail-name").textContent = study.name;
   $("#detail-state").replaceWith(Object.assign(badge(study.state), { id: "detail-state" }));
-  const envs = study.environments.length;
+  const envs = study.environments.length, judged = study.kind === "feedback";
   $("#detail-meta").replaceChildren(
-    `${envs} environment${envs === 1 ? "" : "s"} · created `,
+    judged ? "Feedback study (judges recorded episodes) · created " : `${envs} environment${envs === 1 ? "" : "s"} · created `,
     timeElement(study.created_at),
     " · updated ",
     timeElement(study.updated_at),
@@ -242,7 +242,7 @@ async function renderDetail(study, yaml) {
   if (linkShown) $("#permalink-url").value = permalinkUrl(study);
 
   $("#study-links").hidden = false;
-  $("#test-play").href = `/player.html?study=${study.id}`;
+  Object.assign($("#test-play"), { href: `/player.html?study=${study.id}`, hidden: judged }); // nothing to play
   $("#preview-participant").href = `/player.html?preview=${study.id}`;
   $("#episodes-link").href = `/episodes.html?study=${study.id}`;
   $("#participants-link").href = `/participants.html?study=${study.id}`;
