@@ -195,7 +195,7 @@ def judges_process(url: str, tickets: list[str], stop: Any, ready: Any, results:
 
     async def run() -> None:
         async def readiness() -> None:
-            while not all(o["answer"] for o in outs):
+            while not all(o["answer"] for o in outs) and not stop.is_set():
                 await asyncio.sleep(0.02)
             ready.set()
 
