@@ -283,3 +283,71 @@ def test_a_removed_question_withdraws_its_open_item(factory, db, played):
         judging.answer(db, study, edited, who, j.token, Answer(rating=3))
     assert gone.value.code == "item_withdrawn"
     assert judging.draw(db, study, edited, who).item.question_key == "c"
+
+
+def test_a_burst_of_judges_at_once_holds_k_and_a_doubled_answer_counts_once(
+    factory, db, engine, played
+):  # type: ignore[no-untyped-def]
+    """Twelve judges draw and answer at the same moment, each from its own connection, and
+    then one of them sends the same answer twice at once (two tabs): no item gets more than
+    K judges, nobody judges an item twice, and the doubled answer is recorded once."""
+    import threading
+
+    from server.core.db import make_sessionmaker
+
+    fs = feedback(played, judgements_per_item=2, judgements_per_participant=3)
+    study = judge_study(factory, played[0])
+    db.commit()
+    people = [person(db, study, f"burst-{n}") for n in range(12)]
+    sessions = make_sessionmaker(engine)
+    barrier = threading.Barrier(len(people))
+    errors: list[BaseException] = []
+
+    def judge(pid: int) -> None:
+        try:
+            with sessions() as own:
+                who = own.get(Participant, pid)
+                barrier.wait()
+                answer_all(own, own.merge(study), fs, who)
+        except BaseException as exc:  # noqa: BLE001 - reported below, with the others
+            errors.append(exc)
+
+    threads = [threading.Thread(target=judge, args=(p.id,)) for p in people]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    db.expire_all()
+    assert max(judging._load(db, study.id).values()) <= 2
+    for who in people:
+        mine = list(db.query(judging.Judgement).filter_by(participant_id=who.id))
+        assert len({j.item_id for j in mine}) == len(mine) <= 3
+
+    late = person(db, study, "two-tabs")
+    open_one = judging.draw(db, study, fs, late)
+    assert open_one is not None
+    token, kind = open_one.token, open_one.item.kind
+    given = Answer(choice="left") if kind == "compare" else Answer(rating=2.0)
+    twice = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def send() -> None:
+        with sessions() as own:
+            twice.wait()
+            try:
+                judging.answer(own, own.merge(study), fs, own.get(Participant, late.id), token,
+                               given)  # fmt: skip
+                outcomes.append("ok")
+            except Conflict as exc:
+                outcomes.append(exc.code or "")
+
+    pair = [threading.Thread(target=send) for _ in range(2)]
+    for t in pair:
+        t.start()
+    for t in pair:
+        t.join()
+    assert sorted(outcomes) == ["already_answered", "ok"]
+    db.expire_all()
+    rows = list(db.query(judging.Judgement).filter_by(participant_id=late.id))
+    assert [r.answered_at is not None for r in rows] == [True]
