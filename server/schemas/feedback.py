@@ -19,7 +19,10 @@ class JudgeAnswerIn(StrictModel):
 
 
 class JudgeClipOut(BaseModel):
-    frames: int = Field(description="Frames of the clip: fetch them at .../clips/{n}/frames/{i}.")
+    frames: int = Field(
+        description="Frames of the clip: all at once at .../clips/{n}, or one at "
+        ".../clips/{n}/frames/{i}."
+    )
 
 
 class JudgeItemOut(BaseModel):

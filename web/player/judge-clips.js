@@ -1,15 +1,14 @@
-/* The clips of the item being judged (judge.js): their frames fetched with the play ticket
-   (a header, so never an <img> URL), kept as JPEG blobs, and played in sync at the study's
-   fps, looping, on one canvas per clip. The shorter clip of a pair holds its last frame until
-   the longer one ends; then both start again. A frame is decoded when it is shown (a clip
-   has up to 300 frames: decoded bitmaps of two would take hundreds of MB on a phone), as
-   narrate.js and the game's screen draw theirs (the page's CSP allows no blob: images).
-   Everything of an item is dropped when the next one loads: a late answer of the old one
-   never lands on the new. */
+/* The clips of the item being judged (judge.js): each clip fetched in one request with the
+   play ticket (a header, so never an <img> URL), split into a JPEG blob per frame as its
+   bytes stream in, and played in sync at the study's fps, looping, on one canvas per clip.
+   The shorter clip of a pair holds its last frame until the longer one ends; then both
+   start again. A frame is decoded when it is shown (a clip has up to 300 frames: decoded
+   bitmaps of two would take hundreds of MB on a phone), as narrate.js and the game's screen
+   draw theirs (the page's CSP allows no blob: images). Everything of an item is dropped
+   when the next one loads: a late answer of the old one never lands on the new. */
 import { errorText } from "./crowd.js";
 
 const $ = (id) => document.getElementById(id);
-const CONCURRENT = 6; // frame requests in flight
 const NO_CONNECTION = "The server could not be reached.";
 
 const player = {
@@ -33,9 +32,11 @@ export function clear() {
   }
 }
 
-/** Fetch every frame of ``item``'s clips (``onProgress(done, total)`` as they come), then
-    play them; resolves once each frame has arrived or failed: ``{current}`` false when
-    another item came meanwhile, ``failed`` the frames that did not come. */
+/** Fetch ``item``'s clips, each in one request (``.../clips/{k}``: the frames' JPEGs one
+    after another, their byte lengths in ``X-Frame-Sizes``), frames split off as their bytes
+    stream in (``onProgress(done, total)`` in frames), then play them; resolves once each
+    clip has arrived or failed: ``{current}`` false when another item came meanwhile,
+    ``failed`` the frames that did not come. */
 export async function load(item, ticket, onProgress) {
   clear();
   const generation = player.generation;
@@ -47,24 +48,16 @@ export async function load(item, ticket, onProgress) {
       shown: -1, decoding: false };
   });
   player.length = Math.max(1, ...player.clips.map((c) => c.frames));
-  const jobs = [];
-  for (let i = 0; i < player.length; i++) {
-    player.clips.forEach((c, k) => { if (i < c.frames) jobs.push([k, i]); });
-  }
-  const total = jobs.length;
+  const total = player.clips.reduce((n, c) => n + c.frames, 0);
   let done = 0;
   onProgress(0, total);
-  const worker = async () => {
-    while (jobs.length && generation === player.generation) {
-      const [k, i] = jobs.shift();
-      await fetchFrame(generation, item.token, ticket, k, i);
-      if (generation !== player.generation) return;
-      done += 1;
-      onProgress(done, total);
-      if (i === 0) draw(k, 0); // something to look at while the rest comes
-    }
+  const arrived = (k, i) => {
+    if (generation !== player.generation) return;
+    done += 1;
+    onProgress(done, total);
+    if (i === 0) draw(k, 0); // something to look at while the rest comes
   };
-  await Promise.all(Array.from({ length: Math.min(CONCURRENT, total) }, worker));
+  await Promise.all(player.clips.map((c, k) => (c.frames ? fetchClip(generation, item.token, ticket, k, arrived) : null)));
   if (generation !== player.generation) return { current: false, failed: 0 };
   player.clips.forEach((c, k) => {
     if (!c.frames) showError(k, "This clip has no frames.");
@@ -74,20 +67,73 @@ export async function load(item, ticket, onProgress) {
   return { current: true, failed: player.clips.reduce((n, c) => n + c.failed.filter(Boolean).length, 0) };
 }
 
-async function fetchFrame(generation, token, ticket, k, i) {
+/** The frames' byte lengths the server sent (``X-Frame-Sizes``: the progress is counted in
+    frames from them, so a proxy's compression changes nothing), or null when they do not
+    fit ``frames``. */
+function frameSizes(res, frames) {
+  const sizes = (res.headers.get("X-Frame-Sizes") || "").split(",").map(Number);
+  return sizes.length === frames && sizes.every((n) => Number.isInteger(n) && n >= 0) ? sizes : null;
+}
+
+/** Clip ``k`` in one request; ``arrived(k, i)`` for each frame as its last byte comes. */
+async function fetchClip(generation, token, ticket, k, arrived) {
   const clip = player.clips[k];
-  const url = `/api/play/judge/${encodeURIComponent(token)}/clips/${k}/frames/${i}`;
+  let next = 0; // the first frame not split off yet
+  const failRest = (text) => {
+    for (; next < clip.frames; next++) { clip.failed[next] = text; arrived(k, next); }
+  };
+  const url = `/api/play/judge/${encodeURIComponent(token)}/clips/${k}`;
   try {
     const res = await fetch(url, { headers: { "X-Play-Ticket": ticket }, signal: player.abort.signal });
     if (generation !== player.generation) return;
-    if (res.ok) { clip.blobs[i] = await res.blob(); return; }
-    let body = {};
-    try { body = await res.json(); } catch { body = {}; }
-    clip.failed[i] = errorText({ status: res.status, body }); // the server's sentence
+    if (!res.ok) {
+      let body = {};
+      try { body = await res.json(); } catch { body = {}; }
+      failRest(errorText({ status: res.status, body })); // the server's sentence
+      return;
+    }
+    const sizes = frameSizes(res, clip.frames);
+    if (!sizes) { failRest("The server's answer did not hold this clip's frames."); return; }
+    let pending = []; // chunks not split into frames yet, their bytes
+    let pendingBytes = 0;
+    const split = () => {
+      if (next >= sizes.length || pendingBytes < sizes[next]) return;
+      const joined = pending.length === 1 ? pending[0] : concat(pending, pendingBytes);
+      let at = 0;
+      while (next < sizes.length && joined.length - at >= sizes[next]) {
+        const size = sizes[next];
+        if (size) clip.blobs[next] = new Blob([joined.subarray(at, at + size)], { type: "image/jpeg" });
+        else clip.failed[next] = "This frame was not recorded.";
+        at += size;
+        arrived(k, next);
+        next += 1;
+      }
+      pending = at < joined.length ? [joined.subarray(at)] : [];
+      pendingBytes = joined.length - at;
+    };
+    const chunks = res.body ? res.body.getReader() : null;
+    split(); // frames recorded without a JPEG at the start (0 bytes)
+    if (!chunks) { pending = [new Uint8Array(await res.arrayBuffer())]; pendingBytes = pending[0].length; split(); }
+    while (chunks && next < sizes.length) {
+      const { value, done } = await chunks.read();
+      if (generation !== player.generation) { chunks.cancel().catch(() => {}); return; }
+      if (done) break;
+      pending.push(value);
+      pendingBytes += value.length;
+      split();
+    }
+    if (next < sizes.length) failRest(NO_CONNECTION); // the answer ended early
   } catch (err) {
     if (err && err.name === "AbortError") return;
-    if (generation === player.generation) clip.failed[i] = NO_CONNECTION;
+    if (generation === player.generation) failRest(NO_CONNECTION);
   }
+}
+
+function concat(chunks, bytes) {
+  const out = new Uint8Array(bytes);
+  let at = 0;
+  for (const c of chunks) { out.set(c, at); at += c.length; }
+  return out;
 }
 
 /* --- playback ------------------------------------------------------------------------- */

@@ -1,7 +1,7 @@
-"""A feedback study's judge: the next item, its clips' frames and the answer
-(docs/feedback.md). Every call takes the play ticket in the ``X-Play-Ticket`` header, as the
-participant's other calls do; a judgement's token reaches only the participant it was
-given to (any other reads as absent)."""
+"""A feedback study's judge: the next item, its clips' frames (a whole clip in one answer,
+or one frame) and the answer (docs/feedback.md). Every call takes the play ticket in the
+``X-Play-Ticket`` header, as the participant's other calls do; a judgement's token reaches
+only the participant it was given to (any other reads as absent)."""
 
 from __future__ import annotations
 
@@ -94,25 +94,62 @@ def participants_taking_part(participant: Participant) -> bool:
         participant.full_at is None)  # fmt: skip
 
 
+ClipNumber = Annotated[int, Path_(ge=0, le=1, description="0: the left clip, 1: the right.")]
+FRAMES: dict[int | str, dict[str, Any]] = {**NOT_FOUND, 200: {
+    "content": {"application/octet-stream": {}},
+    "headers": {"X-Frame-Sizes": {"schema": {"type": "string"}, "description":
+                "The frames' byte lengths in order, comma-separated (0: a step recorded "
+                "without a frame)."}},
+}}  # fmt: skip
+PRIVATE = {"Cache-Control": "private, max-age=3600"}
+
+
+def _shown_clip(db: Session, settings: Any, ticket: str | None, token: str, clip: int
+                ) -> tuple[FeedbackSpec, clips.Clip]:  # fmt: skip
+    """Clip ``clip`` (left 0, right 1) of the participant's own judgement ``token``."""
+    study, _, feedback, participant = _judge(db, settings, ticket)
+    judgement = _mine(db, study, participant, token)
+    shown = clips.shown(judgement.item, judgement.swapped)
+    if clip >= len(shown):
+        raise NotFound("This item has one clip.")
+    return feedback, shown[clip]
+
+
+@router.get(
+    "/api/play/judge/{token}/clips/{clip}", response_class=Response,
+    summary="Every frame of an item's clip in one answer", responses=FRAMES,
+)  # fmt: skip
+def clip_frames(
+    token: Token, clip: ClipNumber, request: Request, db: SessionDep, settings: SettingsDep,
+    x_play_ticket: Ticket = None,
+) -> Response:  # fmt: skip
+    """The left (0) or right (1) clip of the participant's item: its frames' JPEGs one after
+    another (``application/octet-stream``), their byte lengths in the ``X-Frame-Sizes``
+    header. Frame ``i`` is the same bytes as ``.../frames/{i}`` answers; a length of 0 is a
+    step recorded without a frame (that route's 404). 404 as that route."""
+    feedback, shown = _shown_clip(db, settings, x_play_ticket, token, clip)
+    jpegs = clips.every_frame(db, request.app.state.replay_cache, settings.data_root, feedback,
+                              shown)  # fmt: skip
+    sizes = ",".join(str(len(j)) for j in jpegs)
+    return Response(b"".join(jpegs), media_type="application/octet-stream",
+                    headers={**PRIVATE, "X-Frame-Sizes": sizes})  # fmt: skip
+
+
 @router.get(
     "/api/play/judge/{token}/clips/{clip}/frames/{index}", response_class=Response,
     summary="A frame of an item's clip (JPEG)", responses=JPEG,
 )  # fmt: skip
 def clip_frame(
-    token: Token, clip: Annotated[int, Path_(ge=0, le=1)],
+    token: Token, clip: ClipNumber,
     index: Annotated[int, Path_(ge=0, le=clips.MAX_FRAMES - 1)], request: Request,
     db: SessionDep, settings: SettingsDep, x_play_ticket: Ticket = None,
 ) -> Response:  # fmt: skip
-    """Frame ``index`` of the left (0) or right (1) clip of the participant's item."""
-    study, _, feedback, participant = _judge(db, settings, x_play_ticket)
-    judgement = _mine(db, study, participant, token)
-    shown = clips.shown(judgement.item, judgement.swapped)
-    if clip >= len(shown):
-        raise NotFound("This item has one clip.")
+    """Frame ``index`` of the left (0) or right (1) clip of the participant's item (a whole
+    clip in one answer: ``.../clips/{clip}``)."""
+    feedback, shown = _shown_clip(db, settings, x_play_ticket, token, clip)
     jpeg = clips.frame(db, request.app.state.replay_cache, settings.data_root, feedback,
-                       shown[clip], index)  # fmt: skip
-    return Response(jpeg, media_type="image/jpeg",
-                    headers={"Cache-Control": "private, max-age=3600"})  # fmt: skip
+                       shown, index)  # fmt: skip
+    return Response(jpeg, media_type="image/jpeg", headers=PRIVATE)
 
 
 @router.post(

@@ -3,8 +3,12 @@
 A clip is the step range of an episode an item holds; at most :data:`MAX_FRAMES` of its
 steps are shown (every ``stride``-th one of a long clip), as the JPEG the player saw
 (``view: frames``) or the recorded observation's image (``view: observation``). Frames are
-read on request from the episode's log through the replay's reader cache, one at a time, so
-preparing a clip costs a judge's request and nothing else (``benchmarks/bench_feedback.py``).
+read on request from the episode's log through the replay's reader cache: a whole clip in one
+pass of its reader for one request (:func:`every_frame`), or one frame (:func:`frame`), so
+preparing a clip costs a judge's request and nothing else (``benchmarks/feedback.py``). One
+request per clip rather than per frame: each request costs the app about 2.5 ms of CPU
+besides its frames (the ticket, the study, the judgement), which a judge's 90 frame requests
+an item took from the players beside them.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from server.study_spec.feedback import FeedbackSpec
 
 MAX_FRAMES = 300  # frames shown of one clip (a longer one is shown every stride-th step)
 GONE = "This clip is no longer available: please take the next item."
+NO_IMAGE = "This episode's observation has no image: the study shows frames instead."
 
 
 @dataclass(frozen=True)
@@ -60,33 +65,55 @@ def shown(item: FeedbackItem, swapped: bool) -> list[Clip]:
     return found[::-1] if swapped and len(found) == 2 else found
 
 
-def _observation_jpeg(cache: replay.ReaderCache, log: Path, step: int, version: object) -> bytes:
-    """The first image of the recorded observation of ``step``, as JPEG."""
+def _jpegs(cache: replay.ReaderCache, log: Path, steps: list[int], version: object,
+           view: str) -> list[bytes]:  # fmt: skip
+    """The JPEGs of ``steps`` of one log in one pass of its cached reader (the reader's lock
+    held once): the frame the player saw (b"" where a step was recorded without one), or
+    the first image of the recorded observation."""
+    out: list[bytes] = []
     with cache.reader(log, version) as (reader, length):
-        if not 0 <= step < length:
-            raise NotFound(GONE)
-        observation = reader.steps[step].timestep.observation
-    array = replay_step.first_image(observation)
-    if array is not None:
-        return replay_step.image_jpeg(array)
-    raise NotFound("This episode's observation has no image: the study shows frames instead.")
+        if any(not 0 <= step < length for step in steps):
+            raise NotFound(GONE)  # the log is shorter than the item: not the recording it was
+        for step in steps:
+            recorded = reader.steps[step]
+            if view != "observation":
+                out.append(bytes((recorded.custom_data or {}).get("frame") or b""))
+                continue
+            array = replay_step.first_image(recorded.timestep.observation)
+            if array is None:
+                raise NotFound(NO_IMAGE)
+            out.append(replay_step.image_jpeg(array))
+    return out
 
 
-def frame(db: Session, cache: replay.ReaderCache, data_root: Path, spec: FeedbackSpec,
-          clip: Clip, index: int) -> bytes:  # fmt: skip
-    """Frame ``index`` of ``clip`` as JPEG; 404 (never a 500) when its episode or its log is
-    gone."""
-    step = clip.step(index)
+def _read(db: Session, cache: replay.ReaderCache, data_root: Path, spec: FeedbackSpec,
+          clip: Clip, steps: list[int]) -> list[bytes]:  # fmt: skip
+    """The JPEGs of ``steps`` of ``clip``'s episode; 404 (never a 500) when the episode or
+    its log is gone."""
     episode = db.get(Episode, clip.episode_id)
     if episode is None:
         raise NotFound(GONE)
     try:
         log = review.log_dir(episode, data_root)
-        version = (episode.status, episode.steps)
-        if spec.view == "observation":
-            return _observation_jpeg(cache, log, step, version)
-        return replay.frame(cache, log, step, version)
+        return _jpegs(cache, log, steps, (episode.status, episode.steps), spec.view)
     except NotFound:
         raise
     except (DomainError, OSError, ValueError, RuntimeError) as exc:  # a log deleted meanwhile
         raise NotFound(GONE) from exc
+
+
+def frame(db: Session, cache: replay.ReaderCache, data_root: Path, spec: FeedbackSpec,
+          clip: Clip, index: int) -> bytes:  # fmt: skip
+    """Frame ``index`` of ``clip`` as JPEG (404 when the step was recorded without one)."""
+    step = clip.step(index)
+    (jpeg,) = _read(db, cache, data_root, spec, clip, [step])
+    if not jpeg:
+        raise NotFound(f"Step {step} has no frame.")
+    return jpeg
+
+
+def every_frame(db: Session, cache: replay.ReaderCache, data_root: Path, spec: FeedbackSpec,
+                clip: Clip) -> list[bytes]:  # fmt: skip
+    """Every frame of ``clip`` as JPEG, in order, read in one pass (b"" for a step recorded
+    without a frame: the per-frame route's 404)."""
+    return _read(db, cache, data_root, spec, clip, [clip.step(i) for i in range(clip.frames)])

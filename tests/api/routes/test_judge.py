@@ -4,15 +4,21 @@ finishes with the completion code; every refusal says why and records nothing.""
 
 from __future__ import annotations
 
+import shutil
 from datetime import timedelta
 
 import pytest
 import simplejpeg
 from sqlalchemy import func, select
 
-from server.models import Judgement, Participant
+from server.models import Episode, Judgement, Participant, StudyState
+from server.recording.format import episode_dir
+from server.services.feedback import clips
+from server.services.studies import studies
 from server.study_spec import StudySpec
 from tests.api.routes.judged import PROLIFIC, feedback_spec, played
+from tests.api.routes.recorded import CARTPOLE_SPEC, ImageEnv, Inserter, two_env_spec
+from tests.export.recordings import record_episode
 
 
 @pytest.fixture
@@ -80,22 +86,6 @@ def test_a_participant_judges_real_clips_and_gets_the_completion_code(world, fac
     assert {r.item.episode_a for r in rows} <= set(by_id)
 
 
-def test_the_frames_are_the_recorded_jpegs_in_the_shown_order(world, factory, db, recorded):
-    study = world.make(db, factory, questions=[
-        {"id": "balance", "kind": "compare", "prompt": "Which?"}])  # fmt: skip
-    anon = factory.client()
-    joined = _join(anon, study, "judge-frames")
-    item = anon.get("/api/play/judge/next", headers=_h(joined)).json()["item"]
-    judgement = db.scalar(select(Judgement).where(Judgement.token == item["token"]))
-    frames = {r.episode_id: r.frames for r in recorded["cartpole"]}
-    order = [judgement.item.episode_a, judgement.item.episode_b]
-    if judgement.swapped:
-        order.reverse()
-    for clip, episode_id in enumerate(order):
-        res = anon.get(f"/api/play/judge/{item['token']}/clips/{clip}/frames/1", headers=_h(joined))
-        assert res.content == frames[episode_id][1]
-
-
 def test_refusals_say_why_and_record_nothing(world, factory, db):
     study = world.make(db, factory, min_watch_s=30)
     anon, other = factory.client(), factory.client()
@@ -136,9 +126,6 @@ def test_refusals_say_why_and_record_nothing(world, factory, db):
 
 
 def test_a_paused_study_and_a_play_study_refuse_judging(world, factory, db):
-    from server.models import StudyState
-    from server.services.studies import studies
-
     study = world.make(db, factory)
     anon = factory.client()
     joined = _join(anon, study, "judge-p")
@@ -197,3 +184,111 @@ def test_nothing_left_to_judge_ends_with_the_full_outcome(world, factory, db):
     assert done.status_code == 200 and done.json()["full"] is True
     person = db.scalar(select(Participant).where(Participant.external_id == "judge-all"))
     assert person.full_at is not None
+
+
+def _bundle(client, token: str, clip: int, joined) -> list[bytes]:  # type: ignore[no-untyped-def]
+    """Clip ``clip`` in one answer, split at its X-Frame-Sizes."""
+    res = client.get(f"/api/play/judge/{token}/clips/{clip}", headers=_h(joined))
+    assert res.status_code == 200, res.text
+    assert res.headers["content-type"] == "application/octet-stream"
+    assert res.headers["cache-control"] == "private, max-age=3600"
+    sizes = [int(s) for s in res.headers["x-frame-sizes"].split(",")]
+    assert sum(sizes) == len(res.content) == int(res.headers["content-length"])
+    at, frames = 0, []
+    for size in sizes:
+        frames.append(res.content[at : at + size])
+        at += size
+    return frames
+
+
+def _one_by_one(client, token: str, clip: int, n: int, joined) -> list[bytes]:  # type: ignore[no-untyped-def]
+    out = []
+    for i in range(n):
+        res = client.get(f"/api/play/judge/{token}/clips/{clip}/frames/{i}", headers=_h(joined))
+        assert res.status_code == 200, res.text
+        out.append(res.content)
+    return out
+
+
+def test_the_frames_are_the_recorded_jpegs_in_the_shown_order(world, factory, db, recorded):
+    """Each clip, in one answer and frame by frame, is the recorded JPEGs of its episode's
+    steps, in the order shown: the item as drawn, then shown the other way round."""
+    study = world.make(db, factory, questions=[
+        {"id": "balance", "kind": "compare", "prompt": "Which?"}])  # fmt: skip
+    anon = factory.client()
+    joined = _join(anon, study, "judge-frames")
+    item = anon.get("/api/play/judge/next", headers=_h(joined)).json()["item"]
+    judgement = db.scalar(select(Judgement).where(Judgement.token == item["token"]))
+    frames = {r.episode_id: r.frames for r in recorded["cartpole"]}
+    for swapped in (judgement.swapped, not judgement.swapped):
+        judgement.swapped = swapped  # as a judge who was shown it the other way round
+        db.commit()
+        it = judgement.item
+        order = [(it.episode_a, it.a_start, it.a_end), (it.episode_b, it.b_start, it.b_end)]
+        for clip, (episode_id, first, last) in enumerate(order[::-1] if swapped else order):
+            bundle = _bundle(anon, item["token"], clip, joined)
+            assert bundle == frames[episode_id][first : last + 1]  # whole episodes
+            assert bundle == _one_by_one(anon, item["token"], clip, len(bundle), joined)
+
+
+def test_a_clip_in_one_answer_of_recorded_observation_images(world, factory, db, settings,
+                                                              tmp_path):  # fmt: skip
+    """``view: observation``: the bundle holds the observation images as JPEG, the same bytes
+    as the frame route; a study over episodes without an image observation says so."""
+    source = factory.study(world.owner, two_env_spec("Pictures"))
+    put = Inserter(db, settings.data_root)
+    for n in range(2):
+        episode_id = f"e{n}".ljust(32, "0")
+        rec = record_episode(ImageEnv, tmp_path / episode_id, env_id="cartpole",
+                             episode_id=episode_id, seed=n, env_config=CARTPOLE_SPEC)  # fmt: skip
+        put.add(source, rec)
+    spec = feedback_spec(source.id, view="observation", questions=[
+        {"id": "balance", "kind": "compare", "prompt": "Which?"}])  # fmt: skip
+    study = studies.change_state(db, studies.create_study(
+        db, world.owner.id, StudySpec.model_validate(spec)), StudyState.active)  # fmt: skip
+    anon = factory.client()
+    joined = _join(anon, study, "judge-pictures")
+    item = anon.get("/api/play/judge/next", headers=_h(joined)).json()["item"]
+    for clip in (0, 1):
+        n = item["clips"][clip]["frames"]
+        bundle = _bundle(anon, item["token"], clip, joined)
+        assert len(bundle) == n == 4  # ImageEnv's episodes: 4 timesteps, whole
+        assert all(simplejpeg.decode_jpeg(f).shape == (24, 32, 3) for f in bundle)
+        assert bundle == _one_by_one(anon, item["token"], clip, n, joined)
+    blind = world.make(db, factory, view="observation")  # CartPole: a vector, no picture
+    other = _join(anon, blind, "judge-blind")
+    token = anon.get("/api/play/judge/next", headers=_h(other)).json()["item"]["token"]
+    for url in (f"/api/play/judge/{token}/clips/0", f"/api/play/judge/{token}/clips/0/frames/0"):
+        res = anon.get(url, headers=_h(other))
+        assert res.status_code == 404 and "no image" in res.json()["detail"]
+
+
+def test_a_clip_in_one_answer_is_refused_as_its_frames_are(world, factory, db, settings):
+    """Another participant's token, no ticket, a clip the item lacks; then its episode's log
+    deleted (before it was read: an open reader keeps reading), then its row: a 404 with a
+    sentence each time, never a 500."""
+    study = world.make(db, factory, clip_steps=4, questions=[
+        {"id": "smooth", "kind": "rate", "prompt": "How smooth?", "scale_min": 1,
+         "scale_max": 5}])  # fmt: skip
+    anon, other = factory.client(), factory.client()
+    me, them = _join(anon, study, "judge-own"), _join(other, study, "judge-other")
+    token = anon.get("/api/play/judge/next", headers=_h(me)).json()["item"]["token"]
+    url = f"/api/play/judge/{token}/clips/0"
+    theirs = other.get(url, headers=_h(them))
+    assert theirs.status_code == 404 and theirs.json()["code"] == "not_assigned"
+    assert anon.get(url).status_code == 401
+    one = anon.get(f"/api/play/judge/{token}/clips/1", headers=_h(me))
+    assert one.status_code == 404 and one.json()["detail"] == "This item has one clip."
+    assert anon.get(f"/api/play/judge/{token}/clips/2", headers=_h(me)).status_code == 422
+    judgement = db.scalar(select(Judgement).where(Judgement.token == token))
+    episode = db.get(Episode, judgement.item.episode_a)
+    shutil.rmtree(episode_dir(settings.data_root, world.source.id, episode.id))
+    missing = anon.get(url, headers=_h(me))
+    assert (
+        missing.status_code == 404 and missing.json()["detail"] == "The episode's log is missing."
+    )
+    db.delete(episode)
+    db.commit()
+    for gone in (anon.get(url, headers=_h(me)),
+                 anon.get(f"{url}/frames/0", headers=_h(me))):  # fmt: skip
+        assert gone.status_code == 404 and gone.json()["detail"] == clips.GONE
