@@ -78,7 +78,9 @@ def studio_server(
     server_env: dict[str, str] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """A migrated database, an active study with ``env``, and the app serving it
-    (``server_env``: more ``STUDIO_*`` settings for the app)."""
+    (``server_env``: more ``STUDIO_*`` settings for the app). The catalog's thumbnails are
+    not built at start (they would take the app's first minute of CPU) unless ``server_env``
+    asks for them."""
     from server.core.db import make_engine, make_sessionmaker
     from server.core.migrate import upgrade_head
     from server.models import Role, StudyState
@@ -105,7 +107,7 @@ def studio_server(
         proc = subprocess.Popen(
             [sys.executable, __file__, "--serve", str(data_root), str(port)], cwd=ROOT,
             env={**os.environ, "STUDIO_SESSIONS_PER_WORKER": str(sessions_per_worker),
-                 **(server_env or {})},
+                 "STUDIO_CATALOG_THUMBNAILS_AT_START": "false", **(server_env or {})},
         )  # fmt: skip
         try:
             _wait_listening(port, proc)
