@@ -1,0 +1,1 @@
+"""Parts of benchmarks/feedback.py (a folder: ``benchmarks/*.py`` are the benchmarks)."""
