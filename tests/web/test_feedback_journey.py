@@ -76,6 +76,8 @@ def _design(page: Page, live_server: str, world: Any) -> None:
     page.get_by_label("Gold answers before screening").fill("2")
 
     page.get_by_text("Crowd settings").click()
+    expect(page.get_by_text("Participants play with")).to_have_count(0)  # any device judges
+    expect(page.locator("#completion-table")).to_contain_text("failed the gold questions")
     page.get_by_label("Completion code").fill("JUDGED0K")
     page.get_by_label("Screen-out code").fill("GOLDMISS")
     page.get_by_role("group", name="Participants come from").get_by_label("Prolific").check()

@@ -14,8 +14,8 @@ const PROLIFIC_COMPLETE = "app.prolific.com/submissions/complete"; // where the 
 export function crowdSection(api, data, changed) {
   const path = (key) => ["crowd", key];
   const table = el("div", { id: "completion-table", role: "region", "aria-label": "Completion per platform" });
-  const onChange = () => { renderCompletion(table, data.crowd || {}); changed(); };
   const judged = data.kind === "feedback";
+  const onChange = () => { renderCompletion(table, data.crowd || {}, judged); changed(); };
   const section = el("details", { class: "form-section" },
     el("summary", {}, "Crowd settings"),
     markdownField(api, data, path("consent"), "Consent text", { rows: 4, onChange,
@@ -35,10 +35,10 @@ export function crowdSection(api, data, changed) {
       judged ? null : inputField(data, ["crowd", "requirements", "min_episodes"], "Required episodes", { kind: "int", min: 0, defaultValue: 0, onChange }),
       judged ? null : inputField(data, ["crowd", "requirements", "min_play_time_s"], "Required play time (s)", { kind: "number", min: 0, defaultValue: 0, onChange })),
     platformsField(data, onChange),
-    inputsField(data, onChange),
+    judged ? null : inputsField(data, onChange), // judging needs no keyboard: any device judges
     el("h4", {}, "Completion per platform"),
     table);
-  renderCompletion(table, data.crowd || {});
+  renderCompletion(table, data.crowd || {}, judged);
   return section;
 }
 
@@ -63,11 +63,11 @@ function describe(platform, code, url, submit) {
 }
 
 
-function renderCompletion(box, crowd) {
+function renderCompletion(box, crowd, judged) {
   const outcomes = [
     ["Finished", crowd.completion_code || "", crowd.completion_url || "", true],
     ["Study full for them", crowd.full_code || "", crowd.full_url || "", true],
-    ["Screened out (declined consent, or left on a device that cannot play)", crowd.screenout_code || "", crowd.screenout_url || "", false],
+    [judged ? "Screened out (declined consent, or failed the gold questions)" : "Screened out (declined consent, or left on a device that cannot play)", crowd.screenout_code || "", crowd.screenout_url || "", false],
   ];
   box.replaceChildren(el("table", { class: "table completion-table" },
     el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Outcome"),
