@@ -18,6 +18,13 @@ from sqlalchemy.orm import Session
 from server.models import Study
 from tests.api.routes.judged import played
 from tests.factories import Factory
+from tests.web._feedback_editor import (
+    add_compare_and_rate,
+    add_gold_pair,
+    gold,
+    new_feedback_study,
+    question,
+)
 from tests.web.test_designer_ui import log_in, study_row
 
 pytestmark = pytest.mark.browser
@@ -36,26 +43,12 @@ def world(factory, db, settings, recorded):  # type: ignore[no-untyped-def]
     return played(db, factory, settings.data_root, recorded)
 
 
-def _new_feedback_study(page: Page, name: str) -> None:
-    page.get_by_role("button", name="New study").first.click()
-    page.get_by_label("Feedback (judge recorded episodes)").check()
-    page.get_by_label("Study name").fill(name)
-
-
-def _question(page: Page, n: int):  # type: ignore[no-untyped-def]
-    return page.get_by_role("group", name=f"Question {n}", exact=True)
-
-
-def _gold(page: Page, n: int):  # type: ignore[no-untyped-def]
-    return page.get_by_role("group", name=f"Gold item {n}", exact=True)
-
-
 def test_a_designer_makes_a_feedback_study_over_played_episodes(
     live_server: str, page: Page, factory: Factory, db: Session, world
 ):
     eps = sorted(world.episodes, key=lambda e: e.id)
     log_in(page, live_server, world.owner)
-    _new_feedback_study(page, "Which pole is better?")
+    new_feedback_study(page, "Which pole is better?")
     expect(page.get_by_role("heading", name="Environments")).to_have_count(0)  # judged, not played
     expect(page.get_by_label("Ask participants to narrate their episodes")).to_have_count(0)
 
@@ -78,24 +71,13 @@ def test_a_designer_makes_a_feedback_study_over_played_episodes(
     page.get_by_label("Playback speed (frames/s)").fill("10")
 
     expect(page.locator("#no-questions")).to_be_visible()
-    page.get_by_role("button", name="+ Compare question").click()
-    compare = _question(page, 1)
-    compare.get_by_label("Prompt").fill("Which pole stays up longer?")
-    compare.get_by_label("Id (in exports)").fill("balance")
-    page.get_by_role("button", name="+ Rate question").click()
-    rate = _question(page, 2)
-    rate.get_by_label("Prompt").fill("How smooth is the cart?")
-    rate.get_by_label("Id (in exports)").fill("smooth")
-    rate.get_by_label("Scale from").fill("1")
-    rate.get_by_label("Scale to").fill("5")
-    rate.get_by_label("Low end's label").fill("jerky")
-    rate.get_by_label("High end's label").fill("smooth")
+    add_compare_and_rate(page)
     # a narrate question added, moved up, then removed: the two stay in their order
     page.get_by_role("button", name="+ Narrate question").click()
     page.get_by_role("button", name="Move question 3 up").click()
-    expect(_question(page, 2).get_by_label("Kind")).to_have_value("narrate")
+    expect(question(page, 2).get_by_label("Kind")).to_have_value("narrate")
     page.get_by_role("button", name="Remove question 2").click()
-    expect(_question(page, 2).get_by_label("Prompt")).to_have_value("How smooth is the cart?")
+    expect(question(page, 2).get_by_label("Prompt")).to_have_value("How smooth is the cart?")
 
     page.get_by_label("Which items next").select_option("disagreement")
     page.get_by_label("Judges per item").fill("2")
@@ -105,7 +87,7 @@ def test_a_designer_makes_a_feedback_study_over_played_episodes(
 
     # two gold pairs, their episodes picked from the source's list (ids and lengths shown)
     page.get_by_role("button", name="+ Add gold item").click()
-    first = _gold(page, 1)
+    first = gold(page, 1)
     expect(first.get_by_label("Question")).to_have_value("balance")
     a_box = first.get_by_label("Episode A", exact=True)
     expect(a_box.locator("option")).to_have_count(6)  # "Choose…" and the five episodes
@@ -114,11 +96,7 @@ def test_a_designer_makes_a_feedback_study_over_played_episodes(
     first.get_by_label("Episode B", exact=True).select_option(eps[1].id)
     first.get_by_label("A is better").check()
     first.get_by_label("Episode A: clip starts at step").fill("2")
-    page.get_by_role("button", name="+ Add gold item").click()
-    second = _gold(page, 2)
-    second.get_by_label("Episode A", exact=True).select_option(eps[2].id)
-    second.get_by_label("Episode B", exact=True).select_option(eps[3].id)
-    second.get_by_label("Equally good").check()
+    add_gold_pair(page, 2, eps[2].id, eps[3].id, "Equally good")
     page.get_by_label("Share of gold items").fill("0.25")
     page.get_by_label("Minimum gold accuracy").fill("0.5")
     page.get_by_label("Gold answers before screening").fill("2")
@@ -132,7 +110,7 @@ def test_a_designer_makes_a_feedback_study_over_played_episodes(
     # narrow: every card and picker still fits the form (nothing pushed out of sight)
     page.set_viewport_size({"width": 600, "height": 800})
     assert page.locator("#editor-form").evaluate("(f) => f.scrollWidth <= f.clientWidth + 1")
-    _gold(page, 1).scroll_into_view_if_needed()
+    gold(page, 1).scroll_into_view_if_needed()
     shot(page, "feedback-01-narrow")
     page.set_viewport_size({"width": 1280, "height": 800})
 
@@ -144,8 +122,8 @@ def test_a_designer_makes_a_feedback_study_over_played_episodes(
     assert "prompt: Which pole stays up longer?" in text and "answer: equal" in text
     yaml_box.fill(text.replace("How smooth is the cart?", "How smooth is the ride?"))
     page.get_by_role("tab", name="Form").click()
-    expect(_question(page, 2).get_by_label("Prompt")).to_have_value("How smooth is the ride?")
-    expect(_gold(page, 2).get_by_label("Equally good")).to_be_checked()
+    expect(question(page, 2).get_by_label("Prompt")).to_have_value("How smooth is the ride?")
+    expect(gold(page, 2).get_by_label("Equally good")).to_be_checked()
 
     page.get_by_role("button", name="Save changes").click()
     expect(study_row(page, "Which pole is better?")).to_be_visible()
@@ -201,7 +179,7 @@ def test_bad_values_are_told_at_their_fields_and_the_checklist_at_the_source(
     live_server: str, page: Page, factory: Factory, db: Session, world
 ):
     log_in(page, live_server, world.owner)
-    _new_feedback_study(page, "Bad values")
+    new_feedback_study(page, "Bad values")
     page.get_by_role("button", name="Save changes").click()
     sources = page.get_by_role("group", name="Source studies")
     expect(sources.locator(".field-error")).to_have_text(
@@ -209,7 +187,7 @@ def test_bad_values_are_told_at_their_fields_and_the_checklist_at_the_source(
     )
     page.get_by_role("group", name="Source studies").get_by_label("Played").check()
     page.get_by_role("button", name="+ Rate question").click()
-    rate = _question(page, 1)
+    rate = question(page, 1)
     rate.get_by_label("Prompt").fill("How steady?")
     rate.get_by_label("Scale from").fill("5")
     rate.get_by_label("Scale to").fill("3")
@@ -229,20 +207,20 @@ def test_bad_values_are_told_at_their_fields_and_the_checklist_at_the_source(
     page.get_by_label("Playback speed (frames/s)").fill("12")
     rate.get_by_label("Scale to").fill("9")
     page.get_by_role("button", name="+ Add gold item").click()
-    gold = _gold(page, 1)
-    expect(gold.get_by_label("Question")).to_have_value("rate-1")
-    expect(gold.get_by_label("Episode B", exact=True)).to_have_count(0)  # one clip is rated
+    rated = gold(page, 1)
+    expect(rated.get_by_label("Question")).to_have_value("rate-1")
+    expect(rated.get_by_label("Episode B", exact=True)).to_have_count(0)  # one clip is rated
     last = max(world.episodes, key=lambda e: e.id)
-    gold.get_by_label("Episode", exact=True).select_option(last.id)
-    gold.get_by_label("Lowest correct rating").fill("6")
-    gold.get_by_label("Highest correct rating").fill("8")
+    rated.get_by_label("Episode", exact=True).select_option(last.id)
+    rated.get_by_label("Lowest correct rating").fill("6")
+    rated.get_by_label("Highest correct rating").fill("8")
     # play and back: each kind's part is kept while the designer makes up their mind
     page.get_by_label("Play (collect demonstrations)").check()
     expect(page.get_by_role("heading", name="Environments")).to_be_visible()
     expect(page.locator("#no-envs")).to_be_visible()
     page.get_by_label("Feedback (judge recorded episodes)").check()
-    expect(_question(page, 1).get_by_label("Prompt")).to_have_value("How steady?")
-    expect(_gold(page, 1).get_by_label("Highest correct rating")).to_have_value("8")
+    expect(question(page, 1).get_by_label("Prompt")).to_have_value("How steady?")
+    expect(gold(page, 1).get_by_label("Highest correct rating")).to_have_value("8")
 
     # saved; a filter that leaves nothing to judge is on the checklist at its field
     page.get_by_label("Task").fill("no-such-task")

@@ -27,6 +27,7 @@ from tests.export.consumers import check_report
 from tests.factories import Factory
 from tests.web._crowd import shot
 from tests.web._export import download_export, wait_export
+from tests.web._feedback_editor import add_compare_and_rate, add_gold_pair, new_feedback_study
 from tests.web._judge import answerable, judge_link, judgements
 from tests.web.test_designer_ui import log_in, study_row
 
@@ -42,35 +43,18 @@ def _design(page: Page, live_server: str, world: Any) -> None:
     pairs at half the items, screening at any miss, Prolific's codes; saved and activated."""
     eps = sorted(world.episodes, key=lambda e: e.id)
     log_in(page, live_server, world.owner)
-    page.get_by_role("button", name="New study").first.click()
-    page.get_by_label("Feedback (judge recorded episodes)").check()
-    page.get_by_label("Study name").fill(NAME)
+    new_feedback_study(page, NAME)
     page.get_by_role("group", name="Source studies").get_by_label("Played").check()
     expect(page.locator("#fb-source-total")).to_contain_text("5 episodes to judge")
     page.get_by_label("Clips of N steps").check()
     page.get_by_label("Steps per clip").fill("4")
 
-    page.get_by_role("button", name="+ Compare question").click()
-    compare = page.get_by_role("group", name="Question 1", exact=True)
-    compare.get_by_label("Prompt").fill("Which pole stays up longer?")
-    compare.get_by_label("Id (in exports)").fill("balance")
-    page.get_by_role("button", name="+ Rate question").click()
-    rate = page.get_by_role("group", name="Question 2", exact=True)
-    rate.get_by_label("Prompt").fill("How smooth is the cart?")
-    rate.get_by_label("Id (in exports)").fill("smooth")
-    rate.get_by_label("Scale from").fill("1")
-    rate.get_by_label("Scale to").fill("5")
-    rate.get_by_label("Low end's label").fill("jerky")
-    rate.get_by_label("High end's label").fill("smooth")
+    add_compare_and_rate(page)
 
     page.get_by_label("Judgements per participant").fill(str(PER_PARTICIPANT))
     page.get_by_label("Minimum watch time (s)").fill("1")
-    for n, (a, b, answer) in enumerate(((0, 1, "A is better"), (2, 3, "B is better")), 1):
-        page.get_by_role("button", name="+ Add gold item").click()
-        gold = page.get_by_role("group", name=f"Gold item {n}", exact=True)
-        gold.get_by_label("Episode A", exact=True).select_option(eps[a].id)
-        gold.get_by_label("Episode B", exact=True).select_option(eps[b].id)
-        gold.get_by_label(answer).check()
+    add_gold_pair(page, 1, eps[0].id, eps[1].id, "A is better")
+    add_gold_pair(page, 2, eps[2].id, eps[3].id, "B is better")
     page.get_by_label("Share of gold items").fill("0.5")  # both gold pairs for everyone
     page.get_by_label("Minimum gold accuracy").fill("1")
     page.get_by_label("Gold answers before screening").fill("2")
