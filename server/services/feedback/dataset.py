@@ -29,19 +29,37 @@ JSONL = "preferences.jsonl"
 PARQUET = "preferences.parquet"
 
 
-def write(rows: Sequence[dict[str, Any]], folder: Path) -> tuple[Path, Path]:
-    """Write ``rows`` (:func:`server.services.feedback.results.preference_rows`) into
-    ``folder`` as both files; a row with a column the schema lacks is a ValueError."""
+def _ordered(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows, their columns in the schema's order; a row with a column the schema lacks
+    (or without one it has) is a ValueError."""
     names = set(SCHEMA.names)
     for row in rows:
         if set(row) != names:
             raise ValueError(f"a preference row's columns differ: {sorted(set(row) ^ names)}")
+    return [{n: row[n] for n in SCHEMA.names} for row in rows]
+
+
+def jsonl_bytes(rows: Sequence[dict[str, Any]]) -> bytes:
+    """The JSON Lines file of ``rows``, one object a line."""
+    lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in _ordered(rows))
+    return "".join(lines).encode("utf-8")
+
+
+def parquet_bytes(rows: Sequence[dict[str, Any]]) -> bytes:
+    """The Parquet file of ``rows``, in the Arrow types of :data:`SCHEMA`."""
+    out = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pylist(_ordered(rows), SCHEMA), out)
+    return bytes(out.getvalue().to_pybytes())
+
+
+ENCODERS = {JSONL: jsonl_bytes, PARQUET: parquet_bytes}
+
+
+def write(rows: Sequence[dict[str, Any]], folder: Path) -> tuple[Path, Path]:
+    """Write ``rows`` (:func:`server.services.feedback.results.preference_rows`) into
+    ``folder`` as both files; a row with a column the schema lacks is a ValueError."""
+    jsonl, parquet = jsonl_bytes(rows), parquet_bytes(rows)  # both checked before either is written
     folder.mkdir(parents=True, exist_ok=True)
-    jsonl = folder / JSONL
-    with jsonl.open("w", encoding="utf-8") as out:
-        for row in rows:
-            out.write(json.dumps({n: row[n] for n in SCHEMA.names}, ensure_ascii=False) + "\n")
-    parquet = folder / PARQUET
-    table = pa.Table.from_pylist([{n: row[n] for n in SCHEMA.names} for row in rows], SCHEMA)
-    pq.write_table(table, parquet)
-    return jsonl, parquet
+    (folder / JSONL).write_bytes(jsonl)
+    (folder / PARQUET).write_bytes(parquet)
+    return folder / JSONL, folder / PARQUET

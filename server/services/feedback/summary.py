@@ -9,11 +9,9 @@ every list and count); the preference dataset (:func:`results.preference_rows`) 
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections import defaultdict
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
@@ -182,7 +180,5 @@ def participant_figures(db: Session, study: Study, spec: FeedbackSpec) -> dict[i
 
 def preference_file(db: Session, study: Study, spec: FeedbackSpec, name: str) -> bytes:
     """One file of the study's preference dataset (``dataset.JSONL`` or ``dataset.PARQUET``),
-    every answered judgement, written in a temporary folder and read back."""
-    with tempfile.TemporaryDirectory(prefix="preferences-") as folder:
-        jsonl, parquet = dataset.write(results.preference_rows(db, study, spec), Path(folder))
-        return (parquet if name == dataset.PARQUET else jsonl).read_bytes()
+    every answered judgement."""
+    return dataset.ENCODERS[name](results.preference_rows(db, study, spec))
