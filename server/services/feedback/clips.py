@@ -77,7 +77,7 @@ def _jpegs(cache: replay.ReaderCache, log: Path, steps: list[int], version: obje
         for step in steps:
             recorded = reader.steps[step]
             if view != "observation":
-                out.append(bytes((recorded.custom_data or {}).get("frame") or b""))
+                out.append(replay.saw(recorded))
                 continue
             array = replay_step.first_image(recorded.timestep.observation)
             if array is None:

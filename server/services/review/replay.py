@@ -102,16 +102,20 @@ def _close(entry: _Entry) -> None:
         entry.reader.close()
 
 
+def saw(recorded: Any) -> bytes:
+    """The JPEG the player saw at this recorded step (b"" when it was recorded without one)."""
+    return bytes((recorded.custom_data or {}).get("frame") or b"")
+
+
 def frame(cache: ReaderCache, log_dir: Path, step: int, version: Any = None) -> bytes:
     """The JPEG bytes the player saw at step ``step``."""
     with cache.reader(log_dir, version) as (reader, length):
         if not 0 <= step < length:
             raise NotFound(f"No step {step}: the episode has steps 0..{length - 1}.")
-        data = reader.steps[step].custom_data or {}
-    jpeg = data.get("frame")
+        jpeg = saw(reader.steps[step])
     if not jpeg:
         raise NotFound(f"Step {step} has no frame.")
-    return bytes(jpeg)
+    return jpeg
 
 
 def _plain(value: Any) -> Any:
