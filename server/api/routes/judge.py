@@ -81,17 +81,12 @@ def next_item(db: SessionDep, settings: SettingsDep, x_play_ticket: Ticket = Non
         raise Conflict("Please read and accept the consent form first.", code="consent")
     judgement = None
     state = progress.state(db, study, spec, participant)
-    if not state["done"] and participants_taking_part(participant):
+    if not state["done"] and not state["screened_out"]:  # done: completed or full too
         judgement = judging.draw(db, study, feedback, participant)
         if judgement is None:  # nothing left for them: done (the page asks for the code)
             state = {**state, "done": True, "next": {"kind": "done", "env_id": None}}
     item = item_out(db, feedback, judgement) if judgement is not None else None
     return JudgeNextOut(item=item, participant=state)
-
-
-def participants_taking_part(participant: Participant) -> bool:
-    return participant.screened_out_at is None and participant.completed_at is None and (
-        participant.full_at is None)  # fmt: skip
 
 
 ClipNumber = Annotated[int, Path_(ge=0, le=1, description="0: the left clip, 1: the right.")]
