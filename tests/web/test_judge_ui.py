@@ -192,35 +192,37 @@ def test_narrate_text_keys_stay_in_the_box(live_server, page, world, factory, db
     assert len(rows) == 1 and rows[0].text == f"{words}\nx"
 
 
-def test_phone_judge_taps_stacked_clips_to_the_code(live_server, browser, world, factory, db):
+@pytest.mark.parametrize("width", [390, 320])  # a common phone, and the narrowest
+def test_phone_judge_taps_stacked_clips_to_the_code(live_server, browser, world, factory, db,
+                                                    width):  # fmt: skip
     study = world.make(db, factory, clip_steps=4, judgements_per_participant=2)
-    context = browser.new_context(**PHONE)
+    context = browser.new_context(**{**PHONE, "viewport": {"width": width, "height": 844}})
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:
-        page.goto(judge_link(live_server, study, "judge-phone"))
+        page.goto(judge_link(live_server, study, f"judge-phone-{width}"))
         expect(page.locator("#instructions-view")).to_be_visible()  # no "needs a keyboard" stop
         page.get_by_role("button", name="Continue").tap()
         expect_item(page, 1, 2, COMPARE)
         left, right = (page.locator(f"#judge-clip-{k}").bounding_box() for k in (0, 1))
         assert left and right and right["y"] >= left["y"] + left["height"] - 1  # stacked
-        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
         for name in ("Left is better", "Right is better", "Equally good", "Can't tell"):
             box = page.get_by_role("button", name=name).bounding_box()
             assert box and box["height"] >= 44 and box["width"] >= 120, (name, box)
         expect(page.locator("#judge-compare kbd").first).to_be_hidden()  # no key hints on touch
-        shot(page, "judge-07-phone-compare")
+        shot(page, f"judge-07-phone-compare-{width}")
         page.get_by_role("button", name="Right is better").tap()
         expect_item(page, 2, 2, RATE)
         point = page.get_by_role("button", name="5, smooth")
         box = point.bounding_box()
         assert box and box["height"] >= 44 and box["width"] >= 44
-        shot(page, "judge-08-phone-rate")
+        shot(page, f"judge-08-phone-rate-{width}")
         point.tap()
         expect_code(page, "JUDGED0K")
-        shot(page, "judge-09-phone-code")
-        rows = answered(db, study, "judge-phone")
+        shot(page, f"judge-09-phone-code-{width}")
+        rows = answered(db, study, f"judge-phone-{width}")
         assert [j.rating for j in rows] == [None, 5.0]
         assert rows[0].choice == _stored_choice(rows[0], "right")
     finally:
