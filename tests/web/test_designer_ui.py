@@ -251,6 +251,9 @@ def test_editing_the_spec_saves_drafts_and_explains_409(
     editor.fill(editor.input_value().replace("name: Editable", "name: Renamed"))
     page.get_by_role("button", name="Save changes").click()
     expect(study_row(page, "Renamed")).to_be_visible()
+    # the save is over once the panel reloaded the saved file and validated it: an edit typed
+    # before then is replaced by the file the panel reloads
+    expect(page.locator("#validate-status")).to_contain_text("Every environment builds.")
     expect(editor).to_have_value(re.compile("name: Renamed"))
     saved = fresh(db, study.id)
     assert saved is not None and saved.name == "Renamed"
