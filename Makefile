@@ -8,9 +8,9 @@ PG_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 
 PIP_VERSION := 26.3
 LOCK_ARGS   := --universal --python-version 3.11 -q --custom-compile-command "make lock"
-RUNTIMES    ?= robosuite dm_control nethack
-ALL_RUNTIMES := robosuite dm_control nethack
-LOCKS       := requirements/run.txt requirements/test.txt requirements/robotics.txt \
+RUNTIMES    ?= robosuite dm_control nethack robotics
+ALL_RUNTIMES := robosuite dm_control nethack robotics
+LOCKS       := requirements/run.txt requirements/test.txt \
                tests/export/consumer-requirements.txt \
                tests/export/minari-requirements.txt tests/export/lerobot-requirements.txt \
                $(foreach r,$(ALL_RUNTIMES),requirements/runtimes/$(r).txt)
@@ -31,7 +31,7 @@ $(VENV)/.test-stamp: requirements/test.txt $(VENV)/.run-stamp
 	touch $@
 
 ## lock: re-resolve every dependency to its newest allowed version and rewrite the lock files
-## (requirements/run.txt, test.txt, robotics.txt (the Docker image's), requirements/runtimes/*.txt
+## (requirements/run.txt, test.txt, requirements/runtimes/*.txt
 ## (the environment runtimes'), tests/export/*-requirements.txt)
 lock: $(VENV)/.test-stamp
 	$(MAKE) compile-locks UV_ARGS=--upgrade OUT=
@@ -50,8 +50,6 @@ compile-locks:
 	$(BIN)/uv pip compile pyproject.toml $(LOCK_ARGS) $(UV_ARGS) -o $(OUT)requirements/run.txt
 	$(BIN)/uv pip compile pyproject.toml --extra test $(LOCK_ARGS) $(UV_ARGS) \
 		-o $(OUT)requirements/test.txt
-	$(BIN)/uv pip compile pyproject.toml --extra robotics $(LOCK_ARGS) $(UV_ARGS) \
-		-o $(OUT)requirements/robotics.txt
 	$(BIN)/uv pip compile tests/export/consumer-requirements.in $(LOCK_ARGS) $(UV_ARGS) \
 		-o $(OUT)tests/export/consumer-requirements.txt
 	$(BIN)/uv pip compile tests/export/minari-requirements.in $(LOCK_ARGS) $(UV_ARGS) \
@@ -70,7 +68,7 @@ run: $(VENV)/.run-stamp
 test: $(VENV)/.test-stamp chromium haproxy egl consumer-venv runtimes lock-check lint typecheck suites
 
 ## runtimes: install the environment runtimes (RUNTIMES=..., default all: robosuite dm_control
-## nethack) from requirements/runtimes/, each into its own venv under STUDIO_RUNTIMES_DIR
+## nethack robotics) from requirements/runtimes/, each into its own venv under STUDIO_RUNTIMES_DIR
 ## (default ~/.cache/rlds-studio/runtimes, shared by checkouts: a runtime installed from the
 ## same lock is kept); `make run` installs none (docs/runtime.md, "Runtimes")
 runtimes: $(VENV)/.run-stamp egl
@@ -118,7 +116,7 @@ haproxy:
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq haproxy; \
 	else echo "The deployment test needs Debian's HAProxy: sudo apt-get install haproxy"; fi
 
-## egl: Debian's EGL and Mesa, for MuJoCo's headless rendering (the robotics extra; MUJOCO_GL=egl,
+## egl: Debian's EGL and Mesa, for MuJoCo's headless rendering (the runtimes; MUJOCO_GL=egl,
 ## Mesa's llvmpipe on the CPU where there is no GPU)
 EGL_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri
 egl:

@@ -50,7 +50,7 @@ def main() -> None:
     episodes, steps = (1, 10) if args.smoke else (args.episodes, args.steps)
     entry = CATALOG["FetchPickAndPlace"]
     if not entry.installed():
-        print(json.dumps({"skipped": "the robotics extra is not installed"}))
+        print(json.dumps({"skipped": "the robotics runtime is not installed"}))
         return
     allowed = AllowedEnvironments.of(policies=[POLICY], policy_budget_ms=1000)
     adapter = build_adapter(entry.source(), allowed)

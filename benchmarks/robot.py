@@ -22,10 +22,10 @@ core busy; ``fit_on_cores`` is how many such workers this machine's cores hold
 (``os.cpu_count()``), before the app's own work and with nothing else running — the load
 average printed beside says how busy the machine was.
 
-``worker_start_s``: per runtime (``app``: the forkserver, already running; ``robosuite``,
-``dm_control``, ``nethack``: a new interpreter), the seconds from ``EnvWorker.start`` to
-its ready reply (environment built) for one catalog entry, median of ``--starts`` starts
-(the runtime's check is done once before, as the app does at its start).
+``worker_start_s``: per runtime (``app``: the forkserver, already running; ``robotics``,
+``robosuite``, ``dm_control``, ``nethack``: a new interpreter), the seconds from
+``EnvWorker.start`` to its ready reply (environment built) for one catalog entry, median of
+``--starts`` starts (the runtime's check is done once before, as the app does at its start).
 
 Prints JSON (milliseconds: median, p90). Every runtime must be installed (``make
 runtimes``): a missing one is an error. ``--smoke`` runs a few steps and one start each
@@ -64,7 +64,8 @@ WARMUP = 20  # steps not counted (2 with --smoke)
 CHILD_TIMEOUT_S = 600.0
 # runtime → the catalog entry whose worker start is timed (app: the first one installed)
 START_ENTRIES = {
-    runtimes.APP: ("PickCube", "FetchPickAndPlace"),
+    runtimes.APP: ("LunarLander",),
+    "robotics": ("PickCube", "FetchPickAndPlace"),
     "robosuite": ("Robosuite-Lift",),
     "dm_control": ("dm_control-cartpole-swingup",),
     "nethack": ("MiniHack-Room",),
@@ -83,7 +84,8 @@ def require_runtimes() -> None:
 
 def cases(smoke: bool) -> dict[str, tuple[Any, Any]]:
     """name → (catalog entry, source) for the robot entries: Fetch and PickCube when
-    installed, robosuite's always (``smoke``: no ``image_size: 0`` PickCube case)."""
+    installed (their runtime is required anyway), robosuite's always (``smoke``: no
+    ``image_size: 0`` PickCube case)."""
     out: dict[str, tuple[Any, Any]] = {}
     fetch = CATALOG["FetchPickAndPlace"]
     if fetch.installed():

@@ -64,7 +64,7 @@ CASES = {
     },
 }
 # Robot manipulation (docs/runtime.md, "Robot manipulation"): the catalog's Fetch at 256 px,
-# where the robotics extra is installed.
+# where its suite is installed here (the test tools pin the robotics runtime's MuJoCo).
 if CATALOG["FetchPickAndPlace"].installed():
     CASES["fetch_256x256"] = CATALOG["FetchPickAndPlace"].source().model_dump()
 

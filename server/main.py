@@ -229,7 +229,9 @@ def _job_payload(settings: Settings, db: Session, job: ExportJob) -> ExportPaylo
 
 def _start_thumbnails(settings: Settings) -> tuple[threading.Event, threading.Thread] | None:
     """The catalog's first frames, built in a background thread (each in a worker process)
-    so the catalog opens with pictures; None when the settings turn it off."""
+    so the catalog opens with pictures, then again for a suite that becomes installed while
+    the server runs (``rlds-studio runtimes install NAME``), looked for every
+    ``catalog_thumbnails_poll_s``; None when the settings turn it off."""
     if not settings.catalog_thumbnails_at_start:
         return None
     from server.services.studies.env_check import allowed_environments
@@ -238,11 +240,15 @@ def _start_thumbnails(settings: Settings) -> tuple[threading.Event, threading.Th
     stop = threading.Event()
 
     def run() -> None:
-        try:
-            built = warm_catalog(settings, allowed_environments(settings), stop)
-            log.info("catalog thumbnails: %d built", built)
-        except Exception:  # a missing suite or a failed build must not stop the server
-            log.exception("catalog thumbnails failed")
+        tried: set[str] = set()
+        while not stop.is_set():
+            try:
+                built = warm_catalog(settings, allowed_environments(settings), stop, tried)
+                if built:
+                    log.info("catalog thumbnails: %d built", built)
+            except Exception:  # a missing suite or a failed build must not stop the server
+                log.exception("catalog thumbnails failed")
+            stop.wait(settings.catalog_thumbnails_poll_s)
 
     thread = threading.Thread(target=run, name="catalog-thumbnails", daemon=True)
     thread.start()

@@ -71,7 +71,8 @@ def _robot(report: dict[str, Any]) -> None:
     assert report["robosuite_lift"]["runtime"] == "robosuite"
     assert report["robosuite_lift"]["control_hz"] == 20 and report["pick_cube"]["control_hz"] == 25
     starts = report["worker_start_s"]
-    assert set(starts) == {"app", "robosuite", "dm_control", "nethack"}, starts
+    assert set(starts) == {"app", "robotics", "robosuite", "dm_control", "nethack"}, starts
+    assert report["pick_cube"]["runtime"] == "robotics"
     for runtime, found in starts.items():
         assert found["entry"] and _positive(found["median"]), (runtime, found)
 

@@ -138,6 +138,12 @@ class Settings(BaseSettings):
         description="Build the first frame of each installed catalog entry (those not cached "
         "yet) in the background at start, so the catalog opens with pictures.",
     )
+    catalog_thumbnails_poll_s: float = Field(
+        default=15.0,
+        gt=0,
+        description="How often the background thumbnail builder looks for catalog entries "
+        "that became installed while the server runs (a runtime installed), to build theirs.",
+    )
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     session_max_age_s: int = 7 * 24 * 3600
     public_url: str = Field(

@@ -448,10 +448,10 @@ SUITES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "minigrid": (("minigrid",), None),
     "atari": (("ale_py",), None),
     "mujoco": (("mujoco",), "mujoco"),
-    "robotics": (("gymnasium_robotics", "mujoco"), "robotics"),
-    "studio": (("mujoco",), "robotics"),  # server/envs/: ours, with mujoco from that extra
     "crafter": (("crafter",), "crafter"),
-    # these three run in runtimes of their own (server/runtime/runtimes.py), not the app's
+    # these run in runtimes of their own (server/runtime/runtimes.py), not the app's
+    "robotics": (("gymnasium_robotics", "mujoco"), None),
+    "studio": (("mujoco",), None),  # server/envs/pick_cube.py: ours, in the robotics runtime
     "nethack": (("nle", "minihack"), None),
     "dm_control": (("dm_control",), None),
     "robosuite": (("robosuite",), None),

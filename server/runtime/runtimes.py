@@ -3,7 +3,8 @@ some suites run (``docs/runtime.md``, "Runtimes").
 
 The app's own environment is the default runtime (``app``). A suite whose dependencies
 conflict with the app's lock (Robosuite needs numpy < 2, dm_control a newer MuJoCo than
-Fetch's, NetHack an older Gymnasium) runs in a runtime of its own: a virtualenv under
+Fetch's, NetHack an older Gymnasium), or that is too heavy for ``make run`` (MuJoCo for
+PickCube and Fetch), runs in a runtime of its own: a virtualenv under
 :func:`root` (``STUDIO_RUNTIMES_DIR``) installed from ``requirements/runtimes/<name>.txt``
 by ``rlds-studio runtimes install NAME`` (:mod:`server.runtime.runtime_install`). Its
 workers are started with that runtime's interpreter and the app's own worker code (the
@@ -75,6 +76,9 @@ RUNTIMES: dict[str, Runtime] = {
         Runtime("dm_control", ("dm_control",),
                 "DeepMind Control Suite on MuJoCo 3.17 (the app's Fetch needs MuJoCo 3.11)"),
         Runtime("nethack", ("nethack",), "NetHack and MiniHack: nle pins Gymnasium 1.2"),
+        Runtime("robotics", ("studio", "robotics"),
+                "PickCube (the app's own arm) and Fetch on MuJoCo 3.11, as gymnasium-robotics "
+                "1.4 needs"),
     )
 }  # fmt: skip
 _SUITE_RUNTIME = {suite: r.name for r in RUNTIMES.values() for suite in r.suites}

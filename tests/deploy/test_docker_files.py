@@ -38,10 +38,13 @@ def test_dockerfile_installs_the_lock_runs_start_sh_as_non_root() -> None:
     froms = [args for op, args in steps if op == "FROM"]
     assert [f.split()[0] for f in froms] == ["python:3.11-slim-bookworm"] * 2
     runs = " ".join(args for op, args in steps if op == "RUN")
-    # the lock (run.txt, or robotics.txt: run.txt's pins plus the robotics extra), no resolving
+    # the app's lock, no resolving; every environment runtime from its own lock, the robot
+    # arms' (robotics) included
     assert "pip install -q -r /tmp/run.txt" in runs and "--no-deps -e /app" in runs
-    assert "pip install -q -r /tmp/robotics.txt" in runs
-    assert ("COPY", "requirements/run.txt requirements/robotics.txt /tmp/") in steps
+    assert ("COPY", "requirements/run.txt /tmp/") in steps
+    assert "rlds-studio runtimes install $RUNTIMES" in runs
+    runtimes = {args for op, args in steps if op == "ARG" and args.startswith("RUNTIMES=")}
+    assert runtimes == {'RUNTIMES="robosuite dm_control nethack robotics"'}
     for op, args in steps:  # every file copied from the build context exists
         if op == "COPY" and not args.startswith("--from"):
             for source in args.split()[:-1]:

@@ -14,7 +14,7 @@ from server.envs.pick_cube import CAMERAS, LIFT_HEIGHT, PickCubeEnv
 
 # not importorskip: mujoco must be imported after MUJOCO_GL is set (the env sets it)
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("mujoco") is None, reason="the robotics extra is not installed"
+    importlib.util.find_spec("mujoco") is None, reason="no mujoco (test tools)"
 )
 
 OPEN, SHUT = -1.0, 1.0

@@ -21,9 +21,7 @@ from tests.player.conftest import counter_env, row_of, spec
 from tests.recording.log_edits import rewrite_log
 from tests.services.test_replay_verification import play
 
-pytestmark = pytest.mark.skipif(
-    not CATALOG["PickCube"].installed(), reason="the robotics extra (mujoco) is not installed"
-)
+pytestmark = pytest.mark.skipif(not CATALOG["PickCube"].installed(), reason="no robotics runtime")
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 RECORDED_SIZE = 32  # the images as played

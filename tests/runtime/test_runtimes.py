@@ -86,6 +86,28 @@ def test_every_runtime_suite_names_its_runtime_and_the_app_has_the_rest():
     assert {"numpy", "dm-env", "envlogger", "simplejpeg", "pydantic", "gymnasium"} == names
 
 
+def test_the_robot_arms_run_in_the_robotics_runtime_pinned_as_the_test_tools():
+    """PickCube and Fetch are a runtime like the others (no extra of the app's); the test
+    tools, which build them in the test process too, pin what the runtime's lock holds."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    assert runtimes.runtime_of_suite("studio") == runtimes.runtime_of_suite("robotics")
+    assert runtimes.runtime_of_suite("studio") == "robotics"
+    assert CATALOG["PickCube"].runtime == CATALOG["FetchPickAndPlace"].runtime == "robotics"
+    assert CATALOG["PickCube"].extra is None
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert "robotics" not in project["project"]["optional-dependencies"]
+    lines = runtimes.RUNTIMES["robotics"].lock.read_text().splitlines()
+    locked = dict(line.split("==", 1) for line in lines if "==" in line and line[0] != " ")
+    tools = map(Requirement, project["project"]["optional-dependencies"]["test"])
+    pins = {r.name: r for r in tools if r.name in ("mujoco", "gymnasium-robotics")}
+    assert set(pins) == {"mujoco", "gymnasium-robotics"}
+    for name, requirement in pins.items():
+        assert str(requirement.specifier) == f"=={locked[name].split(' ;')[0]}", name
+
+
 def test_a_runtime_not_installed_is_shown_with_its_command_and_refused(fake_root):
     found = runtimes.state("robosuite")
     assert found.state == "not_installed" and not found.ok

@@ -22,7 +22,7 @@ from tests.web._teleop import open_game, save_episode, wait_steps
 ENTRY = CATALOG["FetchPickAndPlace"]
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not ENTRY.installed(), reason="the robotics extra is not installed"),
+    pytest.mark.skipif(not ENTRY.installed(), reason="no robotics runtime"),
 ]
 
 MAX_STEPS = 600  # 24 s at 25 Hz: room to pair the phone again in the middle

@@ -24,7 +24,7 @@ from tests.web._teleop import open_game, save_episode, wait_steps
 ENTRY = CATALOG["PickCube"]
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not ENTRY.installed(), reason="the robotics extra is not installed"),
+    pytest.mark.skipif(not ENTRY.installed(), reason="no robotics runtime"),
 ]
 MAX_STEPS = 250  # 10 s at 25 Hz
 SCALE = 0.5

@@ -22,7 +22,7 @@ from tests.web._teleop import hold, load_steps, open_game, save_episode, wait_st
 ENTRY = CATALOG["PickCube"]
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not ENTRY.installed(), reason="the robotics extra is not installed"),
+    pytest.mark.skipif(not ENTRY.installed(), reason="no robotics runtime"),
 ]
 MAX_STEPS = 150  # 6 s (room for a slow machine): the episode ends by itself
 

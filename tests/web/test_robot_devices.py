@@ -23,7 +23,7 @@ from tests.web.test_robot_teleop import ENTRY, open_fetch
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not ENTRY.installed(), reason="the robotics extra is not installed"),
+    pytest.mark.skipif(not ENTRY.installed(), reason="no robotics runtime"),
 ]
 STEP = 0.3  # the catalog's speed per full push
 

@@ -26,7 +26,7 @@ from tests.web.test_study_editor_ui import add_from_catalog
 ROBOTICS = CATALOG["PickCube"].installed() and CATALOG["FetchPickAndPlace"].installed()
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not ROBOTICS, reason="the robotics extra is not installed"),
+    pytest.mark.skipif(not ROBOTICS, reason="the robotics runtime is not installed"),
 ]
 # The project's own entry point (pyproject.toml); listed here too, since the test venv's
 # installed metadata may predate it.

@@ -25,7 +25,7 @@ from tests.web._teleop import load_steps, wait_steps
 
 ENTRY = CATALOG["FetchPickAndPlace"]
 pytestmark = pytest.mark.browser
-ROBOTICS = pytest.mark.skipif(not ENTRY.installed(), reason="the robotics extra is not installed")
+ROBOTICS = pytest.mark.skipif(not ENTRY.installed(), reason="the robotics runtime is not installed")
 # The project's own entry point (pyproject.toml); listed here too, since the test venv's
 # installed metadata may predate it.
 SCRIPTED = "fetch-pick-place-scripted=server.runtime.scripted_policies:fetch_pick_place"

@@ -26,7 +26,7 @@ from tests.web._join import join_study, to_ready_gate
 ENTRY = CATALOG["PickCube"]
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not ENTRY.installed(), reason="the robotics extra is not installed"),
+    pytest.mark.skipif(not ENTRY.installed(), reason="no robotics runtime"),
 ]
 TASKS = [
     {"id": color, "label": color.title(), "instruction": f"Pick up the {color} cube",

@@ -22,9 +22,7 @@ from tests.web.test_study_editor_ui import add_from_catalog
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(
-        not CATALOG["PickCube"].installed(), reason="the robotics extra is not installed"
-    ),
+    pytest.mark.skipif(not CATALOG["PickCube"].installed(), reason="no robotics runtime"),
 ]
 SHOTS = Path("/tmp/shots/tasks-editor")
 COLOURS = ("red", "blue", "yellow")

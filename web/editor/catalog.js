@@ -70,6 +70,9 @@ function runtimeNote(runtime) {
   return [` ${what}${where}${why} · the operator runs `, el("code", {}, runtime.command)];
 }
 
+// A frame's box is light until its picture arrives (a robot's is built in a worker, seconds
+// the first time), then dark around it: never a black box standing for a missing picture.
+const shown = (event) => event.target.classList.add("thumb-loaded");
 const SHOWN_FRAMES = 8; // first frames load for the first matches once the search settles
 
 /**
@@ -118,7 +121,7 @@ export async function pickEnvironment(api) {
           onclick: () => choose(entry),
         },
         entry.thumbnail_url && i < SHOWN_FRAMES
-          ? el("img", { class: "catalog-thumb", alt: "", "data-src": entry.thumbnail_url, loading: "lazy" })
+          ? el("img", { class: "catalog-thumb", alt: "", "data-src": entry.thumbnail_url, loading: "lazy", onload: shown })
           : el("span", { class: "catalog-thumb catalog-thumb-none" }),
         el("span", { class: "catalog-text" },
           el("strong", {}, entry.name),

@@ -63,7 +63,8 @@ export function renderEnvCard(env, index, count, ctx) {
   const name = env.name || env.id || `Environment ${index + 1}`;
   const changed = () => onChange();
   const thumb = entry?.thumbnail_url
-    ? el("img", { class: "env-thumb", src: entry.thumbnail_url, alt: "", loading: "lazy" })
+    ? el("img", { class: "env-thumb", src: entry.thumbnail_url, alt: "", loading: "lazy",
+      onload: (event) => event.target.classList.add("thumb-loaded") })
     : null;
   const head = el("div", { class: "env-head" }, thumb,
     el("div", { class: "env-title" },

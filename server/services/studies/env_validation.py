@@ -342,9 +342,15 @@ def catalog_replays(settings: Settings, allowed: AllowedEnvironments) -> dict[st
     return found
 
 
-def warm_catalog(settings: Settings, allowed: AllowedEnvironments, stop: Event) -> int:
+def warm_catalog(
+    settings: Settings, allowed: AllowedEnvironments, stop: Event, tried: set[str] | None = None
+) -> int:
     """Build the first frame of each installed catalog entry not cached yet, one at a time
-    until ``stop`` is set; how many were built. Blocks: run it in a thread."""
+    until ``stop`` is set; how many were built. Blocks: run it in a thread.
+
+    ``tried`` (kept by the caller between passes) holds the entries already built or tried:
+    one whose build failed is not tried again by the next pass (its thumbnail request builds
+    it, and says why it cannot)."""
     from server.runtime.catalog import CATALOG
 
     built = 0
@@ -354,7 +360,12 @@ def warm_catalog(settings: Settings, allowed: AllowedEnvironments, stop: Event) 
         if not entry.installed():
             continue
         spec = catalog_spec(entry)
-        if frame_path(settings.data_root, cache_key(spec, allowed)) is None:
+        key = cache_key(spec, allowed)
+        if tried is not None and key in tried:
+            continue
+        if frame_path(settings.data_root, key) is None:
             validate_environments([spec], settings, allowed)
             built += 1
+        if tried is not None:
+            tried.add(key)
     return built

@@ -3,6 +3,7 @@ and saved studies keeping every value the designer set (even one equal to its de
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from server.models import Study
@@ -172,3 +173,51 @@ def test_the_server_builds_catalog_thumbnails_at_start(settings, monkeypatch):  
             time.sleep(0.2)
         assert all(paths), paths
     assert not any(t.name == "catalog-thumbnails" for t in threading.enumerate())
+
+
+def test_a_runtime_installed_while_the_server_runs_gets_its_thumbnails(
+    settings, monkeypatch, tmp_path
+):  # type: ignore[no-untyped-def]
+    """The background builder looks again every ``catalog_thumbnails_poll_s``: PickCube's
+    runtime, missing at start, appears (its venv put in place, as an install does) and its
+    first frame is built, a picture and not a black box."""
+    import time
+
+    import simplejpeg
+    from fastapi.testclient import TestClient
+
+    from server.main import create_app
+    from server.runtime import catalog, runtimes
+    from server.services.studies import env_validation
+    from server.services.studies.env_check import allowed_environments
+
+    real = runtimes.RUNTIMES["robotics"].venv
+    if not runtimes.state("robotics").ok:
+        pytest.fail("the robotics runtime is needed: run `make runtimes`")
+    monkeypatch.setattr(runtimes, "_ROOT", runtimes._ROOT)  # restored after create_app's
+    monkeypatch.setattr(catalog, "CATALOG", {"PickCube": catalog.CATALOG["PickCube"]})
+    root = tmp_path / "runtimes"
+    root.mkdir()
+    runtimes.forget()
+    watching = {"catalog_thumbnails_at_start": True, "catalog_thumbnails_poll_s": 0.2}
+    app = create_app(settings.model_copy(update={**watching, "runtimes_dir": root}))
+    allowed = allowed_environments(settings)
+    spec = env_validation.catalog_spec(catalog.CATALOG["PickCube"])
+    key = env_validation.cache_key(spec, allowed)
+    try:
+        with TestClient(app) as client:
+            assert client.get("/api/health").status_code == 200
+            time.sleep(1.0)  # five passes of the builder: nothing to build
+            assert env_validation.frame_path(settings.data_root, key) is None
+            (root / "robotics").symlink_to(real, target_is_directory=True)  # installed
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                if env_validation.frame_path(settings.data_root, key) is not None:
+                    break
+                time.sleep(0.2)
+            path = env_validation.frame_path(settings.data_root, key)
+            assert path is not None
+            frame = simplejpeg.decode_jpeg(path.read_bytes()).astype(float)
+            assert frame.mean() > 40 and frame.std() > 15, (frame.mean(), frame.std())
+    finally:
+        runtimes.forget()

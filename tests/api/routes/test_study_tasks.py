@@ -12,9 +12,7 @@ import simplejpeg
 
 from server.runtime.catalog import CATALOG
 
-pytestmark = pytest.mark.skipif(
-    not CATALOG["PickCube"].installed(), reason="the robotics extra is not installed"
-)
+pytestmark = pytest.mark.skipif(not CATALOG["PickCube"].installed(), reason="no robotics runtime")
 SOURCE = {"kind": "gymnasium", "id": "RLDSStudio/PickCube-v0"}
 
 

@@ -23,6 +23,14 @@ def test_there_are_samples_for_the_default_suites():
     assert any(s.startswith("MiniGrid-") for s in sources)
 
 
+def test_the_robot_sample_says_what_it_needs():
+    """The PickCube sample runs in the robotics runtime, which `make run` does not install:
+    its description names the one command that does."""
+    spec = study_files.load_file(ROOT / "studies" / "pick-cube.yaml")
+    assert [env.source.id for env in spec.environments] == ["RLDSStudio/PickCube-v0"]
+    assert "rlds-studio runtimes install robotics" in (spec.description or "")
+
+
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
 def test_yaml_round_trip(path):
     spec = study_files.load_file(path)
