@@ -188,6 +188,12 @@ class Settings(BaseSettings):
         default=8192, ge=256,
         description="The address space a replay process may use (then: not replayable).",
     )  # fmt: skip
+    defer_observation_images: bool = Field(
+        default=True,
+        description="A person's step draws only the view shown; the observation's other "
+        "images are drawn from the recorded simulator state in the background, before the "
+        "episode can be exported (environments that record their state: Robosuite's).",
+    )
     db_wait_s: float = Field(
         default=0.0, ge=0,
         description="At start, wait up to this long for the database to answer.",

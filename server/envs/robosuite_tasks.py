@@ -50,6 +50,13 @@ observation; :meth:`render` and :meth:`render_from` draw the streamed camera onc
 ``render_size`` px (256: a person steers by it, and 128 px scaled up is a blur), or return
 the observation's image when the two sizes agree (no extra render).
 
+On the play path (:meth:`defer_images`, which a worker turns on for a person's episode) a
+step draws no observation camera: the images are zeros of their shape (:func:`placeholder`),
+and only the streamed camera is drawn, at ``render_size``. They are drawn afterwards, off
+that path, from each step's recorded ``sim_state`` (:meth:`restore_observation`;
+``server/runtime/_complete_main.py``): the same pixels a step would have drawn (the
+observation is of the simulator's state at the step's end, which ``sim_state`` holds).
+
 Rendering is on the CPU (Mesa's EGL, ``MUJOCO_GL=egl``) and is most of a step's cost.
 Measured on 2 cores, median step with both cameras (Lift / PickPlaceCan): 128 px 25 / 30 ms,
 256 px 32 / 38 ms; shadows and reflections on ~double it (51 / 59 ms at 128 px), MuJoCo's
@@ -94,6 +101,18 @@ OBJECT_KEY = "object-state"
 
 def _image_key(camera: str) -> str:
     return f"{CAMERAS[camera]}_image"
+
+
+def placeholder(size: int) -> np.ndarray:
+    """A deferred image: zeros of the observation image's shape (read-only, shared)."""
+    found = _PLACEHOLDERS.get(size)
+    if found is None:
+        found = _PLACEHOLDERS[size] = np.zeros((size, size, 3), dtype=np.uint8)
+        found.flags.writeable = False
+    return found
+
+
+_PLACEHOLDERS: dict[int, np.ndarray] = {}
 
 
 class RobosuiteEnv(gym.Env[dict[str, Any], np.ndarray]):
@@ -159,6 +178,7 @@ class RobosuiteEnv(gym.Env[dict[str, Any], np.ndarray]):
             seed=0,  # reseeded by every reset
         )
         self._obs: dict[str, np.ndarray] | None = None
+        self._deferred = False  # the observation's images left to restore_observation
         self._configure_renderer()
         sizes = self._raw_sizes()
         image = spaces.Box(0, 255, shape=(image_size, image_size, 3), dtype=np.uint8)
@@ -205,7 +225,7 @@ class RobosuiteEnv(gym.Env[dict[str, Any], np.ndarray]):
             raise ValueError(f"unknown camera {camera!r}; known: {list(CAMERAS)}")
         if self._obs is None:
             raise RuntimeError("call reset() first")
-        if self.render_size == self.image_size:
+        if self.render_size == self.image_size and not self._deferred:
             return self._obs[_image_key(camera)]
         if camera not in self._frames:
             self._frames[camera] = self._draw(camera, self.render_size)
@@ -217,14 +237,40 @@ class RobosuiteEnv(gym.Env[dict[str, Any], np.ndarray]):
             env.close()
             self.env = None
 
-    # -- replay ------------------------------------------------------------------------------
+    # -- the play path and replay ----------------------------------------------------------
+    def defer_images(self, on: bool = True) -> tuple[str, ...]:
+        """With ``on``, the following steps draw no observation image (each is a
+        :func:`placeholder` until :meth:`restore_observation` draws it from the step's
+        ``sim_state``); the keys deferred (none when turned off)."""
+        self._deferred = bool(on)
+        return tuple(_image_key(c) for c in CAMERAS) if on else ()
+
     def restore(self, sim_state: np.ndarray) -> dict[str, np.ndarray]:
         """Set the simulator to a recorded ``sim_state`` (robomimic's way: set the flattened
         state, forward) and return both cameras' images of it, as the observation has them."""
+        self._set_state(sim_state)
+        return {_image_key(c): self._draw(c) for c in CAMERAS}
+
+    def restore_observation(self, sim_state: np.ndarray) -> dict[str, np.ndarray]:
+        """The observation of a recorded ``sim_state``, images drawn: what a step that ended
+        in that state observed, but for ``object-state``, left out. (Its object-to-hand
+        parts are computed by robosuite from the hand's pose cached at its previous update,
+        so they depend on the steps before, not on the state alone; the object's own pose
+        is ``object_pos`` and the state.) Call :meth:`reset` once first (it sets the
+        renderer's flags)."""
+        self._set_state(sim_state)
+        deferred, self._deferred = self._deferred, False
+        try:
+            obs = self._observation()
+        finally:
+            self._deferred = deferred
+        del obs[OBJECT_KEY]
+        return obs
+
+    def _set_state(self, sim_state: np.ndarray) -> None:
         sim = self.env.sim
         sim.set_state_from_flattened(np.asarray(sim_state, dtype=np.float64))
         sim.forward()
-        return {_image_key(c): self._draw(c) for c in CAMERAS}
 
     def _draw(self, camera: str, size: int | None = None) -> np.ndarray:
         size = size or self.image_size
@@ -272,7 +318,10 @@ class RobosuiteEnv(gym.Env[dict[str, Any], np.ndarray]):
         self.env.sim.forward()
         self._frames = {}
         raw = self.env._get_observations(force_update=True)  # noqa: SLF001
-        obs = {_image_key(c): self._draw(c) for c in CAMERAS}
+        if self._deferred:
+            obs = {_image_key(c): placeholder(self.image_size) for c in CAMERAS}
+        else:
+            obs = {_image_key(c): self._draw(c) for c in CAMERAS}
         for key in (*PROPRIO_KEYS, OBJECT_KEY):
             obs[key] = np.asarray(raw[key], dtype=np.float64).copy()
         obs["object_pos"] = np.asarray(raw[f"{OBJECTS[self.task]}_pos"], dtype=np.float64).copy()

@@ -27,6 +27,7 @@ from server.export.fields import specs_signature
 from server.export.judgements import JudgementSummary
 from server.export.narration import NarratedSpan, narration_column
 from server.export.tags import TaggedSpan, first_end_step, validate_step_tags
+from server.recording import deferred
 
 if TYPE_CHECKING:
     from server.export.regenerate import Regeneration
@@ -206,6 +207,18 @@ def naming(episode_id: str) -> Iterator[None]:
         ) from exc
 
 
+def check_complete(ep: EpisodeInput) -> None:
+    """Raise :class:`InvalidEpisodeError` while the episode's log still holds placeholders
+    for observation values drawn in the background (server/recording/deferred.py)."""
+    keys = deferred.pending(Path(ep.log_dir))
+    if keys:
+        raise InvalidEpisodeError(
+            f"episode {ep.episode_id}: its observation images ({', '.join(keys)}) are still "
+            "being drawn from the recorded simulator states in the background; export it "
+            "once its replay check has run (its verdict is no longer pending)"
+        )
+
+
 def prepare(
     ep: EpisodeInput,
     options: ExportOptions,
@@ -215,6 +228,7 @@ def prepare(
 ) -> RldsEpisode:
     """One episode read as RLDS steps, checked against ``reference`` (when given), its step
     tags checked and (``cut``) ended at its first end tag as the options say."""
+    check_complete(ep)
     episode = read_episode(ep.log_dir)
     if reference is not None:
         reference.check(ep, episode.specs, episode.log_metadata)

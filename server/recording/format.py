@@ -74,11 +74,29 @@ END_CLOSED = "closed"  # the worker was closed mid-episode
 # ``speed``, the clock's speed factor in force (1 = the environment's fps).
 
 EPISODES_DIR = "episodes"
+DEFERRED_FILE = "deferred.json"
 
 
 def episode_dir(data_root: Path, study_id: int | str, episode_id: str) -> Path:
     """Folder of one episode's envlogger log."""
     return Path(data_root) / EPISODES_DIR / str(study_id) / episode_id
+
+
+def deferred_path(log_dir: Path) -> Path:
+    """The note in an episode's log folder naming the observation keys its steps hold as
+    placeholders, still to be drawn from the recorded states (:mod:`.deferred`)."""
+    return Path(log_dir) / DEFERRED_FILE
+
+
+def completing_dir(log_dir: Path) -> Path:
+    """Beside a log folder: its log being written again with the deferred keys drawn."""
+    return log_dir.parent / f"{log_dir.name}.complete"
+
+
+def replaced_dir(log_dir: Path) -> Path:
+    """Beside a log folder: the log with placeholders while the complete one takes its
+    place (gone once it has)."""
+    return log_dir.parent / f"{log_dir.name}.live"
 
 
 def episode_video_path(log_dir: Path, log_stamp: str) -> Path:

@@ -22,10 +22,6 @@ Writes one JSON line ``{"progress": t}`` every :data:`PROGRESS_EVERY` steps, the
 
 from __future__ import annotations
 
-import json
-import pickle
-import sys
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -35,10 +31,10 @@ import numpy as np
 from server.runtime._replay_main import (
     Refused,
     _camera,
-    _limit,
-    _yield_cpu,
+    close_written,
     not_replayable,
     open_episode,
+    progress_main,
 )
 
 PROGRESS_EVERY = 25
@@ -149,34 +145,17 @@ def regenerate(
         writer.finalize(ends[-1] if ends else None)
         return {"result": "regenerated", "steps": len(steps) - 1}
     finally:
-        if writer is not None:
-            writer.finalize()
-        try:
-            adapter.close()
-        except Exception:  # noqa: S110 - closing what is thrown away
-            pass
+        close_written(writer, adapter)
+
+
+def _regenerate(
+    allowed: Any, log_dir: str, out_dir: str, settings: Any, seen: Any
+) -> dict[str, Any]:
+    return regenerate(Path(log_dir), Path(out_dir), allowed, settings, seen)
 
 
 def main() -> None:
-    _yield_cpu()
-    allowed, log_dir, out_dir, settings, memory_mb = pickle.load(sys.stdin.buffer)
-    _limit(memory_mb)
-    started = time.monotonic()
-
-    def seen(t: int) -> None:
-        if t and t % PROGRESS_EVERY == 0:
-            sys.stdout.write(json.dumps({"progress": t}) + "\n")
-            sys.stdout.flush()
-
-    try:
-        result = regenerate(Path(log_dir), Path(out_dir), allowed, settings, seen)
-    except MemoryError:
-        why = f"the regeneration needed more than {memory_mb} MB"
-        result = not_replayable("out_of_memory", why)
-    result.setdefault("result", result.pop("verdict", "not_replayable"))
-    result["seconds"] = round(time.monotonic() - started, 3)
-    sys.stdout.write(json.dumps(result, default=str) + "\n")
-    sys.stdout.flush()
+    progress_main(_regenerate, "the regeneration", PROGRESS_EVERY)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import pickle
 import resource
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,40 @@ def _camera(step: Any) -> str | None:
     except (ValueError, AttributeError):
         return None
     return camera if isinstance(camera, str) else None
+
+
+def close_written(writer: Any, adapter: Any) -> None:
+    """Close a child's log writer (when it made one) and its environment (quietly: it is
+    thrown away)."""
+    if writer is not None:
+        writer.finalize()
+    with contextlib.suppress(Exception):
+        adapter.close()
+
+
+def progress_main(work: Callable[..., dict[str, Any]], what: str, every: int) -> None:
+    """A child process writing a log (regeneration, completion): its payload's items but the
+    last (``memory_mb``) go to ``work(*items, seen)``, which calls ``seen(t)`` per step;
+    one JSON line ``{"progress": t}`` every ``every`` steps, then the result's line
+    (``result``, ``seconds``). ``what`` names the work in an out-of-memory message."""
+    _yield_cpu()
+    *items, memory_mb = pickle.load(sys.stdin.buffer)
+    _limit(memory_mb)
+    started = time.monotonic()
+
+    def seen(t: int) -> None:
+        if t and t % every == 0:
+            sys.stdout.write(json.dumps({"progress": t}) + "\n")
+            sys.stdout.flush()
+
+    try:
+        result = work(*items, seen)
+    except MemoryError:
+        result = not_replayable("out_of_memory", f"{what} needed more than {memory_mb} MB")
+    result.setdefault("result", result.pop("verdict", "not_replayable"))
+    result["seconds"] = round(time.monotonic() - started, 3)
+    sys.stdout.write(json.dumps(result, default=str) + "\n")
+    sys.stdout.flush()
 
 
 def main() -> None:

@@ -71,6 +71,12 @@ class EnvAdapter(dm_env.Environment):
         """``(steps per second of real time, frames per step)``; None where unknown."""
         return None, None
 
+    def defer_images(self, on: bool = True) -> tuple[str, ...]:
+        """Leave the observation's images out of the following steps (placeholders of their
+        shape), where the environment can draw them afterwards from its recorded state:
+        the keys deferred; () when it cannot (or ``on`` is False)."""
+        return ()
+
     # -- dm_env ---------------------------------------------------------------------------
     def set_seed(self, seed: int | None) -> None:
         """Seed used by the next :meth:`reset`."""
@@ -186,6 +192,11 @@ class GymnasiumAdapter(EnvAdapter):
         if truncated:
             return dm_env.truncation(float(reward), obs)
         return dm_env.transition(float(reward), obs)
+
+    def defer_images(self, on: bool = True) -> tuple[str, ...]:
+        """The environment's own ``defer_images`` (server/envs/robosuite_tasks.py)."""
+        defer = getattr(self.env.unwrapped, "defer_images", None)
+        return tuple(defer(on)) if callable(defer) else ()
 
     def native_rate(self) -> tuple[float | None, float | None]:
         """ALE: 60 Hz over the frameskip; else the env's ``render_fps`` (its real pace)."""

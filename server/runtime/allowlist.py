@@ -63,6 +63,8 @@ class AllowedEnvironments:
     # shared-autonomy policies: (id, "module:function") pairs, and a step's time budget
     policies: tuple[tuple[str, str], ...] = ()
     policy_budget_ms: float = 20.0
+    # a person's step draws only the view shown (server/recording/deferred.py)
+    defer_images: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> AllowedEnvironments:
@@ -70,12 +72,14 @@ class AllowedEnvironments:
         return cls.of(
             settings.gym_packages, settings.dm_env_factories, settings.policies,
             policy_budget_ms=settings.policy_step_budget_ms,
+            defer_images=settings.defer_observation_images,
         )  # fmt: skip
 
     @classmethod
     def of(
         cls, gym_packages: Iterable[str] = (), factories: Iterable[str] = (),
         policies: Iterable[str] = (), *, policy_budget_ms: float = 20.0,
+        defer_images: bool = True,
     ) -> AllowedEnvironments:  # fmt: skip
         """These packages, factories and policies (``id=module:function``), plus the
         catalog's factories and the entry points."""
@@ -87,7 +91,7 @@ class AllowedEnvironments:
             found[policy_id] = target
         return cls(
             tuple(gym_packages), frozenset(catalog | set(factories) | plugged),
-            tuple(sorted(found.items())), policy_budget_ms,
+            tuple(sorted(found.items())), policy_budget_ms, defer_images,
         )  # fmt: skip
 
     def policy_target(self, policy_id: str) -> str | None:

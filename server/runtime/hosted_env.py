@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import dm_env
 
+from server.recording import deferred
 from server.recording import format as fmt
 from server.recording.writer import EpisodeWriter, episode_metadata, info_json, to_json
 from server.runtime import _inspect
@@ -178,6 +179,12 @@ class HostedEnv:
             self.env, directory, meta, flush_interval_s=logs.flush_interval_s, defer_records=True,
             background_flush=True,
         )  # fmt: skip
+        # A person's step draws only the view shown; the observation's images, drawn later
+        # from the recorded states, unless a policy looks at them (docs/runtime.md)
+        if self.allowed.defer_images and self.autonomy is None:
+            keys = self.env.defer_images(True)
+            if keys:
+                deferred.mark(directory, keys)
         self.episode_id, self.ended, self.step_index, self.total = episode_id, False, 0, 0.0
         self.held_input, self.held_timing, self.acks, self.step_input = None, {}, [], None
         self.presses.clear()
@@ -242,6 +249,7 @@ class HostedEnv:
         )
 
     def _finalize(self, reason: str) -> dict[str, Any]:
+        self.env.defer_images(False)  # previews and Validate's trials draw everything
         values = (self.episode_id, reason, self.step_index + 1, self.total)
         summary = dict(zip(fmt.EPISODE_END_METADATA_KEYS, values, strict=True))
         if self.writer is not None:

@@ -70,8 +70,34 @@ def verify_log(
     """The verdict of replaying the log at ``log_dir`` (see :mod:`._replay_main`; a log of
     fewer timesteps than ``expected_steps``, the episode row's, is truncated); None when
     ``cancel`` was set first. Raises :class:`Unavailable` when the runtime cannot run."""
-    argv, env, cwd = _command(runtime)
-    payload = pickle.dumps((allowed, str(log_dir), end_reason, memory_mb, expected_steps))
+    payload = (allowed, str(log_dir), end_reason, memory_mb, expected_steps)
+    done = run_module(runtime, "server.runtime._replay_main", payload, timeout_s, cancel)
+    if done is None:
+        return None
+    if done == TIMED_OUT:
+        return {
+            "verdict": "not_replayable",
+            "reason": "timeout",
+            "message": f"the replay did not finish within {timeout_s:g} s",
+        }
+    return _verdict(*done, memory_mb)
+
+
+TIMED_OUT = (-1, b"", b"timeout")
+
+
+def run_module(
+    runtime: str,
+    module: str,
+    payload: Any,
+    timeout_s: float,
+    cancel: threading.Event | None = None,
+) -> tuple[int, bytes, bytes] | None:
+    """Run ``python -m module`` in ``runtime`` with ``payload`` pickled on its stdin, as the
+    verification process runs: ``(exit code, stdout, stderr)``, :data:`TIMED_OUT` past
+    ``timeout_s`` (the process killed), None when ``cancel`` was set first. Raises
+    :class:`Unavailable` when the runtime cannot run."""
+    argv, env, cwd = runtime_command(runtime, module)
     started = time.monotonic()
     proc = subprocess.Popen(
         argv,
@@ -81,7 +107,7 @@ def verify_log(
         env=env,
         cwd=cwd,
     )
-    data: bytes | None = payload
+    data: bytes | None = pickle.dumps(payload)
     try:
         while True:
             try:
@@ -92,16 +118,12 @@ def verify_log(
             if cancel is not None and cancel.is_set():
                 return None
             if time.monotonic() - started > timeout_s:
-                return {
-                    "verdict": "not_replayable",
-                    "reason": "timeout",
-                    "message": f"the replay did not finish within {timeout_s:g} s",
-                }
+                return TIMED_OUT
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    return _verdict(proc.returncode, out, err, memory_mb)
+    return proc.returncode, out, err
 
 
 def _verdict(code: int, out: bytes, err: bytes, memory_mb: int | None) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Through a real worker: reset, mapped inputs, steps, frames and recording; then the log is
 read back with ``envlogger.Reader`` and every step's observation, action, reward, discount
 and metadata is compared with what was sent and with an in-process replay (same seed, same
-actions) of the same adapter.
+actions) of the same adapter, once the log is complete (observation images a worker leaves
+out of a person's steps drawn from the recorded states: server/runtime/completion.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 
 from server.recording.format import STEP_METADATA_KEYS, episode_dir
 from server.recording.writer import open_reader
-from server.runtime import EnvWorker, runtimes
+from server.runtime import EnvWorker, completion, runtimes
 from server.runtime.catalog import CATALOG, runtime_of
 from server.services.studies.env_validation import SPEED_TOLERANCE
 from server.study_spec import EnvironmentSpec
@@ -102,8 +103,13 @@ def test_catalog_environment_conformance(entry, data_root):
     assert events[-1].done and len(events) <= MAX_STEPS + 1
     assert all(e.frame[:2] == b"\xff\xd8" for e in events)
     expected, (obs_spec, act_spec) = replay(spec, inputs, len(events) - 1)
+    log_dir = episode_dir(data_root, "conf", "ep")
+    # images left out on the play path are drawn from the recorded states (none elsewhere)
+    done = completion.complete_log(log_dir, runtime_of(spec.source), ALLOWED, timeout_s=120,
+                                   memory_mb=None)  # fmt: skip
+    assert done is not None and done["result"] == "completed", done
 
-    with open_reader(episode_dir(data_root, "conf", "ep")) as reader:
+    with open_reader(log_dir) as reader:
         steps = list(reader.steps)
         meta = reader.metadata()
     assert meta["env_id"] == "conformance" and meta["seed"] == SEED

@@ -25,6 +25,8 @@ from server.study_spec import EnvironmentSpec
 pytestmark = pytest.mark.database_plays_no_part
 HERE = Path(__file__).resolve().parent
 ALLOWED = AllowedEnvironments.of()
+DRAWN = AllowedEnvironments.of(defer_images=False)  # every image drawn on the play path
+IMAGE_KEYS = ("agentview_image", "robot0_eye_in_hand_image")
 
 
 def test_robosuite_tasks_in_their_runtime():
@@ -78,15 +80,16 @@ def test_the_scripted_policy_lifts_the_cube_through_a_worker_in_the_runtime(tmp_
 
 
 def test_recorded_states_replay_to_the_recorded_images(tmp_path):
-    """An episode played through a worker: each step's logged ``sim_state``, restored in a
-    new env in the runtime (robomimic's way), draws exactly that step's logged images."""
+    """An episode played through a worker that draws every image on the play path (the old
+    way): each step's logged ``sim_state``, restored in a new env in the runtime (robomimic's
+    way), draws exactly that step's logged images."""
     entry = CATALOG["Robosuite-PickPlaceCan"]
     spec = EnvironmentSpec(id="can", name="Can", source=entry.source(), mode="sync",
                            controls=entry.controls)  # fmt: skip
     pushes = [["ArrowDown"]] * 8 + [["KeyS"]] * 8 + [["Space"]] + [[]] * 5
 
     async def scenario():
-        worker = await EnvWorker.start(spec, allowed=ALLOWED, study_id=4, data_root=tmp_path,
+        worker = await EnvWorker.start(spec, allowed=DRAWN, study_id=4, data_root=tmp_path,
                                        timeout=120, reply_timeout=60)  # fmt: skip
         try:
             await worker.begin_episode("replayed", 9)
@@ -114,3 +117,96 @@ def test_recorded_states_replay_to_the_recorded_images(tmp_path):
     assert report == {"steps": len(pushes) + 1, "max_diff": dict.fromkeys(keys, 0)}
     moved = arrays["sim_state"][-1] - arrays["sim_state"][0]
     assert np.abs(moved).max() > 0.01  # the arm moved: the states are not all alike
+
+
+def _play(spec: EnvironmentSpec, allowed: AllowedEnvironments, data_root: Path, pushes) -> None:
+    """One episode ``"can"`` of study 5 with seed 9, ``pushes`` one sync step each."""
+
+    async def scenario():
+        worker = await EnvWorker.start(spec, allowed=allowed, study_id=5, data_root=data_root,
+                                       timeout=120, reply_timeout=60)  # fmt: skip
+        try:
+            await worker.begin_episode("can", 9)
+            for i, keys in enumerate(pushes):
+                if keys == ["camera"]:  # the player's Next camera
+                    await worker.set_camera("wrist")
+                await worker.send_input({"keys": keys}, {"input_sent": 1000.0 + i})
+            await worker.end_episode("completed")
+        finally:
+            await worker.close()
+
+    asyncio.run(scenario())
+
+
+def _rlds_values(log_dir: Path, out: Path) -> dict[str, list]:
+    """Every feature of the episode's RLDS export (one TFRecord example), by name."""
+    from tensorflow_datasets.proto import tf_example_pb2
+
+    from server.export import EpisodeInput, ExportOptions, export_dataset
+    from server.export.formats.rlds.tfrecord import read_records
+
+    episode = EpisodeInput(log_dir=log_dir, episode_id="can", agent_id="agent", status="completed")
+    export_dataset([episode], ExportOptions(format="tfds"), out)
+    (shard,) = [p for p in out.rglob("*.tfrecord*") if p.is_file()]
+    (record,) = list(read_records(shard))
+    example = tf_example_pb2.Example.FromString(record)
+    values = {}
+    for name, feature in example.features.feature.items():
+        kind = feature.WhichOneof("kind")
+        values[name] = list(getattr(feature, kind).value)
+    return values
+
+
+def test_played_the_new_way_exports_what_the_old_way_does(tmp_path):
+    """The play path draws only the view shown: the log's observation images are
+    placeholders, the episode is not exportable, until the completion draws them from the
+    recorded states; then its RLDS export is value for value that of the same seed and
+    actions played with every image drawn on the play path."""
+    from server.export import ExportError
+    from server.export.base import EpisodeInput, check_complete
+    from server.recording import deferred
+    from server.runtime import completion
+
+    entry = CATALOG["Robosuite-PickPlaceCan"]
+    spec = EnvironmentSpec(id="can", name="Can", source=entry.source(), mode="sync",
+                           controls=entry.controls)  # fmt: skip
+    pushes = [["ArrowDown"]] * 6 + [["KeyS"]] * 6 + [["Space"]] + [["camera"]] + [["KeyW"]] * 4
+    new_root, old_root = tmp_path / "new", tmp_path / "old"
+    _play(spec, ALLOWED, new_root, pushes)
+    _play(spec, DRAWN, old_root, pushes)
+    new_log, old_log = episode_dir(new_root, 5, "can"), episode_dir(old_root, 5, "can")
+
+    assert deferred.pending(new_log) == list(IMAGE_KEYS) and deferred.pending(old_log) == []
+    with open_reader(new_log) as reader:
+        live = list(reader.steps)
+    for step in live:  # not drawn on the play path
+        for key in IMAGE_KEYS:
+            assert not step.timestep.observation[key].any()
+    with pytest.raises(ExportError, match="still being drawn"):
+        check_complete(EpisodeInput(log_dir=new_log, episode_id="can", agent_id="a"))
+
+    done = completion.complete_log(new_log, "robosuite", ALLOWED, timeout_s=300, memory_mb=None)
+    assert done is not None and done["result"] == "completed", done
+    assert done["steps"] == len(pushes)
+    assert deferred.pending(new_log) == []
+    assert sorted(p.name for p in new_log.parent.iterdir()) == ["can"]  # nothing left beside
+
+    with open_reader(new_log) as reader:
+        completed = list(reader.steps)
+    with open_reader(old_log) as reader:
+        drawn = list(reader.steps)
+    assert len(completed) == len(drawn) == len(pushes) + 1
+    assert all(s.timestep.observation[IMAGE_KEYS[0]].any() for s in completed)
+
+    new, old = (
+        _rlds_values(new_log, tmp_path / "new.out"),
+        _rlds_values(old_log, tmp_path / "old.out"),
+    )
+    assert set(new) == set(old)
+    # all that differs between the two plays is when the worker applied each step
+    differing = sorted(k for k in old if new[k] != old[k])
+    assert set(differing) <= {"steps/timing/applied_ms"}, differing
+    for key in IMAGE_KEYS:  # the images are in the export (as JPEG/PNG bytes), the same
+        name = next(k for k in old if k.endswith(f"observation/{key}"))
+        assert new[name] == old[name] and len(new[name]) == len(pushes) + 1
+    assert new["steps/action"] == old["steps/action"] and new["steps/reward"] == old["steps/reward"]

@@ -216,3 +216,27 @@ def test_episodes_are_checked_again_when_their_environments_package_changes(fact
     assert row_of(db, episode_id).replay_verdict == ReplayVerdict.pending
     row = wait_verdict(db, episode_id)
     assert row.replay_verdict == ReplayVerdict.verified and row.replay_versions == now
+
+
+def test_a_robosuite_episode_is_completed_from_its_states_then_verified(factory, db, settings):
+    """Played through the server, a Robosuite step draws only the view shown: the background
+    check first draws the observation's images from the recorded states into the log (the
+    episode cannot be exported before), then verifies the complete log."""
+    from server.export.base import EpisodeInput, check_complete
+    from server.recording import deferred
+    from server.runtime import runtimes
+
+    if not runtimes.state("robosuite").ok:
+        pytest.fail("the robosuite runtime is part of the test install (make runtimes)")
+    designer = factory.user()
+    study = factory.study(designer, spec(_catalog_game("Robosuite-Lift")))
+    presses = [["ArrowDown"]] * 4 + [["KeyS"]] * 4 + [["Space"]] * 4
+    episode_id = play(factory.client(designer), study, "game", presses)
+    row = row_of(db, episode_id)
+    log_dir = Path(row.storage_path)
+    row = wait_verdict(db, episode_id, seconds=240)
+    assert row.replay_verdict == ReplayVerdict.verified, row.replay_detail
+    assert row.replay_detail["steps"] == 12
+    assert deferred.pending(log_dir) == []  # complete: exportable
+    check_complete(EpisodeInput(log_dir=log_dir, episode_id=episode_id, agent_id="a"))
+    assert sorted(p.name for p in log_dir.parent.iterdir()) == [log_dir.name]

@@ -20,6 +20,7 @@ from server.export import (
     TaggedSpan,
     check_compatible,
 )
+from server.export.base import check_complete
 from server.export.judgements import JudgementSummary
 from server.export.run import check_format
 from server.models import Episode, EpisodeStatus, ReplayVerdict, Study
@@ -218,6 +219,13 @@ def check_inputs(
                 f"Episode {ep.episode_id} has no log on disk; it cannot be exported.",
                 detail=[{"loc": ["body", "selection"], "msg": f"episode {ep.episode_id}: no log"}],
             )
+        try:
+            check_complete(ep)
+        except ExportError as exc:
+            raise Invalid(
+                f"Cannot export this selection yet: {exc}.",
+                detail=[{"loc": ["body", "selection"], "msg": str(exc)}],
+            ) from exc
     one_per_env = one_log_per_env(episodes, inputs)
     groups = [[ep] for ep in one_per_env.values()] if split_by_env else [list(one_per_env.values())]
     try:

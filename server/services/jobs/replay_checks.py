@@ -10,9 +10,12 @@ before (its log still held by a live worker, its runtime not installed) once its
 at the lowest CPU priority, within one slot of the background budget and the limits
 ``STUDIO_REPLAY_CHECK_TIMEOUT_S`` and ``STUDIO_REPLAY_CHECK_MEMORY_MB``
 (:mod:`server.runtime.replay_process`), and stores the verdict on the episode row; the log
-is never written. At start, and every :data:`VERSIONS_EVERY_S`, episodes whose environment's
-package versions (``replay_versions``) differ from what their runtime holds now go back to
-``pending`` (:func:`recheck_versions`).
+is never written, except that a log recorded on the play path has its deferred observation
+images drawn from its recorded states first, in the same slot
+(:mod:`server.runtime.completion`): only then is the episode exportable. At start, and every
+:data:`VERSIONS_EVERY_S`, episodes whose environment's package versions
+(``replay_versions``) differ from what their runtime holds now go back to ``pending``
+(:func:`recheck_versions`).
 """
 
 from __future__ import annotations
@@ -31,9 +34,9 @@ from sqlalchemy.orm import Session
 from server.core.config import Settings
 from server.models import Episode, EpisodeStatus, JobState, ReplayCheck, ReplayVerdict, utcnow
 from server.queue.claim_runner import ClaimRunner, Handle, JobRefused, Outcome
-from server.recording import journal, recovery
+from server.recording import deferred, journal, recovery
 from server.recording.log_reader import read_log
-from server.runtime import replay_process, runtimes
+from server.runtime import completion, replay_process, runtimes
 
 log = logging.getLogger(__name__)
 
@@ -212,6 +215,17 @@ def runtime_of_log(log_dir: Path) -> str:
     return runtime_of(spec.source)
 
 
+def _not_completed(result: dict[str, Any]) -> dict[str, Any]:
+    """The verdict on an episode whose deferred images could not be drawn from its recorded
+    states (it stays unexportable: its log keeps their placeholders)."""
+    why = "its observation images could not be drawn from the recorded states"
+    if result["result"] == "diverged":
+        return {"verdict": ReplayVerdict.diverged, "difference": result["difference"],
+                "message": f"{why}: {result['difference'].get('message')}"}  # fmt: skip
+    return {"verdict": ReplayVerdict.not_replayable, "reason": result.get("reason"),
+            "message": f"{why}: {result.get('message')}"}  # fmt: skip
+
+
 class ReplayCheckRunner(ClaimRunner):
     """Claims replay checks and runs each in a process of the environment's runtime."""
 
@@ -249,6 +263,7 @@ class ReplayCheckRunner(ClaimRunner):
 
     def execute(self, handle: Handle) -> Outcome:
         episode_id, log_dir, end_reason, steps = handle.payload
+        completion.settle(log_dir)  # a completion that died while its log took the place
         if journal.journal_path(log_dir).exists():
             recovery.recover(log_dir, wait_s=1.0)  # a dead worker's steps go back in first
             if journal.journal_path(log_dir).exists():
@@ -263,6 +278,24 @@ class ReplayCheckRunner(ClaimRunner):
                 },
             )
         runtime = runtime_of_log(log_dir)
+        if deferred.pending(log_dir):
+            try:
+                drawn = completion.complete_log(
+                    log_dir,
+                    runtime,
+                    self.allowed(),
+                    timeout_s=self.settings.replay_check_timeout_s,
+                    memory_mb=self.settings.replay_check_memory_mb,
+                    cancel=handle.cancel,
+                )
+            except replay_process.Unavailable as exc:
+                return self._later(
+                    handle, UNAVAILABLE_RETRY_S, f"the {runtime} runtime cannot run here: {exc}"
+                )
+            if drawn is None:
+                return ("canceled",)
+            if drawn["result"] != "completed":
+                return self._store(episode_id, _not_completed(drawn))
         try:
             result = replay_process.verify_log(
                 log_dir,
