@@ -279,6 +279,10 @@ PLANE_CONTROLS = Controls(
 )  # fmt: skip
 
 
+# An arm's end-effector action, by dimension: the moves, the turns, the gripper.
+ARM_POSE = ("x", "y", "z", "roll", "pitch", "yaw", "gripper")
+ARM_XYZ = ("x", "y", "z", "gripper")
+
 # Each entry: key, suite, Gymnasium id or dm_env factory, fixed kwargs, mode, fps, controls,
 # settings schema, and ``defaults``: settings its source starts with (the editor's; a study
 # may change or drop them). An async entry's fps is the environment's real pace (Gymnasium's
@@ -372,13 +376,14 @@ ENTRIES: list[dict[str, Any]] = [
     # near 10 ms (docs/runtime.md, "Robot manipulation"); 1500 steps = a minute (its own
     # limit of 50 steps is 2 s, made for agents).
     _entry(key="FetchPickAndPlace", suite="robotics", id="FetchPickAndPlace-v4", mode="async",
-         fps=25, controls=FETCH_CONTROLS, schema=FETCH_SCHEMA,
+         fps=25, controls=FETCH_CONTROLS, schema=FETCH_SCHEMA, dimensions=ARM_XYZ,
          defaults={"max_episode_steps": 1500, "width": 256, "height": 256,
                    "default_camera_config": FETCH_CAMERA}),
     # ours: 25 Hz like Fetch; step + 2 images of 128 px + a 256 px frame cost ~5 ms
     # (docs/runtime.md, "Robot manipulation")
     _entry(key="PickCube", suite="studio", id="RLDSStudio/PickCube-v0", mode="async", fps=25,
-         controls=PICK_CUBE_CONTROLS, schema=PICK_CUBE_SCHEMA, regenerate=PICK_CUBE_REGENERATE),
+         controls=PICK_CUBE_CONTROLS, schema=PICK_CUBE_SCHEMA, regenerate=PICK_CUBE_REGENERATE,
+         dimensions=ARM_POSE),
     # robosuite 1.5 (its own runtime): the RLDS paper's PickPlaceCan and Lift, the Panda arm
     # on an operational-space pose controller, 20 steps/s (its control rate), two cameras
     # (docs/runtime.md, "Robosuite")
@@ -386,7 +391,7 @@ ENTRIES: list[dict[str, Any]] = [
         _entry(key=f"Robosuite-{task}", suite="robosuite", id=f"RLDSStudio/Robosuite-{task}-v0",
              mode="async", fps=ROBOSUITE_FPS, controls=ROBOSUITE_CONTROLS,
              schema=ROBOSUITE_SCHEMA, defaults=dict(ROBOSUITE_DEFAULTS),
-             regenerate=ROBOSUITE_REGENERATE)
+             regenerate=ROBOSUITE_REGENERATE, dimensions=ARM_POSE)
         for task in ("PickPlaceCan", "Lift")
     ],
     _entry(key="Crafter", suite="crafter", factory="server.runtime.suites:crafter_env",

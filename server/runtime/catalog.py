@@ -43,6 +43,9 @@ class CatalogEntry:
     defaults: dict[str, Any] = field(default_factory=dict)
     # the settings that draw its observation's images again at export (None: it cannot)
     regenerate: Regenerable | None = None
+    # what each dimension of a vector action means (an arm's x, y, z, roll, pitch, yaw,
+    # gripper): the controls editor's rows and the player's legend groups say so
+    dimensions: tuple[str, ...] = ()
 
     @property
     def extra(self) -> str | None:
@@ -87,6 +90,7 @@ class CatalogEntry:
             "fps": self.fps,
             "pace": self.pace,
             "controls": self.controls.model_dump(),
+            "dimensions": list(self.dimensions),
             "settings_schema": self.schema,
             "installed": self.installed(),
             "extra": self.extra,
@@ -167,6 +171,13 @@ def default_controls(source: GymnasiumSource | DmEnvSource) -> Controls:
     """The catalog's controls for ``source`` (empty controls when unknown)."""
     entry = find_entry(source)
     return entry.controls if entry is not None else Controls()
+
+
+def action_dimensions(source: GymnasiumSource | DmEnvSource) -> tuple[str, ...]:
+    """What each dimension of ``source``'s vector action means, from the catalog (empty when
+    it does not say)."""
+    entry = find_entry(source)
+    return entry.dimensions if entry is not None else ()
 
 
 def validate_environment(env_spec: EnvironmentSpec, allowed: AllowedEnvironments) -> list[Problem]:

@@ -94,6 +94,11 @@ class CatalogEntryPublic(BaseModel):
         None, description="Why fps is slower than the environment's real time (None: real time)."
     )
     controls: dict[str, Any]
+    dimensions: list[str] = Field(
+        default_factory=list,
+        description="What each dimension of a vector action means (an arm's x, y, z, roll, "
+        "pitch, yaw, gripper); empty when the catalog does not say.",
+    )
     settings_schema: dict[str, Any]
     installed: bool
     extra: str | None = Field(

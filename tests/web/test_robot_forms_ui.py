@@ -73,12 +73,16 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
     cube = page.get_by_role("article", name="Environment 1: PickCube")
     fetch = page.get_by_role("article", name="Environment 2: FetchPickAndPlace")
 
-    # PickCube's catalog defaults: the mouse and a phone, beside the keys and the gamepad
+    # PickCube's catalog defaults: the mouse and a phone, beside the keys and the gamepad; each
+    # dimension named by its meaning
     controls = section(cube, "Controls")
-    right = controls.locator("tr[data-action='dimension 0 +']")
+    expect(controls.locator("table.controls-table tbody tr .action-name strong")).to_have_text(
+        [f"{d} {s}" for d in ("x", "y", "z", "roll", "pitch", "yaw", "gripper") for s in "+−"]
+    )
+    right = controls.locator("tr[data-action='x +']")
     for chip in ("ArrowRight", "axis 0 +", "mouse drag ←→ +", "phone tilt right / left +"):
         expect(right).to_contain_text(chip)
-    grip = controls.locator("tr[data-action='dimension 6 +']")
+    grip = controls.locator("tr[data-action='gripper +']")
     for button in ("Space", "MouseRight", "PhoneGrip"):
         expect(grip.get_by_label(f"{button} toggles")).to_be_checked()
     axes = controls.get_by_role("table", name="Axes")
@@ -90,20 +94,20 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
     )
 
     # a device's menu opens from its action's row and Esc closes only the menu
-    down = controls.locator("tr[data-action='dimension 2 −']")
-    down.get_by_role("button", name="Bind a device to dimension 2 −").click()
-    menu = down.get_by_role("group", name="Devices for dimension 2 −")
+    down = controls.locator("tr[data-action='z −']")
+    down.get_by_role("button", name="Bind a device to z −").click()
+    menu = down.get_by_role("group", name="Devices for z −")
     expect(menu.get_by_role("button", name="MouseLeft (held while dragging)")).to_be_focused()
     menu.screenshot(path=str(SHOTS / "device-menu.png"))
     page.keyboard.press("Escape")
     expect(menu).to_be_hidden()
-    expect(down.get_by_role("button", name="Bind a device to dimension 2 −")).to_be_focused()
+    expect(down.get_by_role("button", name="Bind a device to z −")).to_be_focused()
     expect(page.get_by_label("Study name")).to_be_visible()  # the editor stays open
 
     # a faster drag, and a SpaceMouse pushed up lifting the hand (bound from its action's row)
     typed(axes.get_by_label("Scale of mouse drag ←→"), "0.8")
-    up = controls.locator("tr[data-action='dimension 2 +']")
-    up.get_by_role("button", name="Bind a device to dimension 2 +").click()
+    up = controls.locator("tr[data-action='z +']")
+    up.get_by_role("button", name="Bind a device to z +").click()
     up.get_by_role("group", name="SpaceMouse axes").get_by_role("button", name="up / down").click()
     expect(up).to_contain_text("SpaceMouse up / down +")
     expect(axes.get_by_label("Source of SpaceMouse up / down")).to_have_value("spacemouse")

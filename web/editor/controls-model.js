@@ -60,8 +60,10 @@ function allValues(controls) {
   return [...Object.values(controls.keys), ...Object.values(controls.buttons), ...axes];
 }
 
-/** The rows of the editor: {title, value, matches(v)} and whether the space is discrete. */
-export function actionModel(actions, meanings, controls) {
+/** The rows of the editor: {title, value, matches(v)} and whether the space is discrete.
+ *  ``dimensions`` name a vector's dimensions (the catalog's: an arm's x, y, z, roll, pitch,
+ *  yaw, gripper): a row is "x +", not "dimension 0 +". */
+export function actionModel(actions, meanings, controls, dimensions = null) {
   const names = Array.isArray(meanings) ? meanings : [];
   const values = allValues(controls);
   const discrete = actions
@@ -95,7 +97,7 @@ export function actionModel(actions, meanings, controls) {
       const amount = limit === null ? sign : limit;
       const vector = Array.from({ length: size }, (_, i) => (i === dim ? amount : 0));
       rows.push({
-        title: `dimension ${dim} ${sign > 0 ? "+" : "−"}`,
+        title: `${dimensionName(dimensions, dim)} ${sign > 0 ? "+" : "−"}`,
         value: vector,
         dim,
         sign,
@@ -106,5 +108,8 @@ export function actionModel(actions, meanings, controls) {
     }
   }
   const valid = (v) => Array.isArray(v) && v.length === size && v.every((x) => typeof x === "number");
-  return { discrete, rows, valid, size };
+  return { discrete, rows, valid, size, dimensions: dimensions || [] };
 }
+
+/** What dimension ``dim`` of a vector means ("x"), or "dimension 2" where nothing says. */
+export const dimensionName = (dimensions, dim) => (dimensions && dimensions[dim]) || `dimension ${dim}`;

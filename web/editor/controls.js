@@ -1,12 +1,14 @@
 // The controls editor: bind each action of an environment to keys, gamepad buttons, axes and
 // devices (mouse, SpaceMouse, a paired phone: devices.js).
 //
-//   mountControlsEditor(container, { actions, meanings, controls, defaults, problems, onChange })
+//   mountControlsEditor(container, { actions, meanings, dimensions, controls, defaults, problems, onChange })
 //
 // ``actions`` is the action space as validation reports it (``action_space``: a discrete
 // space has ``num_values``; a Box has ``shape``, ``minimum``, ``maximum``), or null when it
 // is not known yet (then the bindings and ``meanings`` say what they can). ``meanings`` are
-// the action names of environments that name them (Atari: NOOP, FIRE, UP...). ``controls``
+// the action names of environments that name them (Atari: NOOP, FIRE, UP...), ``dimensions``
+// the catalog's names of a vector action's dimensions (an arm's x, y, z, roll, pitch, yaw,
+// gripper). ``controls``
 // is the study spec's ``controls`` mapping (null: the defaults are used), ``defaults`` the
 // catalog's controls. ``onChange(newControls)`` fires on every change with a fresh object in
 // the study format (docs/study-format.md, "Controls"). An action no control reaches can be
@@ -23,7 +25,7 @@ const PRESSED = 0.5; // a gamepad button, or an axis moved this far, counts as p
 
 // --- the editor ------------------------------------------------------------------------------
 
-export function mountControlsEditor(container, { actions = null, meanings = null, controls = null, defaults = null, problems = [], onChange = () => {} } = {}) {
+export function mountControlsEditor(container, { actions = null, meanings = null, dimensions = null, controls = null, defaults = null, problems = [], onChange = () => {} } = {}) {
   const defaultControls = normalize(defaults);
   let current = normalize(controls ?? defaults);
   let stopCapture = () => {};
@@ -282,7 +284,7 @@ export function mountControlsEditor(container, { actions = null, meanings = null
   // --- rendering ------------------------------------------------------------------------------
   function render() {
     stopCapture();
-    const model = actionModel(actions, meanings, current);
+    const model = actionModel(actions, meanings, current, dimensions);
     vectors = !model.discrete;
     const noop = current.noop;
     const rows = model.rows.map((row) => {

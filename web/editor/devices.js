@@ -183,7 +183,8 @@ export function axesTable(current, model, problems, changed) {
       const dims = Array.from({ length: Math.max(model.size, (axis.dim ?? 0) + 1) }, (_, d) => d);
       drives = el("select", { id: dimId, "aria-label": `Dimension of ${name}`,
         onchange: (event) => edit(i, "dim", () => { axis.dim = Number(event.target.value); }, "") },
-      dims.map((d) => el("option", { value: String(d), selected: d === (axis.dim ?? 0) ? "" : undefined }, String(d))));
+      dims.map((d) => el("option", { value: String(d), selected: d === (axis.dim ?? 0) ? "" : undefined },
+        model.dimensions[d] ? `${d} · ${model.dimensions[d]}` : String(d))));
     }
 
     const scaleId = fieldId(i, "scale");

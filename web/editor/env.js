@@ -123,6 +123,7 @@ export function renderEnvCard(env, index, count, ctx) {
   mountControlsEditor(controls, {
     actions: report?.action_space ?? null,
     meanings: report?.action_meanings ?? null,
+    dimensions: entry?.dimensions ?? null, // what each dimension of a vector action means
     controls: env.controls ?? null,
     // the validation report's default controls are the catalog's for this very source
     defaults: report?.default_controls ?? entry?.controls ?? null,
