@@ -17,6 +17,7 @@ from server.player.outbox import Outbox
 from server.player.views import env_ready
 from server.recording.format import now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
+from server.runtime.catalog import action_dimensions
 from server.services.studies.env_check import allowed_environments
 from server.study_spec import EnvironmentSpec, StudySpec
 
@@ -104,7 +105,8 @@ class EnvLink:
         env = spec.environment(self.env_id)
         info = self.worker.info
         info = info if self.camera is None else {**info, "camera": self.camera}
-        return env_ready(env.id, info, self.speed, self.quality or env.image_quality)
+        quality = self.quality or env.image_quality
+        return env_ready(env.id, info, self.speed, quality, action_dimensions(env.source))
 
     async def attempt(self, call: Awaitable[T]) -> tuple[bool, T | None]:
         """Await a call to the worker: ``(True, its result)``, or ``(False, None)`` once a

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from markdown_it import MarkdownIt
 
+from server.player.legend import (
+    DEVICE_AXIS_NAMES,
+    DEVICE_BUTTONS,
+    axis_name,
+    input_name,
+    legend_groups,
+)
 from server.runtime.catalog import default_controls
 from server.study_spec import MAX_TOUCH_BUTTONS, EnvironmentSpec, StudySpec
 
@@ -86,62 +94,10 @@ def judging_view(spec: StudySpec) -> dict[str, Any] | None:
     }
 
 
-# Standard-mapping gamepad names (https://w3c.github.io/gamepad/#remapping).
-BUTTON_NAMES = {
-    0: "A", 1: "B", 2: "X", 3: "Y", 4: "LB", 5: "RB", 6: "LT", 7: "RT", 8: "Back", 9: "Start",
-    12: "D-pad up", 13: "D-pad down", 14: "D-pad left", 15: "D-pad right",
-}  # fmt: skip
-AXIS_NAMES = {0: "left stick", 1: "left stick", 2: "right stick", 3: "right stick"}
-AXIS_DIRECTIONS = {0: ("←", "→"), 1: ("↑", "↓"), 2: ("←", "→"), 3: ("↑", "↓")}
-# The devices' axes as the player page sends them (docs/study-format.md, "Devices"), and the
-# reserved codes their buttons travel as in ``keys``.
-DEVICE_AXIS_NAMES = {
-    "mouse": ["mouse drag ←→", "mouse drag ↑↓", "mouse wheel", "Shift + mouse drag ←→",
-              "Shift + mouse drag ↑↓"],
-    "spacemouse": ["SpaceMouse ←→", "SpaceMouse push / pull", "SpaceMouse up / down",
-                   "SpaceMouse tilt", "SpaceMouse roll", "SpaceMouse twist"],
-    # 0-2 the tilt (or the WebXR turn), 3-5 the WebXR move since the press (web/phone/xr.js)
-    "phone": ["phone tilt forward / back", "phone tilt right / left", "phone twist left / right",
-              "phone moved right / left", "phone moved away / nearer", "phone moved up / down"],
-}  # fmt: skip
-DEVICE_BUTTONS = {
-    "MouseLeft": ("mouse", "left mouse button"), "MouseRight": ("mouse", "right mouse button"),
-    "SpaceMouseLeft": ("spacemouse", "SpaceMouse left button"),
-    "SpaceMouseRight": ("spacemouse", "SpaceMouse right button"),
-    "PhoneClutch": ("phone", "phone clutch"), "PhoneGrip": ("phone", "phone grip"),
-}  # fmt: skip
-
-
-def input_name(name: str) -> str:
-    """How a player calls a binding: ``button 0`` is ``gamepad A``, ``axis 0-`` ``left stick ←``."""
-    if name.startswith("button "):
-        index = int(name.removeprefix("button "))
-        return f"gamepad {BUTTON_NAMES.get(index, f'button {index}')}"
-    if name.startswith("axis "):
-        rest = name.removeprefix("axis ")
-        index = int(rest.rstrip("+-"))
-        stick = AXIS_NAMES.get(index, f"axis {index}")
-        if rest.endswith(("+", "-")):
-            neg, pos = AXIS_DIRECTIONS.get(index, ("−", "+"))
-            return f"{stick} {pos if rest.endswith('+') else neg}"
-        return stick
-    if name.startswith(tuple(f"{d} axis " for d in ("mouse", "spacemouse", "phone"))):
-        device, _, rest = name.split(" ", 2)
-        return f"{axis_name(device, int(rest.rstrip('+-')))} {rest[-1]}"
-    return "+".join(DEVICE_BUTTONS.get(part, ("", part))[1] for part in name.split("+"))
-
-
-def axis_name(source: str, axis: int) -> str:
-    """How a player calls an axis: ``left stick ←→``, ``mouse wheel``, ``SpaceMouse tilt``."""
-    if source == "gamepad":
-        neg, pos = AXIS_DIRECTIONS.get(axis, ("−", "+"))
-        return f"{AXIS_NAMES.get(axis, f'gamepad axis {axis}')} {neg}{pos}"
-    names = DEVICE_AXIS_NAMES.get(source, [])
-    return names[axis] if axis < len(names) else f"{source} axis {axis}"
-
-
-def controls_legend(info: dict[str, Any]) -> dict[str, Any]:
-    """Legend rows and the bound browser keys, from a worker's resolved controls."""
+def controls_legend(info: dict[str, Any], dimensions: Sequence[str] = ()) -> dict[str, Any]:
+    """Legend rows (each binding, and ``groups``: the legend a person reads,
+    :func:`~server.player.legend.legend_groups`) and the bound browser keys, from a worker's
+    resolved controls; ``dimensions`` name a vector action's dimensions."""
     controls = info.get("controls") or {}
     labels: dict[str, str] = controls.get("labels") or {}
     meanings: list[str] = info.get("action_meanings") or []
@@ -176,18 +132,21 @@ def controls_legend(info: dict[str, Any]) -> dict[str, Any]:
                     "label": labels.get(key) or f"action dimension {axis.get('dim', 0)}",
                 }
             )
-    return {"legend": rows, "keys": sorted(keys), "deadzone": deadzone,
+    return {"legend": rows, "groups": legend_groups(info, dimensions),
+            "keys": sorted(keys), "deadzone": deadzone,
             "devices": sorted(devices),  # which device hints and buttons the page shows
             # a tap sends exactly the keys of its binding; none when too many for a thumb
             "touch": pads if len(pads) <= MAX_TOUCH_BUTTONS else []}  # fmt: skip
 
 
-def env_ready(env_id: str, info: dict[str, Any], speed: float, quality: str) -> dict[str, Any]:
+def env_ready(
+    env_id: str, info: dict[str, Any], speed: float, quality: str, dimensions: Sequence[str] = ()
+) -> dict[str, Any]:
     """The ``env_ready`` message: mode, cameras, settings and the controls legend."""
     return {"type": "env_ready", "env_id": env_id, "mode": info.get("mode"),
             "fps": info.get("fps"), "cameras": info.get("cameras") or [],
             "camera": info.get("camera"), "speed": speed, "quality": quality,
-            "controls": controls_legend(info)}  # fmt: skip
+            "controls": controls_legend(info, dimensions)}  # fmt: skip
 
 
 def episode_view(run: EpisodeRun | None, spec: StudySpec) -> dict[str, Any] | None:
