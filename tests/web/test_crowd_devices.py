@@ -80,7 +80,7 @@ def test_a_phone_plays_a_touch_study_with_on_screen_buttons(live_server, phone, 
     pad = phone.locator("#touch-pad")
     expect(pad).to_be_visible()
     one = pad.get_by_role("button", name="one (KeyA)")
-    expect(one).to_contain_text("KeyA")  # the keyboard shortcut stays shown
+    expect(one.locator("kbd")).to_be_hidden()  # no key hint on a phone (KeyA, were it shown)
     expect(pad.get_by_role("button", name="action 2 (KeyB)")).to_be_visible()
     box = one.bounding_box()
     assert box is not None and box["height"] >= 44 and box["width"] >= 44  # thumb-sized
@@ -90,8 +90,9 @@ def test_a_phone_plays_a_touch_study_with_on_screen_buttons(live_server, phone, 
     expect(phone.locator("#overlay-text")).to_have_text("Tap the game or Start to start")
     expect(phone.locator(".overlay-touch")).to_have_text("or tap a game button below")
     expect(phone.locator("#start-btn kbd")).to_be_hidden()
-    expect(phone.locator("aside .keys-hint")).to_be_hidden()  # "Player keys: Enter start…"
-    expect(phone.locator("aside h2", has_text="Controls")).to_be_visible()  # its neighbour
+    # no legend of keys either: the game's buttons say what they do
+    expect(phone.locator("#controls-section")).to_be_hidden()
+    expect(phone.locator("body")).not_to_contain_text("Enter", use_inner_text=True)
     shot(phone, "phone-ready-gate")
     one.tap()  # a game button starts the episode, as a game key does
     expect(phone.locator("#st-phase")).to_have_text("playing")
@@ -134,5 +135,7 @@ def test_no_touch_buttons_without_touch_in_the_study(live_server, phone, factory
     phone.locator("#instructions-ok").tap()
     phone.get_by_role("button", name="Play Counter").tap()
     expect(phone.locator("#st-phase")).to_have_text("ready")
-    expect(phone.locator("#legend")).to_contain_text("one")
+    # a keyboard is attached (the participant said so): its keys are shown, as printed
+    expect(phone.locator("#legend tr", has_text="one").locator("kbd")).to_have_text("A")
+    expect(phone.locator("#start-btn kbd")).to_be_visible()
     expect(phone.locator("#touch-pad")).to_be_hidden()

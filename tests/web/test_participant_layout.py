@@ -2,11 +2,11 @@
 320, 360, 390 and 430 px wide in portrait and at 740×360 in landscape: no two visible
 controls (buttons, inputs, selects, links styled as buttons, key hints, touch buttons) overlap,
 no control's text spills out of it or is cut off by the box around it, and nothing is wider
-than the screen. The journey taps as a person would: the device check
-of a keyboard-only study and its screen-out page, the typed-id form, consent, instructions,
-the lobby and its instructions dialog, the ready gate with the phone-pairing panel, the phone
-controller's pages, the game with its touch buttons, the cancel question, pause, the save
-dialog, the panel after it, and the completion code."""
+than the screen. The journey taps as a person would: the device check of a keyboard-only
+study and its screen-out page, the typed-id form, consent, instructions, the lobby and its
+instructions dialog, the ready gate (no phone-pairing panel: the phone controller's pages
+pair with a computer's code), the game with its touch buttons, the cancel question, pause,
+the save dialog, the panel after it, and the completion code."""
 
 from __future__ import annotations
 
@@ -57,15 +57,13 @@ def _env() -> dict[str, Any]:
     return env
 
 
-def _phone_page(page: Page, live_server: str, check) -> None:  # type: ignore[no-untyped-def]
-    """The phone controller's screens (web/phone/), paired with the code the game's panel
-    shows: the pairing form, the controller, its sliders."""
-    code = page.locator("#phone-code")
-    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{3} [A-Z0-9]{3}$"))
+def _phone_page(page: Page, live_server: str, check, code: str) -> None:  # type: ignore[no-untyped-def]
+    """The phone controller's screens (web/phone/), paired with the code a computer's game
+    panel shows: the pairing form, the controller, its sliders."""
     controller = page.context.new_page()
     controller.goto(f"{live_server}/phone.html")
     check("phone-pair", controller)
-    controller.get_by_label("Code").fill(code.text_content() or "")
+    controller.get_by_label("Code").fill(code)
     controller.get_by_role("button", name="Pair").tap()
     expect(controller.locator("#link-status")).to_have_text("Phone connected")
     check("phone-controller", controller)
@@ -74,7 +72,24 @@ def _phone_page(page: Page, live_server: str, check) -> None:  # type: ignore[no
     controller.close()
 
 
-def test_every_participant_screen_fits_a_phone(live_server, phone, factory, db):
+def _pairing_code(browser, url: str) -> str:  # type: ignore[no-untyped-def]
+    """The pairing code a computer's game shows (a phone's shows none: it would pair itself)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(url)
+    page.get_by_label("Participant ID").fill("P-computer")
+    page.get_by_role("button", name="Continue").click()
+    page.get_by_role("button", name="I agree").click()
+    page.locator("#instructions-ok").click()
+    page.get_by_role("button", name="Play Counter").click()
+    code = page.locator("#phone-code")
+    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{3} [A-Z0-9]{3}$"))
+    text = code.text_content() or ""
+    context.close()
+    return text
+
+
+def test_every_participant_screen_fits_a_phone(live_server, browser, phone, factory, db):
     designer = factory.user()
     size = "x".join(str(v) for v in phone.viewport_size.values())
 
@@ -115,8 +130,9 @@ def test_every_participant_screen_fits_a_phone(live_server, phone, factory, db):
     phone.get_by_role("button", name="Play Counter").tap()
     expect(phone.locator("#st-phase")).to_have_text("ready")
     expect(phone.locator("#touch-pad")).to_be_visible()
+    expect(phone.locator("#phone-panel")).to_be_hidden()  # no pairing a phone with itself
     check("ready-gate")
-    _phone_page(phone, live_server, check)
+    _phone_page(phone, live_server, check, _pairing_code(browser, link(live_server, study)))
     phone.evaluate("() => window.scrollTo(0, 0)")  # as the ready gate opens: the heading on top
     phone.locator("#screen").tap()  # "Tap the game or Start to start"
     expect(phone.locator("#st-phase")).to_have_text("playing")

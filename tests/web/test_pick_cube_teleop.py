@@ -34,13 +34,18 @@ def test_keyboard_teleoperator_moves_the_gripper_and_switches_camera(
     study = open_game(page, live_server, factory, db, ENTRY, name="Cube", seeds=[4],
                       max_steps=MAX_STEPS)  # fmt: skip
     legend = page.locator("#legend")
-    for label in ("hand up", "turn left (yaw)", "tilt fingers away (roll)", "gripper (toggle)"):
+    for label in (
+        "hand up",
+        "turn left / right (yaw)",
+        "tilt fingers away / nearer (roll)",
+        "gripper (toggle)",
+    ):
         expect(legend).to_contain_text(label)
     camera = page.get_by_label("Camera")  # the cameras on offer, and the key that switches
     expect(camera).to_have_value("front")
     expect(camera.locator("option")).to_have_text(["front", "wrist"])
     expect(page.get_by_role("button", name="Next camera C")).to_be_visible()
-    expect(page.locator("#camera-key-hint")).to_have_text("· C next camera")
+    expect(legend.locator("tbody[data-group='Camera']")).to_have_text("CameraCnext camera")
     page.keyboard.press("Enter")
     expect(page.locator("#st-phase")).to_have_text("playing")
 
@@ -86,7 +91,8 @@ def test_the_catalog_controls_drive_the_hand_with_the_mouse_and_offer_a_phone(
     expect(hint).to_contain_text("press on the picture and drag")
     expect(hint).to_contain_text("drag ←→: hand left / right")
     expect(hint).to_contain_text("wheel: hand up / down")
-    expect(page.locator("#legend")).to_contain_text("right mouse button")
+    expect(hint).to_contain_text("right mouse button: close / open the gripper (toggle)")
+    expect(page.locator("#legend")).not_to_contain_text("mouse")  # said once, under the game
     panel = page.get_by_role("region", name="Use your phone")
     expect(panel).to_be_visible()
     expect(panel.get_by_label("Pairing code")).to_have_text(re.compile(r"^\w{3} \w{3}$"))

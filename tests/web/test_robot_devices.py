@@ -77,7 +77,7 @@ def test_mouse_drag_on_the_picture_moves_the_gripper(live_server, page, factory,
     expect(hint).to_contain_text("Shift+drag ↑↓: hand up / down")
     expect(hint).to_contain_text("drag ←→: hand left / right")
     expect(hint).to_contain_text("wheel: hand up / down")
-    expect(page.locator("#legend")).to_contain_text("right mouse button")
+    expect(hint).to_contain_text("right mouse button: close / open the gripper (toggle)")
     _start(page)
     box = page.locator("#screen").bounding_box()
     cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2

@@ -29,7 +29,7 @@ async function boot() {
   const judging = state.study.kind === "feedback"; // judged by tapping or with keys: any device
   if (!judging && !state.ticket && !recall().deviceOk && !crowd.deviceCanPlay(state.study.inputs)) {
     const leave = Object.keys(ids).length ? () => join({ params: ids }, false, true) : null; // screened out
-    crowd.showDeviceCannotPlay(state.study.inputs, () => { remember({ deviceOk: true }); boot(); }, leave);
+    crowd.showDeviceCannotPlay(state.study.inputs, () => { remember({ deviceOk: true }); flow.keyboardAttached(); boot(); }, leave);
     return;
   }
   if (state.ticket) {

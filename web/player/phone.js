@@ -3,9 +3,11 @@
    phone's state (connected, lost), and the question when a second phone asks to take over.
    The server holds the pairing with the session, so a reload shows the phone still paired.
    The address is the server's public one (STUDIO_PUBLIC_URL) when set; one that names this
-   machine only (127.0.0.1, localhost) is said to be out of a phone's reach. */
+   machine only (127.0.0.1, localhost) is said to be out of a phone's reach, to a designer.
+   A phone gets no panel. */
 import { ask, enterAnswers } from "./questions.js";
 import { $, isParticipant, send, state } from "./session.js";
+import { onPhone } from "./words.js";
 
 const WORDS = { none: "No phone connected yet", connected: "Phone connected", lost: "Phone lost — reconnecting…" };
 let expiry = null;
@@ -19,18 +21,22 @@ function setState(phone) {
   $("phone-new").textContent = phone === "connected" ? "Pair another phone" : "New code";
 }
 
-/** Say so when no phone can open the pairing address (``host``: a loopback name, or ""). */
+/** Tell a designer (a test play, a preview as a participant) when no phone can open the
+ *  pairing address (``host``: a loopback name, or ""): the operator's problem, so never a
+ *  participant's, who reached the page at an address that works for them. */
 function loopbackWarning(host) {
   const designer = !isParticipant() || Boolean(state.participant && state.participant.test);
-  $("phone-unreachable").textContent = !host ? ""
-    : designer ? `A phone cannot reach ${host}: set STUDIO_PUBLIC_URL to this site's address on your network (docs/deploy.md), or open this page at that address.`
-      : `A phone cannot open this address (${host}). Please ask the researchers for the study's public link.`;
-  $("phone-unreachable").hidden = !host;
+  $("phone-unreachable").textContent = host && designer
+    ? `A phone cannot reach ${host}: set STUDIO_PUBLIC_URL to this site's address on your network (docs/deploy.md), or open this page at that address.`
+    : "";
+  $("phone-unreachable").hidden = !(host && designer);
 }
 
 export const phoneHandlers = {
-  /** On every hello: show the panel for a study that binds the phone and get a code. */
+  /** On every hello: show the panel for a study that binds the phone and get a code (not
+   *  on a phone: it would pair with itself). */
   phone_study(study) {
+    if (onPhone()) { $("phone-panel").hidden = true; return; }
     $("phone-panel").hidden = !study.phone;
     if (study.phone && !state.phone) { state.phone = "none"; setState("none"); }
     if (study.phone && state.phone !== "connected") pair();

@@ -11,13 +11,27 @@ import { createMouse, mouseHint } from "./mouse.js";
 import { createSpaceMouse } from "./spacemouse.js";
 import * as views from "./views.js";
 import { fit, fmt, stepsTaken } from "./stage.js";
-import { nextPrompt, overlays } from "./words.js";
+import { renderLegend, watchDevices } from "./legend.js";
+import { nextPrompt, onPhone, overlays, touchOnly } from "./words.js";
 import { renderTopbar } from "../shared/topbar.js";
 import "./entry.js";
 import "./socket.js";
 import { $, balanced, finish, flow, isParticipant, playMessage, recall, remember, send, show, state } from "./session.js";
 
 renderTopbar({ home: false, skipLink: false }); // a participant has no studies page
+document.body.dataset.device = onPhone() ? "phone" : "computer"; // what the page shows (player.css)
+/** A phone or a tablet with a keyboard attached (its participant said so, or pressed a key)
+ *  is shown the keys too: the legend's and the buttons' hints. */
+function keyboardAttached() {
+  if (document.body.dataset.keyboard) return;
+  document.body.dataset.keyboard = "true";
+  if (state.legend) renderLegend(state, state.legend);
+}
+if (onPhone() || touchOnly()) {
+  if (recall().deviceOk) keyboardAttached();
+  document.addEventListener("keydown", (e) => { if (e.isTrusted) keyboardAttached(); });
+}
+flow.keyboardAttached = keyboardAttached;
 
 /* --- where to go next --------------------------------------------------------------- */
 
@@ -332,9 +346,13 @@ function wire() {
   $("end-btn").addEventListener("click", endSession);
   $("lobby-end").addEventListener("click", endSession);
   $("lobby-finish").addEventListener("click", flow.finishStudy);
-  for (const id of ["lobby-instructions", "play-instructions"]) {
-    $(id).addEventListener("click", () => crowd.openInstructions(state.study.instructions_html));
-  }
+  $("lobby-instructions").addEventListener("click", () => crowd.openInstructions(state.study.instructions_html));
+  // the game's own instructions too: a phone shows no side column
+  $("play-instructions").addEventListener("click", () => {
+    const env = state.envs[state.env];
+    const own = env && env.instructions_html ? `<h3>${$("env-name").innerHTML}</h3>${env.instructions_html}` : "";
+    crowd.openInstructions(state.study.instructions_html + own);
+  });
   // One answer per episode: the dialog closes at once, so a second Enter cannot answer again.
   const answer = (keep, outcome) => {
     if (!$("save-dialog").open) return;
@@ -358,6 +376,7 @@ function wire() {
   document.addEventListener("fullscreenchange", () => requestAnimationFrame(fit));
   window.addEventListener("resize", fit);
   window.addEventListener("gamepadconnected", () => {}); // some browsers expose pads only to listeners
+  watchDevices(() => { if (state.legend) renderLegend(state, state.legend); }); // a gamepad came, a phone paired
   input.pollGamepad();
 }
 

@@ -6,7 +6,7 @@
 const $ = (id) => document.getElementById(id);
 
 /** A device that can touch (a phone, a tablet, a touch screen). */
-const canTouch = () => navigator.maxTouchPoints > 0 || matchMedia("(pointer: coarse)").matches;
+export const canTouch = () => navigator.maxTouchPoints > 0 || matchMedia("(pointer: coarse)").matches;
 
 /** Show the buttons of ``controls.touch`` (or hide the pad); ``input`` = {press, release}. */
 export function renderTouch(state, controls, input) {

@@ -2,6 +2,8 @@
    closed), the progress toward completion shown between episodes, and the controls legend
    of the environment being played. */
 
+import { pageGroups, renderLegend } from "./legend.js";
+
 const $ = (id) => document.getElementById(id);
 
 const CLOSED_LABELS = { finished: "Finished", full: "Full", failed: "Unavailable" };
@@ -49,25 +51,18 @@ export function renderLobby(state, play) {
 }
 
 export function renderControls(state, info) {
-  const body = $("legend").tBodies[0];
-  body.replaceChildren();
-  for (const row of info.controls.legend) {
-    const tr = document.createElement("tr");
-    const a = document.createElement("td"); const b = document.createElement("td");
-    a.textContent = row.input; b.textContent = row.label;
-    tr.append(a, b); body.append(tr);
-  }
   renderProgress(state); // the ready gate shows it too
   state.boundKeys = new Set(info.controls.keys);
   state.deadzone = info.controls.deadzone;
   $("quality").value = info.quality;
   $("speed").value = String(info.speed);
   const cams = info.cameras || [];
-  for (const id of ["camera-field", "camera-btn", "camera-key-hint"]) $(id).hidden = cams.length < 2;
+  for (const id of ["camera-field", "camera-btn"]) $(id).hidden = cams.length < 2;
   // the C key is the game's when its controls bind it
   $("camera-btn").querySelector("kbd").hidden = state.boundKeys.has("KeyC");
-  $("camera-key-hint").hidden ||= state.boundKeys.has("KeyC");
   $("camera").replaceChildren(...cams.map((c) => new Option(c, c, false, c === info.camera)));
+  state.legend = [...(info.controls.groups || []), ...pageGroups(state, cams.length)];
+  renderLegend(state, state.legend);
 }
 
 /** Where a participant stands toward completion: "1 of 2 episodes · 3 of 10 minutes". */

@@ -2,10 +2,17 @@
    told to tap what a computer's player presses a key for. The keys' hints (kbd) are hidden on
    such a device by player.css, under the same media query. */
 
+import { canTouch } from "./touch.js";
+
 const TOUCH_ONLY = "(hover: none) and (pointer: coarse)";
 
 /** A device whose only pointer is a finger (no mouse to hover, no keyboard assumed). */
 export const touchOnly = () => matchMedia(TOUCH_ONLY).matches;
+
+/** A phone: a device that can touch (as the game buttons ask: touch.js) with a narrow screen
+ *  (its shorter side under 600 px, held either way). The page then shows only what a phone
+ *  uses (body[data-device="phone"] in player.css): no keyboard or mouse hints, no pairing. */
+export const onPhone = () => canTouch() && Math.min(screen.width, screen.height) < 600;
 
 /** ``touch`` on a touch-only device, else ``keys``. */
 export const tapOr = (touch, keys) => (touchOnly() ? touch : keys);
