@@ -79,6 +79,7 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
     expect(controls.locator("table.controls-table tbody tr .action-name strong")).to_have_text(
         [f"{d} {s}" for d in ("x", "y", "z", "roll", "pitch", "yaw", "gripper") for s in "+−"]
     )
+    expect(controls.locator(".controls-defaults .code")).to_contain_text("mouse drag ←→ → x × 0.5")
     right = controls.locator("tr[data-action='x +']")
     for chip in ("ArrowRight", "axis 0 +", "mouse drag ←→ +", "phone tilt right / left +"):
         expect(right).to_contain_text(chip)

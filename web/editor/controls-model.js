@@ -25,14 +25,15 @@ export const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 /** An action value as the editor shows it: a name as it is, else its JSON. */
 export const valueText = (value) => (typeof value === "string" ? value : JSON.stringify(value));
 
-/** Every binding of ``c`` in one line ("KeyA → 1; button 0 → 2; mouse drag ←→ → dimension 0 × 0.5"). */
-export function describe(c) {
+/** Every binding of ``c`` in one line ("KeyA → 1; button 0 → 2; mouse drag ←→ → x × 0.5"),
+ *  a dimension by its name in ``dimensions`` where it has one. */
+export function describe(c, dimensions = null) {
   const parts = [
     ...Object.entries(c.keys).map(([k, v]) => `${k} → ${valueText(v)}`),
     ...Object.entries(c.buttons).map(([b, v]) => `button ${b} → ${valueText(v)}`),
     ...c.axes.map((a) => ((a.negative ?? null) !== null || (a.positive ?? null) !== null
       ? `${axisName(a)} → ${valueText(a.negative ?? null)} / ${valueText(a.positive ?? null)}`
-      : `${axisName(a)} → dimension ${a.dim ?? 0} × ${a.scale ?? 1}`)),
+      : `${axisName(a)} → ${dimensionName(dimensions, a.dim ?? 0)} × ${a.scale ?? 1}`)),
   ];
   return parts.join("; ");
 }

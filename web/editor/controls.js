@@ -350,7 +350,7 @@ export function mountControlsEditor(container, { actions = null, meanings = null
       },
     });
     const atDefaults = same(normalize(current), defaultControls);
-    const defaultsText = describe(defaultControls);
+    const defaultsText = describe(defaultControls, dimensions);
     root.replaceChildren(...[
       el("table", { class: "table controls-table", "aria-label": "Controls" },
         el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Action"), el("th", { scope: "col" }, "Bound to"), el("th", { scope: "col" }, ""))),

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from server.core.config import Settings
-from server.runtime.catalog import find_entry
+from server.runtime.catalog import action_dimensions, find_entry
 from server.study_spec import EnvironmentSpec, StudySpec
 
 if TYPE_CHECKING:
@@ -176,9 +176,13 @@ def unbound_problem(env: EnvironmentSpec, info: dict[str, Any]) -> Problem | Non
     unbound = _unbound(env, info)
     if not unbound:
         return None
-    names = _listing([str(a) for a in unbound])
     action = info.get("action_spec")
     discrete = isinstance(action, dict) and action.get("shape") == []
+    dims = () if discrete else action_dimensions(env.source)  # "3 (roll)": what it means
+    named = [
+        f"{a} ({dims[a]})" if isinstance(a, int) and a < len(dims) else str(a) for a in unbound
+    ]
+    names = _listing(named)
     what, reach = (
         ("Action", "key or button") if discrete else ("Action dimension", "key, button or stick")
     )

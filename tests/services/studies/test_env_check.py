@@ -141,3 +141,15 @@ def test_not_for_players_takes_an_action_by_index_or_by_name():
     assert unbound_problem(env(["FIRE", "RIGHTFIRE", "LEFTFIRE"]), info) is None
     (loc, message) = unbound_problem(env([1, "RIGHTFIRE"]), info)
     assert loc == ("controls",) and "LEFTFIRE" in message and "RIGHTFIRE" not in message
+
+
+def test_an_unbound_dimension_of_an_arm_is_named_by_its_meaning():
+    from server.runtime.catalog import CATALOG
+    from server.services.studies.env_validation import unbound_problem
+    from server.study_spec import EnvironmentSpec
+
+    source = CATALOG["PickCube"].source().model_dump()
+    env = EnvironmentSpec(id="cube", name="Cube", source=source, controls={"keys": {}})
+    info = {"controls": {"unbound": [3, 6]}, "action_spec": {"shape": [7]}}
+    (loc, message) = unbound_problem(env, info)
+    assert message.startswith("Action dimensions 3 (roll), 6 (gripper) have no key")
