@@ -204,8 +204,8 @@ class _Input(NamedTuple):
 class _Row:
     """One meaning: the inputs of each device that do it, and the labels they carry."""
 
-    def __init__(self, group: str, order: tuple[int, int], fallback: str) -> None:
-        self.group, self.order, self.fallback = group, order, fallback
+    def __init__(self, kind: str, group: str, order: tuple[int, int], fallback: str) -> None:
+        self.kind, self.group, self.order, self.fallback = kind, group, order, fallback
         self.found: list[_Input] = []
 
     def label(self) -> str:
@@ -226,7 +226,7 @@ class _Row:
         inputs: dict[str, list[list[str]]] = {}
         for found in sorted(self.found, key=lambda f: f.at):
             inputs.setdefault(found.device, []).append(found.parts)
-        return {"label": self.label(), "inputs": inputs}
+        return {"label": self.label(), "kind": self.kind, "inputs": inputs}
 
 
 def _dims_of(value: Any) -> list[int]:
@@ -245,22 +245,24 @@ def _position(device: str, name: str, index: int) -> tuple[int, int]:
 
 
 def legend_groups(info: dict[str, Any], dimensions: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """The legend's groups ``[{"name", "rows": [{"label", "inputs": {device: [[part, ...],
-    ...]}}]}]`` from a worker's resolved controls: a vector action's bindings of one dimension
-    share a row (its keys' labels merged: "hand left / right"), grouped by the dimension's
-    name (``dimensions``, the catalog's: x, y, z → Move; roll, pitch, yaw → Rotate; gripper);
-    a discrete action's bindings share the row of the action they send."""
+    """The legend's groups ``[{"name", "rows": [{"label", "kind", "inputs": {device: [[part,
+    ...], ...]}}]}]`` from a worker's resolved controls. A vector action's bindings of one
+    dimension share a row (``kind`` ``dimension``: its inputs push it one way or the other,
+    its keys' labels merged: "hand left / right"), grouped by the dimension's name
+    (``dimensions``, the catalog's: x, y, z → Move; roll, pitch, yaw → Rotate; gripper); a
+    discrete action's bindings share the row of the action they send (``action``: each input
+    does it all), as do a vector's that move several dimensions at once (``vector``)."""
     controls = info.get("controls") or {}
     labels: dict[str, str] = controls.get("labels") or {}
     meanings: list[str] = info.get("action_meanings") or []
     rows: dict[Any, _Row] = {}
 
     def row(key: Any, group: str, order: tuple[int, int], fallback: str) -> _Row:
-        return rows.setdefault(key, _Row(group, order, fallback))
+        return rows.setdefault(key, _Row(key[0], group, order, fallback))
 
     def dimension(dim: int) -> _Row:
         name = dimensions[dim] if dim < len(dimensions) else f"dimension {dim}"
-        return row(("dim", dim), DIMENSION_GROUPS.get(name, OTHER_GROUP), (0, dim), name)
+        return row(("dimension", dim), DIMENSION_GROUPS.get(name, OTHER_GROUP), (0, dim), name)
 
     for index, (name, value) in enumerate((controls.get("bindings") or {}).items()):
         device, parts = binding_input(name)

@@ -139,6 +139,18 @@ def test_unnamed_dimensions_and_unlabelled_keys_say_which_way_they_push():
     ]
 
 
+def test_a_row_says_whether_its_inputs_push_one_way_and_back_or_each_do_it_all():
+    arm = _groups(CATALOG["PickCube"].controls, specs.BoundedArray((7,), np.float32, -1, 1))
+    game = _groups(CATALOG["LunarLander"].controls, specs.DiscreteArray(4))
+    both = Controls(keys={"KeyK": [1.0, 1.0]})
+    vector = _groups(both, space_to_spec(gym.spaces.Box(-1, 1, (2,))))
+    assert {r["kind"] for g in arm for r in g["rows"]} == {"dimension"}
+    assert {r["kind"] for g in game for r in g["rows"]} == {"action"}
+    assert [(r["kind"], r["inputs"]) for r in vector[0]["rows"]] == [
+        ("vector", {"keyboard": [["K"]]})
+    ]
+
+
 def test_env_ready_carries_the_groups():
     entry = CATALOG["PickCube"]
     mapper = ActionMapper(specs.BoundedArray((7,), np.float32, -1, 1), entry.controls)

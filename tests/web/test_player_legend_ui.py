@@ -204,11 +204,11 @@ def test_a_laptop_reads_a_grouped_legend_of_printed_keys_above_the_fold(
     ("file", "game", "rows"),
     [
         ("atari-breakout.yaml", "Breakout", ["Spacefire", "→right", "←left"]),
-        ("cartpole.yaml", "CartPole", ["← Apush left", "→ Dpush right"]),
+        ("cartpole.yaml", "CartPole", ["← / Apush left", "→ / Dpush right"]),
         (
             "lunar-lander.yaml",
             "Lunar Lander",
-            ["↑ Wmain engine", "← Aleft engine", "→ Dright engine"],
+            ["↑ / Wmain engine", "← / Aleft engine", "→ / Dright engine"],
         ),
     ],
 )

@@ -39,12 +39,14 @@ function present(state) {
   ]);
 }
 
-function inputCell(device, combos, heading) {
+/** A device's inputs of one row: a dimension's keys side by side ("← →": one way, the other),
+ *  anything else's as alternatives ("↑ / W"). */
+function inputCell(device, combos, heading, kind) {
   const td = document.createElement("td");
   td.className = device === "keyboard" ? "legend-keys" : "legend-device";
   td.dataset.device = device;
   (combos || []).forEach((parts, i) => {
-    if (i) td.append(device === "keyboard" ? " " : ", ");
+    if (i) td.append(device !== "keyboard" ? ", " : kind === "dimension" ? " " : " / ");
     parts.forEach((part, j) => {
       if (j) td.append("+");
       const el = document.createElement(device === "keyboard" ? "kbd" : "span");
@@ -77,7 +79,7 @@ export function renderLegend(state, groups) {
       const label = document.createElement("td");
       label.className = "legend-label";
       label.textContent = row.label;
-      tr.append(...columns.map(([d, heading]) => inputCell(d, row.inputs[d], columns.length > 1 ? heading : "")), label);
+      tr.append(...columns.map(([d, heading]) => inputCell(d, row.inputs[d], columns.length > 1 ? heading : "", row.kind)), label);
       body.append(tr);
     }
     return body;
