@@ -90,6 +90,22 @@ def test_an_arms_bindings_are_grouped_by_the_catalogs_dimension_names():
     assert inputs == {"keyboard": [["Space"]], "mouse": [["right button"]], "phone": [["Grip"]]}
 
 
+def test_robosuite_reads_as_the_same_arm_in_its_own_frame():
+    entry = CATALOG["Robosuite-PickPlaceCan"]
+    dims = action_dimensions(entry.source())
+    spec = specs.BoundedArray((7,), np.float32, -1.0, 1.0)
+    rows = _rows(_groups(entry.controls, spec, dims=dims))
+    assert [label for label, _ in rows["Move"]] == [
+        "hand away / nearer",  # its x comes toward the camera
+        "hand left / right",
+        "hand up / down",
+    ]
+    roll, pitch, yaw = rows["Rotate"]
+    assert roll[0] == "tilt fingers left / right"
+    assert roll[1] == {"keyboard": [["R"], ["F"]], "spacemouse": [["roll"]]}
+    assert pitch[0] == "tilt fingers away / nearer" and yaw[0] == "turn left / right (yaw)"
+
+
 def test_fetch_names_its_four_dimensions_and_its_trigger():
     entry = CATALOG["FetchPickAndPlace"]
     dims = action_dimensions(entry.source())
