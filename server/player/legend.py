@@ -16,8 +16,7 @@ BUTTON_NAMES = {
 AXIS_NAMES = {0: "left stick", 1: "left stick", 2: "right stick", 3: "right stick"}
 AXIS_DIRECTIONS = {0: ("←", "→"), 1: ("↑", "↓"), 2: ("←", "→"), 3: ("↑", "↓")}
 # The devices' axes as the player page sends them (docs/study-format.md, "Devices"), and the
-# reserved codes their buttons travel as in ``keys``: (device, its name in a list of every
-# device's inputs, its name beside the device's own).
+# reserved codes their buttons travel as in ``keys``: (device, its name).
 DEVICE_AXIS_NAMES = {
     "mouse": ["mouse drag ←→", "mouse drag ↑↓", "mouse wheel", "Shift + mouse drag ←→",
               "Shift + mouse drag ↑↓"],
@@ -28,17 +27,22 @@ DEVICE_AXIS_NAMES = {
               "phone moved right / left", "phone moved away / nearer", "phone moved up / down"],
 }  # fmt: skip
 DEVICE_BUTTONS = {
-    "MouseLeft": ("mouse", "left mouse button", "left button"),
-    "MouseRight": ("mouse", "right mouse button", "right button"),
-    "SpaceMouseLeft": ("spacemouse", "SpaceMouse left button", "left button"),
-    "SpaceMouseRight": ("spacemouse", "SpaceMouse right button", "right button"),
-    # the phone page's own buttons (web/phone.html)
-    "PhoneClutch": ("phone", "phone clutch", "Hold to move"),
-    "PhoneGrip": ("phone", "phone grip", "Grip"),
+    "MouseLeft": ("mouse", "left mouse button"), "MouseRight": ("mouse", "right mouse button"),
+    "SpaceMouseLeft": ("spacemouse", "SpaceMouse left button"),
+    "SpaceMouseRight": ("spacemouse", "SpaceMouse right button"),
+    "PhoneClutch": ("phone", "phone clutch"), "PhoneGrip": ("phone", "phone grip"),
+}  # fmt: skip
+# A device button's name beside the device's own where it is not its name without the
+# device's word: the mouse's "right button", the phone page's own buttons (web/phone.html).
+_BUTTON_WORDS = {
+    "MouseLeft": "left button",
+    "MouseRight": "right button",
+    "PhoneClutch": "Hold to move",
+    "PhoneGrip": "Grip",
 }
-# The word a device's name starts its inputs with in a list of every device's (stripped where
-# the input stands beside the device's own name).
-_DEVICE_PREFIX = {"mouse": "mouse ", "spacemouse": "SpaceMouse ", "phone": "phone "}
+# The word a device's inputs start with in a list of every device's (dropped beside the
+# device's own name: the mouse's "wheel", the SpaceMouse's "left button"); else the device's.
+_DEVICE_PREFIX = {"spacemouse": "SpaceMouse "}
 
 # Keys as printed on them (KeyboardEvent.code → the key's face); letters and digits are below.
 KEY_NAMES = {
@@ -149,7 +153,13 @@ def _own_words(device: str, name: str) -> str:
     """An input's name beside its device's own: ``mouse wheel`` is the mouse's ``wheel``."""
     if device == "mouse":
         name = name.replace("Shift + mouse drag", "Shift+drag")
-    return name.removeprefix(_DEVICE_PREFIX.get(device, ""))
+    return name.removeprefix(_DEVICE_PREFIX.get(device, f"{device} "))
+
+
+def _button_words(code: str) -> str:
+    """A device button's name beside its device's own (``PhoneGrip``: ``Grip``)."""
+    device, name = DEVICE_BUTTONS[code]
+    return _BUTTON_WORDS.get(code) or _own_words(device, name)
 
 
 def binding_input(name: str) -> tuple[str, list[str]]:
@@ -164,9 +174,7 @@ def binding_input(name: str) -> tuple[str, list[str]]:
     for part in parts:
         if part in DEVICE_BUTTONS:  # a device's button (with keys held, if any)
             device = DEVICE_BUTTONS[part][0]
-            return device, [
-                DEVICE_BUTTONS[p][2] if p in DEVICE_BUTTONS else key_name(p) for p in parts
-            ]
+            return device, [_button_words(p) if p in DEVICE_BUTTONS else key_name(p) for p in parts]
     return "keyboard", [key_name(p) for p in parts]
 
 
