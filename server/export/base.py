@@ -23,7 +23,7 @@ from server.export.errors import (
     IncompatibleEnvironmentsError,
     InvalidEpisodeError,
 )
-from server.export.fields import specs_signature
+from server.export.fields import ENDED_BY_TAG, specs_signature
 from server.export.judgements import JudgementSummary
 from server.export.narration import NarratedSpan, narration_column
 from server.export.tags import TaggedSpan, first_end_step, validate_step_tags
@@ -68,6 +68,9 @@ class EpisodeInput:
     replay_message: str = ""
     # what feedback studies' judgements say of it (server/export/judgements.py; zeros: none)
     judgements: JudgementSummary = field(default_factory=JudgementSummary)
+    # how it ended (server/export/fields.py, ENDING_FIELDS; "": not recorded)
+    ended_by: str = ""
+    env_outcome: str = ""
 
     def outcome_fields(self) -> dict[str, str]:
         """The episode-level outcome fields every format exports."""
@@ -92,6 +95,14 @@ class EpisodeInput:
             "replay_step": self.replay_step,
             "replay_message": self.replay_message,
         }
+
+    def ending_fields(self, episode: RldsEpisode) -> dict[str, str]:
+        """The episode-level fields of how ``episode`` (this one, read and maybe cut)
+        ended: who ended it (``end_tag`` where an export's end tag cut it: what the
+        environment reported then is not known) and the environment's outcome."""
+        if episode.ended_at_tag:
+            return {"ended_by": ENDED_BY_TAG, "env_outcome": ""}
+        return {"ended_by": self.ended_by, "env_outcome": self.env_outcome}
 
     def judgement_fields(self) -> dict[str, Any]:
         """The episode-level judgement summary fields every format exports."""

@@ -95,6 +95,7 @@ class RldsEpisode:
     policy_actions: list[Any] = field(default_factory=list)
     has_policy_action: list[bool] = field(default_factory=list)
     autonomous: bool = False  # some step recorded a policy
+    ended_at_tag: bool = False  # an export's end tag cut it (truncated_at)
 
     def __len__(self) -> int:
         return len(self.observations)
@@ -116,12 +117,14 @@ class RldsEpisode:
         if last == len(self) - 1 and not self.is_terminal[-1]:
             return self
         n = last + 1
-        whole = ("specs", "log_metadata", "autonomous")  # the episode's; the rest: lists by step
+        # the episode's; the rest: lists by step
+        whole = ("specs", "log_metadata", "autonomous", "ended_at_tag")
         steps = {f.name: getattr(self, f.name)[:n] for f in fields(self) if f.name not in whole}
         cut = replace(self, **steps)
         cut.timings[-1] = dict(cut.timings[-1])
         _zero_fill_last(cut)
         cut.is_terminal[-1] = False
+        cut.ended_at_tag = True
         return cut
 
 

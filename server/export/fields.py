@@ -21,6 +21,17 @@ REPLAY_STEP_FIELD = "replay_step"
 # the task the episode drew ("" none) and its language instruction (the task's, else the
 # environment's; "" none), text in every format; the narration covering each step (text)
 TASK_FIELDS = ("task_id", "language_instruction")
+# how the episode ended (text in every format): ``ended_by`` - environment, time_limit,
+# participant, canceled, abandoned, failed, or end_tag (an export's end tag cut it); "" where
+# the app never said (an episode from before it did) - and ``env_outcome``, what the
+# environment reported of success at its last step: "success", "failure" or "" (none)
+ENDING_FIELDS = ("ended_by", "env_outcome")
+ENDED_BY_TAG = "end_tag"
+ENDING_TEXT = (
+    "`ended_by` (environment, time_limit, participant, canceled, abandoned, failed, or "
+    'end_tag) and `env_outcome` (success or failure as the environment reported it; "": '
+    "none)"
+)
 NARRATION_FIELD = "narration"
 
 

@@ -7,6 +7,7 @@ table is imported here, so importing ``server.models`` registers them all on ``B
 
 from server.models.base import MAX_DB_INT, is_row_id, utcnow
 from server.models.episodes import (
+    EndedBy,
     Episode,
     EpisodeDeletion,
     EpisodeStatus,
@@ -16,6 +17,7 @@ from server.models.episodes import (
     Outcome,
     ReplayVerdict,
     StepTag,
+    ended_by,
 )
 from server.models.feedback import FeedbackItem, Judgement
 from server.models.jobs import BulkJob, ExportJob, JobState, ReplayCheck
@@ -29,6 +31,7 @@ __all__ = [
     "MAX_DB_INT",
     "AuthSession",
     "BulkJob",
+    "EndedBy",
     "Episode",
     "EpisodeDeletion",
     "EpisodeStatus",
@@ -58,6 +61,7 @@ __all__ = [
     "StudyEnvironment",
     "StudyState",
     "User",
+    "ended_by",
     "is_row_id",
     "utcnow",
 ]

@@ -47,6 +47,36 @@ class Outcome(enum.StrEnum):
     failure = "failure"
 
 
+class EndedBy(enum.StrEnum):
+    """Who or what ended an episode's steps (``episodes.ended_by``, every export's
+    ``ended_by``; docs/export.md, "How an episode ended")."""
+
+    environment = "environment"  # the environment terminated it (the task done, or lost)
+    time_limit = "time_limit"  # the environment's own time limit, max_steps or max_duration_s
+    participant = "participant"  # the participant said "I'm done"
+    canceled = "canceled"  # the participant canceled it (its steps kept, marked canceled)
+    abandoned = "abandoned"  # the connection went, a pause outlived its timeout, a takeover
+    failed = "failed"  # the environment raised or its worker died
+
+
+# end_reason (server/recording/format.py and the app's own) -> ended_by; any other reason
+# the app gives an early stop (disconnected, pause_timeout, taken_over, server_restart...)
+# is an abandoned episode's
+_ENDED_BY = {
+    "terminated": EndedBy.environment, "truncated": EndedBy.time_limit,
+    "max_steps": EndedBy.time_limit, "max_duration": EndedBy.time_limit,
+    "participant": EndedBy.participant, "canceled": EndedBy.canceled,
+    "failed": EndedBy.failed, "env_failed": EndedBy.failed,
+}  # fmt: skip
+
+
+def ended_by(end_reason: str | None) -> EndedBy | None:
+    """Who ended an episode that ended for ``end_reason`` (None: it has not ended)."""
+    if end_reason is None:
+        return None
+    return _ENDED_BY.get(end_reason, EndedBy.abandoned)
+
+
 class Episode(Base):
     __tablename__ = "episodes"
     __table_args__ = (
@@ -76,6 +106,10 @@ class Episode(Base):
     is_test: Mapped[bool] = mapped_column(default=False, server_default=false(), index=True)
     status: Mapped[str] = mapped_column(String(16), index=True, default=EpisodeStatus.recording)
     end_reason: Mapped[str | None] = mapped_column(String(32))
+    # who ended its steps (EndedBy; NULL while recording) and, where the environment reports
+    # it (info ``is_success`` at the last step), whether it succeeded: "success" / "failure"
+    ended_by: Mapped[str | None] = mapped_column(String(16), index=True)
+    env_outcome: Mapped[str | None] = mapped_column(String(16))
     error: Mapped[str | None] = mapped_column(Text)
     seed: Mapped[int | None] = mapped_column(Integer)
     steps: Mapped[int] = mapped_column(Integer, default=0, index=True)

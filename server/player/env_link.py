@@ -77,19 +77,23 @@ class EnvLink:
         return worker
 
     async def end_episode(self, run: EpisodeRun, reason: str, store: SessionStore,
-                          timeout: float) -> None:  # fmt: skip
-        """Finalize the episode's log early (cancel, abandon); the run counts what it holds
-        (a worker that died is closed and its log read, its journal put back)."""
+                          timeout: float) -> dict[str, Any] | None:  # fmt: skip
+        """Finalize the episode's log early (the participant's end, cancel, abandon); the run
+        counts what it holds (a worker that died is closed and its log read, its journal put
+        back). Returns the worker's summary (None: no worker, or it died)."""
         if self.worker is None:
-            return
+            return None
         try:
             summary = await self.worker.end_episode(reason, run.id)
         except WorkerError as exc:
             log.warning("end_episode failed: %s", exc)
             await self.close(timeout)
             run.counted(await store.log_totals(run))
-        else:
-            run.counted(None, summary)
+            return None
+        run.counted(None, summary)
+        if summary:
+            run.success = summary.get("success")
+        return summary
 
     async def close(self, timeout: float) -> None:
         """Stop the worker, if any."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from server.models import EpisodeStatus
+from server.models import EpisodeStatus, Outcome, ended_by
 from server.recording.format import now_ms
 from server.recording.signals import InputCounts
 from server.runtime import StepEvent
@@ -32,6 +32,7 @@ class EpisodeRun:
     return_: float = 0.0
     end_reason: str | None = None
     ended_at: datetime | None = None
+    success: bool | None = None  # the environment's report at the last step (None: none)
     frames_dropped: int = 0
     latencies_ms: list[float] = field(default_factory=list)
     # the held input at each action (idle share, presses per second: recording/signals.py)
@@ -110,6 +111,11 @@ class EpisodeRun:
             latencies_ms=self.latencies_ms, frames_dropped=self.frames_dropped,
             ended_at=self.ended_at, inputs=self.inputs, player_outcome=player_outcome,
             policy_error=self.policy_error,
+            # who ended the steps: the environment or the participant when they had (an
+            # abandon after the save question keeps theirs), else this early stop's reason
+            ended_by=ended_by(self.end_reason or end_reason),
+            env_outcome=None if self.success is None else
+            Outcome.success if self.success else Outcome.failure,
         )  # fmt: skip
 
     def counted(self, totals: tuple[int, float] | None, summary: dict[str, Any] | None = None,

@@ -70,6 +70,13 @@ async def on_cancel(s: LiveSession, _msg: p.CancelMsg) -> None:
     await s.cancel()
 
 
+async def on_end_episode(s: LiveSession, _msg: p.EndEpisodeMsg) -> None:
+    """The participant is done: the episode ends here (truncated) and the save question
+    follows, as at an ending; refused before its first step, twice, or where the environment
+    does not allow it (docs/protocol.md, "Ending an episode")."""
+    await s.end_episode()
+
+
 async def on_save(s: LiveSession, msg: p.SaveMsg) -> None:
     """Answer the save question: ``completed`` or ``rejected``."""
     await s.save(msg.keep, msg.outcome)
@@ -108,6 +115,7 @@ async def on_phone_confirm(s: LiveSession, msg: p.PhoneConfirmMsg) -> None:
 HANDLERS: dict[str, Callable[[LiveSession, Any], Awaitable[None]]] = {
     "ping": on_ping, "start": on_start, "go": on_go, "input": on_input, "ack": on_ack,
     "pause": on_pause, "resume": on_resume, "cancel": on_cancel, "save": on_save,
+    "end_episode": on_end_episode,
     "set_speed": on_set_speed,
     "set_quality": on_set_quality, "set_camera": on_set_camera, "end_session": on_end_session,
     "phone_pair": on_phone_pair, "phone_confirm": on_phone_confirm,

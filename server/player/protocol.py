@@ -139,6 +139,13 @@ class CancelMsg(_Msg):
     type: Literal["cancel"]
 
 
+class EndEpisodeMsg(_Msg):
+    """The participant is done ("I'm done"): end the running episode here, truncated, and
+    ask the save question (environments with ``allow_end``)."""
+
+    type: Literal["end_episode"]
+
+
 class SaveMsg(_Msg):
     """Answer to ``ask_save``: keep the episode (completed) or not (rejected); with
     ``ask_outcome``, whether the player succeeded (absent or null: skipped)."""
@@ -204,6 +211,7 @@ ClientMessage = Annotated[
     | PauseMsg
     | ResumeMsg
     | CancelMsg
+    | EndEpisodeMsg
     | SaveMsg
     | SpeedMsg
     | QualityMsg
@@ -217,8 +225,9 @@ ClientMessage = Annotated[
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(ClientMessage)
 CLIENT_TYPES = frozenset(
     m.model_fields["type"].annotation.__args__[0]  # type: ignore[union-attr]
-    for m in (InputMsg, AckMsg, StartMsg, GoMsg, PauseMsg, ResumeMsg, CancelMsg, SaveMsg, SpeedMsg,
-              QualityMsg, CameraMsg, EndSessionMsg, PhonePairMsg, PhoneConfirmMsg, PingMsg)
+    for m in (InputMsg, AckMsg, StartMsg, GoMsg, PauseMsg, ResumeMsg, CancelMsg, EndEpisodeMsg,
+              SaveMsg, SpeedMsg, QualityMsg, CameraMsg, EndSessionMsg, PhonePairMsg,
+              PhoneConfirmMsg, PingMsg)
 )  # fmt: skip
 
 

@@ -4,9 +4,10 @@ in one class, which owns its sockets (``lanes.py``), worker and stream settings
 running episode (``_run.py``) and phone (``phone.py``); none of them changes its phase.
 
 Phases: ``idle`` → ``starting`` → ``ready`` (first frame shown) → ``playing`` ⇄ ``paused`` →
-``ended`` (the env ended it: ask to save) → ``idle``; ``closed`` at the end. A session
-outlives its WebSocket for ``settings.reconnect_grace_s`` so a reload resumes it. State
-changes happen under one lock (:meth:`serve`); each WebSocket handler calls one method.
+``ended`` (the env, or the participant, ended it: ask to save) → ``idle``; ``closed`` at the
+end. A session outlives its WebSocket for ``settings.reconnect_grace_s`` so a reload resumes
+it. State changes happen under one lock (:meth:`serve`); each WebSocket handler calls one
+method.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ from server.player.phone import PhoneLink
 from server.player.protocol import AckMsg
 from server.player.stream import EpisodeStream
 from server.player.views import ended_message, episode_view
-from server.recording.format import now_ms
+from server.recording.format import END_PARTICIPANT, now_ms
 from server.runtime import StepEvent, WorkerError
+from server.runtime.catalog import allows_end
 from server.services.crowd import episodes
 from server.study_spec import EnvironmentSpec
 
@@ -255,6 +257,33 @@ class LiveSession:
         self._expect(ACTIVE, "cancel")
         await self._stop(EpisodeStatus.canceled, "canceled")
 
+    async def end_episode(self) -> None:
+        """The participant is done: finalize the log here (every step the worker recorded
+        is kept, even those whose frames are still on their way), then ask the save question
+        as an ending does. An ending the environment reached first, as the two crossed,
+        stays the environment's."""
+        run = self.run
+        if self.phase == Phase.ended:
+            raise PlayError("already_ended", "the episode is over already: answer the save "
+                            "question")  # fmt: skip
+        self._expect((Phase.ready, Phase.playing, Phase.paused), "end an episode")
+        assert run is not None
+        if not allows_end(self.spec.environment(run.env_id)):
+            raise PlayError("not_allowed", "this game's episodes end by themselves; to stop, "
+                            "cancel the episode")  # fmt: skip
+        if self.phase == Phase.ready or run.step == 0:
+            raise PlayError("nothing_to_end", "no step has been taken yet: play first, or "
+                            "cancel the episode")  # fmt: skip
+        summary = await self.env.end_episode(run, END_PARTICIPANT, self.store,
+                                             self.settings.worker_timeout_s)  # fmt: skip
+        ended_before = summary is not None and summary.get("ended_before")
+        reason = str(summary.get("end_reason")) if summary and ended_before else END_PARTICIPANT
+        run.end_reason, run.ended_at = reason, utcnow()
+        self._pause.disarm()
+        self.phase = Phase.ended
+        await self.store.progress(run)
+        self.send(ended_message(run, self.spec))
+
     async def save(self, keep: bool, outcome: str | None) -> None:
         """Answer the save question: ``completed`` or ``rejected``."""
         run = self.run
@@ -335,6 +364,7 @@ class LiveSession:
         self.stream.took(run, event, clock, designer=self.principal.participant_id is None)
         if event.done:
             run.end_reason, run.ended_at = event.end_reason, utcnow()
+            run.success = event.success
             self._pause.disarm()
             self.phase = Phase.ended
             await self.store.progress(run)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from markdown_it import MarkdownIt
 
+from server.models import ended_by
 from server.player.legend import (
     DEVICE_AXIS_NAMES,
     DEVICE_BUTTONS,
@@ -14,7 +15,7 @@ from server.player.legend import (
     input_name,
     legend_groups,
 )
-from server.runtime.catalog import default_controls
+from server.runtime.catalog import allows_end, default_controls
 from server.study_spec import MAX_TOUCH_BUTTONS, EnvironmentSpec, StudySpec
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ def environment_view(env: EnvironmentSpec, completed: int = 0) -> dict[str, Any]
         "fps": env.fps,
         "instructions_html": render_markdown(env.instructions),
         "episodes_per_participant": env.episodes_per_participant,
+        "allow_end": allows_end(env),  # "I'm done": the participant may end an episode
         "completed": completed,
         "countdown_s": env.countdown_s if env.mode == "async" else 0,
         # async: the speed in force and what the player may pick (empty: fixed)
@@ -160,7 +162,9 @@ def episode_view(run: EpisodeRun | None, spec: StudySpec) -> dict[str, Any] | No
 
 
 def ended_message(run: EpisodeRun, spec: StudySpec) -> dict[str, Any]:
-    """``episode_ended``: the environment ended the episode; the player is asked to save."""
+    """``episode_ended``: the environment or the participant ended the episode (``ended_by``);
+    the player is asked to save."""
     return {"type": "episode_ended", "episode_id": run.id, "index": run.index,
             "steps": run.steps, "return": run.return_, "end_reason": run.end_reason,
+            "ended_by": ended_by(run.end_reason),
             "ask_save": True, "ask_outcome": spec.asks_outcome(run.env_id)}  # fmt: skip

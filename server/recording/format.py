@@ -65,6 +65,7 @@ END_MAX_DURATION = "max_duration"  # the study's max_duration_s
 END_FAILED = "failed"  # the environment raised
 END_REPLACED = "replaced"  # a new episode began before this one ended
 END_CLOSED = "closed"  # the worker was closed mid-episode
+END_PARTICIPANT = "participant"  # the participant ended it ("I'm done"): a truncation
 # Extra ``timing`` keys written by the worker besides the ones above: ``worker_recv``
 # (ms since the epoch when the worker received the input) and ``jpeg_quality`` (the JPEG
 # quality this timestep's frame was encoded and streamed at: 50, 75 or 90; it changes with

@@ -378,12 +378,12 @@ ENTRIES: list[dict[str, Any]] = [
     _entry(key="FetchPickAndPlace", suite="robotics", id="FetchPickAndPlace-v4", mode="async",
          fps=25, controls=FETCH_CONTROLS, schema=FETCH_SCHEMA, dimensions=ARM_XYZ,
          defaults={"max_episode_steps": 1500, "width": 256, "height": 256,
-                   "default_camera_config": FETCH_CAMERA}),
+                   "default_camera_config": FETCH_CAMERA}, manipulation=True),
     # ours: 25 Hz like Fetch; step + 2 images of 128 px + a 256 px frame cost ~5 ms
     # (docs/runtime.md, "Robot manipulation")
     _entry(key="PickCube", suite="studio", id="RLDSStudio/PickCube-v0", mode="async", fps=25,
          controls=PICK_CUBE_CONTROLS, schema=PICK_CUBE_SCHEMA, regenerate=PICK_CUBE_REGENERATE,
-         dimensions=ARM_POSE),
+         dimensions=ARM_POSE, manipulation=True),
     # robosuite 1.5 (its own runtime): the RLDS paper's PickPlaceCan and Lift, the Panda arm
     # on an operational-space pose controller, 20 steps/s (its control rate), two cameras
     # (docs/runtime.md, "Robosuite")
@@ -391,7 +391,7 @@ ENTRIES: list[dict[str, Any]] = [
         _entry(key=f"Robosuite-{task}", suite="robosuite", id=f"RLDSStudio/Robosuite-{task}-v0",
              mode="async", fps=ROBOSUITE_FPS, controls=ROBOSUITE_CONTROLS,
              schema=ROBOSUITE_SCHEMA, defaults=dict(ROBOSUITE_DEFAULTS),
-             regenerate=ROBOSUITE_REGENERATE, dimensions=ARM_POSE)
+             regenerate=ROBOSUITE_REGENERATE, dimensions=ARM_POSE, manipulation=True)
         for task in ("PickPlaceCan", "Lift")
     ],
     _entry(key="Crafter", suite="crafter", factory="server.runtime.suites:crafter_env",

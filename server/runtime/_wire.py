@@ -20,7 +20,7 @@ def settle(future: asyncio.Future[Any]) -> None:
 # without renaming keys: docs/performance.md, "One encoding, one write").
 EVENT_FIELDS = ("episode_id", "step", "reward", "return_", "terminated", "truncated",
                 "end_reason", "frame", "worker_ms", "work_ms", "control", "interventions",
-                "policy_error")  # fmt: skip
+                "policy_error", "success")  # fmt: skip
 WORK_MS = EVENT_FIELDS.index("work_ms")
 
 _HEADER = struct.Struct("!i")  # multiprocessing.Connection's framing: a signed length ...

@@ -46,6 +46,9 @@ class CatalogEntry:
     # what each dimension of a vector action means (an arm's x, y, z, roll, pitch, yaw,
     # gripper): the controls editor's rows and the player's legend groups say so
     dimensions: tuple[str, ...] = ()
+    # a manipulation task: its participants may end an episode when the task is done
+    # ("I'm done"), unless the study's environment says otherwise (``allow_end``)
+    manipulation: bool = False
 
     @property
     def extra(self) -> str | None:
@@ -95,6 +98,7 @@ class CatalogEntry:
             "installed": self.installed(),
             "extra": self.extra,
             "runtime": suite_state(self.suite),
+            "allow_end": self.manipulation,  # the default of an environment's ``allow_end``
         }
 
 
@@ -178,6 +182,15 @@ def action_dimensions(source: GymnasiumSource | DmEnvSource) -> tuple[str, ...]:
     it does not say)."""
     entry = find_entry(source)
     return entry.dimensions if entry is not None else ()
+
+
+def allows_end(env: EnvironmentSpec) -> bool:
+    """Whether the participant may end an episode of ``env`` at any step: its ``allow_end``,
+    else on for the catalog's manipulation tasks."""
+    if env.allow_end is not None:
+        return env.allow_end
+    entry = find_entry(env.source)
+    return entry is not None and entry.manipulation
 
 
 def validate_environment(env_spec: EnvironmentSpec, allowed: AllowedEnvironments) -> list[Problem]:

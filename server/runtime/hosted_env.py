@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import dm_env
+import numpy as np
 
 from server.recording import deferred
 from server.recording import format as fmt
@@ -246,6 +247,7 @@ class HostedEnv:
             fmt.now_ms(),  # worker_ms
             0.0 if started is None else (time.perf_counter() - started) * 1000,  # work_ms
             *(NO_AUTONOMY if self.autonomy is None else self.autonomy.event()),
+            reported_success(self.env.last_info) if timestep.last() else None,
         )
 
     def _finalize(self, reason: str) -> dict[str, Any]:
@@ -273,10 +275,12 @@ class HostedEnv:
         if self.writer is None:
             last = self.last_summary
             if last is not None and payload.get("episode_id") == last["episode_id"]:
-                return {**last, "ended_before": True}
+                return {**last, "ended_before": True,
+                        "success": reported_success(self.env.last_info)}  # fmt: skip
             return None
         self.ended = True
-        return self._finalize(str(payload.get("reason") or "ended"))
+        summary = self._finalize(str(payload.get("reason") or "ended"))
+        return {**summary, "success": reported_success(self.env.last_info)}
 
     # -- async clock ------------------------------------------------------------------------
     @property
@@ -398,3 +402,13 @@ class HostedEnv:
 
     def flush_due(self) -> float | None:
         return self.writer.seconds_to_flush() if self.writer is not None else None
+
+
+def reported_success(info: dict[str, Any]) -> bool | None:
+    """What the environment's ``info`` says of success (``is_success``: a bool, or 0/1 as
+    gymnasium-robotics reports it); None when it says nothing a bool can hold."""
+    value = info.get("is_success")
+    if isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating):
+        if value in (0, 1):
+            return bool(value)
+    return None

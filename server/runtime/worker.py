@@ -41,6 +41,9 @@ class StepEvent:
     control: int = 0
     interventions: int = 0
     policy_error: str | None = None
+    # at the last step: the environment's report of success (info ``is_success``; None: it
+    # reports none, or not the last step)
+    success: bool | None = None
 
     @property
     def done(self) -> bool:

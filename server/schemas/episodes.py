@@ -53,6 +53,8 @@ class QualityBadge(BaseModel):
 
 # server.models.ReplayVerdict's values (docs/review.md, "Replay verification")
 ReplayVerdictName = Literal["pending", "verified", "diverged", "not_replayable"]
+EndedByName = Literal["environment", "time_limit", "participant", "canceled", "abandoned",
+                      "failed"]  # fmt: skip
 
 
 class ReplayDifference(BaseModel):
@@ -84,6 +86,16 @@ class EpisodeSummary(BaseModel):
     env_key: str
     status: EpisodeStatus
     end_reason: str | None
+    ended_by: EndedByName | None = Field(
+        default=None,
+        description="Who ended its steps: environment, time_limit, participant (\"I'm "
+        'done"), canceled, abandoned or failed (null: still recording).',
+    )
+    env_outcome: Literal["success", "failure"] | None = Field(
+        default=None,
+        description="What the environment reported at its last step (info is_success; null: "
+        "it reports none).",
+    )
     participant: str = Field(description="External id, or user:<id> for a designer's play.")
     task_key: str | None = Field(
         default=None, description="The task the episode drew (null: its environment lists none)."
@@ -93,7 +105,12 @@ class EpisodeSummary(BaseModel):
     )
     is_test: bool = Field(description="A designer's test play (not a participant's episode).")
     seed: int | None
-    steps: int
+    steps: int = Field(
+        description="RLDS steps: one per observation, the final one included (actions + 1)."
+    )
+    actions: int = Field(
+        description="Actions taken: what the pages count as the episode's steps (steps - 1)."
+    )
     total_reward: float
     started_at: datetime
     ended_at: datetime | None

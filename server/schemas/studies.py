@@ -106,6 +106,11 @@ class CatalogEntryPublic(BaseModel):
         "environment (None: core, or a runtime's)."
     )
     runtime: RuntimeStatePublic
+    allow_end: bool = Field(
+        default=False,
+        description="The default of an environment's allow_end: participants may end its "
+        'episodes ("I\'m done"); on for manipulation tasks.',
+    )
     thumbnail_url: str | None = Field(description="First frame (only when installed).")
     replays: bool | None = Field(
         default=None,

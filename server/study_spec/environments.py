@@ -196,6 +196,13 @@ class EnvironmentSpec(StrictModel):
         default=None,
         description="Ask the player at save time whether they succeeded (default: the study's).",
     )
+    allow_end: bool | None = Field(
+        default=None,
+        description='Let the participant end an episode at any step ("I\'m done": the '
+        "player's button and key); the save question follows as at any ending, and the "
+        "episode is truncated, ended_by participant. None (the default): on for manipulation "
+        "tasks (PickCube, FetchPickAndPlace, the Robosuite tasks), off otherwise.",
+    )
     speed: float = Field(
         default=1.0, ge=0.05, le=10, description="Async: the clock speed episodes play at."
     )

@@ -390,3 +390,36 @@ def test_0005_marks_designers_plays_as_tests(tmp_path):
         assert parents == [None, None]
     finally:
         cleanup()
+
+
+def test_0021_says_who_ended_each_episode_from_its_end_reason(tmp_path):
+    """ended_by is filled from end_reason (an episode still recording has none); env_outcome
+    stays unknown: the environment's reports were not kept before it."""
+    url, cleanup = _empty_database(tmp_path)
+    reasons = {"e1": "terminated", "e2": "max_steps", "e3": "canceled", "e4": "disconnected",
+               "e5": "env_failed", "e6": None}  # fmt: skip
+    try:
+        config = alembic_config(url)
+        command.upgrade(config, "0020")
+        engine = make_engine(url)
+        rows = _rows_at_0001()
+        old = _tables_at(engine)
+        with engine.begin() as conn:
+            for name in ("users", "studies", "study_environments", "participants", "sessions"):
+                conn.execute(insert(old.tables[name]), rows[name])
+            for episode_id, reason in reasons.items():
+                episode = {**rows["episodes"][0], "id": episode_id, "end_reason": reason}
+                conn.execute(insert(old.tables["episodes"]), episode)
+        command.upgrade(config, "head")
+        with engine.connect() as conn:
+            found = conn.execute(
+                text("SELECT id, ended_by, env_outcome FROM episodes ORDER BY id")
+            ).all()
+        engine.dispose()
+        assert {i: who for i, who, _ in found} == {
+            "e1": "environment", "e2": "time_limit", "e3": "canceled", "e4": "abandoned",
+            "e5": "failed", "e6": None,
+        }  # fmt: skip
+        assert {outcome for _, _, outcome in found} == {None}
+    finally:
+        cleanup()

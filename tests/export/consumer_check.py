@@ -271,7 +271,8 @@ def check_envlogger(export_dir: str, expected_path: str) -> None:
         if doc["episode_id"] != episode_id or doc["agent_id"] != str(want["agent_id"]):
             fail(f"{episode_id}: tags.json {doc}")
         for key in ("outcome", "player_outcome", "reviewer_outcome", "replay_verdict",
-                    "replay_message", "task_id", "language_instruction"):  # fmt: skip
+                    "replay_message", "task_id", "language_instruction", "ended_by",
+                    "env_outcome"):  # fmt: skip
             if doc.get(key) != str(want[key]):
                 fail(f"{episode_id}: tags.json {key} {doc.get(key)!r} != {want[key]!r}")
         if doc.get("replay_step") != int(want["replay_step"]):

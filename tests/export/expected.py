@@ -78,11 +78,14 @@ def expected_episode(
     instruction: str = "",
     narrated: Iterable[tuple[int, int, str]] = (),
     judgements: JudgementSummary | None = None,
+    ended_by: str = "",
+    env_outcome: str = "",
 ) -> dict[str, Any]:
     """The flat expected content of one exported episode (``replay``: its replay fields;
     None: pending, never checked; ``narrated``: (first step, last step, text) the steps'
     narrations, listed in the order they must be joined; ``judgements``: the summary of its
-    judgements, None: never judged)."""
+    judgements, None: never judged; ``ended_by``, ``env_outcome``: how the app says it ended,
+    "" unknown - an end tag's cut says ``end_tag`` and no outcome)."""
     n = rec.num_steps
     ends = [t.start for t in step_tags if t.name in set(end_tags)]
     last = min(ends) if ends else n - 1
@@ -166,6 +169,9 @@ def expected_episode(
         "replay_message": (replay or {}).get("replay_message", ""),
         "task_id": task_id,
         "language_instruction": instruction,
+        # an end tag cut it (or took a terminal last step's ending away)
+        "ended_by": "end_tag" if ends and (last < n - 1 or rec.terminated) else ended_by,
+        "env_outcome": "" if ends and (last < n - 1 or rec.terminated) else env_outcome,
         **expected_judgements(judgements),
         "_return": float(sum(rewards)),
         "_length": last + 1,

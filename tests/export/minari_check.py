@@ -23,7 +23,8 @@ from consumer_check import check_judgements, compare, fail, load_expected  # noq
 
 EPISODE_FIELDS = ("agent_id", "status", "notes", "study_id", "env_id", "env_config", "outcome",
                   "player_outcome", "reviewer_outcome", "replay_verdict",
-                  "replay_message", "task_id", "language_instruction")  # fmt: skip
+                  "replay_message", "task_id", "language_instruction", "ended_by",
+                  "env_outcome")  # fmt: skip
 
 
 def doc_snippet(doc: str) -> str:

@@ -63,8 +63,8 @@ def test_episode_features_layout() -> None:
         "steps", "episode_id", "agent_id", "study_id", "env_id", "env_config", "seed",
         "status", "tags", "notes", "outcome", "player_outcome", "reviewer_outcome",
         "replay_verdict", "replay_step", "replay_message", "task_id", "language_instruction",
-        "judged", "judgement_wins", "judgement_losses", "judgement_ties", "judgement_ratings",
-        "judgement_mean_rating",
+        "ended_by", "env_outcome", "judged", "judgement_wins", "judgement_losses",
+        "judgement_ties", "judgement_ratings", "judgement_mean_rating",
     }  # fmt: skip
     stripped = episode_features(
         _specs(specs.Array((4,), np.float32)), keep_step_metadata=False, step_tag_names=[]

@@ -18,7 +18,7 @@ from dm_env import specs
 FACTORIES = [
     f"tests.runtime.fake_envs:{name}"
     for name in ("counter", "slow_start", "broken_start", "not_an_env", "image_obs",
-                 "camera_less_physics", "big_frame", "unseeded")
+                 "camera_less_physics", "big_frame", "unseeded", "succeeding")
 ]  # fmt: skip
 
 
@@ -84,6 +84,24 @@ class CounterEnv(dm_env.Environment):
 def counter(**kwargs: Any) -> CounterEnv:
     """A well-behaved counter env."""
     return CounterEnv(**kwargs)
+
+
+class SucceedingEnv(CounterEnv):
+    """The counter env reporting success as robot tasks do (``info["is_success"]``): true
+    from step ``success_at`` on."""
+
+    def __init__(self, success_at: int = 2, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.success_at = success_at
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return {"is_success": self.t >= self.success_at}
+
+
+def succeeding(**kwargs: Any) -> SucceedingEnv:
+    """A counter env that reports success (info ``is_success``) from a step on."""
+    return SucceedingEnv(**kwargs)
 
 
 class UnseededEnv(CounterEnv):

@@ -21,6 +21,7 @@ from server.models import (
     EpisodeStatus,
     PlaySession,
     StudyEnvironment,
+    ended_by,
     utcnow,
 )
 from server.principal import Principal
@@ -51,6 +52,10 @@ class EpisodeResult:
     inputs: InputCounts = field(default_factory=InputCounts)
     player_outcome: str | None = None  # "success" / "failure": the player's answer, if asked
     policy_error: str | None = None  # shared autonomy: why the policy stopped driving
+    # who ended its steps (EndedBy; None: from ``end_reason``) and the environment's own
+    # report of success at its last step ("success" / "failure"; None: it reports none)
+    ended_by: str | None = None
+    env_outcome: str | None = None
 
 
 def start_session(db: Session, study_id: int, principal: Principal) -> str:
@@ -210,6 +215,8 @@ def finish_episode(db: Session, episode_id: str, result: EpisodeResult) -> Episo
     episode.steps = result.steps
     episode.total_reward = result.total_reward
     episode.end_reason = result.end_reason
+    episode.ended_by = result.ended_by or ended_by(result.end_reason)
+    episode.env_outcome = result.env_outcome
     episode.error = result.error
     episode.policy_error = result.policy_error
     episode.ended_at = ended

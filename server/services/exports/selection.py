@@ -194,6 +194,8 @@ def episode_inputs(
                 reviewer_outcome=e.outcome or "",
                 **replay_fields(e),
                 judgements=JudgementSummary.of(judged.get(e.id)),
+                ended_by=e.ended_by or "",
+                env_outcome=e.env_outcome or "",
             )
         )
     return inputs

@@ -21,7 +21,7 @@ from sqlalchemy import ColumnElement, delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from server.core.replica import ReplicaInfo, live_cutoff, process_alive
-from server.models import Episode, EpisodeStatus, LiveSessionRow, Replica, utcnow
+from server.models import EndedBy, Episode, EpisodeStatus, LiveSessionRow, Replica, utcnow
 from server.recording import recovery
 from server.services.crowd.episodes import SERVER_RESTART
 from server.services.review import quality
@@ -148,6 +148,7 @@ def abandon(db: Session, where: ColumnElement[bool], reason: str) -> int:
         values: dict[str, Any] = {
             "status": EpisodeStatus.abandoned,
             "end_reason": reason,
+            "ended_by": EndedBy.abandoned,
             "ended_at": now,
             "duration_s": duration_s,
             "quality_at": now,  # the session's measurements died with it: from the log

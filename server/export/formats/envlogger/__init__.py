@@ -15,6 +15,7 @@ from typing import Any
 
 from server.export.base import EpisodeInput, ExportOptions, ExportResult, WriteJob
 from server.export.episode import RldsEpisode
+from server.export.fields import ENDING_TEXT
 from server.export.judgements import FIELDS_TEXT, JudgementSummary
 from server.export.narration import NarratedSpan
 from server.export.registry import Format, register
@@ -37,6 +38,7 @@ def tags_document(
     task: dict[str, str] | None = None,
     narrations: Sequence[NarratedSpan] = (),
     judgements: dict[str, Any] | None = None,
+    ending: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The content of an episode's ``tags.json`` (step ranges are inclusive step indices,
     of the RLDS steps: the logs are dm_env timesteps, see the card)."""
@@ -52,6 +54,7 @@ def tags_document(
         **(task or {"task_id": "", "language_instruction": ""}),
         "narrations": [{"start": n.start, "end": n.end, "text": n.text} for n in narrations],
         **(judgements or JudgementSummary().fields()),
+        **(ending or {"ended_by": "", "env_outcome": ""}),
     }
 
 
@@ -71,7 +74,7 @@ class Envlogger(Format):
     splits_by_env = True  # it only copies logs: nothing forces them into one dataset
 
     def write(self, job: WriteJob) -> ExportResult:
-        def write(_i: int, ep: EpisodeInput, _episode: RldsEpisode) -> None:
+        def write(_i: int, ep: EpisodeInput, episode: RldsEpisode) -> None:
             # the episode was read all the same: it validates the log and gives the totals
             doc = tags_document(
                 episode_id=ep.episode_id,
@@ -85,6 +88,7 @@ class Envlogger(Format):
                 task=ep.task_fields(),
                 narrations=ep.narrations,
                 judgements=ep.judgement_fields(),
+                ending=ep.ending_fields(episode),
             )
             copy_episode_log(ep.log_dir, job.out, ep.episode_id, doc)
 
@@ -111,6 +115,7 @@ class Envlogger(Format):
             "outcomes, the replay check's `replay_verdict`, `replay_step` (an RLDS step, -1:\n"
             "none) and `replay_message`, the episode's `task_id` and `language_instruction`,\n"
             "its `narrations`: `start`, `end` (inclusive RLDS steps) and `text`, and what\n"
-            f"feedback studies' judgements say of it: {FIELDS_TEXT}).\n"
+            f"feedback studies' judgements say of it: {FIELDS_TEXT};"
+            f" how it ended: {ENDING_TEXT}).\n"
             "Steps are dm_env timesteps: action a_t, reward and discount are stored with o_{t+1}.\n"
         )

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from server.export.base import ExportOptions, ExportResult, WriteJob
 from server.export.episode import EnvSpecs
+from server.export.fields import ENDING_TEXT
 from server.export.judgements import FIELDS_TEXT
 from server.export.registry import Format, register
 
@@ -58,7 +59,8 @@ class LeRobot(Format):
             "`seed`, `replay_verdict`, `replay_step` (a `frame_index`, -1: none),"
             " `replay_message`,\n"
             "`task_id`, `language_instruction`, and what feedback studies' judgements say of it:\n"
-            f"{FIELDS_TEXT}): `dataset.meta.episodes[i]`. Each frame's `task`"
+            f"{FIELDS_TEXT};"
+            f" how it ended: {ENDING_TEXT}): `dataset.meta.episodes[i]`. Each frame's `task`"
             " is its\n"
             'episode\'s instruction (`meta/tasks.parquet`); its `narration` (text, "" when none)'
             " is also\n"

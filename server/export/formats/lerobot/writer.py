@@ -167,6 +167,8 @@ class LeRobotWriter:
                 # the task drawn ("" none) and the instruction (the task's, else the
                 # environment's; "" none: ``tasks`` then names the environment)
                 **ep.task_fields(),
+                # who ended it and what the environment reported (fields.ENDING_FIELDS)
+                **ep.ending_fields(episode),
                 # feedback studies' judgements (server/export/judgements.py; zeros: none)
                 **ep.judgement_fields(),
                 "notes": ep.notes,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from server.export.base import ExportOptions, ExportResult, WriteJob
 from server.export.episode import EnvSpecs
+from server.export.fields import ENDING_TEXT
 from server.export.judgements import FIELDS_TEXT
 from server.export.registry import Format, register
 
@@ -54,6 +55,7 @@ class Minari(Format):
             "`player_outcome`, `reviewer_outcome`, `replay_verdict`, `replay_step` (RLDS step,"
             " -1: none),\n"
             "`replay_message`, `task_id`, `language_instruction`, `env_id`, `env_config`,"
-            f" `seed`, and what feedback studies' judgements say of it: {FIELDS_TEXT}):"
+            f" `seed`, and what feedback studies' judgements say of it: {FIELDS_TEXT};"
+            f" how it ended: {ENDING_TEXT}):"
             " `dataset.storage.get_episode_metadata([i])`.\n"
         )

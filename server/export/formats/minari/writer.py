@@ -41,6 +41,7 @@ def write_minari(job: WriteJob) -> ExportResult:
             *ep.outcome_fields().items(),
             *ep.replay_fields().items(),
             *ep.task_fields().items(),
+            *ep.ending_fields(episode).items(),
             *ep.judgement_fields().items(),
         ]
         meta = minari_format.episode_metadata(episode.log_metadata, fields)

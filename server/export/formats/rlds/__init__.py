@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from server.export.base import ExportOptions, ExportResult, WriteJob
 from server.export.card import option_lines
+from server.export.fields import ENDING_TEXT
 from server.export.judgements import FIELDS_TEXT
 from server.export.registry import Format, register
 
@@ -56,7 +57,8 @@ class Rlds(Format):
             "`player_outcome`, `reviewer_outcome`, `replay_verdict`, `replay_step` (RLDS step,\n"
             "-1: none), `replay_message`, `task_id` and `language_instruction` (the task's\n"
             "instruction, else the environment's; \"\" when none), and what feedback studies'\n"
-            f"judgements say of it: {FIELDS_TEXT}) and `steps`, a nested\n"
+            f"judgements say of it: {FIELDS_TEXT};"
+            f" how it ended: {ENDING_TEXT}) and `steps`, a nested\n"
             "dataset of RLDS steps (`observation`, `action`, `reward`, `discount`, `is_first`,\n"
             "`is_last`, `is_terminal`, `narration` (the narrations covering the step, joined\n"
             'with " | " in start order; "" when none), and the step metadata and\n'

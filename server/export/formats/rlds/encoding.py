@@ -99,6 +99,7 @@ def encode_episode(
             **ep.outcome_fields(),
             **ep.replay_fields(),
             **ep.task_fields(),
+            **ep.ending_fields(episode),
             **ep.judgement_fields(),
         },
         keep_step_metadata=options.keep_step_metadata,

@@ -24,6 +24,7 @@ from server.export.columns import check_range, control_values, timing_column
 from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, RldsEpisode
 from server.export.errors import ExportError, ValueOutOfRangeError
 from server.export.fields import (
+    ENDING_FIELDS,
     NARRATION_FIELD,
     OUTCOME_FIELDS,
     REPLAY_STEP_FIELD,
@@ -177,6 +178,7 @@ def episode_example(
         **{name: str(metadata.get(name, "")) for name in REPLAY_TEXT_FIELDS},
         REPLAY_STEP_FIELD: int(metadata.get(REPLAY_STEP_FIELD, -1)),
         **{name: str(metadata.get(name, "")) for name in TASK_FIELDS},
+        **{name: str(metadata.get(name, "")) for name in ENDING_FIELDS},
         **_judgement_values(metadata),
     }
 

@@ -23,6 +23,7 @@ from dm_env import specs as dm_specs
 from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, EnvSpecs
 from server.export.errors import ExportError
 from server.export.fields import (
+    ENDING_FIELDS,
     EPISODE_TEXT_FIELDS,
     NARRATION_FIELD,
     OUTCOME_FIELDS,
@@ -127,6 +128,7 @@ def episode_fields() -> dict[str, Any]:
         **{name: tfds_features.Text() for name in REPLAY_TEXT_FIELDS},
         REPLAY_STEP_FIELD: np.int64,
         **{name: tfds_features.Text() for name in TASK_FIELDS},  # "" when none
+        **{name: tfds_features.Text() for name in ENDING_FIELDS},  # how it ended
         # feedback studies' judgements (server/export/judgements.py; zeros: never judged)
         JUDGED_FIELD: np.bool_,
         **dict.fromkeys(JUDGEMENT_COUNT_FIELDS, np.int64),
