@@ -49,6 +49,23 @@ function cameraField(env, report, onChange) {
   return fieldBox(id, "Camera", select, hint);
 }
 
+/** "I'm done": whether participants may end an episode at any step (``allow_end``); unset,
+ *  the catalog's default (on for manipulation tasks), which the switch shows. */
+function allowEndField(env, entry, onChange) {
+  const id = uid("f");
+  const input = el("input", { id, type: "checkbox", class: "switch", role: "switch" });
+  const byDefault = Boolean(entry?.allow_end);
+  input.checked = env.allow_end ?? byDefault;
+  input.addEventListener("change", () => {
+    setIn(env, ["allow_end"], input.checked);
+    onChange();
+  });
+  const hint = `The player shows an “I'm done” button (and the X key): the episode ends there, then saves or is discarded; it is exported as truncated, ended by the participant. ${
+    byDefault ? "On by default for this robot task." : "Off by default for games."}`;
+  return el("div", { class: "field field-switch", dataset: { path: "allow_end" } }, input,
+    el("label", { for: id }, "Participants may end an episode (“I'm done”)"), el("p", { class: "muted small hint" }, hint));
+}
+
 function iconButton(label, text, onclick, disabled = false) {
   return el("button", { type: "button", class: "btn btn-small", "aria-label": label, title: label, onclick, disabled }, text);
 }
@@ -90,6 +107,7 @@ export function renderEnvCard(env, index, count, ctx) {
       "Comma-separated, e.g. 0.5, 1, 2; must include the speed above.", changed),
     inputField(env, ["max_steps"], "Max steps", { kind: "int", min: 1, max: 1000000, defaultValue: "none", onChange: changed }),
     inputField(env, ["max_duration_s"], "Max duration (s)", { kind: "number", min: 0, max: 86400, defaultValue: "none", onChange: changed }),
+    allowEndField(env, entry, changed),
     selectField(env, ["image_quality"], "Image quality", [["low"], ["medium"], ["high"]], { defaultValue: "medium", onChange: changed }),
     switchField(env, ["adaptive_quality"], "Adapt quality to the player's link", { onChange: changed,
       hint: "Streams lower quality while a player's connection falls behind, up to the image quality; recordings keep every observation." }),

@@ -31,7 +31,7 @@ const STUDY_LABELS = {
 };
 const ENV_LABELS = {
   name: "Display name", id: "Id (in exports)", mode: "Play mode", fps: "Steps per second (async)",
-  countdown_s: "Countdown (s, async)", step_on_input: "Step on input (async)", speed: "Speed (async)",
+  allow_end: "Participants may end an episode", countdown_s: "Countdown (s, async)", step_on_input: "Step on input (async)", speed: "Speed (async)",
   speed_choices: "Speeds players may choose (async)", max_steps: "Max steps", max_duration_s: "Max duration (s)",
   image_quality: "Image quality", adaptive_quality: "Adapt quality to the player's link",
   min_stream_fps: "Fewest frames/s to stream (adaptive)", camera: "Camera", seeds: "Seeds",

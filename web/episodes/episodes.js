@@ -6,6 +6,7 @@ import { createApi, el, errorMessage, toast as showToast } from "../shared/api.j
 import { STUDIES, renderTopbar } from "../shared/topbar.js";
 import { createBulk } from "./bulk.js";
 import { createExport } from "./export.js";
+import { endingNote } from "./ending.js";
 import { judgementCell } from "./judgements.js";
 import { fillFilters, filterParams, filterSelection, pageFilter } from "./filters.js";
 import { renderPlot } from "./plot.js";
@@ -145,10 +146,11 @@ function renderTable() {
     const row = el("tr", { "data-id": e.id },
       el("td", {}, box), el("td", {}, new Date(e.started_at).toLocaleString()),
       el("td", {}, e.env_key), taskCell(e), el("td", {}, el("span", { class: `badge ep-${e.status}` }, e.status),
-        e.excluded ? el("span", { class: "badge ep-excluded", title: "Kept out of exports" }, "excluded") : null),
+        e.excluded ? el("span", { class: "badge ep-excluded", title: "Kept out of exports" }, "excluded") : null,
+        endingNote(e)),
       el("td", { class: "code" }, e.participant, e.is_test
         ? el("span", { class: "badge ep-test", title: "A designer's test play" }, "test") : null),
-      el("td", { class: "right" }, String(e.steps)),
+      el("td", { class: "right" }, String(e.actions)),
       el("td", { class: "right" }, e.total_reward.toFixed(2)),
       el("td", { class: "right" }, e.latency_p50_ms === null ? "–" : `${Math.round(e.latency_p50_ms)} ms`),
       el("td", {}, badges(e)),

@@ -16,7 +16,11 @@ export function filterParams() {
     if ($(id).value) p.append(key, new Date($(id).value).toISOString());
   }
   add("min_return", "f-min-return"); add("max_return", "f-max-return");
-  add("min_steps", "f-min-steps"); add("max_steps", "f-max-steps");
+  // steps on screen are actions, as the list counts them; the API's are RLDS steps (one more)
+  for (const [key, id] of [["min_steps", "f-min-steps"], ["max_steps", "f-max-steps"]]) {
+    const v = $(id).value.trim();
+    if (v) p.append(key, String(Number(v) + 1));
+  }
   add("p99_over_ms", "f-p99-over");
   const idle = $("f-idle-over").value.trim();  // a percentage on screen, a share in the API
   if (idle) p.append("idle_over", String(Number(idle) / 100));
@@ -31,9 +35,9 @@ export function filterParams() {
 
 // URL/API parameter -> filter field (the idle share is shown as a percentage)
 const NUMBER_FIELDS = [["min_return", "f-min-return"], ["max_return", "f-max-return"],
-                       ["min_steps", "f-min-steps"], ["max_steps", "f-max-steps"],
                        ["p99_over_ms", "f-p99-over"], ["under_median", "f-under-median"],
                        ["over_median", "f-over-median"]];
+const STEP_FIELDS = [["min_steps", "f-min-steps"], ["max_steps", "f-max-steps"]]; // actions on screen
 
 /** Fill the filter fields from the URL's parameters ``p``. */
 export function fillFilters(p) {
@@ -45,6 +49,7 @@ export function fillFilters(p) {
                            ...NUMBER_FIELDS]) {
     $(id).value = p.get(key) ?? "";
   }
+  for (const [key, id] of STEP_FIELDS) $(id).value = p.has(key) ? String(Math.max(Number(p.get(key)) - 1, 0)) : "";
   $("f-idle-over").value = p.has("idle_over") ? String(Math.round(Number(p.get("idle_over")) * 1000) / 10) : "";
   for (const [key, id] of [["since", "f-since"], ["until", "f-until"]]) {
     const v = p.get(key);

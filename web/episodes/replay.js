@@ -5,6 +5,7 @@
 
 import { el } from "../shared/api.js";
 import { createChart } from "./chart.js";
+import { endingText } from "./ending.js";
 import { createJudgements } from "./judgements.js";
 import { createNarrations } from "./narrations.js";
 
@@ -293,6 +294,9 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
     Object.assign(state, { episode: ep, pages: new Map(), mark: null, markEnd: null });
     $("viewer").hidden = false;
     $("viewer-id").textContent = `${ep.env_key} · ${ep.status} · ${ep.id}`;
+    const ending = endingText(ep);
+    $("replay-ending").hidden = !ending;
+    $("replay-ending").textContent = ending ? `${ending[0].toUpperCase()}${ending.slice(1)} · ${ep.actions} steps` : "";
     $("step-slider").max = Math.max(0, ep.steps - 1);
     // the MP4 of what the player saw (made once the episode has ended)
     $("video-btn").hidden = ep.status === "recording" || !ep.steps;
@@ -313,7 +317,9 @@ export function createReplay({ api, guard, toast, onChange, onEdited, onEpisode,
     const buckets = Math.min(4000, Math.max(100, $("reward-chart").clientWidth || 800));
     const profile = await api("GET", `/api/episodes/${ep.id}/rewards?buckets=${buckets}`);
     if (state.episode !== ep) return;  // another episode was opened meanwhile
-    $("chart-return").textContent = `return ${(+profile.return).toFixed(2)} over ${profile.total} steps`;
+    // the actions taken, as the list and the slider count them (the profile's total counts
+    // the RLDS steps: one more, the final observation)
+    $("chart-return").textContent = `return ${(+profile.return).toFixed(2)} over ${Math.max(profile.total - 1, 0)} steps`;
     showDrivers(ep, profile.control);
     state.chart = createChart($("reward-chart"), profile, {
       view: () => ({ step: state.step, tags: state.episode.step_tags, mark: range() }),

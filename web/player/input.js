@@ -1,10 +1,10 @@
 /* The player's input: keyboard, gamepad and devices (mouse.js, spacemouse.js) to `input`
    messages (one step per press in sync mode, the held set in async mode), plus the player's
-   own keys (start, pause, cancel). Analog input (sticks, triggers, devices) is sent at most
+   own keys (start, pause, cancel, I'm done). Analog input (sticks, triggers, devices) is sent at most
    once per tick of the environment's control rate, whose clock applies the latest input. */
 import { now, readPad } from "./stage.js";
 
-export const PLAYER_KEYS = { start: "Enter", pause: "Escape", cancel: "Delete", camera: "KeyC" };
+export const PLAYER_KEYS = { start: "Enter", pause: "Escape", cancel: "Delete", camera: "KeyC", done: "KeyX" };
 const GAMEPAD_POLL_MS = 4; // while a gamepad is connected
 const GAMEPAD_SEARCH_MS = 250; // looking for one
 const MAX_ANALOG_HZ = 100; // under the server's 120 inputs/s, keys included
@@ -12,7 +12,7 @@ const $ = (id) => document.getElementById(id);
 
 /** Input for the page's ``state``; ``act`` = {primary, go, togglePause, cancel, blocked,
  *  answer(e): true when a question on screen took the key, nextCamera(): true when it
- *  switched the view}. */
+ *  switched the view, done(): true when it ended the episode ("I'm done")}. */
 export function createInput(state, send, act) {
   function mode() { return state.env && state.envs[state.env] ? state.envs[state.env].mode : "sync"; }
   function sendInput() {
@@ -48,8 +48,9 @@ export function createInput(state, send, act) {
     if (e.code === PLAYER_KEYS.start && (state.phase === "idle" || state.phase === "ready")) { e.preventDefault(); act.primary(); return; }
     if (e.code === PLAYER_KEYS.pause) { e.preventDefault(); act.togglePause(); return; }
     if (e.code === PLAYER_KEYS.cancel) { e.preventDefault(); act.cancel(); return; }
-    // the camera key, unless the game binds it (the game's keys come first)
+    // the camera and "I'm done" keys, unless the game binds them (the game's keys come first)
     if (e.code === PLAYER_KEYS.camera && !state.boundKeys.has(e.code) && !e.repeat && act.nextCamera()) { e.preventDefault(); return; }
+    if (e.code === PLAYER_KEYS.done && !state.boundKeys.has(e.code) && !e.repeat && act.done()) { e.preventDefault(); return; }
     if (!state.boundKeys.has(e.code)) return;
     e.preventDefault();
     if (!e.repeat) press([e.code]);

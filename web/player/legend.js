@@ -25,6 +25,11 @@ export function pageGroups(state, cameras) {
     { label: "pause / resume", inputs: { keyboard: [["Esc"]] } },
     { label: "cancel the episode (asks first)", inputs: { keyboard: [["Delete"]] } },
   ] });
+  // "I'm done" where the environment lets the participant end an episode, unless X is the game's
+  const env = state.envs[state.env];
+  if (env && env.allow_end && !state.boundKeys.has(PLAYER_KEYS.done)) {
+    groups[groups.length - 1].rows.push({ label: "I'm done: end the episode, then save it", inputs: { keyboard: [["X"]] } });
+  }
   return groups;
 }
 

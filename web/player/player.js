@@ -12,7 +12,7 @@ import { createSpaceMouse } from "./spacemouse.js";
 import * as views from "./views.js";
 import { fit, fmt, stepsTaken } from "./stage.js";
 import { renderLegend, watchDevices } from "./legend.js";
-import { nextPrompt, onPhone, overlays, touchOnly } from "./words.js";
+import { nextPrompt, onPhone, overlays, pausedDone, touchOnly } from "./words.js";
 import { renderTopbar } from "../shared/topbar.js";
 import "./entry.js";
 import "./socket.js";
@@ -119,18 +119,38 @@ function enterPlay(envId) {
     return option;
   }));
   $("speed-field").hidden = !choices.length;
+  // "I'm done": where the environment lets the participant end an episode (allow_end)
+  $("done-btn").hidden = !env.allow_end;
   if ($("play-view").hidden) { show("play-view"); requestAnimationFrame(fit); }
 }
 
 const OVERLAYS = overlays(); // "tap" on a touch-only device, else the keys
+const PAUSED_DONE = pausedDone(); // the pause of an episode the participant may end
 
-function setPhase(phase, overlay = OVERLAYS[phase]) {
+/** Whether the participant may end the running environment's episodes ("I'm done"). */
+const endsHere = () => Boolean(state.envs[state.env] && state.envs[state.env].allow_end);
+
+/** "I'm done" (its button or X): the episode ends where it is, then the save question, as
+    at any ending. One request per episode: the server answers a second with an error. */
+function endEpisode() {
+  if (!activePhase() || !endsHere() || state.ending) return false;
+  if (state.askingCancel) closeCancelAsk();
+  state.ending = true;
+  $("done-btn").disabled = true;
+  releaseAll(true);
+  send({ type: "end_episode" });
+  return true;
+}
+
+function setPhase(phase, overlay = phase === "paused" && endsHere() ? PAUSED_DONE : OVERLAYS[phase]) {
   state.phase = phase;
   $("st-phase").textContent = phase;
   const active = phase === "playing" || phase === "paused";
   if (!active && state.askingCancel) closeCancelAsk(); // the episode ended meanwhile
   $("pause-btn").disabled = !active;
   $("cancel-btn").disabled = !active;
+  $("done-btn").disabled = !active || Boolean(state.ending);
+  if (!active) state.ending = false;
   $("start-btn").disabled = !(phase === "idle" || phase === "ready");
   $("start-btn").hidden = phase === "idle" && (!$("after-save").hidden || task.choosing()); // the panel has the way on
   $("pause-btn").firstChild.textContent = phase === "paused" ? "Resume " : "Pause ";
@@ -149,7 +169,8 @@ function saveKeys(e) {
 }
 
 function askSave(m) {
-  $("save-text").textContent = `${stepsTaken(m)} steps, return ${fmt(m.return)}.`;
+  const yours = m.ended_by === "participant" ? "You ended the episode: " : "";
+  $("save-text").textContent = `${yours}${stepsTaken(m)} steps, return ${fmt(m.return)}.`;
   // the study asks whether the player succeeded: Succeeded (S) / Failed (F) save with it,
   // Skip (Enter) saves without an answer
   const ask = Boolean(m.ask_outcome);
@@ -300,7 +321,7 @@ function nextCamera() {
 /** A modal dialog takes every key (the save question, the instructions, the narration). */
 const blocked = () => ["save-dialog", "instructions-dialog", "narrate-dialog"].some((id) => $(id).open);
 const input = createInput(state, send, { primary: primaryAction, go, togglePause, cancel: cancelEpisode,
-  blocked, answer: answerCancel, nextCamera });
+  blocked, answer: answerCancel, nextCamera, done: endEpisode });
 const { mode, sendInput, releaseAll, onKeyDown, onKeyUp } = input;
 input.addDevice(createMouse(state, input));
 const spaceMouse = input.addDevice(createSpaceMouse(state, input));
@@ -316,8 +337,10 @@ function renderDevices(controls) {
   $("stage").dataset.mouse = items.length ? "true" : "false";
   spaceMouse.render();
 }
+/** The server refused "I'm done" (before the first step, say): the button works again. */
+function endRefused() { state.ending = false; $("done-btn").disabled = !activePhase(); }
 Object.assign(flow, { afterHello, goLobby, showNext, enterPlay, setPhase, askSave, readyGate, clearCountdown, input,
-  renderDevices, pauseAnswered, resetPause });
+  renderDevices, pauseAnswered, resetPause, endRefused });
 
 /* --- wiring ------------------------------------------------------------------------- */
 function wire() {
@@ -339,6 +362,7 @@ function wire() {
   $("next-btn").addEventListener("click", goNext);
   $("pause-btn").addEventListener("click", togglePause);
   $("cancel-btn").addEventListener("click", cancelEpisode);
+  $("done-btn").addEventListener("click", () => { endEpisode(); $("screen").focus(); });
   $("cancel-yes").addEventListener("click", confirmCancel);
   $("cancel-no").addEventListener("click", keepPlaying);
   $("other-env-btn").addEventListener("click", () => { $("after-save").hidden = true; renderLobby(); show("lobby-view"); });

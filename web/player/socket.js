@@ -179,6 +179,10 @@ const handlers = {
   error(m) {
     if (m.for === "input" && m.code === "wrong_state") return; // a key in flight as the state changed
     if (m.code === "open_elsewhere") return; // the close (4002) that follows says it
+    if (m.for === "end_episode") {
+      flow.endRefused();
+      if (m.code === "already_ended") return; // a second press: the save question is on its way
+    }
     if (m.for === "pause" || m.for === "resume") {
       flow.pauseAnswered(null); // the episode ended or was left meanwhile: nothing to say
       if (m.code === "wrong_state") return;

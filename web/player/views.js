@@ -2,6 +2,7 @@
    closed), the progress toward completion shown between episodes, and the controls legend
    of the environment being played. */
 
+import { PLAYER_KEYS } from "./input.js";
 import { pageGroups, renderLegend } from "./legend.js";
 
 const $ = (id) => document.getElementById(id);
@@ -60,6 +61,8 @@ export function renderControls(state, info) {
   for (const id of ["camera-field", "camera-btn"]) $(id).hidden = cams.length < 2;
   // the C key is the game's when its controls bind it
   $("camera-btn").querySelector("kbd").hidden = state.boundKeys.has("KeyC");
+  // "I'm done" (X): the key unless the game binds X (legend.js lists it where it works)
+  $("done-btn").querySelector("kbd").hidden = state.boundKeys.has(PLAYER_KEYS.done);
   $("camera").replaceChildren(...cams.map((c) => new Option(c, c, false, c === info.camera)));
   state.legend = [...(info.controls.groups || []), ...pageGroups(state, cams.length)];
   renderLegend(state, state.legend);

@@ -28,5 +28,9 @@ export function overlays() {
   });
 }
 
+/** The pause's overlay where the participant may end the episode ("I'm done"). */
+export const pausedDone = () => tapOr("Paused — tap Resume to continue, or I'm done to end the episode",
+  "Paused — press Esc or Resume to continue, or X / I'm done to end the episode");
+
 /** The overlay after an episode, under ``label`` (the way on's button). */
 export const nextPrompt = (label) => `${label} — ${tapOr("tap the button below", "press Enter")}`;
