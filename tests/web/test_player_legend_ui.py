@@ -175,6 +175,7 @@ def test_a_laptop_reads_a_grouped_legend_of_printed_keys_above_the_fold(
             "Enterstart",
             "Escpause / resume",
             "Deletecancel the episode (asks first)",
+            "XI'm done: end the episode, then save it",  # a robot task: allow_end by default
         ]
     )
     expect(legend.locator("kbd").first).to_have_text("←")
