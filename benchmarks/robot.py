@@ -27,6 +27,11 @@ average printed beside says how busy the machine was.
 ``EnvWorker.start`` to its ready reply (environment built) for one catalog entry, median of
 ``--starts`` starts (the runtime's check is done once before, as the app does at its start).
 
+``ready_gate_s``: per runtime, the seconds from a session's start to its ready gate's first
+frame (the worker, then ``begin_episode``): ``cold_median`` with a worker started for it,
+``warm_median`` with one the app's warm pool had ready (``server/runtime/warm_pool.py``; the
+goal is 1.5 s for every suite).
+
 Prints JSON (milliseconds: median, p90). Every runtime must be installed (``make
 runtimes``): a missing one is an error. ``--smoke`` runs a few steps and one start each
 (``make test``): its figures mean nothing.
@@ -57,6 +62,7 @@ from server.runtime import EnvWorker, runtimes  # noqa: E402
 from server.runtime.adapters import build_adapter  # noqa: E402
 from server.runtime.allowlist import AllowedEnvironments  # noqa: E402
 from server.runtime.catalog import CATALOG  # noqa: E402
+from server.runtime.warm_pool import WarmPool  # noqa: E402
 from server.study_spec import EnvironmentSpec  # noqa: E402
 
 ALLOWED = AllowedEnvironments.of()
@@ -203,6 +209,41 @@ async def worker_starts(starts: int, data_root: str) -> dict[str, Any]:
     return out
 
 
+async def ready_gates(starts: int, data_root: str) -> dict[str, Any]:
+    """Per runtime: seconds from a session's start to its ready gate's first frame (the
+    worker, then ``begin_episode``), ``cold`` (a worker started for it) and ``warm`` (one
+    taken from a :class:`WarmPool` that had it ready: the app's default), medians."""
+    out: dict[str, Any] = {}
+    for runtime, keys in START_ENTRIES.items():
+        entry = next(CATALOG[k] for k in keys if CATALOG[k].installed())
+        spec = EnvironmentSpec(id="bench", name=entry.key, source=entry.source(), mode="sync")
+        args = {"allowed": ALLOWED, "study_id": "bench", "data_root": data_root}
+        cold, warm = [], []
+        for i in range(starts):
+            t0 = time.perf_counter()
+            worker = await EnvWorker.start(spec, **args)
+            await worker.begin_episode(f"cold{i}", 0)
+            cold.append(time.perf_counter() - t0)
+            await worker.close()
+        pool = WarmPool(per_env=1, max_total=1, max_age_s=3600, idle_s=3600, ping_timeout_s=5)
+        try:
+            for i in range(starts):
+                key = pool.want(spec, **args)
+                while not pool.ready(key):
+                    await asyncio.sleep(0.01)
+                t0 = time.perf_counter()
+                taken = await pool.take(spec, **args)
+                assert taken is not None
+                await taken.begin_episode(f"warm{i}", 0)
+                warm.append(time.perf_counter() - t0)
+                await taken.close()
+        finally:
+            await pool.close()
+        medians = {"cold_median": statistics.median(cold), "warm_median": statistics.median(warm)}
+        out[runtime] = {"entry": entry.key, **{k: round(v, 3) for k, v in medians.items()}}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=500)
@@ -244,6 +285,7 @@ def main() -> None:
         }  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         report["worker_start_s"] = asyncio.run(worker_starts(starts, tmp))
+        report["ready_gate_s"] = asyncio.run(ready_gates(starts, tmp))
     report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(report, indent=2))
 

@@ -54,6 +54,7 @@ from server.player.heartbeat import Heartbeat
 from server.player.protocol import MAX_MESSAGE_BYTES
 from server.player.registry import Registry
 from server.runtime import runtimes
+from server.runtime.warm_pool import WarmPool
 from server.services.exports import exports as export_service
 from server.services.jobs.bulk_runner import BulkRunner
 from server.services.jobs.replay_checks import ReplayCheckRunner
@@ -276,14 +277,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.replay_check_workers:
             app.state.replay_checks.start()
         thumbnails = _start_thumbnails(settings)
+        sweeping = asyncio.get_running_loop().create_task(warm.run(settings.warm_sweep_s))
         # each runtime checked in its interpreter once, before the catalog is first asked
         threading.Thread(target=runtimes.states, name="runtime-check", daemon=True).start()
         yield
         if thumbnails is not None:
             thumbnails[0].set()  # the entry being built finishes; no other starts
             await asyncio.to_thread(thumbnails[1].join, settings.worker_start_timeout_s)
+        sweeping.cancel()
         await app.state.live_feed.close()
         await app.state.player_registry.close_all()  # episodes abandoned, workers stopped
+        await warm.close()
         await app.state.heartbeat.stop()  # this replica's rows removed
         # Waits for canceled export processes; off the event loop.
         await asyncio.to_thread(app.state.export_jobs.stop)
@@ -305,13 +309,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.sessionmaker = make_sessionmaker(engine)
-    app.state.player_registry = Registry()
-    app.state.budget = ProcessBudget(
+    warm = WarmPool(
+        per_env=settings.warm_workers_per_env,
+        max_total=settings.warm_workers_max,
+        max_age_s=settings.warm_worker_max_age_s,
+        idle_s=settings.warm_idle_s,
+        ping_timeout_s=settings.warm_ping_timeout_s,
+    )
+    registry = app.state.player_registry = Registry(warm)
+    # warm workers count against the budget as players' do; they fill only what is free
+    app.state.budget = budget = ProcessBudget(
         max_workers=settings.max_workers,
         max_background=settings.max_background_workers,
         queue=settings.background_queue,
         wait_s=settings.background_wait_s,
-        players=app.state.player_registry.workers_in_use,
+        players=lambda: registry.workers_in_use() + warm.size(),
+    )
+    warm.room = lambda: (
+        settings.max_workers - registry.workers_in_use() - budget.in_use - (warm.size())
     )
     app.state.export_jobs = ExportRunner(
         settings.data_root,

@@ -144,6 +144,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         dm_env_factories=FACTORIES,
         catalog_thumbnails_at_start=False,  # tests build what they need (two cores)
         replay_check_workers=0,  # the replay tests turn verification on (two cores)
+        warm_workers_per_env=0,  # no worker beside each player's (tests/runtime/test_warm_pool.py)
     )
 
 

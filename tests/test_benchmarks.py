@@ -75,6 +75,10 @@ def _robot(report: dict[str, Any]) -> None:
     assert report["pick_cube"]["runtime"] == "robotics"
     for runtime, found in starts.items():
         assert found["entry"] and _positive(found["median"]), (runtime, found)
+    gates = report["ready_gate_s"]
+    assert set(gates) == set(starts), gates
+    for found in gates.values():
+        assert _positive(found["cold_median"]) and _positive(found["warm_median"]), found
 
 
 def _replay_check(report: dict[str, Any]) -> None:

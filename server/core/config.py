@@ -108,6 +108,39 @@ class Settings(BaseSettings):
         description="Play sessions one worker process may hold, of one study's light "
                     "environment (docs/runtime.md, 'Several sessions per worker').",
     )  # fmt: skip
+    warm_workers_per_env: int = Field(
+        default=1,
+        ge=0,
+        le=4,
+        description="Workers kept started and built per environment in demand (a play "
+        "session of its study opened), so a ready gate opens at once; 0: none "
+        "(docs/runtime.md, 'Warm workers').",
+    )
+    warm_workers_max: int = Field(
+        default=4,
+        ge=0,
+        le=64,
+        description="Warm workers in all at once (each counts against max_workers).",
+    )
+    warm_worker_max_age_s: float = Field(
+        default=900.0, gt=0, description="A warm worker older than this is replaced."
+    )
+    warm_idle_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="An environment nobody asked for this long has its warm workers closed.",
+    )
+    warm_ping_timeout_s: float = Field(
+        default=1.0,
+        gt=0,
+        description="A warm worker must answer a ping this fast to be handed out (else it "
+        "is killed and a new one started).",
+    )
+    warm_sweep_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="How often dead, aged or stale warm workers are looked for and replaced.",
+    )
     stream_lanes: int = Field(
         default=0, ge=0, le=3,
         description="Extra WebSockets a player page opens: frames take turns over them "

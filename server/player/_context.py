@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server.core.config import Settings
 from server.principal import Principal
+from server.runtime.warm_pool import WarmPool
 from server.study_spec import StudySpec
 
 
@@ -26,3 +27,4 @@ class SessionContext:
     db: sessionmaker[Session]
     on_closed: Callable[[Any], None]
     workers_in_use: Callable[[int | None], int]
+    warm: WarmPool | None = None  # workers started before they are asked for

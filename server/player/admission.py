@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server.core.config import Settings
 from server.models import Study
+from server.player.env_link import prewarm
 from server.player.registry import Registry
 from server.player.session import LiveSession, SessionContext
 from server.principal import Principal
@@ -102,7 +103,7 @@ async def admit(registry: Registry, settings: Settings, db: sessionmaker[Session
     context = SessionContext(
         study_id=entry.study.id, spec=studies.spec_of(entry.study), principal=entry.principal,
         settings=settings, db=db, on_closed=registry.remove,
-        workers_in_use=registry.workers_in_use,
+        workers_in_use=registry.workers_in_use, warm=registry.warm,
     )  # fmt: skip
     live = LiveSession(await asyncio.to_thread(start), context)
     if (participant_id is not None and registry.of_participant(participant_id)) or not (
@@ -112,4 +113,5 @@ async def admit(registry: Registry, settings: Settings, db: sessionmaker[Session
         await live.close("opened elsewhere")
         return None
     registry.add(live)
+    await prewarm(registry.warm, context.spec, settings, context.study_id)
     return Admitted(live, resumed=False, session_not_found=unknown)

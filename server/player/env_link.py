@@ -18,11 +18,35 @@ from server.player.views import env_ready
 from server.recording.format import now_ms
 from server.runtime import EnvWorker, RemoteError, StepEvent, WorkerError
 from server.runtime.catalog import action_dimensions
+from server.runtime.warm_pool import WarmPool
 from server.services.studies.env_check import allowed_environments
 from server.study_spec import EnvironmentSpec, StudySpec
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+def _start_args(settings: Settings, study_id: int, allowed: Any) -> dict[str, Any]:
+    """What a play session's worker is started with (a warm one too: the same, exactly)."""
+    return {
+        "allowed": allowed,
+        "study_id": study_id,
+        "data_root": settings.data_root,
+        "timeout": settings.worker_start_timeout_s,
+        "reply_timeout": settings.worker_timeout_s,
+    }
+
+
+async def prewarm(
+    warm: WarmPool | None, spec: StudySpec, settings: Settings, study_id: int
+) -> None:
+    """A play session opened: its study's environments are in demand (warm workers for
+    them are started in the background, within the pool's limits)."""
+    if warm is None or not warm.enabled:
+        return
+    allowed = await asyncio.to_thread(allowed_environments, settings)
+    for env in spec.environments:
+        warm.want(env, **_start_args(settings, study_id, allowed))
 
 
 class EnvLink:
@@ -54,18 +78,24 @@ class EnvLink:
         (a task with settings of its own needs its own environment)."""
         return self.reusable_for(env.id) and self.source == env.source
 
-    async def start(self, env: EnvironmentSpec, settings: Settings, study_id: int) -> EnvWorker:
-        """Start a worker for ``env`` at its own (the designer's) speed and the player's
-        quality; a new worker streams at the ceiling, every frame."""
+    async def start(
+        self, env: EnvironmentSpec, settings: Settings, study_id: int, warm: WarmPool | None = None
+    ) -> EnvWorker:
+        """Start a worker for ``env`` (a warm one from ``warm`` when it has one) at its own
+        (the designer's) speed and the player's quality; a new worker streams at the
+        ceiling, every frame."""
         # The worker refuses a source the operator does not allow (a study stored before the
         # allow-list, or edited in the database); the list reads package metadata: a thread.
         allowed = await asyncio.to_thread(allowed_environments, settings)
-        worker = await EnvWorker.start(
-            env, allowed=allowed, study_id=study_id, data_root=settings.data_root,
-            timeout=settings.worker_start_timeout_s,
-            reply_timeout=settings.worker_timeout_s,
-            sessions_per_worker=settings.sessions_per_worker,
-        )  # fmt: skip
+        worker = None
+        if warm is not None:
+            worker = await warm.take(env, **_start_args(settings, study_id, allowed))
+        if worker is None:
+            worker = await EnvWorker.start(
+                env,
+                **_start_args(settings, study_id, allowed),
+                sessions_per_worker=settings.sessions_per_worker,
+            )
         self.worker, self.env_id, self.source = worker, env.id, env.source
         self.speed = env.speed
         if env.mode == "async" and self.speed != 1.0:

@@ -6,13 +6,16 @@ import asyncio
 import secrets
 
 from server.player.session import LiveSession
+from server.runtime.warm_pool import WarmPool
 
 
 class Registry:
-    """Sessions that are running or waiting for their player to reconnect."""
+    """Sessions that are running or waiting for their player to reconnect, and the warm
+    workers waiting for them (``warm``; None: none are kept)."""
 
-    def __init__(self) -> None:
+    def __init__(self, warm: WarmPool | None = None) -> None:
         self.sessions: dict[str, LiveSession] = {}
+        self.warm = warm
 
     def get(self, session_id: str | None) -> LiveSession | None:
         """The live session with this id, if any."""

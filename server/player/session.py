@@ -194,7 +194,7 @@ class LiveSession:
         self.stream.show(run, first)
 
     async def _start_worker(self, env: EnvironmentSpec) -> None:
-        worker = await self.env.start(env, self.settings, self.study_id)
+        worker = await self.env.start(env, self.settings, self.study_id, self.context.warm)
         if env.mode == "async":
             self._tasks.spawn(self.env.pump(worker, self.lock, partial(self._on_event, clock=True)))
         self.send(self.env.view(self.spec) or {})

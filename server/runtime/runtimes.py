@@ -153,6 +153,13 @@ def _fingerprint(runtime: Runtime) -> Any:
     return (str(runtime.venv), lock_hash(runtime), tuple(stats))
 
 
+def fingerprint(name: str) -> Any:
+    """What ``name``'s venv is on disk now (None for the app's own environment): a worker
+    started before it changed (removed, reinstalled) is of another runtime."""
+    runtime = RUNTIMES.get(name)
+    return None if runtime is None else _fingerprint(runtime)
+
+
 def state(name: str) -> State:
     """``name``'s state, checked in its interpreter once per install (then kept)."""
     if name == APP:

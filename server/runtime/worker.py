@@ -246,9 +246,10 @@ class EnvWorker:
         and a fresh copy of it replays them (not recorded; ``replay_check.trial``'s report)."""
         return await self._request("replay_trial", {"seed": seed}, timeout)
 
-    async def ping(self) -> None:
-        """Round trip to the worker (health check)."""
-        await self._request("ping", None)
+    async def ping(self, timeout: float | None = None) -> None:
+        """Round trip to the worker (health check); one that misses ``timeout`` (default:
+        the reply timeout) is killed (:class:`WorkerTimeout`)."""
+        await self._request("ping", None, timeout)
 
     # -- plumbing ---------------------------------------------------------------------------
     async def _request(
