@@ -158,7 +158,8 @@ def episode_view(run: EpisodeRun | None, spec: StudySpec) -> dict[str, Any] | No
     return {"id": run.id, "index": run.index, "env_id": run.env_id, "seed": run.seed,
             "step": run.step, "return": run.return_,
             "task": None if run.task is None else run.task.public(),
-            "ask_outcome": spec.asks_outcome(run.env_id)}  # fmt: skip
+            "ask_outcome": spec.asks_outcome(run.env_id),
+            "ended_by": ended_by(run.end_reason)}  # fmt: skip
 
 
 def ended_message(run: EpisodeRun, spec: StudySpec) -> dict[str, Any]:

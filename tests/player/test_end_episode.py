@@ -61,6 +61,26 @@ def test_the_participant_ends_an_episode_and_saves_it(factory, designer, db):
     assert (listed["ended_by"], listed["steps"], listed["actions"]) == ("participant", 4, 3)
 
 
+def test_a_reload_after_ending_asks_the_save_question_again(factory, designer, db):
+    study = factory.study(designer, spec(_ending(episode_len=50)))
+    client = factory.client(designer)
+    with _open(client, study) as ws:
+        player = Player(ws)
+        episode = player.start()
+        session_id = player.seen[0]["session_id"]
+        player.step(["KeyA"])
+        player.send(type="end_episode")
+        player.until("episode_ended")
+    with client.websocket_connect(f"/ws/play?study={study.id}&session={session_id}") as ws:
+        player = Player(ws)
+        hello = player.until("hello")
+        assert hello["phase"] == "ended" and hello["episode"]["ended_by"] == "participant"
+        assert player.until("episode_ended")["ended_by"] == "participant"  # asked again
+        player.send(type="save", keep=True)
+        assert player.until("episode_saved")["status"] == "completed"
+    assert row_of(db, episode["id"]).ended_by == "participant"
+
+
 def test_ending_refused_before_the_first_step_and_where_not_allowed(factory, designer, db):
     study = factory.study(designer, spec(_ending(episode_len=50), counter_env("plain")))
     with _open(factory.client(designer), study) as ws:

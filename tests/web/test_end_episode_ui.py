@@ -17,6 +17,8 @@ from playwright.sync_api import Page, expect
 from server.models import Episode, EpisodeStatus, User
 from server.runtime.catalog import CATALOG
 from tests.factories import PASSWORD
+from tests.player.conftest import activate, spec
+from tests.web._crowd import link
 from tests.web._teleop import hold, open_game
 
 ENTRY = CATALOG["PickCube"]
@@ -105,3 +107,42 @@ def test_a_participant_ends_a_pick_cube_episode_early_and_the_list_says_so(
     page.keyboard.press("End")
     expect(page.locator("#step-label")).to_have_text(f"{steps} / {steps}")
     _shot(page, "replay")
+
+
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
+
+
+def test_a_phone_participant_taps_im_done(live_server, browser, factory, db):
+    """On a phone (touch only, 390×844) the button is in sight with Pause and Cancel, the
+    pause says to tap it, and a tap ends the episode and asks the save question."""
+    fields = {"id": "robot", "name": "Cube", "source": ENTRY.source().model_dump(),
+              "mode": ENTRY.mode, "fps": ENTRY.fps, "max_steps": 3000}  # fmt: skip
+    crowd = {"inputs": ["keyboard", "gamepad", "touch"]}  # open to phones
+    study = activate(db, factory.study(factory.user(), spec(fields, crowd=crowd)))
+    context = browser.new_context(**PHONE)
+    phone = context.new_page()
+    phone.goto(link(live_server, study, PROLIFIC_PID="thumbs"))
+    phone.locator("#instructions-ok").tap()
+    phone.get_by_role("button", name="Play Cube").tap()
+    expect(phone.locator("#st-phase")).to_have_text("ready")
+    done = phone.get_by_role("button", name="I'm done")
+    expect(done).to_be_visible()
+    phone.get_by_role("button", name="Start", exact=True).tap()
+    expect(phone.locator("#st-phase")).to_have_text("playing")
+    phone.wait_for_function("() => Number(document.getElementById('st-step').textContent) >= 5")
+    phone.get_by_role("button", name="Pause", exact=True).tap()
+    expect(phone.locator("#overlay")).to_have_text(
+        re.compile("Paused — tap Resume to continue, or I'm done to end the episode")
+    )
+    for button in ("Resume", "I'm done", "Cancel episode"):
+        expect(phone.get_by_role("button", name=button, exact=True)).to_be_in_viewport()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    phone.screenshot(path=str(SHOTS / "phone-paused.png"))
+    done.tap()
+    expect(phone.locator("#save-text")).to_contain_text("You ended the episode")
+    phone.get_by_role("button", name="Save").tap()
+    expect(phone.locator("#after-save-text")).to_contain_text("Episode saved.")
+    context.close()
+    (row,) = db.query(Episode).filter_by(study_id=study.id).all()
+    db.refresh(row)
+    assert (row.status, row.ended_by) == ("completed", "participant") and row.steps > 5
