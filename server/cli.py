@@ -114,11 +114,13 @@ def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
             db, study, flt, sort="started_at", limit=review.MAX_PAGE, count_cap=None
         )
         externals = review.external_ids(db, page.items)
-        print(f"{'episode':32}  {'env':12} {'status':10} {'steps':>6} {'return':>9}  participant")
+        # steps: the actions taken, as the pages count them (the export has one more)
+        print(f"{'episode':32}  {'env':12} {'status':10} {'ended by':12} {'steps':>6} "
+              f"{'return':>9}  participant")  # fmt: skip
         for e in page.items:
             print(
-                f"{e.id:32}  {e.env_key[:12]:12} {e.status:10} {e.steps:6d} "
-                f"{e.total_reward:9.3f}  {review.agent_key(e, externals)}"
+                f"{e.id:32}  {e.env_key[:12]:12} {e.status:10} {e.ended_by or '-':12} "
+                f"{max(e.steps - 1, 0):6d} {e.total_reward:9.3f}  {review.agent_key(e, externals)}"
                 + (f"  [{', '.join(sorted(t.name for t in e.tags))}]" if e.tags else "")
             )
         shown = len(page.items)

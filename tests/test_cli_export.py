@@ -34,7 +34,9 @@ def test_episodes_lists_the_study(settings, study, recorded) -> None:  # type: i
     res = run_cli(settings, "episodes", "--study", str(study.id))
     assert res.returncode == 0, res.stderr
     for rec in recorded["cartpole"][:3]:
-        assert rec.episode_id in res.stdout
+        (line,) = [row for row in res.stdout.splitlines() if rec.episode_id in row]
+        # the actions taken, as the pages count steps: one fewer than the recorded RLDS steps
+        assert line.split()[4] == str(rec.num_steps - 1)
     assert "[good]" in res.stdout and "4 episode(s)" in res.stdout
     res = run_cli(settings, "episodes", "--study", str(study.id), "--status", "rejected")
     assert "1 episode(s)" in res.stdout and recorded["cartpole"][2].episode_id in res.stdout
