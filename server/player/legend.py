@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from server.study_spec.touch import TOUCH_BUTTONS
+
 # Standard-mapping gamepad names (https://w3c.github.io/gamepad/#remapping).
 BUTTON_NAMES = {
     0: "A", 1: "B", 2: "X", 3: "Y", 4: "LB", 5: "RB", 6: "LT", 7: "RT", 8: "Back", 9: "Start",
@@ -25,12 +27,17 @@ DEVICE_AXIS_NAMES = {
     # 0-2 the tilt (or the WebXR turn), 3-5 the WebXR move since the press (web/phone/xr.js)
     "phone": ["phone tilt forward / back", "phone tilt right / left", "phone twist left / right",
               "phone moved right / left", "phone moved away / nearer", "phone moved up / down"],
+    # the player's own touch screen (web/player/touchpad.js): two drag pads and its tilt
+    "touch": ["pad 1 ←→", "pad 1 ↑↓", "pad 2 ←→", "pad 2 ↑↓", "tilt forward / back",
+              "tilt right / left"],
 }  # fmt: skip
 DEVICE_BUTTONS = {
     "MouseLeft": ("mouse", "left mouse button"), "MouseRight": ("mouse", "right mouse button"),
     "SpaceMouseLeft": ("spacemouse", "SpaceMouse left button"),
     "SpaceMouseRight": ("spacemouse", "SpaceMouse right button"),
     "PhoneClutch": ("phone", "phone clutch"), "PhoneGrip": ("phone", "phone grip"),
+    # the touch controls' big buttons (web/player/touchpad.js): "button A" beside touch's own
+    **{code: ("touch", f"touch button {code[5:]}") for code in TOUCH_BUTTONS},
 }  # fmt: skip
 # A device button's name beside the device's own where it is not its name without the
 # device's word: the mouse's "right button", the phone page's own buttons (web/phone.html).

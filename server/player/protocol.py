@@ -64,7 +64,7 @@ ButtonValue = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 AxisValue = Annotated[float, Field(ge=-1, le=1, allow_inf_nan=False)]
 # Devices the page reads besides keyboard and gamepad, each normalised to [-1, 1] per axis;
 # their buttons travel in ``keys`` as reserved codes (``MouseLeft``, ``SpaceMouseLeft``, ...).
-Device = Literal["mouse", "spacemouse", "phone"]
+Device = Literal["mouse", "spacemouse", "phone", "touch"]
 DeviceAxes = Annotated[list[AxisValue], Field(max_length=8)]
 
 

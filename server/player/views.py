@@ -16,7 +16,8 @@ from server.player.legend import (
     legend_groups,
 )
 from server.runtime.catalog import allows_end, default_controls
-from server.study_spec import MAX_TOUCH_BUTTONS, EnvironmentSpec, StudySpec
+from server.study_spec import MAX_TOUCH_BUTTONS, Controls, EnvironmentSpec, StudySpec
+from server.study_spec.touch import TOUCH_BUTTONS, playable_by_touch
 
 if TYPE_CHECKING:
     from server.player.episode_run import EpisodeRun
@@ -30,9 +31,13 @@ def render_markdown(text: str) -> str:
     return _md.render(text or "")
 
 
+def _controls(env: EnvironmentSpec) -> Controls:
+    return env.controls if env.controls is not None else default_controls(env.source)
+
+
 def uses_phone(env: EnvironmentSpec) -> bool:
     """True when the environment's controls read a paired phone (its axes or buttons)."""
-    controls = env.controls if env.controls is not None else default_controls(env.source)
+    controls = _controls(env)
     return any(ax.source == "phone" for ax in controls.axes) or any(
         part.startswith("Phone") for combo in controls.keys for part in combo.split("+")
     )
@@ -42,6 +47,9 @@ def environment_view(env: EnvironmentSpec, completed: int = 0) -> dict[str, Any]
     """One environment as the page lists it."""
     return {
         "phone": uses_phone(env),
+        # a touch screen reaches its actions (touch controls or key buttons): a phone is told
+        # before consent when it does not (server/study_spec/touch.py)
+        "touch": playable_by_touch(_controls(env)),
         "id": env.id,
         "name": env.name,
         "mode": env.mode,
@@ -107,14 +115,19 @@ def controls_legend(info: dict[str, Any], dimensions: Sequence[str] = ()) -> dic
     keys: set[str] = set()
     pads: list[dict[str, Any]] = []  # on-screen buttons: one per key binding
     devices: set[str] = set()  # devices some binding reads (besides keyboard and gamepad)
+    # the touch controls (web/player/touchpad.js): the pads' axes and big buttons bound
+    touch_axes: dict[int, str] = {}
+    touch_buttons: list[dict[str, str]] = []
     for name, value in (controls.get("bindings") or {}).items():
         short = name.removeprefix("button ")
         label = labels.get(name) or labels.get(short)
         if label is None and isinstance(value, int) and 0 <= value < len(meanings):
             label = meanings[value].replace("_", " ").lower()
-        rows.append({"input": input_name(name), "label": label or f"action {value}"})
         parts = [p for p in name.split("+") if p]
+        rows.append({"input": input_name(name), "label": label or f"action {value}"})
         devices.update(DEVICE_BUTTONS[p][0] for p in parts if p in DEVICE_BUTTONS)
+        if parts and parts[0] in TOUCH_BUTTONS and len(parts) == 1:
+            touch_buttons.append({"key": parts[0], "label": label or f"action {value}"})
         if not name.startswith(("button ", "axis ", *(f"{d} " for d in DEVICE_AXIS_NAMES))):
             keys.update(p for p in parts if p not in DEVICE_BUTTONS)
             if not any(p in DEVICE_BUTTONS for p in parts):  # a device's button is no tap
@@ -126,6 +139,11 @@ def controls_legend(info: dict[str, Any], dimensions: Sequence[str] = ()) -> dic
             devices.add(source)
         elif axis.get("deadzone") is not None:  # the page zeroes only what no binding reads
             deadzone = min(deadzone, axis["deadzone"])
+        if source == "touch":
+            key = f"touch {axis['axis']}"
+            touch_axes.setdefault(
+                axis["axis"], labels.get(key) or f"action dimension {axis.get('dim', 0)}"
+            )
         if axis.get("negative") is None and axis.get("positive") is None:  # a vector's axis
             key = f"axis {axis['axis']}" if source == "gamepad" else f"{source} {axis['axis']}"
             rows.append(
@@ -134,11 +152,15 @@ def controls_legend(info: dict[str, Any], dimensions: Sequence[str] = ()) -> dic
                     "label": labels.get(key) or f"action dimension {axis.get('dim', 0)}",
                 }
             )
+    reads_touch = bool(touch_axes or touch_buttons)
     return {"legend": rows, "groups": legend_groups(info, dimensions),
             "keys": sorted(keys), "deadzone": deadzone,
             "devices": sorted(devices),  # which device hints and buttons the page shows
-            # a tap sends exactly the keys of its binding; none when too many for a thumb
-            "touch": pads if len(pads) <= MAX_TOUCH_BUTTONS else []}  # fmt: skip
+            # a tap sends exactly the keys of its binding; none when too many for a thumb,
+            # or when the touch controls (web/player/touchpad.js) play instead
+            "touch": pads if len(pads) <= MAX_TOUCH_BUTTONS and not reads_touch else [],
+            "touch_controls": {"axes": {str(i): text for i, text in sorted(touch_axes.items())},
+                               "buttons": touch_buttons} if reads_touch else None}  # fmt: skip
 
 
 def env_ready(

@@ -8,6 +8,7 @@ from server.runtime._catalog_pick_cube import (
     PICK_CUBE_CONTROLS,
     PICK_CUBE_REGENERATE,
     PICK_CUBE_SCHEMA,
+    touch_axes,
 )
 from server.runtime._catalog_robosuite import (
     ROBOSUITE_CONTROLS,
@@ -212,8 +213,8 @@ FETCH_CONTROLS = Controls(
           "ArrowLeft": [0.0, -FETCH_STEP, 0.0, 0.0], "ArrowRight": [0.0, FETCH_STEP, 0.0, 0.0],
           "KeyW": [0.0, 0.0, FETCH_STEP, 0.0], "KeyS": [0.0, 0.0, -FETCH_STEP, 0.0],
           "Space": FETCH_SHUT, "MouseRight": FETCH_SHUT, "SpaceMouseLeft": FETCH_SHUT,
-          "PhoneGrip": FETCH_SHUT},
-    toggle=["Space", "MouseRight", "SpaceMouseLeft", "PhoneGrip"],
+          "PhoneGrip": FETCH_SHUT, "TouchA": FETCH_SHUT},
+    toggle=["Space", "MouseRight", "SpaceMouseLeft", "PhoneGrip", "TouchA"],
     buttons={7: FETCH_SHUT},  # RT
     analog=[7],
     axes=[AxisBinding(axis=0, dim=1, scale=FETCH_STEP),
@@ -230,7 +231,10 @@ FETCH_CONTROLS = Controls(
           # tipped right = right, twisted left (counter-clockwise) = up
           AxisBinding(source="phone", axis=0, dim=0, scale=-FETCH_STEP),
           AxisBinding(source="phone", axis=1, dim=1, scale=FETCH_STEP),
-          AxisBinding(source="phone", axis=2, dim=2, scale=FETCH_STEP)],
+          AxisBinding(source="phone", axis=2, dim=2, scale=FETCH_STEP),
+          # a touch screen (docs/study-format.md, "Touch"): pad 1 over the table, pad 2 up
+          # and down, touch button A toggles the gripper
+          *touch_axes(x=(1, FETCH_STEP), y=(0, FETCH_STEP), up=(2, -FETCH_STEP))],
     noop=[0.0, 0.0, 0.0, 1.0],  # the fingers open unless Space closed them
     labels={"ArrowUp": "hand away (toward the robot)", "ArrowDown": "hand nearer",
             "ArrowLeft": "hand left", "ArrowRight": "hand right", "KeyW": "hand up",
@@ -244,7 +248,10 @@ FETCH_CONTROLS = Controls(
             "mouse 4": "hand up / down", "spacemouse 0": "hand left / right",
             "spacemouse 1": "hand away / nearer", "spacemouse 2": "hand up / down",
             "PhoneGrip": "close / open the gripper (toggle)", "phone 0": "hand away / nearer",
-            "phone 1": "hand right / left", "phone 2": "hand up / down"},
+            "phone 1": "hand right / left", "phone 2": "hand up / down",
+            "TouchA": "gripper: close / open", "touch 0": "hand left / right",
+            "touch 1": "hand away / nearer", "touch 3": "hand up / down",
+            "touch 4": "hand away / nearer", "touch 5": "hand right / left"},
 )  # fmt: skip
 # A view from the front of the table, facing the robot (the env's own is from its side).
 FETCH_CAMERA = {"distance": 1.5, "azimuth": 180.0, "elevation": -35.0,

@@ -35,7 +35,9 @@ def end_effector_keys(
 # The same moves from a gamepad (sticks), the mouse (drag on the picture over the table, the
 # wheel or Shift+drag up/down, Shift+drag sideways turns it, the right button toggles the
 # gripper) and a paired phone (tipped forward: away, tipped right: right, twisted left: up,
-# as Fetch's; its Grip toggles the gripper): docs/study-format.md, "Devices".
+# as Fetch's; its Grip toggles the gripper) and a touch screen (pad 1 moves the hand over the
+# table as the mouse's drag does, pad 2 up / down and turns it, touch button A toggles the
+# gripper, tipped forward: away, tipped right: right): docs/study-format.md, "Devices".
 def _pick_cube_controls(move: float = 0.5, turn: float = 0.5) -> Controls:
     keys, labels = end_effector_keys(
         (
@@ -54,16 +56,20 @@ def _pick_cube_controls(move: float = 0.5, turn: float = 0.5) -> Controls:
         ),
         move,
         turn,
-        ("Space", "MouseRight", "PhoneGrip"),
+        ("Space", "MouseRight", "PhoneGrip", "TouchA"),
     )
+    labels["TouchA"] = "gripper: close / open"
     labels.update({"axis 0": "hand left / right", "axis 1": "hand away / nearer",
                    "axis 3": "hand up / down", "axis 2": "turn (yaw)",
                    "mouse 0": "hand left / right", "mouse 1": "hand away / nearer",
                    "mouse 2": "hand up / down", "mouse 3": "turn (yaw)",
                    "mouse 4": "hand up / down", "phone 0": "hand away / nearer",
-                   "phone 1": "hand right / left", "phone 2": "hand up / down"})  # fmt: skip
+                   "phone 1": "hand right / left", "phone 2": "hand up / down",
+                   "touch 0": "hand left / right", "touch 1": "hand away / nearer",
+                   "touch 2": "turn (yaw)", "touch 3": "hand up / down",
+                   "touch 4": "hand away / nearer", "touch 5": "hand right / left"})  # fmt: skip
     return Controls(
-        keys=keys, toggle=["Space", "MouseRight", "PhoneGrip"], labels=labels,
+        keys=keys, toggle=["Space", "MouseRight", "PhoneGrip", "TouchA"], labels=labels,
         axes=[AxisBinding(axis=0, dim=0, scale=move), AxisBinding(axis=1, dim=1, scale=-move),
               AxisBinding(axis=3, dim=2, scale=-move), AxisBinding(axis=2, dim=5, scale=-turn),
               # drag right: right; drag down: nearer; the wheel away or Shift+drag up: up;
@@ -76,9 +82,33 @@ def _pick_cube_controls(move: float = 0.5, turn: float = 0.5) -> Controls:
               # a paired phone: tipped forward = away, tipped right = right, twisted left = up
               AxisBinding(source="phone", axis=0, dim=1, scale=move),
               AxisBinding(source="phone", axis=1, dim=0, scale=move),
-              AxisBinding(source="phone", axis=2, dim=2, scale=move)],
+              AxisBinding(source="phone", axis=2, dim=2, scale=move),
+              *touch_axes(x=(0, move), y=(1, -move), up=(2, -move), turn=(5, -turn))],
         noop=[0.0] * 6 + [-1.0],  # the fingers open unless Space closed them
     )  # fmt: skip
+
+
+def touch_axes(
+    x: tuple[int, float],
+    y: tuple[int, float],
+    up: tuple[int, float],
+    turn: tuple[int, float] | None = None,
+) -> list[AxisBinding]:
+    """An arm's touch controls (web/player/touchpad.js): pad 1 drives ``x`` (dragged right)
+    and ``y`` (dragged down), pad 2 ``up`` (dragged down) and ``turn`` (dragged right), each
+    a ``(dim, scale)``; tipped forward moves as pad 1 dragged up, tipped right as dragged
+    right."""
+    (xd, xs), (yd, ys), (ud, us) = x, y, up
+    axes = [
+        AxisBinding(source="touch", axis=0, dim=xd, scale=xs),
+        AxisBinding(source="touch", axis=1, dim=yd, scale=ys),
+        AxisBinding(source="touch", axis=3, dim=ud, scale=us),
+        AxisBinding(source="touch", axis=4, dim=yd, scale=-ys),
+        AxisBinding(source="touch", axis=5, dim=xd, scale=xs),
+    ]
+    if turn is not None:
+        axes.insert(2, AxisBinding(source="touch", axis=2, dim=turn[0], scale=turn[1]))
+    return axes
 
 
 PICK_CUBE_CONTROLS = _pick_cube_controls()

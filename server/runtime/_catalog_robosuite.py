@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.runtime._catalog_pick_cube import end_effector_keys
+from server.runtime._catalog_pick_cube import end_effector_keys, touch_axes
 from server.runtime.regeneration import Regenerable
 from server.study_spec import AxisBinding, Controls
 
@@ -26,10 +26,10 @@ ROBOSUITE_MAX_STEPS = 1200  # a minute at 20 steps a second (the registrations' 
 # mouse (drag on the picture, the wheel or Shift+drag up and down, Shift+drag sideways turns
 # it, the right button toggles the gripper), a SpaceMouse (all six axes, its left button
 # toggles the gripper) and a paired phone (tipped forward: away, tipped right: right,
-# twisted left: up, as Fetch's; its Grip toggles the gripper): docs/study-format.md,
-# "Devices".
+# twisted left: up, as Fetch's; its Grip toggles the gripper) and a touch screen (pads and
+# tilt as PickCube's, touch button A toggles the gripper): docs/study-format.md, "Devices".
 def _robosuite_controls(move: float = 0.5, turn: float = 0.3) -> Controls:
-    toggles = ["Space", "MouseRight", "SpaceMouseLeft", "PhoneGrip"]  # one latch
+    toggles = ["Space", "MouseRight", "SpaceMouseLeft", "PhoneGrip", "TouchA"]  # one latch
     keys, labels = end_effector_keys(
         (
             ("ArrowRight", 1, 1, "hand right"),
@@ -59,7 +59,10 @@ def _robosuite_controls(move: float = 0.5, turn: float = 0.3) -> Controls:
                    "spacemouse 2": "hand up / down", "spacemouse 3": "tilt fingers away / nearer",
                    "spacemouse 4": "tilt fingers left / right", "spacemouse 5": "turn (yaw)",
                    "phone 0": "hand away / nearer", "phone 1": "hand right / left",
-                   "phone 2": "hand up / down"})  # fmt: skip
+                   "phone 2": "hand up / down", "TouchA": "gripper: close / open",
+                   "touch 0": "hand left / right", "touch 1": "hand away / nearer",
+                   "touch 2": "turn (yaw)", "touch 3": "hand up / down",
+                   "touch 4": "hand away / nearer", "touch 5": "hand right / left"})  # fmt: skip
     sm = 0.05  # the SpaceMouse's dead zone (as Fetch's)
     return Controls(
         keys=keys, toggle=toggles, labels=labels,
@@ -86,7 +89,9 @@ def _robosuite_controls(move: float = 0.5, turn: float = 0.3) -> Controls:
               # a paired phone: tipped forward = away, tipped right = right, twisted left = up
               AxisBinding(source="phone", axis=0, dim=0, scale=-move),
               AxisBinding(source="phone", axis=1, dim=1, scale=move),
-              AxisBinding(source="phone", axis=2, dim=2, scale=move)],
+              AxisBinding(source="phone", axis=2, dim=2, scale=move),
+              # touch: pad 1 right = right (+y), down = nearer (+x); pad 2 down = down
+              *touch_axes(x=(1, move), y=(0, move), up=(2, -move), turn=(5, -turn))],
         noop=[0.0] * 6 + [-1.0],  # the fingers open unless Space closed them
     )  # fmt: skip
 

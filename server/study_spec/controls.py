@@ -13,7 +13,7 @@ from server.study_spec.base import StrictModel
 ActionValue = int | float | list[int] | list[float] | str
 # Where an axis comes from: the gamepad's ``axes``, or one of the ``devices`` the player page
 # reads (each normalised to [-1, 1] per axis; docs/study-format.md "Devices").
-AxisSource = Literal["gamepad", "mouse", "spacemouse", "phone"]
+AxisSource = Literal["gamepad", "mouse", "spacemouse", "phone", "touch"]
 DEVICE_AXES = 8  # axes a device sends at most (a gamepad: 16)
 
 
@@ -24,7 +24,8 @@ class AxisBinding(StrictModel):
     source: AxisSource = Field(
         default="gamepad",
         description="gamepad (its axes), mouse ([x, y, wheel, shift-x, shift-y]), spacemouse "
-        "([x, y, z, rx, ry, rz]) or phone.",
+        "([x, y, z, rx, ry, rz]), phone (a paired phone) or touch (the player's own touch "
+        "screen: [pad 1 x, pad 1 y, pad 2 x, pad 2 y, tilt forward, tilt right]).",
     )
     axis: int = Field(ge=0, le=15, description="The axis's index in its source's list.")
     dim: int = Field(default=0, ge=0)

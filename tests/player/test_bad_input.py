@@ -58,6 +58,10 @@ OUT_OF_RANGE = [
     ({"type": "input", "client_ms": 1, "devices": {"mouse": [float("nan")]}}, "devices"),
     ({"type": "input", "client_ms": 1, "devices": {"spacemouse": [0, 1.01]}}, "devices"),
     ({"type": "input", "client_ms": 1, "devices": {"phone": [-2]}}, "devices"),
+    ({"type": "input", "client_ms": 1, "devices": {"touch": [0, 1.5]}}, "devices"),
+    ({"type": "input", "client_ms": 1, "devices": {"touch": [float("nan")]}}, "devices"),
+    ({"type": "input", "client_ms": 1, "devices": {"touch": [0.5] * 9}}, "devices"),
+    ({"type": "input", "client_ms": 1, "devices": {"touch": "0.5"}}, "devices"),
     ({"type": "ack", "episode": 1, "step": 10**30, "drawn_ms": 1}, "step"),
     ({"type": "ack", "episode": 2**40, "step": 1, "drawn_ms": 1}, "episode"),
     ({"type": "ack", "episode": 1, "step": 1, "drawn_ms": float("inf")}, "drawn_ms"),
@@ -85,7 +89,8 @@ def test_json_numbers_that_are_not_finite_are_refused(number):
 def test_parse_accepts_every_client_message():
     samples = [
         {"type": "input", "keys": ["KeyA", "MouseLeft"], "buttons": {"0": 1.0}, "axes": [0.5],
-         "devices": {"mouse": [0.5, -1, 0], "spacemouse": [0] * 6, "phone": [1]}, "client_ms": 1,
+         "devices": {"mouse": [0.5, -1, 0], "spacemouse": [0] * 6, "phone": [1],
+         "touch": [0.5, -1, 0, 1, 0, 0]}, "client_ms": 1,
          "seen_step": 3},
         {"type": "ack", "episode": 1, "step": 2, "drawn_ms": 3.5},
         {"type": "start", "env_id": "x"}, {"type": "pause"}, {"type": "resume"},

@@ -53,3 +53,63 @@ def test_no_touch_buttons_past_eight_key_bindings():
     eight = {f"Digit{i}": i for i in range(8)}
     assert len(controls_legend(_resolved(eight))["touch"]) == 8
     assert controls_legend(_resolved({**eight, "KeyZ": 9}))["touch"] == []
+
+
+def _arm() -> tuple[Controls, dict]:
+    """The catalog's PickCube controls, resolved by the worker's own mapper."""
+    from dm_env import specs
+
+    from server.runtime.catalog import CATALOG, default_controls
+
+    controls = default_controls(CATALOG["PickCube"].source())
+    spec = specs.BoundedArray((7,), float, -1.0, 1.0)
+    return controls, {"controls": ActionMapper(spec, controls).resolved(), "action_meanings": []}
+
+
+def test_an_arm_gets_touch_controls_instead_of_key_buttons():
+    controls, info = _arm()
+    legend = controls_legend(info)
+    assert legend["touch"] == []  # 12 moves and a gripper: no key buttons, the pads instead
+    touch = legend["touch_controls"]
+    assert touch["axes"] == {
+        "0": "hand left / right",
+        "1": "hand away / nearer",
+        "2": "turn (yaw)",
+        "3": "hand up / down",
+        "4": "hand away / nearer",
+        "5": "hand right / left",
+    }
+    assert touch["buttons"] == [{"key": "TouchA", "label": "gripper: close / open"}]
+    assert "touch" in legend["devices"]
+    rows = {row["input"]: row["label"] for row in legend["legend"]}
+    assert rows["pad 1 ←→"] == "hand left / right" and rows["touch button A"].startswith("grip")
+
+
+def test_touch_pads_and_the_gripper_drive_the_arm():
+    controls, _ = _arm()
+    from dm_env import specs
+
+    mapper = ActionMapper(specs.BoundedArray((7,), float, -1.0, 1.0), controls)
+    assert mapper({"devices": {"touch": [1, 0, 0, 0]}}).tolist() == [0.5, 0, 0, 0, 0, 0, -1]
+    assert mapper({"devices": {"touch": [0, 0, 0, -1]}}).tolist() == [0, 0, 0.5, 0, 0, 0, -1]
+    assert mapper({"devices": {"touch": [0, 0, 0, 0, 1, 0]}}).tolist()[1] == 0.5  # tipped away
+    assert mapper({"keys": ["TouchA"]}).tolist()[6] == 1  # shut, and it stays shut
+    assert mapper({}).tolist()[6] == 1
+    # what a browser never sends (the protocol refuses it) maps to the bounds, never past
+    assert mapper({"devices": {"touch": [9, float("nan"), "x"]}}).tolist()[:2] == [0.5, 0]
+
+
+def test_an_environment_is_playable_by_touch_when_a_touch_binding_reaches_it():
+    from server.player.views import environment_view
+    from server.runtime.catalog import CATALOG
+    from server.study_spec import EnvironmentSpec
+
+    def env(**fields):
+        return EnvironmentSpec(id="e", name="E", source=CATALOG["PickCube"].source(), **fields)
+
+    assert environment_view(env())["touch"] is True  # the catalog's touch pads
+    thirteen = {"keys": {f"Digit{i}": [0.0] * 6 + [1.0] for i in range(9)}}
+    assert environment_view(env(controls=thirteen))["touch"] is False
+    assert environment_view(env(controls={"keys": {"KeyA": [1.0] + [0.0] * 6}}))["touch"] is True
+    pad = {"axes": [{"source": "touch", "axis": 0, "dim": 0}]}
+    assert environment_view(env(controls=pad))["touch"] is True

@@ -131,15 +131,20 @@ def test_human_active_sees_keys_buttons_and_bound_axes_past_their_dead_zone():
 def test_the_legend_names_the_devices_and_their_axes():
     m = fetch()
     legend = controls_legend({"controls": json.loads(json.dumps(m.resolved()))})
-    assert legend["devices"] == ["mouse", "phone", "spacemouse"]
+    assert legend["devices"] == ["mouse", "phone", "spacemouse", "touch"]
     rows = {(r["input"], r["label"]) for r in legend["legend"]}
     assert ("mouse drag ←→", "hand left / right") in rows
     assert ("SpaceMouse up / down", "hand up / down") in rows
     assert ("right mouse button", "close / open the gripper (toggle)") in rows
     assert ("gamepad RT", "close the gripper (as far as pulled)") in rows
     assert ("phone tilt forward / back", "hand away / nearer") in rows
-    # device buttons are no keyboard keys and no on-screen buttons
-    assert "MouseRight" not in legend["keys"] and len(legend["touch"]) == 7
+    # device buttons are no keyboard keys and no on-screen buttons; the touch controls play
+    # instead of the 7 key buttons a touch screen would have had
+    assert "MouseRight" not in legend["keys"] and legend["touch"] == []
+    assert legend["touch_controls"]["buttons"] == [
+        {"key": "TouchA", "label": "gripper: close / open"}
+    ]
+    assert sorted(legend["touch_controls"]["axes"]) == ["0", "1", "3", "4", "5"]
     # the WebXR move's axes (3-5) by name, as the phone page shows them
     assert [axis_name("phone", a) for a in (3, 4, 5)] == [
         "phone moved right / left",

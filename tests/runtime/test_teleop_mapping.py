@@ -137,6 +137,6 @@ def test_study_file_refuses_non_finite_or_out_of_range_settings(controls):
 def test_resolved_controls_show_the_toggle_and_clamp():
     m = fetch_mapper(clamp=[[-0.5, 0.5]] * 4)
     resolved = json.loads(json.dumps(m.resolved()))
-    assert resolved["toggle"] == ["MouseRight", "PhoneGrip", "Space", "SpaceMouseLeft"]
+    assert resolved["toggle"] == ["MouseRight", "PhoneGrip", "Space", "SpaceMouseLeft", "TouchA"]
     assert resolved["clamp"] == [[-0.5, 0.5]] * 4
     assert "toggle" in resolved["labels"]["Space"] and resolved["unbound"] == []

@@ -139,3 +139,76 @@ def test_no_touch_buttons_without_touch_in_the_study(live_server, phone, factory
     expect(phone.locator("#legend tr", has_text="one").locator("kbd")).to_have_text("A")
     expect(phone.locator("#start-btn kbd")).to_be_visible()
     expect(phone.locator("#touch-pad")).to_be_hidden()
+
+
+def _nine_keys(env_id: str = "nine") -> dict:
+    """A counter game with 9 key bindings: too many for on-screen buttons, and no touch pad."""
+    env = counter_env(env_id, episode_len=2)
+    env["controls"] = {"keys": {f"Digit{i}": 1 + i % 2 for i in range(1, 10)}, "noop": 0}
+    return env
+
+
+def test_a_phone_hears_before_consent_which_games_touch_cannot_play(
+    live_server, phone, factory, db
+):
+    study = crowd_study(
+        db,
+        factory,
+        factory.user(),
+        counter_env(episode_len=2),
+        _nine_keys(),
+        consent="I agree.",
+        inputs=["keyboard", "touch"],
+        screenout_code="NO-TOUCH",
+    )
+    phone.goto(link(live_server, study, PROLIFIC_PID="thumbs-2"))
+    expect(phone.locator("#status-title")).to_have_text(
+        "Some games of this study cannot be played on a touch screen"
+    )
+    text = phone.locator("#status-text")
+    expect(text).to_contain_text("“Nine” cannot be played by touch: it needs a keyboard, which")
+    expect(text).to_contain_text("return the study on Prolific (a screen-out, or a no-code return)")
+    shot(phone, "phone-some-games-need-keys")
+    expect(phone.locator("#consent-view")).to_be_hidden()
+    assert _participants(db, study) == []
+    phone.get_by_role("button", name="Leave the study").tap()
+    expect(phone.locator("#code-value")).to_have_value("NO-TOUCH")
+    [row] = _participants(db, study)
+    assert row.screenout_reason == "device" and row.consented_at is None
+
+
+def test_an_mturk_worker_on_a_phone_is_told_to_return_the_hit(live_server, phone, factory, db):
+    study = crowd_study(
+        db, factory, factory.user(), _nine_keys(), consent="I agree.", inputs=["keyboard", "touch"]
+    )
+    phone.goto(link(live_server, study, workerId="W-phone", assignmentId="A-1", hitId="H-1"))
+    expect(phone.locator("#status-title")).to_have_text(
+        "This study cannot be played on a touch screen"
+    )
+    expect(phone.locator("#status-text")).to_contain_text(
+        "Please open the HIT on a computer, or return the HIT on MTurk (the Return button on "
+        "the HIT's page): you need no code for that."
+    )
+    expect(phone.locator("#consent-view")).to_be_hidden()
+    assert _participants(db, study) == []
+
+
+def test_a_direct_link_on_a_phone_is_told_plainly_and_may_go_on(live_server, phone, factory, db):
+    study = crowd_study(
+        db,
+        factory,
+        factory.user(),
+        _nine_keys(),
+        consent="I agree.",
+        inputs=["keyboard", "touch"],
+        allow_anonymous=True,
+    )
+    phone.goto(link(live_server, study))
+    expect(phone.locator("#status-text")).to_contain_text(
+        "Please open the study link on a computer, or close this page."
+    )
+    expect(phone.get_by_role("button", name="Leave the study")).to_have_count(0)
+    phone.get_by_role("button", name="Continue anyway").tap()  # a keyboard is attached
+    phone.get_by_role("button", name="Start").tap()
+    accept_consent(phone)
+    assert len(_participants(db, study)) == 1

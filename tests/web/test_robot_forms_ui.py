@@ -73,7 +73,7 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
     cube = page.get_by_role("article", name="Environment 1: PickCube")
     fetch = page.get_by_role("article", name="Environment 2: FetchPickAndPlace")
 
-    # PickCube's catalog defaults: the mouse and a phone, beside the keys and the gamepad; each
+    # PickCube's catalog defaults: the mouse, a phone and touch, beside the keys and the gamepad; each
     # dimension named by its meaning
     controls = section(cube, "Controls")
     expect(controls.locator("table.controls-table tbody tr .action-name strong")).to_have_text(
@@ -81,13 +81,22 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
     )
     expect(controls.locator(".controls-defaults .code")).to_contain_text("mouse drag ←→ → x × 0.5")
     right = controls.locator("tr[data-action='x +']")
-    for chip in ("ArrowRight", "axis 0 +", "mouse drag ←→ +", "phone tilt right / left +"):
+    for chip in (
+        "ArrowRight",
+        "axis 0 +",
+        "mouse drag ←→ +",
+        "phone tilt right / left +",
+        "touch pad 1 ←→ +",
+        "touch tilt right / left +",
+    ):
         expect(right).to_contain_text(chip)
     grip = controls.locator("tr[data-action='gripper +']")
-    for button in ("Space", "MouseRight", "PhoneGrip"):
+    for button in ("Space", "MouseRight", "PhoneGrip", "TouchA"):
         expect(grip.get_by_label(f"{button} toggles")).to_be_checked()
     axes = controls.get_by_role("table", name="Axes")
-    expect(axes.locator("tbody tr")).to_have_count(12)  # 4 gamepad, 5 mouse, 3 phone
+    expect(axes.locator("tbody tr")).to_have_count(18)  # 4 gamepad, 5 mouse, 3 phone, 6 touch
+    expect(axes.get_by_label("Source of touch pad 2 ↑↓")).to_have_value("touch")
+    expect(axes.get_by_label("Label of touch pad 2 ↑↓")).to_have_value("hand up / down")
     expect(axes.get_by_label("Source of mouse drag ←→")).to_have_value("mouse")
     expect(axes.get_by_label("Scale of mouse drag ←→")).to_have_value("0.5")
     expect(axes.get_by_label("Label of phone tilt forward / back")).to_have_value(
@@ -99,6 +108,11 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
     down.get_by_role("button", name="Bind a device to z −").click()
     menu = down.get_by_role("group", name="Devices for z −")
     expect(menu.get_by_role("button", name="MouseLeft (held while dragging)")).to_be_focused()
+    expect(menu.get_by_role("button", name="TouchB (touch button B)")).to_be_visible()
+    touch = menu.get_by_role("group", name="touch axes")
+    expect(touch.get_by_role("button")).to_have_text(
+        ["pad 1 ←→", "pad 1 ↑↓", "pad 2 ←→", "pad 2 ↑↓", "tilt forward / back", "tilt right / left"]
+    )
     menu.screenshot(path=str(SHOTS / "device-menu.png"))
     page.keyboard.press("Escape")
     expect(menu).to_be_hidden()
@@ -113,6 +127,10 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
     expect(up).to_contain_text("SpaceMouse up / down +")
     expect(axes.get_by_label("Source of SpaceMouse up / down")).to_have_value("spacemouse")
     typed(axes.get_by_label("Scale of SpaceMouse up / down"), "-0.3")
+    # a second big touch button lowers the hand (touch buttons bind as device buttons do)
+    down.get_by_role("button", name="Bind a device to dimension 2 −").click()
+    menu.get_by_role("button", name="TouchB (touch button B)").click()
+    expect(down).to_contain_text("TouchB")
     expect(up).to_contain_text("SpaceMouse up / down −")  # pushed down (+) now lowers it
     typed(axes.get_by_label("Dead zone of SpaceMouse up / down"), "0.05")
 
@@ -181,6 +199,7 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
         "source": "spacemouse", "axis": 2, "dim": 2, "scale": -0.3, "deadzone": 0.05
     }  # fmt: skip
     assert cube_axes[("phone", 0)]["deadzone"] == 0.1
+    assert envs[0]["controls"]["keys"]["TouchB"] == [0, 0, -1, 0, 0, 0, 0]
     assert cube_axes[("phone", 2)]["scale"] == -0.4
     assert envs[1]["policy"] == {
         "id": "fetch-pick-place-scripted", "takeover": {"release_delay_s": 2.5}
@@ -201,7 +220,7 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
     saved_axes = {(a.get("source", "gamepad"), a["axis"]): a for a in saved[0]["controls"]["axes"]}
     assert saved_axes[("mouse", 0)]["scale"] == 0.8
     assert saved_axes[("spacemouse", 2)] == cube_axes[("spacemouse", 2)]
-    assert saved[0]["controls"]["toggle"] == ["Space", "MouseRight", "PhoneGrip"]
+    assert saved[0]["controls"]["toggle"] == ["Space", "MouseRight", "PhoneGrip", "TouchA"]
     assert saved[1]["policy"] == {
         "id": "fetch-pick-place-scripted", "takeover": {"release_delay_s": 3}
     }  # fmt: skip

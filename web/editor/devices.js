@@ -1,6 +1,7 @@
 // RLDS Studio, study editor: the axes and device buttons of the controls editor (controls.js).
 //
-// An axis binding reads the gamepad's axes or a device's (mouse, SpaceMouse, a paired phone:
+// An axis binding reads the gamepad's axes or a device's (mouse, SpaceMouse, a paired phone,
+// the player's own touch screen:
 // docs/study-format.md, "Devices"): in a Box action it adds ``value × scale`` to its
 // dimension outside its dead zone; in a discrete one it sends ``negative`` / ``positive``.
 // Device buttons travel as reserved key codes in ``keys`` (MouseLeft, PhoneGrip...).
@@ -17,8 +18,9 @@ export const SOURCE_AXES = {
   spacemouse: ["←→", "push / pull", "up / down", "tilt", "roll", "twist"],
   phone: ["tilt forward / back", "tilt right / left", "twist left / right",
     "moved right / left (WebXR)", "moved away / nearer (WebXR)", "moved up / down (WebXR)"],
+  touch: ["pad 1 ←→", "pad 1 ↑↓", "pad 2 ←→", "pad 2 ↑↓", "tilt forward / back", "tilt right / left"],
 };
-const SOURCE_NAMES = { gamepad: "gamepad", mouse: "mouse", spacemouse: "SpaceMouse", phone: "phone" };
+const SOURCE_NAMES = { gamepad: "gamepad", mouse: "mouse", spacemouse: "SpaceMouse", phone: "phone", touch: "touch" };
 const DEVICE_AXES_MAX = 8; // a device sends at most 8 axes (a gamepad 16)
 
 /** The reserved key codes of device buttons, and what they are. */
@@ -29,6 +31,7 @@ export const DEVICE_BUTTONS = [
   ["SpaceMouseRight", "right button"],
   ["PhoneClutch", "Hold to move"],
   ["PhoneGrip", "Grip"],
+  ...["A", "B", "C", "D"].map((b) => [`Touch${b}`, `touch button ${b}`]),
 ];
 
 export const isPad = (axis) => (axis.source ?? "gamepad") === "gamepad";
@@ -65,7 +68,7 @@ export function deviceMenu(row, { onButton, onAxis }) {
       toggle.focus();
     } },
   group("Device buttons", DEVICE_BUTTONS.map(([code, what]) => choice(`${code} (${what})`, () => onButton(code)))),
-  ["mouse", "spacemouse", "phone"].map((source) => group(`${SOURCE_NAMES[source]} axes`,
+  ["mouse", "spacemouse", "phone", "touch"].map((source) => group(`${SOURCE_NAMES[source]} axes`,
     SOURCE_AXES[source].map((name, i) => choice(name, () => onAxis(source, i))))));
   function close() {
     panel.hidden = true;
@@ -210,7 +213,7 @@ export function axesTable(current, model, problems, changed) {
       }, "") });
 
     const row = el("tr", { dataset: { axis: name } },
-      el("td", {}, checked(sourceSelect, problemAt(i, "source", SOURCE_NAMES[source] ? null : "must be gamepad, mouse, spacemouse or phone."), sourceId)),
+      el("td", {}, checked(sourceSelect, problemAt(i, "source", SOURCE_NAMES[source] ? null : "must be gamepad, mouse, spacemouse, phone or touch."), sourceId)),
       el("td", {}, checked(axisSelect, problemAt(i, "axis", axisProblem(axis)), axisId), label),
       el("td", {}, model.discrete ? drives : checked(drives, problemAt(i, "dim", null), dimId)),
       model.discrete ? null : el("td", {}, checked(scale, problemAt(i, "scale", scaleProblem(axis.scale ?? 1)), scaleId)),
@@ -233,7 +236,7 @@ export function axesTable(current, model, problems, changed) {
     el("p", { class: "small axes-title" }, el("strong", {}, "Axes"),
       el("span", { class: "muted" }, model.discrete
         ? " · a stick or device axis pushed past its dead zone sends an action."
-        : " · each adds value × scale to its dimension (value −1…1; a negative scale reverses it); mouse, SpaceMouse and phone axes as in docs/study-format.md, “Devices”.")),
+        : " · each adds value × scale to its dimension (value −1…1; a negative scale reverses it); mouse, SpaceMouse, phone and touch axes as in docs/study-format.md, “Devices”.")),
     rows.length
       ? el("div", { class: "axes-scroll" }, el("table", { class: "table axes-table", "aria-label": "Axes" },
         el("thead", {}, el("tr", {}, head)), el("tbody", {}, rows)))

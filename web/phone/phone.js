@@ -8,7 +8,7 @@
    by itself when it drops ("Phone lost — reconnecting"). docs/study-format.md. */
 import { createApi } from "../shared/api.js";
 import { renderTopbar } from "../shared/topbar.js";
-import { createMotion } from "./motion.js";
+import { createMotion } from "../shared/motion.js";
 import { createXr, xrMode } from "./xr.js";
 
 renderTopbar({ home: false, skipLink: false });

@@ -8,7 +8,7 @@
        phone faced at the press (its back camera; the top edge when held flat), level.
    Axes 0-2 mean what motion.js's tilt means, so a study bound to them plays either way. */
 
-import { ROTATE_SCALES, clamp } from "./motion.js";
+import { ROTATE_SCALES, clamp } from "../shared/motion.js";
 
 export const MOVE_M = 0.2;
 const NO_POSE_MS = 10000; // a session this long without a pose (tracking starts in a few

@@ -117,19 +117,45 @@ export function showNotOpen(studyState, retry, detail = "") {
 }
 
 /* Devices. A touch-only device (a phone, a tablet without keyboard) plays only a study whose
-   ``inputs`` list touch (on-screen buttons); anything else is assumed to have a keyboard. Said
-   before anything else (no consent, no participant made): the way out is to come back on a
-   computer or to leave the study (the screen-out page, when the link came from a platform),
-   or to go on anyway (a keyboard or gamepad attached). */
-export const deviceCanPlay = (inputs) => (inputs || ["keyboard", "gamepad"]).includes("touch") || !touchOnly();
+   ``inputs`` list touch, and only its environments a touch screen reaches (env.touch: touch
+   controls or on-screen buttons, server/study_spec/touch.py); anything else is assumed to
+   have a keyboard. Said before anything else (no consent, no participant made), in the
+   platform's words: the way out is to come back on a computer, to leave the study (the
+   screen-out page, when the link came from a platform; MTurk: return the HIT), or to go on
+   anyway (a keyboard or gamepad attached). */
+const DEFAULT_INPUTS = ["keyboard", "gamepad"];
+const untouchable = (study) => (study.environments || []).filter((e) => e.touch === false);
+export const deviceCanPlay = (study) => !touchOnly()
+  || ((study.inputs || DEFAULT_INPUTS).includes("touch") && !untouchable(study).length);
+
+/** Where the link came from, by its ids: "prolific", "mturk" or "direct". */
+export function platformOf(ids) {
+  if (ids.PROLIFIC_PID) return "prolific";
+  return ids.workerId || ids.assignmentId || ids.hitId ? "mturk" : "direct";
+}
 
 const NEEDS = { keyboard: "a keyboard", gamepad: "a gamepad" };
-export function showDeviceCannotPlay(inputs, onContinue, onLeave) {
-  const needs = (inputs || []).filter((i) => NEEDS[i]).map((i) => NEEDS[i]).join(" or ") || NEEDS.keyboard;
-  const away = onLeave ? "or leave the study with the button below (you can also return it on the platform)"
-    : "or close this page";
-  showStatus({ title: `This study needs ${needs}`,
-    text: `The games in this study are played with ${needs}, which this device does not seem to have. Please open the study link on a computer, ${away}. If ${needs} is connected, you can continue.`,
+const WAY_OUT = {
+  prolific: (leave) => `Please open the study link on a computer${leave ? ", or leave with the button below and return the study on Prolific (a screen-out, or a no-code return)" : ", or return the study on Prolific"}.`,
+  mturk: () => "Please open the HIT on a computer, or return the HIT on MTurk (the Return button on the HIT's page): you need no code for that.",
+  direct: (leave) => `Please open the study link on a computer${leave ? ", or leave the study with the button below" : ", or close this page"}.`,
+};
+export function showDeviceCannotPlay(study, platform, onContinue, onLeave) {
+  const inputs = study.inputs || DEFAULT_INPUTS;
+  const needs = inputs.filter((i) => NEEDS[i]).map((i) => NEEDS[i]).join(" or ") || NEEDS.keyboard;
+  const away = (WAY_OUT[platform] || WAY_OUT.direct)(Boolean(onLeave));
+  if (!inputs.includes("touch")) {
+    showStatus({ title: `This study needs ${needs}`,
+      text: `The games in this study are played with ${needs}, which this device does not seem to have. ${away} If ${needs} is connected, you can continue.`,
+      button: { label: "Continue anyway", onClick: onContinue },
+      alt: onLeave ? { label: "Leave the study", onClick: onLeave } : null });
+    return;
+  }
+  const games = untouchable(study);
+  const all = games.length === (study.environments || []).length;
+  const names = games.map((e) => `“${e.name}”`).join(", ");
+  showStatus({ title: all ? "This study cannot be played on a touch screen" : "Some games of this study cannot be played on a touch screen",
+    text: `${all ? "Its games" : names} cannot be played by touch: ${all || games.length > 1 ? "they need" : "it needs"} ${needs}, which this device does not seem to have. ${away} If ${needs} is connected, you can continue.`,
     button: { label: "Continue anyway", onClick: onContinue },
     alt: onLeave ? { label: "Leave the study", onClick: onLeave } : null });
 }

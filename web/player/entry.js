@@ -27,9 +27,9 @@ async function boot() {
   const ids = crowd.platformParams(params);
   if (ids.assignmentId === crowd.MTURK_PREVIEW) { crowd.showPreview(state.study); return; }
   const judging = state.study.kind === "feedback"; // judged by tapping or with keys: any device
-  if (!judging && !state.ticket && !recall().deviceOk && !crowd.deviceCanPlay(state.study.inputs)) {
+  if (!judging && !state.ticket && !recall().deviceOk && !crowd.deviceCanPlay(state.study)) {
     const leave = Object.keys(ids).length ? () => join({ params: ids }, false, true) : null; // screened out
-    crowd.showDeviceCannotPlay(state.study.inputs, () => { remember({ deviceOk: true }); flow.keyboardAttached(); boot(); }, leave);
+    crowd.showDeviceCannotPlay(state.study, crowd.platformOf(ids), () => { remember({ deviceOk: true }); flow.keyboardAttached(); boot(); }, leave);
     return;
   }
   if (state.ticket) {

@@ -9,6 +9,7 @@ import * as task from "./task.js";
 import { createInput, PLAYER_KEYS } from "./input.js";
 import { createMouse, mouseHint } from "./mouse.js";
 import { createSpaceMouse } from "./spacemouse.js";
+import { createTouchControls } from "./touchpad.js";
 import * as views from "./views.js";
 import { fit, fmt, stepsTaken } from "./stage.js";
 import { renderLegend, watchDevices } from "./legend.js";
@@ -230,8 +231,8 @@ function clearCountdown() { clearTimeout(state.countdown); state.countdown = nul
 /** The game and its touch buttons in sight together while playing (a phone in landscape
  *  had the buttons below the fold): scrolled to the stage when they do not fit as they are. */
 function inView() {
-  const pad = $("touch-pad");
-  if (pad.hidden) return;
+  const pad = [$("touch-controls"), $("touch-pad")].find((el) => !el.hidden);
+  if (!pad) return;
   const top = $("stage").getBoundingClientRect().top, bottom = pad.getBoundingClientRect().bottom;
   if (top < 0 || bottom > innerHeight) $("stage").scrollIntoView({ block: "start" });
 }
@@ -325,6 +326,7 @@ const input = createInput(state, send, { primary: primaryAction, go, togglePause
 const { mode, sendInput, releaseAll, onKeyDown, onKeyUp } = input;
 input.addDevice(createMouse(state, input));
 const spaceMouse = input.addDevice(createSpaceMouse(state, input));
+const touchControls = input.addDevice(createTouchControls(state, input, nextCamera));
 
 /** The devices the environment's controls bind: the mouse's hint, the SpaceMouse's button. */
 function renderDevices(controls) {
@@ -336,6 +338,7 @@ function renderDevices(controls) {
   $("mouse-hint").hidden = !items.length;
   $("stage").dataset.mouse = items.length ? "true" : "false";
   spaceMouse.render();
+  touchControls.render(controls, state.info && state.info.cameras);
 }
 /** The server refused "I'm done" (before the first step, say): the button works again. */
 function endRefused() { state.ending = false; $("done-btn").disabled = !activePhase(); }

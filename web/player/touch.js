@@ -17,17 +17,21 @@ export function renderTouch(state, controls, input) {
   pad.replaceChildren(...(pad.hidden ? [] : pads.map((binding) => button(binding, input))));
 }
 
-function button(binding, input) {
+/** A button held while touched that sends ``binding.keys`` (its key shown when it has one). */
+export function button(binding, input) {
   const btn = document.createElement("button");
   btn.type = "button";
   btn.className = "btn touch-btn";
   btn.dataset.keys = binding.keys.join("+");
   const label = document.createElement("span");
   label.textContent = binding.label;
-  const key = document.createElement("kbd");
-  key.textContent = binding.input; // the keyboard shortcut stays in sight
-  btn.append(label, key);
-  btn.setAttribute("aria-label", `${binding.label} (${binding.input})`);
+  btn.append(label);
+  if (binding.input) {
+    const key = document.createElement("kbd");
+    key.textContent = binding.input; // the keyboard shortcut stays in sight
+    btn.append(key);
+  }
+  btn.setAttribute("aria-label", binding.input ? `${binding.label} (${binding.input})` : binding.label);
   let down = false;
   const up = (e) => {
     if (!down) return;

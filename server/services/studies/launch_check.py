@@ -17,7 +17,7 @@ from typing import Any
 from server.errors import Conflict, Invalid
 from server.runtime.catalog import default_controls
 from server.services.studies.checklist_items import Item, Loc, item
-from server.study_spec import MAX_TOUCH_BUTTONS, Controls, EnvironmentSpec, StudySpec
+from server.study_spec import MAX_TOUCH_BUTTONS, Controls, EnvironmentSpec, StudySpec, touch
 
 
 def _env_loc(index: int, *rest: str | int) -> Loc:
@@ -58,20 +58,6 @@ def _controls(env: EnvironmentSpec) -> Controls:
     return env.controls if env.controls is not None else default_controls(env.source)
 
 
-# Device buttons (MouseLeft, SpaceMouseRight, PhoneGrip) sit among key names; no
-# KeyboardEvent.code starts like these, and a device's button gets no touch button.
-_DEVICE_PREFIXES = ("Mouse", "SpaceMouse", "Phone")
-
-
-def _touch_buttons(controls: Controls) -> int:
-    """On-screen buttons a touch device gets: one per key binding without a device button."""
-    return sum(
-        1
-        for name in controls.keys
-        if not any(part.startswith(_DEVICE_PREFIXES) for part in name.split("+") if part)
-    )
-
-
 def _taps_matter(controls: Controls) -> bool:
     """A key or button that picks a discrete action, or a toggle: its moment is the point."""
     values = [*controls.keys.values(), *controls.buttons.values()]
@@ -88,19 +74,20 @@ def _environment(spec: StudySpec, index: int, env: EnvironmentSpec) -> Iterable[
             f"at {env.fps} steps/s, before the game answers it; quick taps feel late.",
             "Tick Step on input so a press steps the game at once (the pace stays the same).",
         )  # fmt: skip
-    if "touch" in spec.crowd.inputs:
-        buttons = _touch_buttons(controls)
-        if buttons == 0 or buttons > MAX_TOUCH_BUTTONS:
-            why = ("it has no key bindings" if buttons == 0 else
-                   f"it has {buttons} key bindings, and phones get buttons for at most "
-                   f"{MAX_TOUCH_BUTTONS}")  # fmt: skip
-            yield item(
-                "warning", "no_touch_buttons", _env_loc(index, "controls"),
-                f"{env.name}: participants on a phone or tablet would see no buttons to play "
-                f"it with ({why}).",
-                f"Bind 1 to {MAX_TOUCH_BUTTONS} keys in its Controls, or untick Touch under "
-                "Participants play with.",
-            )  # fmt: skip
+    if "touch" in spec.crowd.inputs and not touch.playable_by_touch(controls):
+        buttons = len(touch.key_buttons(controls))
+        why = ("it has no key bindings" if buttons == 0 else
+               f"it has {buttons} key bindings, and phones get buttons for at most "
+               f"{MAX_TOUCH_BUTTONS}")  # fmt: skip
+        yield item(
+            "warning", "no_touch_buttons", _env_loc(index, "controls"),
+            f"{env.name}: participants on a phone or tablet would see no controls to play "
+            f"it with ({why}, and no binding reads the touch controls); they are told so "
+            "before consent.",
+            f"Bind touch pads or touch buttons to its actions in its Controls (Device…), "
+            f"or 1 to {MAX_TOUCH_BUTTONS} keys, or untick Touch under Participants play "
+            "with.",
+        )  # fmt: skip
     total = env.episodes_total
     if total is not None and total < env.episodes_per_participant:
         yield item(

@@ -28,10 +28,12 @@ def test_pick_cube_is_offered_validated_and_activates(factory):
     (entry,) = [e for e in client.get("/api/catalog").json() if e["key"] == "PickCube"]
     assert entry["installed"] is True and entry["action_type"] == "continuous"
     assert entry["source"] == {"kind": "gymnasium", "id": "RLDSStudio/PickCube-v0", "kwargs": {}}
-    controls = entry["controls"]  # keys, and the mouse's and a phone's (one gripper latch)
-    assert controls["toggle"] == ["Space", "MouseRight", "PhoneGrip"]
-    assert len(controls["keys"]) == 15
-    assert {a.get("source", "gamepad") for a in controls["axes"]} == {"gamepad", "mouse", "phone"}
+    # keys, and the mouse's, a phone's and touch's (one gripper latch)
+    controls = entry["controls"]
+    assert controls["toggle"] == ["Space", "MouseRight", "PhoneGrip", "TouchA"]
+    assert len(controls["keys"]) == 16
+    sources = {a.get("source", "gamepad") for a in controls["axes"]}
+    assert sources == {"gamepad", "mouse", "phone", "touch"}
     thumbnail = client.get(entry["thumbnail_url"])  # the first frame, from the front camera
     assert thumbnail.status_code == 200
     assert simplejpeg.decode_jpeg(thumbnail.content).shape == (256, 256, 3)

@@ -291,3 +291,12 @@ def test_every_pair_of_too_many_episodes_is_refused_before_launch(judged, db, mo
     monkeypatch.setattr(feedback_items, "MAX_ALL_PAIRS", 5)  # 5 episodes: 10 pairs + 5 ratings
     (item,) = feedback_check.checklist(db, spec, [], judged.owner.id)
     assert item["code"] == "too_many_pairs" and "is 15 items" in item["message"]
+
+
+def test_touch_pads_or_touch_buttons_play_by_touch():
+    crowd = {**DIRECT, "inputs": ["touch"]}
+    many = {f"Digit{i}": [1.0] for i in range(9)}
+    pads = {"keys": many, "axes": [{"source": "touch", "axis": 0, "dim": 0}]}
+    assert "no_touch_buttons" not in _codes(launch_check.checklist(_spec(crowd, controls=pads)))
+    button = {"keys": {**many, "TouchA": [1.0]}}
+    assert "no_touch_buttons" not in _codes(launch_check.checklist(_spec(crowd, controls=button)))
