@@ -151,7 +151,7 @@ def test_a_phone_lifts_the_cube_with_touch_controls_alone(live_server, phone, fa
     assert (grip.bounding_box() or {})["height"] >= 44
     _shot(phone, "touch-arm-portrait")
 
-    finger.drag(move, 0.5, 0, 21)  # half right: 5 mm a step, over the cube (10.6 cm away)
+    finger.drag(move, 0.25, 0, 42)  # a quarter right: 2.5 mm a step, over the cube (10.6 cm)
     finger.drag(lift, 0, 1, 28)  # down to the table
     finger.tap(grip)  # shut the fingers on it
     expect(grip).not_to_have_class("pressed")
@@ -170,7 +170,7 @@ def test_a_phone_lifts_the_cube_with_touch_controls_alone(live_server, phone, fa
     assert {k for raw in inputs if raw for k in raw["keys"]} == {"TouchA"}  # no key pressed
     pads = [raw["devices"]["touch"] for raw in inputs if raw and "touch" in raw["devices"]]
     assert pads and all(len(v) == 6 and all(-1 <= x <= 1 for x in v) for v in pads)
-    assert [0.5, 0, 0, 0, 0, 0] in pads and [0, 0, 0, 1, 0, 0] in pads
+    assert [0.25, 0, 0, 0, 0, 0] in pads and [0, 0, 0, 1, 0, 0] in pads
     cube_z = np.array([s.timestep.observation["state"][10] for s in steps])
     assert cube_z[-1] - cube_z[0] > 0.05  # the cube rose 5 cm above its rest
     assert steps[-1].timestep.last() and steps[-1].timestep.reward == 1.0  # lifted: success
@@ -197,7 +197,7 @@ def test_held_sideways_the_pads_sit_beside_the_picture(live_server, phone, facto
     assert right["x"] >= canvas["x"] + canvas["width"] - 1
     assert button["x"] + button["width"] <= canvas["x"] + 1
     _shot(phone, "touch-arm-landscape")
-    finger.drag(move, 1, 0, 8)
+    finger.drag(move, 1, 0, 20)
     _, steps = _cancel_and_read(phone, db, study)
     state = np.array([s.timestep.observation["state"] for s in steps])
     assert state[-1, 0] - state[0, 0] > 0.05  # the hand went right
