@@ -87,7 +87,12 @@ def test_an_arms_bindings_are_grouped_by_the_catalogs_dimension_names():
     assert up_down["mouse"] == [["wheel"], ["Shift+drag ↑↓"]]
     [(grip, inputs)] = rows["Gripper"]
     assert grip == "close / open the gripper (toggle)"
-    assert inputs == {"keyboard": [["Space"]], "mouse": [["right button"]], "phone": [["Grip"]]}
+    assert inputs == {
+        "keyboard": [["Space"]],
+        "mouse": [["right button"]],
+        "phone": [["Grip"]],
+        "touch": [["button A"]],
+    }
 
 
 def test_robosuite_reads_as_the_same_arm_in_its_own_frame():

@@ -73,8 +73,8 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
     cube = page.get_by_role("article", name="Environment 1: PickCube")
     fetch = page.get_by_role("article", name="Environment 2: FetchPickAndPlace")
 
-    # PickCube's catalog defaults: the mouse, a phone and touch, beside the keys and the gamepad; each
-    # dimension named by its meaning
+    # PickCube's catalog defaults: the mouse, a phone and touch, beside the keys and the
+    # gamepad; each dimension named by its meaning
     controls = section(cube, "Controls")
     expect(controls.locator("table.controls-table tbody tr .action-name strong")).to_have_text(
         [f"{d} {s}" for d in ("x", "y", "z", "roll", "pitch", "yaw", "gripper") for s in "+−"]
@@ -128,7 +128,7 @@ def test_designer_sets_devices_and_a_policy_in_the_forms(
     expect(axes.get_by_label("Source of SpaceMouse up / down")).to_have_value("spacemouse")
     typed(axes.get_by_label("Scale of SpaceMouse up / down"), "-0.3")
     # a second big touch button lowers the hand (touch buttons bind as device buttons do)
-    down.get_by_role("button", name="Bind a device to dimension 2 −").click()
+    down.get_by_role("button", name="Bind a device to z −").click()
     menu.get_by_role("button", name="TouchB (touch button B)").click()
     expect(down).to_contain_text("TouchB")
     expect(up).to_contain_text("SpaceMouse up / down −")  # pushed down (+) now lowers it
