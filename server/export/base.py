@@ -260,6 +260,7 @@ def summarize(ep: EpisodeInput, episode: RldsEpisode) -> ExportedEpisode:
         instruction=ep.instruction,
         narrations=len(ep.narrations),
         judged=ep.judgements.judged,
+        ended_by=ep.ending_fields(episode)["ended_by"],
         total_reward=episode.total_reward,
         terminated=episode.terminated,
     )

@@ -29,6 +29,7 @@ class ExportedEpisode:
     instruction: str = ""  # its language instruction ("": none)
     narrations: int = 0  # narrations of its steps
     judged: bool = False  # counted in a feedback study's judgements
+    ended_by: str = ""  # who ended it (server/export/fields.py, ENDING_FIELDS; "": not said)
 
 
 def return_stats(returns: Sequence[float]) -> dict[str, float]:
@@ -56,6 +57,7 @@ def render_card(
     format's, see server/export/registry.py)."""
     envs = Counter(e.env_id for e in episodes)
     statuses = Counter(e.status for e in episodes)
+    enders = Counter(e.ended_by for e in episodes)
     verdicts = Counter(e.replay_verdict for e in episodes)
     returns = [e.total_reward for e in episodes]
     steps = [e.num_steps for e in episodes]
@@ -71,9 +73,14 @@ def render_card(
         f"- Episodes: {len(episodes)}"
         + (f" ({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))})" if episodes else ""),
         f"- Steps: {sum(steps)} (per episode: min {min(steps, default=0)}, "
-        f"max {max(steps, default=0)})",
+        f"max {max(steps, default=0)}; RLDS steps: the actions taken and each episode's final "
+        "observation)",
         f"- Terminated episodes: {sum(e.terminated for e in episodes)}; "
         f"truncated or interrupted: {sum(not e.terminated for e in episodes)}",
+        "- Ended by (each episode's `ended_by`): "
+        + (
+            ", ".join(f"{n} {who or 'not recorded'}" for who, n in sorted(enders.items())) or "none"
+        ),  # fmt: skip
         "- Replay verdicts (each episode's `replay_verdict`, `replay_step`, `replay_message`): "
         + (", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) or "none"),
         f"- Judged in feedback studies: {sum(e.judged for e in episodes)} of {len(episodes)}"

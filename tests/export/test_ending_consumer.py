@@ -121,3 +121,6 @@ def test_envlogger_tags_json_says_who_ended_it(played, db, settings, tmp_path) -
     for who, episode_id in played["ids"].items():
         doc = json.loads((result.path / "episodes" / episode_id / "tags.json").read_text())
         assert (doc["ended_by"], doc["env_outcome"]) == (who, "")
+    # the dataset card counts them
+    card = (result.path / "README.md").read_text()
+    assert "- Ended by (each episode's `ended_by`): 1 environment, 1 participant" in card
