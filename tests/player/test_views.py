@@ -1,5 +1,8 @@
 """The controls legend names every binding the way a player knows it."""
 
+import numpy as np
+import pytest
+
 from server.player.views import controls_legend, input_name
 from server.runtime.input_mapping import ActionMapper
 from server.study_spec import Controls
@@ -113,3 +116,30 @@ def test_an_environment_is_playable_by_touch_when_a_touch_binding_reaches_it():
     assert environment_view(env(controls={"keys": {"KeyA": [1.0] + [0.0] * 6}}))["touch"] is True
     pad = {"axes": [{"source": "touch", "axis": 0, "dim": 0}]}
     assert environment_view(env(controls=pad))["touch"] is True
+
+
+@pytest.mark.parametrize("key", ["PickCube", "Robosuite-Lift", "FetchPickAndPlace"])
+def test_each_arms_touch_controls_move_as_its_keys_do(key):
+    """Pad 1 dragged right moves as → does, dragged down as ↓, pad 2 dragged up as W, the
+    tilt forward as ↑, and TouchA latches the gripper as Space does (catalog defaults)."""
+    from dm_env import specs
+
+    from server.runtime.catalog import CATALOG, default_controls
+
+    controls = default_controls(CATALOG[key].source())
+    size = len(controls.noop)
+    mapper = ActionMapper(specs.BoundedArray((size,), float, -1.0, 1.0), controls)
+
+    def act(raw):
+        mapper.reset()
+        return np.sign(mapper(raw) - mapper({}))
+
+    for touch, keys in [
+        ([1, 0, 0, 0], "ArrowRight"),
+        ([0, 1, 0, 0], "ArrowDown"),
+        ([0, 0, 0, -1], "KeyW"),
+        ([0, 0, 0, 0, 1, 0], "ArrowUp"),
+        ([0, 0, 0, 0, 0, 1], "ArrowRight"),
+    ]:
+        assert act({"devices": {"touch": touch}}).tolist() == act({"keys": [keys]}).tolist()
+    assert act({"keys": ["TouchA"]}).tolist() == act({"keys": ["Space"]}).tolist()

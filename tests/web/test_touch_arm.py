@@ -19,6 +19,7 @@ from server.models import Episode, EpisodeStatus
 from server.recording.writer import open_reader
 from server.runtime.catalog import CATALOG
 from tests.player.conftest import activate, spec
+from tests.web._phone import orient
 
 ENTRY = CATALOG["PickCube"]
 pytestmark = [
@@ -262,3 +263,30 @@ def test_storms_ten_fingers_and_a_cancelled_touch_are_bounded(live_server, phone
     _, steps = _cancel_and_read(phone, db, study)
     last = json.loads(steps[-1].custom_data["input"])
     assert "touch" not in last["devices"]  # the axes back to zero after the cancel
+
+
+def test_the_phones_tilt_moves_the_hand_while_tilt_is_on(live_server, phone, factory, db):
+    """Tilt to move: the pose at the tap is level, tipping the top edge away moves the hand
+    away (axis 4), tapping again lets go; the recorded input carries the tilt."""
+    study = _cube_study(db, factory, max_steps=1500)
+    finger = _to_game(phone, live_server, study)
+    tilt = phone.get_by_role("button", name="Tilt to move")
+    finger.tap(tilt)
+    expect(phone.get_by_role("button", name="Tilt on")).to_have_attribute("aria-pressed", "true")
+    orient(phone, 0, 40, 0)  # the first reading: level is the phone as it is held now
+    orient(phone, 0, 25, 0)  # the top edge tipped 15° away: half a push forward
+    start = _step(phone)
+    phone.wait_for_function(
+        f"() => Number(document.getElementById('st-step').textContent) >= {start + 20}"
+    )
+    finger.tap(phone.get_by_role("button", name="Tilt on"))
+    expect(phone.get_by_role("button", name="Tilt to move")).to_have_attribute(
+        "aria-pressed", "false"
+    )
+    _, steps = _cancel_and_read(phone, db, study)
+    inputs = [json.loads(s.custom_data["input"]) for s in steps[1:]]
+    tilted = [raw["devices"]["touch"] for raw in inputs if raw and "touch" in raw["devices"]]
+    assert [0, 0, 0, 0, 0.5, 0] in tilted
+    assert "touch" not in inputs[-1]["devices"]  # off: the tilt lets go
+    state = np.array([s.timestep.observation["state"] for s in steps])
+    assert state[-1, 1] - state[0, 1] > 0.03  # the hand went away
