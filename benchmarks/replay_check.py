@@ -63,7 +63,7 @@ from concurrency import machine_cpu, stat_fields  # noqa: E402
 
 from server.core.config import Settings  # noqa: E402
 from server.recording import format as fmt  # noqa: E402
-from server.runtime import EnvWorker, replay_process, runtimes  # noqa: E402
+from server.runtime import EnvWorker, completion, replay_process, runtimes  # noqa: E402
 from server.runtime.allowlist import AllowedEnvironments  # noqa: E402
 from server.runtime.catalog import CATALOG, default_controls  # noqa: E402
 from server.runtime.hosted_env import MAX_CATCH_UP_S  # noqa: E402
@@ -74,6 +74,7 @@ STUDY = "bench"
 SEED = 7
 TIMEOUT_S = float(Settings.model_fields["replay_check_timeout_s"].default)
 MEMORY_MB = int(Settings.model_fields["replay_check_memory_mb"].default)
+CPU_SHARE = float(Settings.model_fields["replay_check_cpu_share"].default)
 # (report name, catalog entry, kwargs over the entry's)
 ENVIRONMENTS = (
     ("cartpole", "CartPole", {}),
@@ -82,6 +83,7 @@ ENVIRONMENTS = (
     ("fetch_pick_and_place", "FetchPickAndPlace", {}),
     ("dm_control_cartpole_swingup", "dm_control-cartpole-swingup", {}),
     ("robosuite_lift", "Robosuite-Lift", {}),
+    ("robosuite_pick_place_can", "Robosuite-PickPlaceCan", {}),
 )
 SMOKE_ENVIRONMENTS = ("cartpole", "pick_cube")
 PLAYER_ENTRY = "PickCube"
@@ -167,12 +169,19 @@ async def record(key: str, kwargs: dict[str, Any], steps: int, data_root: str) -
 
 
 def verify(log_dir: Path, runtime: str, end_reason: str | None) -> dict[str, Any]:
-    """One check as the app runs it, timed: its verdict with ``wall_s``."""
+    """One check as the app runs it, timed: its verdict with ``wall_s`` (and, for a log whose
+    images the play path left out, ``completion_s``: drawing them first, as the app does)."""
     started = time.perf_counter()
+    drawn = completion.complete_log(log_dir, runtime, ALLOWED, timeout_s=TIMEOUT_S,
+                                    memory_mb=MEMORY_MB, cpu_share=CPU_SHARE)  # fmt: skip
+    assert drawn is not None and drawn["result"] == "completed", drawn
+    completed = time.perf_counter()
     result = replay_process.verify_log(log_dir, runtime, ALLOWED, end_reason=end_reason,
-                                       timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB)  # fmt: skip
+                                       timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB,
+                                       cpu_share=CPU_SHARE)  # fmt: skip
     assert result is not None
-    result["wall_s"] = time.perf_counter() - started
+    result["wall_s"] = time.perf_counter() - completed
+    result["completion_s"] = None if drawn["steps"] is None else round(completed - started, 3)
     return result
 
 
@@ -209,7 +218,8 @@ def measure_environment(key: str, kwargs: dict[str, Any], steps: int) -> dict[st
         "fps": fps, "steps": n, "end_reason": recorded["long"][1],
         "record_s": round(recorded["record_s"], 2),
         "long": {"wall_s": round(long["wall_s"], 3), "in_process_s": long["seconds"],
-                 "start_s": round(long["wall_s"] - long["seconds"], 3)},
+                 "start_s": round(long["wall_s"] - long["seconds"], 3),
+                 "completion_s": long["completion_s"]},
         "one_step": {"wall_s": round(one["wall_s"], 3), "in_process_s": one["seconds"],
                      "start_s": round(one["wall_s"] - one["seconds"], 3)},
         "overall_steps_per_s": overall, "replay_steps_per_s": replay_rate,
@@ -331,8 +341,8 @@ def window_figures(
 class VerifyLoop:
     """``verify_log`` of one log, again and again, in a thread (as the background runner)."""
 
-    def __init__(self, log_dir: Path, runtime: str) -> None:
-        self.log_dir, self.runtime = log_dir, runtime
+    def __init__(self, log_dir: Path, runtime: str, cpu_share: float | None = CPU_SHARE) -> None:
+        self.log_dir, self.runtime, self.cpu_share = log_dir, runtime, cpu_share
         self.stop = threading.Event()
         self.done: list[tuple[float, float, str]] = []  # (started, ended, verdict)
         self.running: float | None = None  # when the check under way started
@@ -344,6 +354,7 @@ class VerifyLoop:
             result = replay_process.verify_log(
                 self.log_dir, self.runtime, ALLOWED, end_reason=fmt.END_MAX_STEPS,
                 timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB, cancel=self.stop,
+                cpu_share=self.cpu_share,
             )  # fmt: skip
             if result is not None:
                 verdict = str(result["verdict"])
@@ -412,48 +423,67 @@ async def players_round(
             k = 1
         await add(k - 1)
         await asyncio.sleep(1.0 if smoke else 3.0)  # the new workers' start-up is over
-        # alternating windows, so that load from outside falls on both conditions
-        without, beside, done = [], [], []
-        overlap = 0.0
+        # alternating windows, so that load from outside falls on every condition: none,
+        # a check as the app runs it (nice 19 and its CPU share), and (not in a smoke run)
+        # one at nice 19 only, the way before the share
+        shares = {"with_verification": CPU_SHARE}
+        if not smoke:
+            shares["with_verification_nice_only"] = None
+        without: list[dict[str, Any]] = []
+        beside: dict[str, list[dict[str, Any]]] = {name: [] for name in shares}
+        done: dict[str, list[tuple[float, float, str]]] = {name: [] for name in shares}
+        overlap = dict.fromkeys(shares, 0.0)
         for _ in range(rounds):
             without.append(await _window(players, seconds))
-            loop = VerifyLoop(log_dir, CATALOG[PLAYER_ENTRY].runtime)
-            loop.thread.start()
-            await asyncio.sleep(0.5)
-            beside.append(await _window(players, seconds))
-            t0, t1 = beside[-1]["window"]
-            overlap += loop.busy_s(t0, t1)
-            loop.stop.set()
-            await asyncio.to_thread(loop.thread.join, 60)
-            done += [d for d in loop.done if t0 <= d[1] <= t1]
+            for name, share in shares.items():
+                loop = VerifyLoop(log_dir, CATALOG[PLAYER_ENTRY].runtime, share)
+                loop.thread.start()
+                await asyncio.sleep(0.5)
+                beside[name].append(await _window(players, seconds))
+                t0, t1 = beside[name][-1]["window"]
+                overlap[name] += loop.busy_s(t0, t1)
+                loop.stop.set()
+                await asyncio.to_thread(loop.thread.join, 60)
+                done[name] += [d for d in loop.done if t0 <= d[1] <= t1]
         alone, _ = _condition(players, without, spec.fps)
-        beside_figures, windows = _condition(players, beside, spec.fps)
-        beside_figures["checks_finished"] = len(done)
-        beside_figures["checks_verified"] = sum(v == "verified" for _, _, v in done)
-        beside_figures["checks_not_verified"] = sorted({v for _, _, v in done} - {"verified"})
-        beside_figures["check_s_median"] = (
-            round(statistics.median(e - s for s, e, _ in done), 2) if done else None
-        )
-        total = sum(t1 - t0 for t0, t1 in windows)
-        beside_figures["verifying_pct_of_window"] = round(100 * overlap / total, 1)
+        figures: dict[str, dict[str, Any]] = {}
+        for name in shares:
+            found, windows = _condition(players, beside[name], spec.fps)
+            checks = done[name]
+            found["cpu_share"] = shares[name]
+            found["checks_finished"] = len(checks)
+            found["checks_verified"] = sum(v == "verified" for _, _, v in checks)
+            found["checks_not_verified"] = sorted({v for _, _, v in checks} - {"verified"})
+            found["check_s_median"] = (
+                round(statistics.median(e - s for s, e, _ in checks), 2) if checks else None
+            )
+            total = sum(t1 - t0 for t0, t1 in windows)
+            found["verifying_pct_of_window"] = round(100 * overlap[name] / total, 1)
+            figures[name] = found
     finally:
         for p in players:
             p.stop.set()
         await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
         shutil.rmtree(data_root, ignore_errors=True)
 
-    def ratio(key: str) -> float | None:
-        a, b = alone.get(key), beside_figures.get(key)
-        return round(b / a, 2) if a and b is not None else None
+    def ratios(beside: dict[str, Any]) -> dict[str, float | None]:
+        keys = ("late_frames_pct", "missed_ticks", "tick_lateness_p50_ms",
+                "tick_lateness_p99_ms", "gap_p99_ms", "steps_per_s_per_player")  # fmt: skip
+        out: dict[str, float | None] = {}
+        for key in keys:
+            a, b = alone.get(key), beside.get(key)
+            out[key] = round(b / a, 2) if a and b is not None else None
+        return out
 
-    return {
+    report = {
         "entry": PLAYER_ENTRY, "mode": "async", "fps": spec.fps, "players": k,
         "one_player_cpu_cores": round(each, 3), "seconds_per_window": seconds,
-        "rounds": rounds, "without_verification": alone, "with_verification": beside_figures,
-        "ratios": {key: ratio(key) for key in ("late_frames_pct", "missed_ticks",
-                                               "tick_lateness_p50_ms", "tick_lateness_p99_ms",
-                                               "gap_p99_ms", "steps_per_s_per_player")},
+        "rounds": rounds, "without_verification": alone, **figures,
+        "ratios": ratios(figures["with_verification"]),
     }  # fmt: skip
+    if "with_verification_nice_only" in figures:
+        report["ratios_nice_only"] = ratios(figures["with_verification_nice_only"])
+    return report
 
 
 def main() -> None:

@@ -12,15 +12,24 @@ the process that builds the environment (this one; for robosuite, a child proces
   observation images);
 - ``step_render_ms``: ``env.step`` + the streamed frame (what a worker does before encoding);
 
+- ``physics_and_shown_cpu_ms``: the floor of a live step, its CPU (every thread's) with the
+  observation's images left out where the environment can (``defer_images``, as the play
+  path does: PickCube and robosuite) and the one shown frame drawn;
+
 and through a real worker (``EnvWorker.send_input`` in sync mode, back to back: map the
 input, step, render, encode, reply; the step is recorded after the reply):
-``worker_round_trip_ms`` and ``in_worker_ms`` (the worker's own time per step).
+``worker_round_trip_ms``, ``in_worker_ms`` (the worker's own time per step) and
+``live_step_cpu_ms`` (the worker process's CPU per step). ``live_step`` sets the live step's
+CPU against the floor, measured in the same run: ``times_physics_and_shown`` (goal ≤ 1.25).
 
 ``teleoperators``: at the entry's control rate (its catalog ``fps``: 25 steps/s for Fetch
-and PickCube, 20 for robosuite), one teleoperator keeps ``in_worker_ms × rate / 1000`` of a
-core busy; ``fit_on_cores`` is how many such workers this machine's cores hold
-(``os.cpu_count()``), before the app's own work and with nothing else running — the load
-average printed beside says how busy the machine was.
+and PickCube, 20 for robosuite), one teleoperator keeps ``live_step_cpu_ms × rate / 1000``
+of a core busy; ``fit_on_cores`` is how many such workers this machine's cores hold
+(``os.cpu_count()``). From that guess up or down, runs of ``--window`` seconds with that many
+teleoperators playing at once (async mode, a worker each, as benchmarks/replay_check.py's
+players) find ``under_1pct_late``: the most of them whose frames are under 1 % late (a step
+more than 1.5 periods after the one before). The load average printed beside each run says
+how busy the machine was.
 
 ``worker_start_s``: per runtime (``app``: the forkserver, already running; ``robotics``,
 ``robosuite``, ``dm_control``, ``nethack``: a new interpreter), the seconds from
@@ -36,7 +45,7 @@ Prints JSON (milliseconds: median, p90). Every runtime must be installed (``make
 runtimes``): a missing one is an error. ``--smoke`` runs a few steps and one start each
 (``make test``): its figures mean nothing.
 
-    .venv/bin/python benchmarks/robot.py [--steps 500] [--starts 3] [--smoke]
+    .venv/bin/python benchmarks/robot.py [--steps 500] [--starts 3] [--window 10] [--smoke]
 """
 
 from __future__ import annotations
@@ -55,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 
@@ -67,6 +77,8 @@ from server.study_spec import EnvironmentSpec  # noqa: E402
 
 ALLOWED = AllowedEnvironments.of()
 WARMUP = 20  # steps not counted (2 with --smoke)
+LATE_PCT = 1.0  # teleoperators fit while fewer of their frames than this are late
+MAX_RUNS = 4  # runs of the teleoperator search per entry
 CHILD_TIMEOUT_S = 600.0
 # runtime → the catalog entry whose worker start is timed (app: the first one installed)
 START_ENTRIES = {
@@ -99,9 +111,6 @@ def cases(smoke: bool) -> dict[str, tuple[Any, Any]]:
     cube = CATALOG["PickCube"]
     if cube.installed():
         out["pick_cube"] = (cube, cube.source())
-        if not smoke:
-            no_images = cube.source().model_copy(update={"kwargs": {"image_size": 0}})
-            out["pick_cube_no_obs_images"] = (cube, no_images)
     for name, key in (("robosuite_pick_place_can", "Robosuite-PickPlaceCan"),
                       ("robosuite_lift", "Robosuite-Lift")):  # fmt: skip
         entry = CATALOG[key]
@@ -122,7 +131,11 @@ def _action(space: Any, i: int) -> np.ndarray:
 
 
 def in_process(source: Any, steps: int, warmup: int = WARMUP) -> dict[str, Any]:
-    """``env.step`` alone, and ``env.step`` + the streamed frame, in this process."""
+    """``env.step`` alone, and ``env.step`` + the streamed frame, in this process (every
+    observation image drawn: the old play path); then the floor of a live step, its CPU
+    (``time.process_time``: every thread, Mesa draws on several) with the observation's
+    images left out where the environment can (``defer_images``: the play path's) and the
+    shown frame drawn: physics plus one shown render."""
     adapter = build_adapter(source, ALLOWED)
     env = adapter.env
     try:
@@ -140,7 +153,21 @@ def in_process(source: Any, steps: int, warmup: int = WARMUP) -> dict[str, Any]:
                 step_render.append(t2 - t0)
             if terminated or truncated:
                 env.reset()
-        return {"step_ms": stats(step), "step_render_ms": stats(step_render)}
+        deferred = adapter.defer_images(True)
+        env.reset(seed=0)
+        floor = []
+        for i in range(steps + warmup):
+            action = _action(env.action_space, i)
+            c0 = time.process_time()
+            _, _, terminated, truncated, _ = env.step(action)
+            adapter.frame()
+            if i >= warmup:
+                floor.append(time.process_time() - c0)
+            if terminated or truncated:
+                env.reset()
+        shown = {**stats(floor), "mean": round(1000 * statistics.fmean(floor), 3)}
+        return {"step_ms": stats(step), "step_render_ms": stats(step_render),
+                "deferred_keys": list(deferred), "physics_and_shown_cpu_ms": shown}  # fmt: skip
     finally:
         adapter.close()
 
@@ -167,12 +194,18 @@ def in_runtime(
 async def through_worker(
     spec: EnvironmentSpec, steps: int, data_root: str, warmup: int = WARMUP
 ) -> dict[str, Any]:
-    """Sync-mode ``send_input`` round trips, back to back, with the worker's own time."""
+    """Sync-mode ``send_input`` round trips, back to back, with the worker's own time and
+    its process's CPU per step."""
+    from replay_check import cpu_seconds  # the app's side only
+
     worker = await EnvWorker.start(spec, allowed=ALLOWED, study_id="bench", data_root=data_root)
     try:
         await worker.begin_episode("bench", 0)
         trips, work = [], []
+        cpu0 = 0.0
         for i in range(steps + warmup):
+            if i == warmup:
+                cpu0 = cpu_seconds(worker.pid or 0)
             keys = ["ArrowRight"] if (i // 10) % 2 else ["ArrowLeft"]
             t0 = time.perf_counter()
             event = await worker.send_input({"keys": keys}, {"input_sent": time.time() * 1000})
@@ -182,10 +215,63 @@ async def through_worker(
                 work.append(event.work_ms / 1000)
             if event.done:
                 await worker.begin_episode(f"bench{i}", 0)
+        cpu = cpu_seconds(worker.pid or 0) - cpu0
         await worker.end_episode("benchmark")
-        return {"worker_round_trip_ms": stats(trips), "in_worker_ms": stats(work)}
+        return {"worker_round_trip_ms": stats(trips), "in_worker_ms": stats(work),
+                "live_step_cpu_ms": round(1000 * cpu / max(1, steps), 3)}  # fmt: skip
     finally:
         await worker.close()
+
+
+async def players_at_rate(
+    spec: EnvironmentSpec, k: int, seconds: float, data_root: str
+) -> dict[str, Any]:
+    """``k`` teleoperators at once in async mode at the entry's control rate (a worker each,
+    their input changing twice a second, as benchmarks/replay_check.py's players): their
+    late frames over ``seconds`` once all play."""
+    from replay_check import AsyncPlayer, window_figures  # the app's side only
+
+    players = [AsyncPlayer(i, spec, data_root) for i in range(k)]
+    tasks = [asyncio.create_task(p.run()) for p in players]
+    try:
+        await asyncio.gather(*(p.playing.wait() for p in players))
+        for p in players:
+            if p.error is not None:
+                raise p.error
+        await asyncio.sleep(2.0 if seconds > 2 else 0.5)  # the workers' start-up is over
+        t0 = time.time()
+        await asyncio.sleep(seconds)
+        figures = window_figures(players, [(t0, time.time())], spec.fps)
+    finally:
+        for p in players:
+            p.stop.set()
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 120)
+    figures["players"] = k
+    figures["load_average"] = round(os.getloadavg()[0], 2)
+    return figures
+
+
+def teleoperators(spec: EnvironmentSpec, guess: int, seconds: float, cap: int) -> dict[str, Any]:
+    """The most teleoperators under :data:`LATE_PCT` % late frames, found from ``guess``
+    (the CPU estimate) up or down, a run of ``seconds`` each, at most ``cap``."""
+    runs: dict[int, dict[str, Any]] = {}
+
+    def ok(k: int) -> bool:
+        if k not in runs:
+            with tempfile.TemporaryDirectory() as tmp:
+                runs[k] = asyncio.run(players_at_rate(spec, k, seconds, tmp))
+        return runs[k]["late_frames_pct"] < LATE_PCT
+
+    k = max(1, min(cap, guess))
+    if ok(k):
+        while k < cap and len(runs) < MAX_RUNS and ok(k + 1):
+            k += 1
+        best: int | None = k
+    else:
+        while k > 1 and len(runs) < MAX_RUNS and not ok(k - 1):
+            k -= 1
+        best = k - 1 if k > 1 and ok(k - 1) else None
+    return {"under_1pct_late": best, "runs": [runs[n] for n in sorted(runs)]}
 
 
 async def worker_starts(starts: int, data_root: str) -> dict[str, Any]:
@@ -248,6 +334,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--starts", type=int, default=3, help="worker starts per runtime")
+    parser.add_argument("--window", type=float, default=10.0,
+                        help="seconds of each teleoperators' run")  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="a few steps: does it still run?")
     # in a runtime's interpreter: measure this spec's env in this process, print JSON
     parser.add_argument("--in-process", metavar="SPEC_JSON", help=argparse.SUPPRESS)
@@ -274,13 +362,22 @@ def main() -> None:
             local = in_runtime(entry.runtime, spec, steps, warmup)
         with tempfile.TemporaryDirectory() as tmp:
             worker = asyncio.run(through_worker(spec, steps, tmp, warmup))
-        busy = worker["in_worker_ms"]["median"] * entry.fps / 1000  # cores per teleoperator
+        busy = worker["live_step_cpu_ms"] * entry.fps / 1000  # cores per teleoperator
+        fit = math.floor(cores / busy) if busy > 0 else 1
+        floor = local["physics_and_shown_cpu_ms"]["mean"]
+        live = {"live_step_cpu_ms": worker["live_step_cpu_ms"],
+                "physics_and_shown_cpu_ms": floor,
+                "times_physics_and_shown": round(worker["live_step_cpu_ms"] / floor, 2)
+                if floor > 0 else None}  # fmt: skip
+        async_spec = spec.model_copy(update={"mode": "async"})
+        seconds, cap = (1.0, 1) if args.smoke else (args.window, 2 * max(1, fit) + 2)
         report[name] = {
             "id": source.id, "kwargs": source.kwargs, "runtime": entry.runtime,
-            "control_hz": entry.fps, **local, **worker,
+            "control_hz": entry.fps, **local, **worker, "live_step": live,
             "teleoperators": {
                 "cores_each": round(busy, 3),
-                "fit_on_cores": math.floor(cores / busy) if busy > 0 else None,
+                "fit_on_cores": fit,
+                **teleoperators(async_spec, fit, seconds, cap),
             },
         }  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:

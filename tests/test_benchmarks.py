@@ -68,6 +68,16 @@ def _robot(report: dict[str, Any]) -> None:
         for field in ("step_ms", "step_render_ms", "worker_round_trip_ms", "in_worker_ms"):
             assert _positive(case[field]["median"]) and _positive(case[field]["p90"]), case
         assert _positive(case["teleoperators"]["cores_each"]), case
+        # the live step's CPU against physics plus one shown render, in the same run
+        live = case["live_step"]
+        assert _positive(live["live_step_cpu_ms"]) or live["live_step_cpu_ms"] == 0, live
+        assert _positive(live["physics_and_shown_cpu_ms"]), live
+        # teleoperators playing at once at the control rate, their late frames measured
+        (run,) = case["teleoperators"]["runs"]
+        assert run["players"] == 1 and run["late_frames_pct"] >= 0 and _positive(run["steps"])
+    assert report["robosuite_pick_place_can"]["deferred_keys"] == [
+        "agentview_image", "robot0_eye_in_hand_image"
+    ]  # fmt: skip
     assert report["robosuite_lift"]["runtime"] == "robosuite"
     assert report["robosuite_lift"]["control_hz"] == 20 and report["pick_cube"]["control_hz"] == 25
     starts = report["worker_start_s"]

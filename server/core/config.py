@@ -221,11 +221,17 @@ class Settings(BaseSettings):
         default=8192, ge=256,
         description="The address space a replay process may use (then: not replayable).",
     )  # fmt: skip
+    replay_check_cpu_share: float = Field(
+        default=0.5, gt=0, le=64,
+        description="The most of one core a replay check (or a completion) uses, besides its "
+        "lowest priority: the rest is left idle for players' workers waking up.",
+    )  # fmt: skip
     defer_observation_images: bool = Field(
         default=True,
         description="A person's step draws only the view shown; the observation's other "
         "images are drawn from the recorded simulator state in the background, before the "
-        "episode can be exported (environments that record their state: Robosuite's).",
+        "episode can be exported (environments that record their state: PickCube, "
+        "Robosuite's); only on a replica that runs replay checks (replay_check_workers > 0).",
     )
     db_wait_s: float = Field(
         default=0.0, ge=0,

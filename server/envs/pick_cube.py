@@ -19,9 +19,16 @@ stops at the table and the cube. The episode succeeds (reward 1, terminated, ``i
 
 The observation holds the state vector (:data:`STATE_FIELDS`) and, unless ``image_size`` is
 0, one image per camera of ``image_cameras`` (by default both, ``front`` and ``wrist``), so
-what a policy sees does not depend on the camera a person watched. ``render()`` draws
-:attr:`render_camera` at ``render_size`` px; :meth:`render_from` any camera. Everything is
-deterministic from the reset's seed.
+what a policy sees does not depend on the camera a person watched, and ``sim_state``: MuJoCo's
+integration state (``mj_getState``, ``mjSTATE_INTEGRATION``: time, qpos, qvel, warm start,
+controls, mocap...) at the start of the step's last physics substep, the state whose
+positions the observation shows (MuJoCo's step leaves the positions it computed before
+integrating). ``render()`` draws :attr:`render_camera` at ``render_size`` px;
+:meth:`render_from` any camera. Everything is deterministic from the reset's seed.
+
+On the play path (:meth:`defer_images`) a step draws no observation image (zeros of their
+shape); :meth:`restore_observation` draws them afterwards from the step's ``sim_state``: the
+state set and the last substep run again, which gives the step's observation bit for bit.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+
+from server.envs._images import placeholder
 
 POS_STEP = 0.02  # m per step at |action| = 1 (0.5 m/s at 25 steps/s)
 ROT_STEP = 0.1  # rad per step at |action| = 1
@@ -116,6 +125,7 @@ class PickCubeEnv(gym.Env[dict[str, Any], np.ndarray]):
     """Lift a cube with a 6-DoF floating gripper (see the module doc for the action)."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": CONTROL_HZ}
+    render_is_pure = True  # drawing reads the simulation, never changes it: a replay need not
 
     def __init__(
         self,
@@ -170,9 +180,15 @@ class PickCubeEnv(gym.Env[dict[str, Any], np.ndarray]):
             "cube_qpos": self.model.joint("cube").qposadr[0],
         }
         self._renderers: dict[int, Any] = {}
+        # everything a step from it needs to be bit-exact (MuJoCo's "integration" state)
+        self._spec = int(mujoco.mjtState.mjSTATE_INTEGRATION)
+        self._state = np.zeros(mujoco.mj_stateSize(self.model, self._spec))
+        self._first = True  # the reset's state, not a step's (restore_observation)
+        self._deferred = False  # the observation's images left to restore_observation
         self.action_space = spaces.Box(-1.0, 1.0, shape=(7,), dtype=np.float32)
         obs: dict[str, spaces.Space] = {
-            "state": spaces.Box(-np.inf, np.inf, shape=(18,), dtype=np.float64)
+            "state": spaces.Box(-np.inf, np.inf, shape=(18,), dtype=np.float64),
+            "sim_state": spaces.Box(-np.inf, np.inf, shape=self._state.shape, dtype=np.float64),
         }
         if image_size:
             shape = (image_size, image_size, 3)
@@ -197,6 +213,8 @@ class PickCubeEnv(gym.Env[dict[str, Any], np.ndarray]):
         d.ctrl[:] = FINGER_OPEN
         d.qpos[self._ids["left"]] = d.qpos[self._ids["right"]] = FINGER_OPEN
         mj.mj_forward(m, d)
+        mj.mj_getState(m, d, self._state, self._spec)
+        self._first = True
         return self._observation(), self._info()
 
     def step(
@@ -214,7 +232,11 @@ class PickCubeEnv(gym.Env[dict[str, Any], np.ndarray]):
             mj.mju_normalize4(quat)
             d.mocap_quat[0] = quat
         d.ctrl[:] = (1.0 - a[6]) / 2.0 * FINGER_OPEN
-        mj.mj_step(self.model, d, nstep=SUBSTEPS)
+        # the state before the last substep is the one the observation shows (MuJoCo's step
+        # leaves the positions it computed before integrating): recorded as ``sim_state``
+        mj.mj_step(self.model, d, nstep=SUBSTEPS - 1)
+        mj.mj_getState(self.model, d, self._state, self._spec)
+        mj.mj_step(self.model, d)
         success = self._lifted()
         reward = 1.0 if success else 0.0
         if self.reward_type == "dense":
@@ -253,10 +275,33 @@ class PickCubeEnv(gym.Env[dict[str, Any], np.ndarray]):
             tcp, d.xquat[ids["hand"]], [self.finger_opening()], cube, d.xquat[ids["cube"]],
             cube - tcp,
         ])  # fmt: skip
-        obs = {"state": state.astype(np.float64)}
-        if self.image_size:
+        obs = {"state": state.astype(np.float64), "sim_state": self._state.copy()}
+        if self.image_size and self._deferred:
+            obs.update({c: placeholder(self.image_size) for c in self.image_cameras})
+        elif self.image_size:
             obs.update({c: self.render_from(c, self.image_size).copy() for c in self.image_cameras})
         return obs
+
+    # -- the play path and replay ----------------------------------------------------------
+    def defer_images(self, on: bool = True) -> tuple[str, ...]:
+        """With ``on``, the following steps draw no observation image (zeros of their shape
+        until :meth:`restore_observation` draws them); the keys deferred (none when off)."""
+        self._deferred = bool(on) and bool(self.image_size)
+        return self.image_cameras if self._deferred else ()
+
+    def restore_observation(self, sim_state: np.ndarray, first: bool = False) -> dict[str, Any]:
+        """The observation of a step whose recorded ``sim_state`` this is, images drawn: the
+        state set, then the step's last physics substep run again (``first``: a reset's
+        state, observed as it is)."""
+        mj, m, d = self._mj, self.model, self.data
+        mj.mj_setState(m, d, np.asarray(sim_state, dtype=np.float64), self._spec)
+        mj.mj_forward(m, d) if first else mj.mj_step(m, d)
+        self._state[:] = sim_state
+        deferred, self._deferred = self._deferred, False
+        try:
+            return self._observation()
+        finally:
+            self._deferred = deferred
 
     def finger_opening(self) -> float:
         """The gap between the fingers' pads, in metres (0 = shut)."""

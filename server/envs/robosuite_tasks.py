@@ -91,6 +91,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from server.envs._images import placeholder
+
 CONTROL_HZ = 20  # robosuite's default control_freq
 TASKS = {"PickPlaceCan": "PickPlaceCan", "Lift": "Lift"}  # ours → robosuite's env names
 OBJECTS = {"PickPlaceCan": "Can", "Lift": "cube"}  # the object's observables' prefix
@@ -103,22 +105,11 @@ def _image_key(camera: str) -> str:
     return f"{CAMERAS[camera]}_image"
 
 
-def placeholder(size: int) -> np.ndarray:
-    """A deferred image: zeros of the observation image's shape (read-only, shared)."""
-    found = _PLACEHOLDERS.get(size)
-    if found is None:
-        found = _PLACEHOLDERS[size] = np.zeros((size, size, 3), dtype=np.uint8)
-        found.flags.writeable = False
-    return found
-
-
-_PLACEHOLDERS: dict[int, np.ndarray] = {}
-
-
 class RobosuiteEnv(gym.Env[dict[str, Any], np.ndarray]):
     """A robosuite task with a Panda on OSC_POSE (see the module doc)."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": CONTROL_HZ}
+    render_is_pure = True  # drawing reads the simulation, never changes it: a replay need not
 
     def __init__(
         self,
@@ -251,7 +242,9 @@ class RobosuiteEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._set_state(sim_state)
         return {_image_key(c): self._draw(c) for c in CAMERAS}
 
-    def restore_observation(self, sim_state: np.ndarray) -> dict[str, np.ndarray]:
+    def restore_observation(
+        self, sim_state: np.ndarray, first: bool = False
+    ) -> dict[str, np.ndarray]:
         """The observation of a recorded ``sim_state``, images drawn: what a step that ended
         in that state observed, but for ``object-state``, left out. (Its object-to-hand
         parts are computed by robosuite from the hand's pose cached at its previous update,

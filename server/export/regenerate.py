@@ -134,7 +134,9 @@ def regenerate_log(
         argv, env, cwd = replay_process.runtime_command(runtime, MODULE)
     except replay_process.Unavailable as exc:
         raise ExportError(f"the {runtime} runtime cannot regenerate here: {exc}") from exc
-    payload = pickle.dumps((regen.allowed, str(log_dir), str(out_dir), settings, regen.memory_mb))
+    payload = pickle.dumps(
+        (regen.allowed, str(log_dir), str(out_dir), settings, regen.memory_mb, None)
+    )
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, cwd=cwd

@@ -76,7 +76,7 @@ def complete(
             recorded = logged.timestep.observation
             if not isinstance(recorded, dict) or SOURCE not in recorded:
                 return not_replayable("no_state", f"step {t} of the log holds no {SOURCE}")
-            drawn = restore(recorded[SOURCE])
+            drawn = restore(recorded[SOURCE], first=t == 0)
             drawn = {k: to_spec_value(v, spec[k]) for k, v in drawn.items()}
             # every value the state gives, but the ones drawn, is the recorded one
             checked = [k for k in drawn if k not in keys and k in recorded]

@@ -2,12 +2,12 @@
 
 ``python -m server.runtime._replay_main`` (in the runtime's interpreter, started by
 :func:`server.runtime.replay_process.verify_log`). Reads a pickled ``(allowed, log_dir,
-end_reason, memory_mb, expected_steps)`` on stdin and writes one line of JSON on stdout: the
-verdict (:mod:`server.runtime.replay_check`), with ``reason`` and ``message`` when the
-episode is not replayable, ``difference`` when it diverged, the ``steps`` compared and the
-environment's ``versions``. Before it imports anything heavy it lowers its own priority to
-the lowest nice level (it yields the CPU to every player) and caps its address space at
-``memory_mb``.
+end_reason, memory_mb, expected_steps, cpu_share)`` on stdin and writes one line of JSON on
+stdout: the verdict (:mod:`server.runtime.replay_check`), with ``reason`` and ``message``
+when the episode is not replayable, ``difference`` when it diverged, the ``steps`` compared
+and the environment's ``versions``. Before it imports anything heavy it lowers its own
+priority to the lowest nice level (it yields the CPU to every player) and caps its address
+space at ``memory_mb``; it keeps its CPU within ``cpu_share`` of a core (:class:`Throttle`).
 The log is only read.
 """
 
@@ -33,6 +33,26 @@ def _yield_cpu() -> None:
     outright on a saturated machine, and verdicts would never come.)"""
     with contextlib.suppress(OSError):
         os.nice(NICE - os.nice(0))
+
+
+class Throttle:
+    """Keeps this process's CPU time (all its threads: Mesa draws on several) within
+    ``share`` of one core's: :meth:`pace`, called between steps, sleeps once it is ahead.
+    Beside nice 19 this leaves the cores idle part of the time, so that a player's worker
+    waking up finds one free instead of waiting for the check's time slice to end
+    (benchmarks/replay_check.py measures both). None or >= the cores: no limit."""
+
+    def __init__(self, share: float | None) -> None:
+        self.share = share if share and share < (os.cpu_count() or 1) else None
+        self.wall0, self.cpu0 = time.monotonic(), time.process_time()
+
+    def pace(self) -> None:
+        if self.share is None:
+            return
+        cpu = time.process_time() - self.cpu0
+        ahead = cpu / self.share - (time.monotonic() - self.wall0)
+        if ahead > 0.002:
+            time.sleep(ahead)
 
 
 def _limit(memory_mb: int | None) -> None:
@@ -100,7 +120,11 @@ def open_episode(
 
 
 def verify(
-    log_dir: Path, allowed: Any, end_reason: str | None, expected_steps: int | None = None
+    log_dir: Path,
+    allowed: Any,
+    end_reason: str | None,
+    expected_steps: int | None = None,
+    cpu_share: float | None = None,
 ) -> dict[str, Any]:
     """The verdict on the episode whose log is ``log_dir``."""
     from server.recording.format import END_MAX_DURATION
@@ -124,10 +148,13 @@ def verify(
             adapter.set_camera(spec.camera)
         cameras = [_camera(s) for s in steps]
         reached = [0]
+        share = Throttle(cpu_share)
 
         def seen(t: int) -> None:
             reached[0] = t
+            share.pace()
 
+        every = spec.verify_images == "every_step"
         try:
             found = rc.Replay(adapter).run(
                 int(seed),
@@ -136,6 +163,7 @@ def verify(
                 cameras=cameras,
                 time_limited=end_reason == END_MAX_DURATION,
                 on_step=seen,
+                images_at=None if every else rc.sampled(rc.IMAGES_EVERY),
             )
         except Exception as exc:
             step = reached[0] + 1
@@ -178,15 +206,18 @@ def close_written(writer: Any, adapter: Any) -> None:
 
 def progress_main(work: Callable[..., dict[str, Any]], what: str, every: int) -> None:
     """A child process writing a log (regeneration, completion): its payload's items but the
-    last (``memory_mb``) go to ``work(*items, seen)``, which calls ``seen(t)`` per step;
+    last two (``memory_mb``, ``cpu_share``: :class:`Throttle`) go to ``work(*items, seen)``,
+    which calls ``seen(t)`` per step;
     one JSON line ``{"progress": t}`` every ``every`` steps, then the result's line
     (``result``, ``seconds``). ``what`` names the work in an out-of-memory message."""
     _yield_cpu()
-    *items, memory_mb = pickle.load(sys.stdin.buffer)
+    *items, memory_mb, cpu_share = pickle.load(sys.stdin.buffer)
     _limit(memory_mb)
     started = time.monotonic()
+    share = Throttle(cpu_share)
 
     def seen(t: int) -> None:
+        share.pace()
         if t and t % every == 0:
             sys.stdout.write(json.dumps({"progress": t}) + "\n")
             sys.stdout.flush()
@@ -203,11 +234,13 @@ def progress_main(work: Callable[..., dict[str, Any]], what: str, every: int) ->
 
 def main() -> None:
     _yield_cpu()  # the payload's unpickling imports the app's allow-list: niced already
-    allowed, log_dir, end_reason, memory_mb, expected_steps = pickle.load(sys.stdin.buffer)
+    allowed, log_dir, end_reason, memory_mb, expected_steps, cpu_share = pickle.load(
+        sys.stdin.buffer
+    )
     _limit(memory_mb)
     started = time.monotonic()
     try:
-        result = verify(Path(log_dir), allowed, end_reason, expected_steps)
+        result = verify(Path(log_dir), allowed, end_reason, expected_steps, cpu_share)
     except MemoryError:
         result = not_replayable("out_of_memory", f"the replay needed more than {memory_mb} MB")
     result["seconds"] = round(time.monotonic() - started, 3)

@@ -71,6 +71,12 @@ class EnvAdapter(dm_env.Environment):
         """``(steps per second of real time, frames per step)``; None where unknown."""
         return None, None
 
+    def replay_frame(self) -> None:
+        """Do to the simulation what drawing the current frame does, without drawing where
+        that is known: a replay compares observations, and needs a render's effects on the
+        state (Fetch's moves its target site and runs ``mj_forward``), not its pixels."""
+        self.frame()
+
     def defer_images(self, on: bool = True) -> tuple[str, ...]:
         """Leave the observation's images out of the following steps (placeholders of their
         shape), where the environment can draw them afterwards from its recorded state:
@@ -192,6 +198,19 @@ class GymnasiumAdapter(EnvAdapter):
         if truncated:
             return dm_env.truncation(float(reward), obs)
         return dm_env.transition(float(reward), obs)
+
+    def replay_frame(self) -> None:
+        """gymnasium-robotics' envs: their render is ``_render_callback`` (the target site,
+        ``mj_forward``) then drawing; ours (``render_is_pure``) only read the simulation."""
+        unwrapped = self.env.unwrapped
+        if self.env.render_mode == "rgb_array" and not self._frame_is_obs:
+            callback = getattr(unwrapped, "_render_callback", None)
+            if callable(callback) and hasattr(unwrapped, "mujoco_renderer"):
+                callback()
+                return
+            if getattr(unwrapped, "render_is_pure", False) is True:
+                return
+        self.frame()
 
     def defer_images(self, on: bool = True) -> tuple[str, ...]:
         """The environment's own ``defer_images`` (server/envs/robosuite_tasks.py)."""
@@ -327,6 +346,11 @@ class DmEnvAdapter(EnvAdapter):
         for key in self._image or ():
             value = value[key]
         return _as_rgb(value)
+
+    def replay_frame(self) -> None:
+        """dm_control's ``physics.render`` only reads the simulation: nothing to do."""
+        if self._source != "physics":
+            self.frame()
 
     def close(self) -> None:
         self.env.close()

@@ -72,7 +72,8 @@ class AllowedEnvironments:
         return cls.of(
             settings.gym_packages, settings.dm_env_factories, settings.policies,
             policy_budget_ms=settings.policy_step_budget_ms,
-            defer_images=settings.defer_observation_images,
+            # only where the replay checks that draw them run (else never exportable)
+            defer_images=settings.defer_observation_images and settings.replay_check_workers > 0,
         )  # fmt: skip
 
     @classmethod

@@ -46,6 +46,7 @@ def complete_log(
     timeout_s: float,
     memory_mb: int | None,
     cancel: threading.Event | None = None,
+    cpu_share: float | None = None,
 ) -> dict[str, Any] | None:
     """Draw the deferred keys of the log at ``log_dir`` into it: ``{"result": "completed",
     "steps", "seconds"}`` (also when there was nothing to draw: ``steps`` None), or
@@ -58,7 +59,7 @@ def complete_log(
         return {"result": "completed", "steps": None}
     new = completing_dir(log_dir)
     shutil.rmtree(new, ignore_errors=True)
-    payload = (allowed, str(log_dir), str(new), keys, memory_mb)
+    payload = (allowed, str(log_dir), str(new), keys, memory_mb, cpu_share)
     done = replay_process.run_module(runtime, MODULE, payload, timeout_s, cancel)
     if done is None:
         shutil.rmtree(new, ignore_errors=True)

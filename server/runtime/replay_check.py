@@ -6,13 +6,16 @@ imports only what every runtime holds (``requirements/runtimes/worker.in``).
 
 A replay builds the environment from the spec the log was recorded with, seeds it with the
 recorded seed, resets, then applies each recorded action (the action the environment got,
-whoever chose it: player or policy), rendering every timestep as the worker did (a render
-may touch a simulation's state: Fetch's calls ``mj_forward``), and compares each timestep
-with the log: the observation, the reward, the discount and the end flags. Integers, booleans,
-text and images (any integer array) must be equal; floats equal within :data:`RTOL` and
-:data:`ATOL` (``numpy.isclose``; NaN equals NaN). The first difference is the verdict
-``diverged``: its step, its field, the two values and by how much. Nothing is written: the
-log is only read.
+whoever chose it: player or policy), doing at every timestep what the worker's render did to
+the simulation (``replay_frame``: Fetch's render runs ``mj_forward``; ours and dm_control's
+only read it, so nothing is drawn), and compares each timestep with the log: the
+observation, the reward, the discount and the end flags. The observation's images are
+compared at a sample of steps (``images_at``) where the environment can leave them out of
+the others (Robosuite's, whose recorded ``sim_state`` is compared at every step).
+Integers, booleans, text and images (any integer array) must be equal; floats equal within
+:data:`RTOL` and :data:`ATOL` (``numpy.isclose``; NaN equals NaN). The first difference is
+the verdict ``diverged``: its step, its field, the two values and by how much. Nothing is
+written: the log is only read.
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ RTOL = 1e-6  # floats: |replayed - recorded| <= ATOL + RTOL * |recorded|
 ATOL = 1e-6
 TRIAL_STEPS = 30  # steps of Validate's determinism trial, at most
 TRIAL_S = 8.0  # ... and no more steps once its first run has taken this long (at least 3)
+# A check compares the observation's images at every IMAGES_EVERY-th step (and the first and
+# last) where the environment can leave them out of the others (``verify_images: sample``,
+# the default; docs/review.md, "Replay verification"); every other value at every step.
+IMAGES_EVERY = 20
 _SHOWN = 80  # characters of a value shown in a verdict
 
 
@@ -238,29 +245,59 @@ class Replay:
         cameras: Sequence[str | None] = (),
         time_limited: bool = False,
         on_step: Callable[[int], None] | None = None,
+        images_at: Callable[[int], bool] | None = None,
     ) -> Difference | None:
         """Replay ``actions`` (``actions[t]`` led to ``recorded[t]``; ``actions[0]`` is
-        unused) from a reset with ``seed``: the first difference, or None."""
+        unused) from a reset with ``seed``: the first difference, or None.
+
+        ``images_at(t)``: whether step ``t``'s observation images are drawn and compared
+        (the first and last steps' always are); at the other steps an environment that can
+        (``defer_images``) leaves them out, and every other value is compared. None: every
+        step's. The frame is never drawn, only what drawing it does to the simulation
+        (``replay_frame``)."""
         adapter = self.adapter
-        adapter.set_seed(seed)
-        replayed = adapter.reset()
         last = len(recorded) - 1
+        deferrable = adapter.defer_images(True) if images_at is not None else ()
+        adapter.set_seed(seed)
         for t in range(len(recorded)):
+            drawn = not deferrable or t in (0, last) or bool(images_at and images_at(t))
+            if deferrable:
+                adapter.defer_images(not drawn)
             if t:
                 self._check_time()
                 replayed = adapter.step(actions[t])
+            else:
+                replayed = adapter.reset()
             camera = cameras[t] if t < len(cameras) else None
             if camera and camera != adapter.camera and camera in adapter.cameras:
                 adapter.set_camera(camera)
-            adapter.frame()
+            adapter.replay_frame()
+            logged = recorded[t]
+            if not drawn:
+                logged, replayed = _without(logged, deferrable), _without(replayed, deferrable)
             found = compare_timestep(
-                t, recorded[t], replayed, final=t == last, time_limited=time_limited
+                t, logged, replayed, final=t == last, time_limited=time_limited
             )
             if found:
                 return found
             if on_step is not None:
                 on_step(t)
+        if deferrable:
+            adapter.defer_images(False)
         return None
+
+
+def _without(timestep: dm_env.TimeStep, keys: Sequence[str]) -> dm_env.TimeStep:
+    """The timestep without the observation's ``keys`` (a dict observation's)."""
+    obs = timestep.observation
+    if not isinstance(obs, Mapping):
+        return timestep
+    return timestep._replace(observation={k: v for k, v in obs.items() if k not in keys})
+
+
+def sampled(every: int) -> Callable[[int], bool]:
+    """``images_at`` of :meth:`Replay.run` drawing every ``every``-th step's images."""
+    return lambda t: t % every == 0
 
 
 def _copy(value: Any) -> Any:

@@ -3,8 +3,9 @@ its environment's runtime, bounded in time and memory, and reading its verdict.
 
 The app's runtime runs it with the app's interpreter; another runtime with its own
 (:mod:`server.runtime.runtimes`), exactly as its workers run. The process runs at the lowest
-CPU priority, so players' workers always come first; it is killed past ``timeout_s`` or on
-``cancel``.
+CPU priority, so players' workers always come first, and within a share of a core
+(``STUDIO_REPLAY_CHECK_CPU_SHARE``), so that they find a core free when they wake; it is
+killed past ``timeout_s`` or on ``cancel``.
 """
 
 from __future__ import annotations
@@ -66,11 +67,14 @@ def verify_log(
     memory_mb: int | None,
     cancel: threading.Event | None = None,
     expected_steps: int | None = None,
+    cpu_share: float | None = None,
 ) -> dict[str, Any] | None:
     """The verdict of replaying the log at ``log_dir`` (see :mod:`._replay_main`; a log of
     fewer timesteps than ``expected_steps``, the episode row's, is truncated); None when
-    ``cancel`` was set first. Raises :class:`Unavailable` when the runtime cannot run."""
-    payload = (allowed, str(log_dir), end_reason, memory_mb, expected_steps)
+    ``cancel`` was set first. ``cpu_share``: the most of one core the process uses (None:
+    no limit beyond its nice level). Raises :class:`Unavailable` when the runtime cannot
+    run."""
+    payload = (allowed, str(log_dir), end_reason, memory_mb, expected_steps, cpu_share)
     done = run_module(runtime, "server.runtime._replay_main", payload, timeout_s, cancel)
     if done is None:
         return None

@@ -167,6 +167,12 @@ class EnvironmentSpec(StrictModel):
         description="Async: a fresh input runs its slot's step at once instead of at the "
         "slot's end (lower latency; still one step per 1/fps, the pace unchanged).",
     )
+    verify_images: Literal["sample", "every_step"] = Field(
+        default="sample",
+        description="The replay check compares the observation's camera images at every "
+        "20th step (and the first and last) and every other value at every step; "
+        "every_step: the images at every step too (slower: each is drawn again).",
+    )
     image_quality: Literal["low", "medium", "high"] = "medium"
     adaptive_quality: bool = Field(
         default=False,

@@ -59,7 +59,7 @@ def test_registered_with_a_7d_unit_action_and_both_cameras():
     try:
         space = made.action_space
         assert space.shape == (7,) and (space.low == -1).all() and (space.high == 1).all()
-        assert set(made.observation_space.spaces) == {"state", *CAMERAS}
+        assert set(made.observation_space.spaces) == {"state", "sim_state", *CAMERAS}
         obs, _ = made.reset(seed=0)
         assert obs["front"].shape == obs["wrist"].shape == (32, 32, 3)
         assert made.render().shape == (64, 64, 3)
@@ -117,3 +117,30 @@ def test_a_scripted_grasp_lifts_the_cube_and_succeeds(env):
     assert info["cube_height"] >= LIFT_HEIGHT
     assert 0.03 < info["finger_opening"] < 0.045  # shut on a 4 cm cube
     assert seen[0]["state"][10] < 0.021 and seen[-1]["state"][10] > 0.09  # cube z rose
+
+
+def test_images_left_out_of_the_steps_are_drawn_from_the_recorded_states():
+    """On the play path a step draws no observation image; each step's ``sim_state`` then
+    gives that step's whole observation, bit for bit, in another env."""
+    full, live, other = (PickCubeEnv(image_size=48, render_size=64) for _ in range(3))
+    try:
+        assert live.defer_images(True) == CAMERAS
+        rng = np.random.default_rng(1)
+        drawn, deferred = [full.reset(seed=3)[0]], [live.reset(seed=3)[0]]
+        for _ in range(40):
+            action = rng.uniform(-1, 1, 7)
+            drawn.append(full.step(action)[0])
+            deferred.append(live.step(action)[0])
+            live.render()  # the shown view is drawn
+        other.reset(seed=99)
+        for t, (want, got) in enumerate(zip(drawn, deferred, strict=True)):
+            assert not got["front"].any() and not got["wrist"].any()
+            np.testing.assert_array_equal(got["state"], want["state"])
+            restored = other.restore_observation(got["sim_state"], first=t == 0)
+            assert set(restored) == set(want)
+            for key in want:
+                np.testing.assert_array_equal(restored[key], want[key], err_msg=f"{t} {key}")
+        assert drawn[-1]["front"].any()
+    finally:
+        for made in (full, live, other):
+            made.close()

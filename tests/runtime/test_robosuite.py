@@ -210,3 +210,59 @@ def test_played_the_new_way_exports_what_the_old_way_does(tmp_path):
         name = next(k for k in old if k.endswith(f"observation/{key}"))
         assert new[name] == old[name] and len(new[name]) == len(pushes) + 1
     assert new["steps/action"] == old["steps/action"] and new["steps/reward"] == old["steps/reward"]
+
+
+def test_a_check_compares_the_state_at_every_step_and_images_at_a_sample(tmp_path):
+    """Verification of a Robosuite episode draws no frame and the observation's images only
+    every 20th step (and the first and last): an image changed between those goes unseen,
+    the state changed there does not; a study that asks for every step's images
+    (``verify_images: every_step``) finds the image too."""
+    from server.runtime import completion
+    from server.runtime.replay_check import IMAGES_EVERY
+    from server.runtime.replay_process import verify_log
+    from tests.recording.log_edits import rewrite_log
+
+    entry = CATALOG["Robosuite-Lift"]
+    pushes = [["ArrowDown"]] * 12 + [["KeyS"]] * 12
+    assert 5 % IMAGES_EVERY and len(pushes) > IMAGES_EVERY
+
+    def recorded(root: Path, verify_images: str) -> Path:
+        spec = EnvironmentSpec(id="can", name="Lift", source=entry.source(), mode="sync",
+                               controls=entry.controls, verify_images=verify_images)  # fmt: skip
+        _play(spec, ALLOWED, root, pushes)
+        log_dir = episode_dir(root, 5, "can")
+        done = completion.complete_log(log_dir, "robosuite", ALLOWED, timeout_s=300,
+                                       memory_mb=None)  # fmt: skip
+        assert done is not None and done["result"] == "completed", done
+        return log_dir
+
+    def check(log_dir: Path) -> dict:
+        found = verify_log(log_dir, "robosuite", ALLOWED, end_reason="completed",
+                           timeout_s=300, memory_mb=None, cpu_share=0.5)  # fmt: skip
+        assert found is not None
+        return found
+
+    def brighter(obs):
+        return {**obs, "agentview_image": obs["agentview_image"] // 2 + 100}
+
+    def moved(obs):
+        state = obs["sim_state"].copy()
+        state[3] += 1e-3
+        return {**obs, "sim_state": state}
+
+    sampled = recorded(tmp_path / "sample", "sample")
+    assert check(sampled)["verdict"] == "verified"
+    rewrite_log(sampled, step=5, observation=brighter)
+    assert check(sampled)["verdict"] == "verified"  # not a sampled step
+    rewrite_log(sampled, step=5, observation=moved)
+    found = check(sampled)
+    assert found["verdict"] == "diverged", found
+    assert found["difference"]["step"] == 5
+    assert found["difference"]["field"].startswith("observation/sim_state")
+
+    every = recorded(tmp_path / "every", "every_step")
+    rewrite_log(every, step=5, observation=brighter)
+    found = check(every)
+    assert found["verdict"] == "diverged", found
+    assert found["difference"]["step"] == 5
+    assert found["difference"]["field"].startswith("observation/agentview_image")

@@ -287,6 +287,7 @@ class ReplayCheckRunner(ClaimRunner):
                     timeout_s=self.settings.replay_check_timeout_s,
                     memory_mb=self.settings.replay_check_memory_mb,
                     cancel=handle.cancel,
+                    cpu_share=self.settings.replay_check_cpu_share,
                 )
             except replay_process.Unavailable as exc:
                 return self._later(
@@ -306,6 +307,7 @@ class ReplayCheckRunner(ClaimRunner):
                 memory_mb=self.settings.replay_check_memory_mb,
                 cancel=handle.cancel,
                 expected_steps=steps or None,
+                cpu_share=self.settings.replay_check_cpu_share,
             )
         except replay_process.Unavailable as exc:
             return self._later(
