@@ -212,3 +212,11 @@ def test_a_direct_link_on_a_phone_is_told_plainly_and_may_go_on(live_server, pho
     phone.get_by_role("button", name="Start").tap()
     accept_consent(phone)
     assert len(_participants(db, study)) == 1
+    # at the game, told again (a keyboard plays it; the page offers no buttons)
+    phone.locator("#instructions-ok").tap()
+    phone.get_by_role("button", name="Play Nine").tap()
+    expect(phone.locator("#st-phase")).to_have_text("ready")
+    expect(phone.locator("#touch-note")).to_have_text(
+        "This game has no touch controls: it needs a keyboard."
+    )
+    expect(phone.locator("#touch-pad")).to_be_hidden()

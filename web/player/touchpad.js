@@ -146,7 +146,10 @@ export function createTouchControls(state, input, nextCamera) {
     if (box.hidden) {
       box.replaceChildren();
       // a phone that went on anyway (the device check said it) hears it again at the game
-      if (allowed && touchOnly() && $("touch-pad").hidden) say("This game has no touch controls: it needs a keyboard or a gamepad.");
+      if (allowed && touchOnly() && $("touch-pad").hidden) {
+        const needs = ["keyboard", "gamepad"].filter((i) => state.study.inputs.includes(i)).map((i) => `a ${i}`);
+        say(`This game has no touch controls: it needs ${needs.join(" or ") || "a keyboard"}.`);
+      }
       return;
     }
     const labels = Object.fromEntries(Object.entries(spec.axes).map(([k, v]) => [Number(k), v]));
