@@ -249,6 +249,22 @@ def test_storms_ten_fingers_and_a_cancelled_touch_are_bounded(live_server, phone
     pads = [m["devices"].get("touch", [0] * 6) for m in storm]
     assert all(len(v) == 6 and all(-1 <= a <= 1 for a in v) for v in pads)
     assert any(v[0] > 0 for v in pads)
+    # a thousand moves on pad 2 within one task (far past any touch screen's rate): at most
+    # the one input sent at once and the one a tick later go out
+    burst = len(sent)
+    phone.evaluate("""() => {
+        const pad = document.querySelectorAll('.touch-stick')[1];
+        const r = pad.getBoundingClientRect(), x = r.x + r.width / 2, y = r.y + r.height / 2;
+        const ev = (type, dy) => pad.dispatchEvent(new PointerEvent(type, {pointerId: 77,
+            pointerType: 'touch', clientX: x, clientY: y + dy, bubbles: true, isPrimary: false}));
+        ev('pointerdown', 0);
+        for (let k = 0; k < 1000; k++) ev('pointermove', -(k % 60));
+    }""")
+    phone.wait_for_timeout(300)
+    assert len(sent) - burst <= 3 + (_step(phone) - step1), len(sent) - burst
+    assert sent[-1]["devices"]["touch"][3] < 0  # pad 2 pushed up, as the last move left it
+    phone.evaluate("""() => document.querySelectorAll('.touch-stick')[1].dispatchEvent(
+        new PointerEvent('pointerup', {pointerId: 77, pointerType: 'touch', bubbles: true}))""")
     # the browser takes the touch (a gesture, the finger off the screen): the pad lets go
     finger.touch("touchCancel", [])
     phone.wait_for_function(
