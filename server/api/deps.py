@@ -15,6 +15,7 @@ from server.core.db import session_scope
 from server.errors import Forbidden, Unauthorized
 from server.models import MAX_DB_INT, Role, User
 from server.principal import Principal
+from server.runtime.warm_pool import WarmPool
 from server.services import users
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -38,7 +39,13 @@ def get_budget(request: Request) -> ProcessBudget:
     return budget
 
 
+def get_warm(request: Request) -> WarmPool | None:
+    """The app's warm workers (None: an app without a player registry's pool)."""
+    return getattr(request.app.state.player_registry, "warm", None)
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+WarmDep = Annotated[WarmPool | None, Depends(get_warm)]
 BudgetDep = Annotated[ProcessBudget, Depends(get_budget)]
 SessionDep = Annotated[Session, Depends(get_db)]
 

@@ -8,6 +8,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import anyio.from_thread
+
 from server.core.config import Settings
 from server.player._phase import PlayError
 from server.player._store import SessionStore
@@ -47,6 +49,15 @@ async def prewarm(
     allowed = await asyncio.to_thread(allowed_environments, settings)
     for env in spec.environments:
         warm.want(env, **_start_args(settings, study_id, allowed))
+
+
+def prewarm_from_request(
+    warm: WarmPool | None, spec: StudySpec, settings: Settings, study_id: int
+) -> None:
+    """:func:`prewarm` from a sync route's thread (a participant joined: their consent and
+    instructions come first, time enough for a runtime's worker to start)."""
+    if warm is not None and warm.enabled:
+        anyio.from_thread.run(prewarm, warm, spec, settings, study_id)
 
 
 class EnvLink:

@@ -41,6 +41,10 @@ from server.study_spec import EnvironmentSpec
 
 log = logging.getLogger(__name__)
 FAILED_BACKOFF_S = 60.0  # an environment whose warm start failed is not warmed again sooner
+# A replacement starts this long after its worker was handed out: a runtime's interpreter
+# start is seconds of CPU, which would otherwise compete with the ready gate it just served
+# (PickCube's first frame took 3 s beside it on the loaded 2-core machine, 1 s without).
+REFILL_DELAY_S = 3.0
 CLOSE_TIMEOUT_S = 2.0
 
 
@@ -178,7 +182,7 @@ class WarmPool:
             warm = demand.ready.pop(0)
             if await self._usable(warm):
                 self.counts.handed_out += 1
-                self._fill(key)
+                asyncio.get_running_loop().call_later(REFILL_DELAY_S, self._fill, key)
                 return warm.worker
             await self._drop(warm, "unusable")
         if self.enabled and self.room() < 1:
@@ -246,6 +250,29 @@ class WarmPool:
         s = demand.start
         try:
             fingerprint = runtimes.fingerprint(s.runtime)
+            worker = await self._started(s)
+            if worker is None:
+                self.counts.failed += 1
+                demand.failed_at = time.monotonic()
+                return
+            self.counts.started += 1
+            warm = _Warm(worker, s.runtime, time.monotonic(), fingerprint)
+            if self._closed or self._demand.get(key) is not demand:
+                await self._drop(warm, "no longer wanted")
+                return
+            demand.failed_at = None
+            demand.ready.append(warm)
+        finally:
+            demand.starting -= 1
+            demand.settled.set()
+
+    @staticmethod
+    async def _started(s: _Start) -> EnvWorker | None:
+        """A worker of ``s`` started, built and one frame drawn (not recorded: the
+        renderer's context, shaders and caches are made now, not at the ready gate; an
+        episode's reset reseeds from its own seed, as every episode but a worker's first
+        does), or None when it cannot be now (the session's own start will say why)."""
+        try:
             worker = await EnvWorker.start(
                 s.spec,
                 allowed=s.allowed,
@@ -255,21 +282,16 @@ class WarmPool:
                 reply_timeout=s.reply_timeout,
                 flush_interval_s=s.flush_interval_s,
             )
-        except Exception as exc:  # it cannot be built now: the session's own start says why
-            self.counts.failed += 1
-            demand.failed_at = time.monotonic()
+        except Exception as exc:
             log.info("warm worker for %s not started: %s", s.spec.name, exc)
-            return
-        finally:
-            demand.starting -= 1
-            demand.settled.set()  # waiters run after this task's next await: it is in ready
-        self.counts.started += 1
-        warm = _Warm(worker, s.runtime, time.monotonic(), fingerprint)
-        if self._closed or self._demand.get(key) is not demand:
-            await self._drop(warm, "no longer wanted")
-            return
-        demand.failed_at = None
-        demand.ready.append(warm)
+            return None
+        try:
+            await worker.preview(seed=0)
+        except Exception as exc:
+            log.info("warm worker for %s did not draw: %s", s.spec.name, exc)
+            await worker.close(timeout=CLOSE_TIMEOUT_S)
+            return None
+        return worker
 
     async def sweep(self) -> None:
         """Drop what may not be handed out, forget environments nobody wanted for

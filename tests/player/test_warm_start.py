@@ -10,7 +10,7 @@ import pytest
 
 from server.models import EpisodeStatus
 from server.recording.writer import open_reader
-from tests.player.conftest import Player, counter_env, spec, wait_status
+from tests.player.conftest import Player, activate, counter_env, spec, ticket_socket, wait_status
 
 
 @pytest.fixture
@@ -47,3 +47,33 @@ def test_a_session_starts_on_the_warm_worker_and_another_is_warmed(factory, desi
     with open_reader(row.storage_path) as reader:
         assert len(list(reader.steps)) == 3
     assert pool.counts.started == 2 and pool.counts.dropped == 0
+
+
+def test_a_participant_joining_has_the_worker_warmed_before_consent(factory, designer, db, app):
+    """Warming starts at the join (the consent form and instructions come first), and the
+    participant's first episode starts on that worker."""
+    pool = app.state.player_registry.warm
+    study = activate(
+        db, factory.study(designer, spec(counter_env(), crowd={"consent": "Do you agree?"}))
+    )
+    anon = factory.client()
+    joined = anon.post(
+        "/api/play/join",
+        json={"token": study.permalink_token, "params": {"PROLIFIC_PID": "p-warm"}},
+    )
+    assert joined.status_code == 200, joined.text
+    _until(lambda: pool.ready() == 1)  # before any socket is open
+    ticket = joined.json()["ticket"]
+    consent = anon.post(
+        "/api/play/consent", json={"accept": True}, headers={"X-Play-Ticket": ticket}
+    )
+    assert consent.status_code == 200, consent.text
+    with ticket_socket(anon, ticket) as ws:
+        player = Player(ws)
+        player.until("hello")
+        player.send(type="start", env_id="counter")
+        player.until("episode_started")
+        player.frame()
+        assert pool.counts.handed_out == 1 and pool.counts.started == 1
+        player.send(type="cancel")
+        player.until("episode_saved")

@@ -15,11 +15,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Response
 from sqlalchemy.orm import Session
 
-from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep
+from server.api.deps import CurrentPrincipal, RowId, SessionDep, SettingsDep, WarmDep
 from server.core.config import Settings
 from server.errors import Conflict, NotFound, Unauthorized
 from server.models import Participant, ScreenoutReason, Study, utcnow
 from server.player import tickets
+from server.player.env_link import prewarm_from_request
 from server.player.protocol import PROTOCOL_VERSION
 from server.player.views import study_view
 from server.principal import Principal
@@ -84,9 +85,10 @@ def preview(body: PreviewIn, db: SessionDep) -> PreviewOut:
 @router.post(
     "/api/play/join", response_model=PlayerStudyOut, summary="Join a study as a participant"
 )
-def join(body: JoinIn, db: SessionDep, settings: SettingsDep) -> PlayerStudyOut:
+def join(body: JoinIn, db: SessionDep, settings: SettingsDep, warm: WarmDep) -> PlayerStudyOut:
     """Find or create the participant behind a permalink; returns a play ticket and the
-    participant's state. A participant who completed gets their code again."""
+    participant's state. A participant who completed gets their code again. The study's
+    environments get warm workers from now (docs/runtime.md, "Warm workers")."""
     study = _study_for(db, body.token)
     spec = studies.spec_of(study)
     who = participants.arrival(body.params, body.participant_id, spec.crowd)
@@ -95,7 +97,9 @@ def join(body: JoinIn, db: SessionDep, settings: SettingsDep) -> PlayerStudyOut:
         state = quotas.availability(db, study, spec)
         if state in ("paused", "closed") or (state == "full" and existing is None):
             raise Conflict(CLOSED[state], code=state)
-    return _out(db, settings, study, participants.join(db, study, who), body.browser_key)
+    out = _out(db, settings, study, participants.join(db, study, who), body.browser_key)
+    prewarm_from_request(warm, spec, settings, study.id)
+    return out
 
 
 def ticket_holder(
