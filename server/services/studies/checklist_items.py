@@ -39,7 +39,8 @@ STUDY_LABELS = {
 }  # fmt: skip
 ENV_LABELS = {
     "name": "Display name", "id": "Id (in exports)", "mode": "Play mode",
-    "fps": "Steps per second (async)", "countdown_s": "Countdown (s, async)",
+    "fps": "Steps per second (async)", "allow_end": "Participants may end an episode",
+    "countdown_s": "Countdown (s, async)",
     "step_on_input": "Step on input (async)", "speed": "Speed (async)",
     "speed_choices": "Speeds players may choose (async)", "max_steps": "Max steps",
     "max_duration_s": "Max duration (s)", "image_quality": "Image quality",
