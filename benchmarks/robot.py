@@ -25,11 +25,11 @@ CPU against the floor, measured in the same run: ``times_physics_and_shown`` (go
 ``teleoperators``: at the entry's control rate (its catalog ``fps``: 25 steps/s for Fetch
 and PickCube, 20 for robosuite), one teleoperator keeps ``live_step_cpu_ms × rate / 1000``
 of a core busy; ``fit_on_cores`` is how many such workers this machine's cores hold
-(``os.cpu_count()``). From that guess up or down, runs of ``--window`` seconds with that many
-teleoperators playing at once (async mode, a worker each, as benchmarks/replay_check.py's
-players) find ``under_1pct_late``: the most of them whose frames are under 1 % late (a step
-more than 1.5 periods after the one before). The load average printed beside each run says
-how busy the machine was.
+(``os.cpu_count()``). From that guess (halved until they fit, then one more at a time), runs
+of ``--window`` seconds with that many teleoperators playing at once (async mode, a worker
+each, as benchmarks/replay_check.py's players) find ``under_1pct_late``: the most of them
+whose frames are under 1 % late (a step more than 1.5 periods after the one before). The
+load average printed beside each run says how busy the machine was.
 
 ``worker_start_s``: per runtime (``app``: the forkserver, already running; ``robotics``,
 ``robosuite``, ``dm_control``, ``nethack``: a new interpreter), the seconds from
@@ -78,7 +78,7 @@ from server.study_spec import EnvironmentSpec  # noqa: E402
 ALLOWED = AllowedEnvironments.of()
 WARMUP = 20  # steps not counted (2 with --smoke)
 LATE_PCT = 1.0  # teleoperators fit while fewer of their frames than this are late
-MAX_RUNS = 4  # runs of the teleoperator search per entry
+MAX_RUNS = 5  # runs of the teleoperator search per entry
 CHILD_TIMEOUT_S = 600.0
 # runtime → the catalog entry whose worker start is timed (app: the first one installed)
 START_ENTRIES = {
@@ -253,7 +253,8 @@ async def players_at_rate(
 
 def teleoperators(spec: EnvironmentSpec, guess: int, seconds: float, cap: int) -> dict[str, Any]:
     """The most teleoperators under :data:`LATE_PCT` % late frames, found from ``guess``
-    (the CPU estimate) up or down, a run of ``seconds`` each, at most ``cap``."""
+    (the CPU estimate): halved until they fit, then one more at a time until they do not;
+    a run of ``seconds`` each, at most ``cap`` teleoperators and :data:`MAX_RUNS` runs."""
     runs: dict[int, dict[str, Any]] = {}
 
     def ok(k: int) -> bool:
@@ -263,14 +264,11 @@ def teleoperators(spec: EnvironmentSpec, guess: int, seconds: float, cap: int) -
         return runs[k]["late_frames_pct"] < LATE_PCT
 
     k = max(1, min(cap, guess))
-    if ok(k):
-        while k < cap and len(runs) < MAX_RUNS and ok(k + 1):
-            k += 1
-        best: int | None = k
-    else:
-        while k > 1 and len(runs) < MAX_RUNS and not ok(k - 1):
-            k -= 1
-        best = k - 1 if k > 1 and ok(k - 1) else None
+    while not ok(k) and k > 1 and len(runs) < MAX_RUNS:
+        k = max(1, k // 2)  # halve until they fit
+    best = k if ok(k) else None
+    while best is not None and best < cap and len(runs) < MAX_RUNS and ok(best + 1):
+        best += 1
     return {"under_1pct_late": best, "runs": [runs[n] for n in sorted(runs)]}
 
 
