@@ -222,7 +222,7 @@ class Settings(BaseSettings):
         description="The address space a replay process may use (then: not replayable).",
     )  # fmt: skip
     replay_check_cpu_share: float = Field(
-        default=0.5, gt=0, le=64,
+        default=1.0, gt=0, le=64,
         description="The most of one core a replay check (or a completion) uses, besides its "
         "lowest priority: the rest is left idle for players' workers waking up.",
     )  # fmt: skip
