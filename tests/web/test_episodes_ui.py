@@ -365,6 +365,8 @@ def test_export_on_apache_beam_cancel_then_finish(
     page.get_by_role("button", name="Start export").click()
     wait_export(page)
     expect(page.locator("#job-counts")).to_contain_text("3 / 3 episodes")
+    # its steps are RLDS steps, one more an episode than the actions the list counts
+    expect(page.locator("#job-counts")).to_contain_text("RLDS steps")
     SHOTS_BEAM.mkdir(parents=True, exist_ok=True)
     page.locator("#export-card").screenshot(path=str(SHOTS_BEAM / "export-beam.png"))
     saved = download_export(page, tmp_path / "beam.zip")

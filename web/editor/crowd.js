@@ -45,7 +45,7 @@ export function crowdSection(api, data, changed) {
 /** ``crowd.inputs``: unset means keyboard and gamepad. */
 const inputsField = (data, onChange) => checks(data, ["crowd", "inputs"], "Participants play with", INPUTS, DEFAULT_INPUTS,
   "A phone or tablet without a keyboard is told before consent that it cannot take part, unless Touch is ticked. " +
-  "With Touch, environments with at most 8 key bindings show a button per binding under the game.", onChange);
+  "With Touch, a robot arm gets its touch pads and buttons (bound under Controls → Device…), and a game with at most 8 key bindings a button per binding; a phone is told before consent which games touch cannot play.", onChange);
 
 /** ``crowd.platforms``: where participants come from (read by the pre-launch checklist). */
 const platformsField = (data, onChange) => checks(data, ["crowd", "platforms"], "Participants come from", PLATFORMS, [],

@@ -129,7 +129,7 @@ export function createExport({ api, study, state, toast, guard, pageFilter, filt
     const engine = job.options.engine === "beam" ? " on Apache Beam" : "";
     $("job-state").textContent = `Export #${job.id}${engine}: ${job.state} — ${pct}%`;
     $("job-counts").textContent =
-      `${job.episodes_done} / ${job.episodes_total} episodes · ${job.steps_done} / ${job.steps_total} steps`;
+      `${job.episodes_done} / ${job.episodes_total} episodes · ${job.steps_done} / ${job.steps_total} RLDS steps (one more an episode than its actions)`;
     $("job-message").textContent = job.message || "";
     const active = job.state === "queued" || job.state === "running";
     $("job-cancel").hidden = !active;
