@@ -10,15 +10,11 @@ from playwright.sync_api import Page, expect
 
 from server.core.security import salted_hash
 from tests.api.routes.recorded import dataset_studies
-from tests.factories import PASSWORD, Factory
+from tests.factories import Factory
 from tests.web._crowd import shot
+from tests.web._session import log_in
 
 pytestmark = pytest.mark.browser
-
-
-def _log_in(page: Page, base: str, email: str) -> None:
-    res = page.request.post(f"{base}/api/auth/login", data={"email": email, "password": PASSWORD})
-    assert res.ok
 
 
 def test_make_a_dataset_of_two_studies_split_by_participant(
@@ -26,7 +22,7 @@ def test_make_a_dataset_of_two_studies_split_by_participant(
 ) -> None:  # type: ignore[no-untyped-def]
     owner, pilot, main = dataset_studies(factory, db, settings.data_root, recorded)
     factory.study(factory.user(), {"name": "Not mine", "environments": pilot.spec["environments"]})
-    _log_in(page, live_server, owner.email)
+    log_in(page, live_server, owner.email)
     page.goto(live_server)
     page.get_by_role("link", name="Datasets", exact=True).first.click()
     expect(page).to_have_url(f"{live_server}/datasets.html")
