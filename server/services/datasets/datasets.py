@@ -28,7 +28,7 @@ def check_sources(db: Session, owner_id: int, sources: Sequence[DatasetSource]) 
             why = f"study {study.id} is a feedback study: it records no episodes"
         elif study.id in seen:
             why = f"study {study.id} is already a source of this dataset"
-        if why is not None:
+        if why is not None or study is None:
             raise Invalid(
                 f"This source is not valid: {why}.",
                 detail=[{"loc": ["body", "sources", n, "study_id"], "msg": why}],
