@@ -208,6 +208,57 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_datasets(args: argparse.Namespace, settings: Settings) -> int:
+    """List datasets, or print what one selects and how its split divides it."""
+    from server.models import Dataset
+    from server.services.datasets import preview
+
+    with _session(settings) as db:
+        if args.action == "list":
+            query = select(Dataset).order_by(Dataset.id)
+            if args.owner:
+                query = query.where(Dataset.owner_id == _owner(db, args.owner).id)
+            rows = db.scalars(query).all()
+            print(f"{'id':>5}  {'owner':>5}  {'studies':12} {'split':22} name")
+            for d in rows:
+                studies_ = ",".join(str(s["study_id"]) for s in d.sources)
+                split = d.split
+                how = f"{split.get('by', 'participant')} seed {split.get('seed', 0)}"
+                print(f"{d.id:5d}  {d.owner_id:5d}  {studies_[:12]:12} {how[:22]:22} {d.name}")
+            print(f"{len(rows)} dataset(s)")
+            return 0
+        if args.id is None:
+            raise SystemExit("error: give the dataset's id: rlds-studio datasets preview ID")
+        dataset = db.get(Dataset, args.id)
+        if dataset is None:
+            raise SystemExit(f"no dataset {args.id}")
+        out = preview.preview(db, dataset, settings.secret_key, settings.data_root)
+    _print_preview(dataset.name, out)
+    return 0
+
+
+def _print_preview(name: str, out: dict) -> None:
+    """The preview's counts as tables (steps: RLDS steps, as exports write them)."""
+    print(f"dataset {out['dataset_id']} {name!r}: {out['episodes']} episodes, {out['steps']} "
+          f"steps, {out['participants']} participants (split by {out['split_by']}, seed "
+          f"{out['seed']})")  # fmt: skip
+    if out["message"]:
+        print(out["message"])
+    print(f"{'split':12} {'fraction':>8} {'episodes':>8} {'steps':>8} {'participants':>12}")
+    for s in out["splits"]:
+        print(f"{s['split']:12} {s['fraction']:8.2f} {s['episodes']:8d} {s['steps']:8d} "
+              f"{s['participants']:12d}")  # fmt: skip
+    for title, rows in (("study", out["studies"]), ("environment", out["environments"]),
+                        ("task", out["tasks"])):  # fmt: skip
+        print(f"per {title}:")
+        for r in rows:
+            per = "  ".join(f"{k} {v}" for k, v in r["per_split"].items())
+            print(f"  {r['label'][:30]:30} {r['episodes']:6d} episodes  {per}")
+    print("per participant:")
+    for p in out["by_participant"]:
+        print(f"  {p['participant']:24} {p['split']:10} {p['episodes']:6d} episodes")
+
+
 def _regenerate(args: argparse.Namespace) -> RegenerateIn | None:
     """The regeneration --regenerate-size and --regenerate-camera ask for (None: none)."""
     if args.regenerate_size is None and not args.regenerate_camera:
@@ -334,6 +385,13 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--name", help="dataset name (snake_case; default from the study)")
     export.add_argument("--out", required=True, help="folder, or archive file, to create")
     export.set_defaults(func=cmd_export)
+    dsets = sub.add_parser(
+        "datasets", help="list datasets, or preview one's split (docs/export.md, Datasets)"
+    )
+    dsets.add_argument("action", choices=["list", "preview"])
+    dsets.add_argument("id", nargs="?", type=int, help="the dataset to preview")
+    dsets.add_argument("--owner", help="list only this designer's (email)")
+    dsets.set_defaults(func=cmd_datasets)
     rts = sub.add_parser(
         "runtimes", help="list the environment runtimes, or install them from their locks"
     )

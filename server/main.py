@@ -27,6 +27,7 @@ from server.api.routes import (
     bulk,
     catalog,
     crowd,
+    datasets,
     episodes,
     exports,
     feedback,
@@ -393,6 +394,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         narrations,
         bulk,
         exports,
+        datasets,
         live,
     ):
         app.include_router(module.router)

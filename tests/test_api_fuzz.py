@@ -34,7 +34,7 @@ from schemathesis import GenerationMode
 from server.core.config import Settings
 from server.export.runner import ExportRunner
 from server.main import create_app
-from server.models import ExportJob, JobState, Note, Role, StepTag
+from server.models import Dataset, ExportJob, JobState, Note, Role, StepTag
 from tests.api.routes.recorded import Inserter, two_env_spec
 
 SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
@@ -64,7 +64,8 @@ OPERATIONS = _operations()
 
 @pytest.fixture
 def world(factory, db, settings, recorded, monkeypatch) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    """A designer's study with two recorded episodes, a step tag, a note and two exports."""
+    """A designer's study with two recorded episodes, a step tag, a note, two exports and a
+    dataset."""
 
     # Export jobs are queued but not run: this test is about input handling, and dozens of
     # export processes would not fit the time budget (the exports tests run real ones).
@@ -89,13 +90,16 @@ def world(factory, db, settings, recorded, monkeypatch) -> dict[str, Any]:  # ty
     failed = ExportJob(
         study_id=study.id, owner_id=owner.id, state=JobState.failed, selection={}, options={}
     )
-    db.add_all([done, failed])
+    dataset = Dataset(owner_id=owner.id, name="set", description="",
+                      sources=[{"study_id": study.id, "filter": {}}], split={})  # fmt: skip
+    db.add_all([done, failed, dataset])
     db.commit()
     return {
         "owner": owner,
         "study_ids": [study.id],
         "episode_ids": [e.id for e in episodes],
         "job_ids": [done.id, failed.id],
+        "dataset_ids": [dataset.id],
         "tag_ids": [t.id for t in episodes[0].step_tags],
         "user_ids": [owner.id],
         "names": ["good", "jump"],
@@ -107,6 +111,7 @@ _REAL = {
     "study_id": "study_ids",
     "episode_id": "episode_ids",
     "job_id": "job_ids",
+    "dataset_id": "dataset_ids",
     "tag_id": "tag_ids",
     "user_id": "user_ids",
     "name": "names",

@@ -6,6 +6,7 @@ table is imported here, so importing ``server.models`` registers them all on ``B
 """
 
 from server.models.base import MAX_DB_INT, is_row_id, utcnow
+from server.models.datasets import Dataset
 from server.models.episodes import (
     EndedBy,
     Episode,
@@ -31,6 +32,7 @@ __all__ = [
     "MAX_DB_INT",
     "AuthSession",
     "BulkJob",
+    "Dataset",
     "EndedBy",
     "Episode",
     "EpisodeDeletion",

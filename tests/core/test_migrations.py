@@ -298,6 +298,20 @@ def _rows_at_0001() -> dict[str, list[dict[str, Any]]]:
             }
             for i in (1, 2)
         ],  # fmt: skip
+        # made by 0022
+        "datasets": [
+            {
+                "id": i,
+                "owner_id": 1,
+                "name": f"set {i}",
+                "description": "",
+                "sources": [{"study_id": 1, "filter": {}}],
+                "split": {"by": "episode", "train": 1, "validation": 0, "test": 0, "seed": 0},
+                "created_at": now,
+                "updated_at": now,
+            }
+            for i in (1, 2)
+        ],  # fmt: skip
     }
 
 

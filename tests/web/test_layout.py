@@ -15,6 +15,7 @@ PAGES = {
     "episodes.html": "episodes",
     "live.html": "live",
     "participants.html": "participants",
+    "datasets.html": "datasets",
     "docs.html": "docs",
 }
 LIMIT = 400
@@ -55,4 +56,13 @@ def test_every_page_draws_its_top_bar_with_the_shared_module():
         assert 'class="brand"' not in html and "Breadcrumb" not in html, page
         assert "skip-link" not in html, page
     users = {p.parent.name for p in _own_files() if "renderTopbar(" in p.read_text("utf-8")}
-    assert users >= {"studio", "player", "phone", "episodes", "live", "participants", "shared"}
+    assert users >= {
+        "studio",
+        "player",
+        "phone",
+        "episodes",
+        "live",
+        "participants",
+        "datasets",
+        "shared",
+    }

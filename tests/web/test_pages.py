@@ -61,6 +61,9 @@ def test_studio_pages_load_under_the_policy(live_server: str, page: Page, factor
 
     page.goto(f"{live_server}/episodes.html?study={study.id}")
     expect(page.get_by_text("No episodes yet")).to_be_visible()
+
+    page.goto(f"{live_server}/datasets.html")
+    expect(page.get_by_text("No datasets yet")).to_be_visible()
     assert refused == []
 
 
@@ -92,6 +95,7 @@ def test_every_page_has_the_same_top_bar(live_server: str, page: Page, factory: 
         "episodes": f"Studies › {study.name} › Episodes",
         "live": f"Studies › {study.name} › Episodes › Live",
         "participants": f"Studies › {study.name} › Participants",
+        "datasets": "Studies › Datasets",
     }
     for name, trail in trails.items():
         page.goto(f"{live_server}/{name}.html?study={study.id}")

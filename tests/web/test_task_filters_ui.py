@@ -13,8 +13,9 @@ from playwright.sync_api import Page, expect
 from server.models import Episode
 from tests.api.routes.recorded import Inserter, record_set
 from tests.export.recordings import Recording
-from tests.factories import PASSWORD, Factory, spec_dict
+from tests.factories import Factory, spec_dict
 from tests.web._crowd import shot
+from tests.web._session import log_in
 
 pytestmark = pytest.mark.browser
 
@@ -53,18 +54,13 @@ def _study(factory: Factory, db, settings, recorded):  # type: ignore[no-untyped
     return owner, study, eps
 
 
-def _log_in(page: Page, base: str, email: str) -> None:
-    res = page.request.post(f"{base}/api/auth/login", data={"email": email, "password": PASSWORD})
-    assert res.ok
-
-
 def test_filter_the_episodes_list_by_task(
     live_server: str, page: Page, factory: Factory, db, settings, recorded
 ) -> None:  # type: ignore[no-untyped-def]
     owner, study, eps = _study(factory, db, settings, recorded)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    _log_in(page, live_server, owner.email)
+    log_in(page, live_server, owner.email)
     page.goto(f"{live_server}/episodes.html?study={study.id}")
     rows = page.locator("#episodes-body tr")
     expect(rows).to_have_count(5)
@@ -133,7 +129,7 @@ def test_dashboard_and_participants_count_per_task(
     db.commit()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    _log_in(page, live_server, owner.email)
+    log_in(page, live_server, owner.email)
     page.goto(f"{live_server}/live.html?study={study.id}")
     env = page.locator("#quotas [data-env=cartpole]")
     expect(env).to_contain_text("4 (no total) · 1 recording")

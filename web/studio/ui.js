@@ -31,9 +31,24 @@ export function timeElement(value) {
   return el("time", { datetime: date.toISOString(), title: date.toLocaleString() }, relativeTime(value));
 }
 
+/** The confirmation dialog: the page's own, else one made once at the end of its body. */
+function confirmDialog() {
+  let dialog = $("#confirm-dialog");
+  if (dialog) return dialog;
+  dialog = el("dialog", { id: "confirm-dialog", class: "dialog dialog-small", "aria-labelledby": "confirm-title",
+                          "aria-describedby": "confirm-text" },
+    el("form", { method: "dialog", class: "form" },
+      el("h2", { id: "confirm-title" }, "Are you sure?"), el("p", { id: "confirm-text" }),
+      el("div", { class: "actions end" },
+        el("button", { type: "submit", class: "btn btn-ghost", value: "cancel" }, "Cancel"),
+        el("button", { type: "submit", class: "btn btn-danger", value: "ok", id: "confirm-ok" }, "Confirm"))));
+  document.body.append(dialog);
+  return dialog;
+}
+
 /** Ask for confirmation in a modal dialog; resolves true when confirmed. */
 export function confirmAction(title, text, okLabel) {
-  const dialog = $("#confirm-dialog");
+  const dialog = confirmDialog();
   $("#confirm-title").textContent = title;
   $("#confirm-text").textContent = text;
   $("#confirm-ok").textContent = okLabel;

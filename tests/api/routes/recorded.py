@@ -240,3 +240,32 @@ class ImageEnv(gym.Env):
 
     def render(self) -> np.ndarray:
         return np.zeros((16, 16, 3), np.uint8)
+
+
+def dataset_studies(
+    factory: Any, db: Session, data_root: Path, recorded: dict[str, list[Recording]]
+) -> tuple[User, Study, Study]:
+    """Two CartPole studies of one designer for datasets, of real recordings: "Pilot" has
+    worker-1 (two episodes, task red; the second excluded) and worker-2 (one, task blue),
+    "Main" has worker-3 (one) and worker-1 again (one: the same person, by external id)."""
+    owner = factory.user()
+    tasks = [{"id": "red", "instruction": "Push right."}, {"id": "blue", "instruction": "Left."}]
+    pilot = factory.study(owner, {"name": "Pilot",
+                                  "environments": [{**CARTPOLE_SPEC, "tasks": tasks}]})  # fmt: skip
+    main = factory.study(owner, {"name": "Main", "environments": [{**CARTPOLE_SPEC}]})
+    ins = Inserter(db, data_root)
+    cp = recorded["cartpole"]
+    for i, (study, who, task) in enumerate(
+        [
+            (pilot, "worker-1", "red"),
+            (pilot, "worker-1", "red"),
+            (pilot, "worker-2", "blue"),
+            (main, "worker-3", None),
+            (main, "worker-1", None),
+        ]  # fmt: skip
+    ):
+        episode = ins.add(study, cp[i], participant=who, minutes_ago=50 - 10 * i)
+        episode.task_key = task
+        episode.excluded = i == 1
+    db.commit()
+    return owner, pilot, main

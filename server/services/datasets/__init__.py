@@ -1,0 +1,1 @@
+"""Datasets: designers' named selections of episodes across their studies, and their splits."""

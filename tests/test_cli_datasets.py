@@ -1,0 +1,37 @@
+"""``rlds-studio datasets list`` and ``datasets preview ID``, run as a user would (a real
+subprocess) on real recordings."""
+
+from __future__ import annotations
+
+from server.core.security import salted_hash
+from server.schemas.datasets import DatasetCreate
+from server.services.datasets import datasets
+from tests.api.routes.recorded import dataset_studies
+from tests.factories import run_cli
+
+
+def test_list_and_preview_a_dataset(factory, db, settings, recorded) -> None:  # type: ignore[no-untyped-def]
+    owner, pilot, main = dataset_studies(factory, db, settings.data_root, recorded)
+    body = {"name": "Both", "sources": [{"study_id": pilot.id}, {"study_id": main.id}],
+            "split": {"by": "episode", "train": 0.5, "validation": 0.25, "test": 0.25,
+                      "seed": 2}}  # fmt: skip
+    made = datasets.create_dataset(db, owner.id, DatasetCreate.model_validate(body))
+
+    res = run_cli(settings, "datasets", "list", "--owner", owner.email)
+    assert res.returncode == 0, res.stderr
+    assert f"{pilot.id},{main.id}" in res.stdout and "episode seed 2" in res.stdout
+    assert res.stdout.strip().endswith("1 dataset(s)")
+
+    res = run_cli(settings, "datasets", "preview", str(made.id))
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith(f"dataset {made.id} 'Both': 4 episodes, ")
+    # four episodes by 0.5 / 0.25 / 0.25: two, one and one
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:5]}
+    assert [rows[s][1] for s in ("train", "validation", "test")] == ["2", "1", "1"]
+    assert "Pilot" in res.stdout and "Main" in res.stdout and "no task" in res.stdout
+    assert salted_hash(settings.secret_key, "worker-1") in res.stdout
+    assert "worker-1" not in res.stdout  # pseudonymous
+
+    res = run_cli(settings, "datasets", "preview", "999")
+    assert res.returncode != 0 and "no dataset 999" in res.stderr
