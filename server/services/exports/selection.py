@@ -127,11 +127,12 @@ def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
 
 
 def instructions_of(study: Study) -> dict[str, str]:
-    """Each environment's instructions, else the study's: the language instruction of its
-    episodes that drew no task (an episode's own task instruction comes first:
-    :func:`episode_instruction`)."""
+    """Each environment's instructions: the language instruction of its episodes that drew
+    no task (an episode's own task instruction comes first: :func:`episode_instruction`).
+    Never the study's own instructions, the page of Markdown a participant reads first
+    (headings, keys, consent), which is no task's sentence."""
     spec = studies.spec_of(study)
-    return {env.id: (env.instructions or spec.instructions).strip() for env in spec.environments}
+    return {env.id: (env.instructions or "").strip() for env in spec.environments}
 
 
 def episode_instruction(episode: Episode, instructions: dict[str, str] | None) -> str:
