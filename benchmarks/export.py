@@ -46,8 +46,8 @@ from server.export import (  # noqa: E402
     ExportOptions,
     export_dataset,
 )
-from server.export.base import export_threads  # noqa: E402
 from server.export.episode_video import write_episode_videos  # noqa: E402 (imports PyAV now,
+from server.export.loop import export_threads  # noqa: E402
 
 # not inside a timed export)
 from tests.export.recordings import record_episode  # noqa: E402

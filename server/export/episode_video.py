@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from server.export.base import CancelFn, EpisodeInput, ExportOptions, for_each_episode
+from server.export.base import CancelFn, EpisodeInput, ExportOptions
 from server.export.episode import RldsEpisode, step_timing, time_or_unknown
 from server.export.errors import ExportError, InvalidEpisodeError
+from server.export.loop import for_each_episode
 from server.export.video import (
     PLAYABLE,
     Profile,

@@ -19,8 +19,9 @@ from server.export.card import option_lines
 from server.export.errors import ExportError
 
 if TYPE_CHECKING:
-    from server.export.base import ExportOptions, ExportResult, WriteJob
+    from server.export.base import ExportOptions, ExportResult
     from server.export.episode import EnvSpecs
+    from server.export.loop import WriteJob
 
 FORMATS_PACKAGE = "server.export.formats"  # every package in it is imported on the first look-up
 _formats: dict[str, Format] = {}

@@ -22,11 +22,11 @@ from server.export.base import (
     ExportResult,
     ProgressFn,
     Reference,
-    WriteJob,
 )
 from server.export.card import render_card
 from server.export.episode import EnvSpecs, read_header
 from server.export.errors import ExportError, InvalidEpisodeError
+from server.export.loop import WriteJob
 from server.export.packaging import staged
 from server.export.request import check_request
 

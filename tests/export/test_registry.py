@@ -18,8 +18,9 @@ from server.export import (
     export_dataset,
     registry,
 )
-from server.export.base import EpisodeInput, WriteJob
+from server.export.base import EpisodeInput
 from server.export.episode import RldsEpisode
+from server.export.loop import WriteJob
 from tests.export.conftest import episode_input
 from tests.export.recordings import Recording
 

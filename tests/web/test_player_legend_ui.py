@@ -88,7 +88,7 @@ def _no_desktop_words(page: Page) -> None:
             "PickCube",
             "Cube",
             marks=pytest.mark.skipif(
-                not PICK_CUBE.installed(), reason="the robotics extra is not installed"
+                not PICK_CUBE.installed(), reason="the robotics runtime is not installed"
             ),
         ),
         ("CartPole", "CartPole"),
@@ -131,7 +131,26 @@ def test_a_phone_shows_only_what_a_phone_uses_and_fits_one_screen(
     context.close()
 
 
-@pytest.mark.skipif(not PICK_CUBE.installed(), reason="the robotics extra is not installed")
+def test_a_phone_with_a_keyboard_attached_is_shown_the_keys(live_server, browser, factory, db):
+    """A key typed on a phone (a tablet's keyboard case) brings the keys back: the legend's
+    and the buttons' hints; the page remembers nothing of it until the keyboard speaks."""
+    study = _catalog_study(db, factory, "CartPole", "CartPole")
+    context = browser.new_context(**PHONE)
+    phone = context.new_page()
+    _to_ready_gate(phone, link(live_server, study, PROLIFIC_PID="typist"), "CartPole")
+    expect(phone.locator("#controls-section")).to_be_hidden()
+    expect(phone.locator("#start-btn kbd")).to_be_hidden()
+    phone.keyboard.press("Shift")  # a key no game binds: nothing starts
+    expect(phone.locator("body")).to_have_attribute("data-keyboard", "true")
+    expect(phone.locator("#controls-section")).to_be_visible()
+    expect(phone.locator("#legend")).to_contain_text("←")
+    expect(phone.locator("#start-btn kbd")).to_have_text("Enter")
+    expect(phone.locator("#start-btn kbd")).to_be_visible()
+    expect(phone.locator("#st-phase")).to_have_text("ready")
+    context.close()
+
+
+@pytest.mark.skipif(not PICK_CUBE.installed(), reason="the robotics runtime is not installed")
 def test_a_phone_with_a_gamepad_gets_its_legend_in_the_gamepads_words(
     live_server, browser, factory, db
 ):
@@ -150,7 +169,7 @@ def test_a_phone_with_a_gamepad_gets_its_legend_in_the_gamepads_words(
     context.close()
 
 
-@pytest.mark.skipif(not PICK_CUBE.installed(), reason="the robotics extra is not installed")
+@pytest.mark.skipif(not PICK_CUBE.installed(), reason="the robotics runtime is not installed")
 def test_a_laptop_reads_a_grouped_legend_of_printed_keys_above_the_fold(
     live_server, page, factory, db
 ):

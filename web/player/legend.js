@@ -7,7 +7,7 @@
    (a phone with no gamepad: its game buttons say what they do). The mouse has its hint under
    the game (mouse.js). Drawn again when a device comes or goes. */
 import { PLAYER_KEYS } from "./input.js";
-import { onPhone } from "./words.js";
+import { onPhone, touchOnly } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -37,7 +37,7 @@ export function pageGroups(state, cameras) {
 function present(state) {
   const on = (id) => $(id).dataset.connected === "true";
   return new Set([
-    ...(onPhone() && !document.body.dataset.keyboard ? [] : ["keyboard"]), // a phone's keyboard: player.js
+    ...(onPhone() && !document.body.dataset.keyboard ? [] : ["keyboard"]), // a phone's keyboard: watchKeyboard
     ...(on("gamepad-status") ? ["gamepad"] : []),
     ...(on("spacemouse-status") ? ["spacemouse"] : []),
     ...(state.phone === "connected" ? ["phone"] : []),
@@ -61,6 +61,21 @@ function inputCell(device, combos, heading, kind) {
   });
   if (heading) td.setAttribute("aria-label", `${heading}: ${td.textContent || "none"}`);
   return td;
+}
+
+/** A phone or a tablet with a keyboard attached (its participant said so: ``said``, or pressed
+ *  a key) is shown the keys too: the legend's and the buttons' hints. Returns what says so. */
+export function watchKeyboard(state, said) {
+  const attached = () => {
+    if (document.body.dataset.keyboard) return;
+    document.body.dataset.keyboard = "true";
+    if (state.legend) renderLegend(state, state.legend);
+  };
+  if (onPhone() || touchOnly()) {
+    if (said) attached();
+    document.addEventListener("keydown", (e) => { if (e.isTrusted) attached(); });
+  }
+  return attached;
 }
 
 /** Draw the legend of ``groups`` (the environment's, then the page's) for the devices at hand. */

@@ -12,8 +12,8 @@ import { createSpaceMouse } from "./spacemouse.js";
 import { createTouchControls } from "./touchpad.js";
 import * as views from "./views.js";
 import { fit, fmt, stepsTaken } from "./stage.js";
-import { renderLegend, watchDevices } from "./legend.js";
-import { nextPrompt, onPhone, overlays, pausedDone, touchOnly } from "./words.js";
+import { renderLegend, watchDevices, watchKeyboard } from "./legend.js";
+import { nextPrompt, onPhone, overlays, pausedDone } from "./words.js";
 import { renderTopbar } from "../shared/topbar.js";
 import "./entry.js";
 import "./socket.js";
@@ -21,18 +21,7 @@ import { $, balanced, finish, flow, isParticipant, playMessage, recall, remember
 
 renderTopbar({ home: false, skipLink: false }); // a participant has no studies page
 document.body.dataset.device = onPhone() ? "phone" : "computer"; // what the page shows (player.css)
-/** A phone or a tablet with a keyboard attached (its participant said so, or pressed a key)
- *  is shown the keys too: the legend's and the buttons' hints. */
-function keyboardAttached() {
-  if (document.body.dataset.keyboard) return;
-  document.body.dataset.keyboard = "true";
-  if (state.legend) renderLegend(state, state.legend);
-}
-if (onPhone() || touchOnly()) {
-  if (recall().deviceOk) keyboardAttached();
-  document.addEventListener("keydown", (e) => { if (e.isTrusted) keyboardAttached(); });
-}
-flow.keyboardAttached = keyboardAttached;
+flow.keyboardAttached = watchKeyboard(state, recall().deviceOk); // a phone's keyboard shows the keys
 
 /* --- where to go next --------------------------------------------------------------- */
 

@@ -134,7 +134,9 @@ export function policyStopped(reason) {
 
 setInterval(() => {
   const t = now();
-  $("st-fps").textContent = drawnTimes.filter((x) => x > t - 1000).length;
+  const drawn = drawnTimes.filter((x) => x > t - 1000).length;
+  // one frame a second is a still picture (the ready gate, a pause, a turn), not a rate
+  $("st-fps").textContent = drawn > 1 ? drawn : "–";
 }, 500);
 
 /** A gamepad's pressed buttons ({index: value}) and axes (0 inside the dead zone). */

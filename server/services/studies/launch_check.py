@@ -59,9 +59,11 @@ def _controls(env: EnvironmentSpec) -> Controls:
 
 
 def _taps_matter(controls: Controls) -> bool:
-    """A key or button that picks a discrete action, or a toggle: its moment is the point."""
+    """A key or button that picks a discrete action: its moment is the point. A toggle of a
+    vector action (a gripper) is no such tap: it latches a state that the next step carries,
+    and an arm's data wants steps at a regular rate, which stepping on input would break."""
     values = [*controls.keys.values(), *controls.buttons.values()]
-    return bool(controls.toggle) or any(isinstance(v, int | str) for v in values)
+    return any(isinstance(v, int | str) for v in values)
 
 
 def _environment(spec: StudySpec, index: int, env: EnvironmentSpec) -> Iterable[Item]:

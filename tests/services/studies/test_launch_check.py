@@ -72,13 +72,19 @@ def test_a_real_time_game_with_taps_and_no_step_on_input_warns():
     assert launch_check.checklist(_spec(DIRECT, source=breakout, mode="sync")) == []
 
 
-def test_held_vector_keys_are_no_taps():
+def test_held_and_toggled_vector_keys_are_no_taps():
+    """An arm's keys (held deltas, a latched gripper) are not told to step on input, which
+    would make its steps irregular; a discrete pick among them is."""
     held = {"keys": {"ArrowLeft": [-1.0], "ArrowRight": [1.0]}}
     pendulum = {"kind": "gymnasium", "id": "Pendulum-v1"}
     spec = _spec(DIRECT, source=pendulum, mode="async", controls=held)
     assert launch_check.checklist(spec) == []
     toggled = {**held, "keys": {**held["keys"], "Space": [0.5]}, "toggle": ["Space"]}
     spec = _spec(DIRECT, source=pendulum, mode="async", controls=toggled)
+    assert launch_check.checklist(spec) == []
+    breakout = {"kind": "gymnasium", "id": "ALE/Breakout-v5"}
+    picks = {"keys": {"Space": 1, "ArrowLeft": 3}, "noop": 0}
+    spec = _spec(DIRECT, source=breakout, mode="async", controls=picks)
     assert "step_on_input_off" in _codes(launch_check.checklist(spec))
 
 

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from server.export.base import EpisodeInput, ExportOptions, ExportResult, WriteJob
+from server.export.base import EpisodeInput, ExportOptions, ExportResult
 from server.export.episode import RldsEpisode
 from server.export.fields import ENDING_TEXT
 from server.export.judgements import FIELDS_TEXT, JudgementSummary
+from server.export.loop import WriteJob
 from server.export.narration import NarratedSpan
 from server.export.registry import Format, register
 from server.export.tags import TaggedSpan

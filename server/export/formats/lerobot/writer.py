@@ -19,19 +19,14 @@ import numpy as np
 import pyarrow as pa
 
 from server.export import video
-from server.export.base import (
-    EpisodeInput,
-    ExportOptions,
-    ExportResult,
-    WriteJob,
-    export_threads,
-)
+from server.export.base import EpisodeInput, ExportOptions, ExportResult
 from server.export.columns import check_range, control_values, timing_column
 from server.export.episode import RldsEpisode
 from server.export.errors import ExportError
 from server.export.formats.lerobot import dataset as fmt
 from server.export.formats.lerobot.stats import Stats
 from server.export.formats.lerobot.video_slots import SLOTS, EpisodeVideo, VideoSlots, leaf
+from server.export.loop import WriteJob, export_threads
 from server.export.tags import tag_columns
 
 

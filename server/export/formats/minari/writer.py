@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from server.export.base import EpisodeInput, ExportResult, WriteJob
+from server.export.base import EpisodeInput, ExportResult
 from server.export.episode import RldsEpisode
 from server.export.fields import NARRATION_FIELD
 from server.export.formats.minari import dataset as minari_format
+from server.export.loop import WriteJob
 from server.export.tags import tag_columns
 
 

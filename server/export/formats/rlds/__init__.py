@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from server.export.base import ExportOptions, ExportResult, WriteJob
+from server.export.base import ExportOptions, ExportResult
 from server.export.card import option_lines
 from server.export.fields import ENDING_TEXT
 from server.export.judgements import FIELDS_TEXT
+from server.export.loop import WriteJob
 from server.export.registry import Format, register
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from server.export.base import EpisodeInput, ExportResult, WriteJob
+from server.export.base import EpisodeInput, ExportResult
 from server.export.episode import RldsEpisode
 from server.export.formats.rlds import oxe
 from server.export.formats.rlds.encoding import (
@@ -14,6 +14,7 @@ from server.export.formats.rlds.encoding import (
 )
 from server.export.formats.rlds.example import EpisodeSerializer
 from server.export.formats.rlds.tfds_writer import DatasetWriter
+from server.export.loop import WriteJob
 
 
 def write_rlds(job: WriteJob) -> ExportResult:
