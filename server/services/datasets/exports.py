@@ -98,6 +98,33 @@ def _prepare(
     return options, inputs
 
 
+def prepare(
+    db: Session,
+    dataset: Dataset,
+    opts: ExportOptionsIn,
+    *,
+    secret_key: str,
+    data_root: Path,
+    engines: exports.Engines,
+) -> tuple[list[Episode], ExportOptions, list[EpisodeInput]]:
+    """What ``dataset`` selects now, in split order (train, validation, test), as the
+    exporter's options and inputs (each with its split), checked (422s naming the field)."""
+    found = dataset_preview.select_members(db, dataset, secret_key, data_root)
+    if not found.members:
+        raise Invalid(
+            dataset_preview.EMPTY,
+            detail=[{"loc": ["path", "dataset_id"], "msg": "the dataset selects no episode"}],
+        )
+    members = sorted(found.members, key=lambda m: SPLITS.index(m.split))
+    rows = [m.episode for m in members]
+    splits = {m.episode.id: m.split for m in members}
+    options, inputs = _prepare(
+        db, dataset, rows, splits, opts,
+        secret_key=secret_key, data_root=data_root, engines=engines,
+    )  # fmt: skip
+    return rows, options, inputs
+
+
 def create_job(
     db: Session,
     dataset: Dataset,
@@ -108,25 +135,15 @@ def create_job(
     data_root: Path,
     engines: exports.Engines,
 ) -> ExportJob:
-    """Check the request and queue an export of what ``dataset`` selects now, its episodes
-    in split order (train, validation, test) with their splits kept in the job's row."""
-    found = dataset_preview.select_members(db, dataset, secret_key, data_root)
-    if not found.members:
-        raise Invalid(
-            dataset_preview.EMPTY,
-            detail=[{"loc": ["path", "dataset_id"], "msg": "the dataset selects no episode"}],
-        )
-    members = sorted(found.members, key=lambda m: SPLITS.index(m.split))
-    rows = [m.episode for m in members]
-    splits = {m.episode.id: m.split for m in members}
-    options, _inputs = _prepare(
-        db, dataset, rows, splits, body.options,
-        secret_key=secret_key, data_root=data_root, engines=engines,
-    )  # fmt: skip
-    per_split = {s: n for s in SPLITS if (n := sum(m.split == s for m in members))}
+    """Check the request and queue an export of what ``dataset`` selects now (:func:`prepare`),
+    its episodes' splits kept in the job's row."""
+    rows, options, inputs = prepare(
+        db, dataset, body.options, secret_key=secret_key, data_root=data_root, engines=engines
+    )
+    per_split = {s: n for s in SPLITS if (n := sum(ep.split == s for ep in inputs))}
     selection: dict[str, Any] = {
         "dataset_id": dataset.id,
-        "episodes": [{"id": m.episode.id, "split": m.split} for m in members],
+        "episodes": [{"id": ep.episode_id, "split": ep.split} for ep in inputs],
         "splits": per_split,
         "steps_total": sum(e.steps for e in rows),
     }
