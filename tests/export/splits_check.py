@@ -25,7 +25,8 @@ def tfds_splits(data_dir: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, info in builder.info.splits.items():
         ds = builder.as_dataset(split=name)
-        ids = [e["episode_id"].numpy().decode() for e in ds]
+        # the OXE profile keeps the episode fields under episode_metadata
+        ids = [e.get("episode_metadata", e)["episode_id"].numpy().decode() for e in ds]
         out[name] = {"episodes": ids, "num_examples": info.num_examples,
                      "shards": info.num_shards}  # fmt: skip
     return out

@@ -182,3 +182,18 @@ def test_split_names_and_ranges() -> None:
     }  # fmt: skip
     with pytest.raises(ExportError, match="not together"):
         split_ranges(["train", "test", "train"])
+
+
+def test_the_oxe_profile_writes_the_splits_too(
+    recordings: dict[str, list[Recording]], tmp_path: Path
+) -> None:
+    recs = recordings["cartpole"]
+    options = ExportOptions(name="ds", profile="oxe")
+    result = export_dataset(_inputs(recs, SPLITS), options, tmp_path / "out")
+    assert result.data_dir is not None
+    info = json.loads((result.data_dir / "dataset_info.json").read_text())
+    assert [s["name"] for s in info["splits"]] == ["train", "validation", "test"]
+    report = check_report("rlds", "splits", "tfds", str(result.data_dir))
+    assert {s: v["episodes"] for s, v in report["splits"].items()} == {
+        "train": ["cp-2"], "validation": ["cp-3"], "test": ["cp-1"],
+    }  # fmt: skip
