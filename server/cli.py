@@ -6,7 +6,9 @@ import argparse
 import getpass
 import logging
 import sys
+from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from sqlalchemy import select
@@ -23,6 +25,9 @@ from server.services import bootstrap, users
 from server.services.review import quality
 from server.services.studies import studies, study_files
 from server.services.studies.env_check import allowed_environments, require_allowed
+
+if TYPE_CHECKING:
+    from server.export import EpisodeInput, ExportOptions
 
 
 def _session(settings: Settings) -> Session:
@@ -142,15 +147,8 @@ def cmd_quality(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     """Export a study's episodes to --out, with a progress bar."""
-    from tqdm import tqdm
-
-    from server.export import ExportError
-    from server.export.runner import write_output
     from server.services.exports import exports
 
-    out = Path(args.out)
-    if args.archive != "folder" and not out.name.endswith(f".{args.archive}"):
-        out = out.with_name(f"{out.name}.{args.archive}")
     with _session(settings) as db:
         study = _study(db, args.study)
         selection = ExportSelection(
@@ -184,7 +182,27 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             data_root=settings.data_root,
             engines=exports.Engines.from_settings(settings),
         )
-    total_steps = sum(e.steps for e in episodes)
+    env_keys = tuple(e.env_key for e in episodes) if opts.split_by_env else None
+    return _write_with_bar(args, inputs, options, sum(e.steps for e in episodes), "", env_keys)
+
+
+def _write_with_bar(
+    args: argparse.Namespace,
+    inputs: list[EpisodeInput],
+    options: ExportOptions,
+    total_steps: int,
+    what: str,
+    env_keys: tuple[str, ...] | None = None,
+) -> int:
+    """Write the export to ``args.out`` (``args.archive``) with a progress bar in steps."""
+    from tqdm import tqdm
+
+    from server.export import ExportError
+    from server.export.runner import write_output
+
+    out = Path(args.out)
+    if args.archive != "folder" and not out.name.endswith(f".{args.archive}"):
+        out = out.with_name(f"{out.name}.{args.archive}")
     with tqdm(total=total_steps, unit="step", desc=f"export {len(inputs)} episodes") as bar:
 
         def progress(done: int, total: int, steps: int) -> None:
@@ -193,7 +211,6 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
         report: list[str] = []
         try:
-            env_keys = tuple(e.env_key for e in episodes) if opts.split_by_env else None
             path = write_output(
                 inputs, options, args.archive, out, progress=progress, env_keys=env_keys,
                 phase=bar.set_description, report=report,
@@ -202,7 +219,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             print(f"error: export failed: {exc}", file=sys.stderr)
             return 2
     engine = " on Apache Beam" if options.beam is not None else ""
-    print(f"exported {len(inputs)} episodes ({total_steps} steps){engine} to {path}")
+    print(f"exported {len(inputs)} episodes{what} ({total_steps} steps){engine} to {path}")
     for line in report:  # episodes the regeneration left out
         print(line)
     return 0
@@ -228,13 +245,33 @@ def cmd_datasets(args: argparse.Namespace, settings: Settings) -> int:
             print(f"{len(rows)} dataset(s)")
             return 0
         if args.id is None:
-            raise SystemExit("error: give the dataset's id: rlds-studio datasets preview ID")
+            raise SystemExit(f"error: give the dataset's id: rlds-studio datasets {args.action} ID")
         dataset = db.get(Dataset, args.id)
         if dataset is None:
             raise SystemExit(f"no dataset {args.id}")
+        if args.action == "export":
+            return _export_dataset(args, settings, db, dataset)
         out = preview.preview(db, dataset, settings.secret_key, settings.data_root)
     _print_preview(dataset.name, out)
     return 0
+
+
+def _export_dataset(args: argparse.Namespace, settings: Settings, db: Session, dataset: Any) -> int:
+    """Export a dataset's splits to --out, with a progress bar."""
+    from server.services.datasets import exports as dataset_exports
+    from server.services.exports import exports
+
+    if not args.out:
+        raise SystemExit("error: give --out, the folder (or archive) to create")
+    opts = ExportOptionsIn(format=args.format, profile=args.profile, name=args.name,
+                           strip_step_metadata=args.strip, archive=args.archive)  # fmt: skip
+    rows, options, inputs = dataset_exports.prepare(
+        db, dataset, opts, secret_key=settings.secret_key, data_root=settings.data_root,
+        engines=exports.Engines.from_settings(settings),
+    )  # fmt: skip
+    counts = Counter(ep.split for ep in inputs)
+    splits = ", ".join(f"{n} {s}" for s, n in counts.items())
+    return _write_with_bar(args, inputs, options, sum(e.steps for e in rows), f" ({splits})")
 
 
 def _print_preview(name: str, out: dict) -> None:
@@ -388,9 +425,15 @@ def build_parser() -> argparse.ArgumentParser:
     dsets = sub.add_parser(
         "datasets", help="list datasets, or preview one's split (docs/export.md, Datasets)"
     )
-    dsets.add_argument("action", choices=["list", "preview"])
-    dsets.add_argument("id", nargs="?", type=int, help="the dataset to preview")
+    dsets.add_argument("action", choices=["list", "preview", "export"])
+    dsets.add_argument("id", nargs="?", type=int, help="the dataset to preview or export")
     dsets.add_argument("--owner", help="list only this designer's (email)")
+    dsets.add_argument("--format", choices=registry.names(), default=registry.default())
+    dsets.add_argument("--profile", choices=registry.profile_names(), help="export: a profile")
+    dsets.add_argument("--strip", action="store_true", help="export: strip step metadata")
+    dsets.add_argument("--archive", choices=["folder", "zip", "tar.gz"], default="folder")
+    dsets.add_argument("--name", help="export: dataset name (default from the dataset's)")
+    dsets.add_argument("--out", help="export: the folder, or archive file, to create")
     dsets.set_defaults(func=cmd_datasets)
     rts = sub.add_parser(
         "runtimes", help="list the environment runtimes, or install them from their locks"

@@ -220,6 +220,16 @@ SERVE_OPTIONS: dict[str, Any] = {
 
 def _job_payload(settings: Settings, db: Session, job: ExportJob) -> ExportPayload:
     """A claimed export job's payload, with this replica's settings (read at claim time)."""
+    if job.dataset_id is not None:
+        from server.services.datasets import exports as dataset_exports
+
+        return dataset_exports.payload_of(
+            db,
+            job,
+            secret_key=settings.secret_key,
+            data_root=settings.data_root,
+            engines=export_service.Engines.from_settings(settings),
+        )
     return export_service.payload_of(
         db,
         job,

@@ -3,6 +3,8 @@ subprocess) on real recordings."""
 
 from __future__ import annotations
 
+import json
+
 from server.core.security import salted_hash
 from server.schemas.datasets import DatasetCreate
 from server.services.datasets import datasets
@@ -35,3 +37,28 @@ def test_list_and_preview_a_dataset(factory, db, settings, recorded) -> None:  #
 
     res = run_cli(settings, "datasets", "preview", "999")
     assert res.returncode != 0 and "no dataset 999" in res.stderr
+
+
+def test_export_a_dataset_with_its_splits(factory, db, settings, recorded, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    owner, pilot, main = dataset_studies(factory, db, settings.data_root, recorded)
+    body = {"name": "Both", "sources": [{"study_id": pilot.id}, {"study_id": main.id}],
+            "split": {"by": "episode", "train": 0.5, "validation": 0.25, "test": 0.25,
+                      "seed": 2}}  # fmt: skip
+    made = datasets.create_dataset(db, owner.id, DatasetCreate.model_validate(body))
+    out = tmp_path / "both"
+    res = run_cli(settings, "datasets", "export", str(made.id), "--format", "tfds",
+                  "--name", "both", "--out", str(out))  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "exported 4 episodes (2 train, 1 validation, 1 test)" in res.stdout
+    assert "step" in res.stderr  # the progress bar
+    info = json.loads((out / "both" / "1.0.0" / "dataset_info.json").read_text())
+    assert [(s["name"], s["shardLengths"]) for s in info["splits"]] == [
+        ("train", ["2"]), ("validation", ["1"]), ("test", ["1"]),
+    ]  # fmt: skip
+
+    res = run_cli(settings, "datasets", "export", str(made.id))
+    assert res.returncode != 0 and "give --out" in res.stderr
+    res = run_cli(settings, "datasets", "export", str(made.id), "--format", "tfds",
+                  "--name", "Bad-Name", "--out", str(tmp_path / "x"))  # fmt: skip
+    assert res.returncode != 0 and "snake_case" in res.stderr
+    assert not (tmp_path / "x").exists()

@@ -5,7 +5,7 @@ Imports no format (they import it: server/export/registry.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 ProgressFn = Callable[[int, int, int], None]
 CancelFn = Callable[[], bool]
 DEFAULT_MAX_SHARD_BYTES = 200 * 1024 * 1024
+SPLITS = ("train", "validation", "test")  # a dataset's splits, in the order they are written
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,14 @@ class EpisodeInput:
     # how it ended (server/export/fields.py, ENDING_FIELDS; "": not recorded)
     ended_by: str = ""
     env_outcome: str = ""
+    # the dataset split it belongs to (train / validation / test; a dataset's export,
+    # server/services/datasets/exports.py); "": a study's export, every episode in train
+    split: str = ""
+
+    @property
+    def split_name(self) -> str:
+        """The split it is written to: its own, else train."""
+        return self.split or SPLITS[0]
 
     def outcome_fields(self) -> dict[str, str]:
         """The episode-level outcome fields every format exports."""
@@ -192,6 +201,23 @@ class Reference:
                 f"{ep.episode_id} ({meta.get('env_id', '?')}); export them separately"
             )
         return signature
+
+
+def splits_of(episodes: Sequence[EpisodeInput]) -> list[str]:
+    """The splits the episodes fill, in :data:`SPLITS` order; [] when none names one (a
+    study's export: everything in train, written as it always was)."""
+    if not any(ep.split for ep in episodes):
+        return []
+    used = {ep.split_name for ep in episodes}
+    unknown = sorted(used - set(SPLITS))
+    if unknown:
+        raise ExportError(f"unknown split {unknown[0]!r}; splits: {', '.join(SPLITS)}")
+    return [s for s in SPLITS if s in used]
+
+
+def in_split_order(episodes: Sequence[EpisodeInput]) -> list[EpisodeInput]:
+    """The episodes train first, then validation, then test (stable within a split)."""
+    return sorted(episodes, key=lambda ep: SPLITS.index(ep.split_name))
 
 
 def check_cancel(cancel: CancelFn | None) -> None:

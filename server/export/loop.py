@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -23,6 +23,7 @@ from server.export.base import (
     check_cancel,
     naming,
     prepare,
+    splits_of,
     summarize,
 )
 from server.export.card import ExportedEpisode
@@ -154,6 +155,27 @@ class WriteJob:
     def specs(self) -> EnvSpecs:
         """The episodes' common specs."""
         return self.reference.specs
+
+    @property
+    def splits(self) -> list[str]:
+        """The dataset splits the episodes fill, in order ([]: a study's export, no splits)."""
+        return splits_of(self.episodes)
+
+    def parts(self) -> Iterator[tuple[str, WriteJob]]:
+        """For a format that writes one dataset (or folder) per split: each split, in order,
+        with this job over that split's episodes; the progress counts on across them."""
+        total = len(self.episodes)
+        base, last = [0, 0], [0, 0]
+        for split in self.splits:
+            part = [ep for ep in self.episodes if ep.split_name == split]
+
+            def report(d: int, _t: int, s: int, b: tuple[int, int] = (base[0], base[1])) -> None:
+                last[:] = [b[0] + d, b[1] + s]
+                if self.progress is not None:
+                    self.progress(b[0] + d, total, b[1] + s)
+
+            yield split, replace(self, episodes=part, progress=report)
+            base[:] = [base[0] + len(part), last[1]]
 
     def each_episode(
         self, write: Callable[[int, EpisodeInput, RldsEpisode], None], *, cut: bool = True

@@ -64,6 +64,11 @@ class Format(ABC):
     def loading(self, data_path: str) -> str:
         """The card's "Loading" section (markdown)."""
 
+    def split_loading(self, options: ExportOptions, splits: Sequence[str]) -> str:
+        """What the card's "Loading" section adds for a dataset's export with ``splits``
+        (markdown: where each split is and the lines that load one)."""
+        return ""
+
 
 def register(cls: type[Format]) -> type[Format]:
     """Class decorator: make the format available under its ``name``."""

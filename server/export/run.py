@@ -22,6 +22,8 @@ from server.export.base import (
     ExportResult,
     ProgressFn,
     Reference,
+    in_split_order,
+    splits_of,
 )
 from server.export.card import render_card
 from server.export.episode import EnvSpecs, read_header
@@ -67,6 +69,11 @@ def export_dataset(
     if out_dir.exists():  # before the checks, which read logs
         raise ExportError(f"the output folder {out_dir} already exists")
     fmt = check_request(episodes, options)
+    splits = splits_of(episodes)
+    if splits:  # a dataset's export: train, then validation, then test
+        episodes = in_split_order(episodes)
+        if options.beam is not None and len(splits) > 1:
+            raise ExportError("a dataset's splits are written in one process, not on Beam")
     # The first log's header only: each episode is checked against it where it is read
     # (WriteJob.reference), so that each log is opened once.
     specs, meta = _read_header(episodes[0])
@@ -82,7 +89,8 @@ def export_dataset(
             study=options.study or str(meta.get("study_id", "")),
             export_format=fmt.label or fmt.name,
             episodes=result.episodes,
-            loading=fmt.loading(fmt.data_path(options)),
+            loading=fmt.loading(fmt.data_path(options))
+            + (fmt.split_loading(options, splits) if splits else ""),
             options_text=fmt.card_lines(options, tag_names)
             + _videos_text(options)
             + (options.regenerate.card_lines() if options.regenerate else []),

@@ -35,7 +35,13 @@ class ExportJob(ClaimableJob, Base):
     __table_args__ = NO_ID_REUSE
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    # a study's export; None for a dataset's (``dataset_id``), whose episodes span studies
+    study_id: Mapped[int | None] = mapped_column(
+        ForeignKey("studies.id", ondelete="CASCADE"), index=True
+    )
+    dataset_id: Mapped[int | None] = mapped_column(
+        ForeignKey("datasets.id", ondelete="CASCADE"), index=True
+    )
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     state: Mapped[str] = mapped_column(String(16), index=True, default=JobState.queued)
     format: Mapped[str] = mapped_column(String(16), default="tfds")

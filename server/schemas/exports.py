@@ -162,9 +162,17 @@ class ExportPreviewPublic(BaseModel):
     spaces: SpacesPreview | None = Field(default=None, description="When options were sent.")
 
 
+class DatasetExportCreate(StrictModel):
+    """An export of a dataset: every episode it selects now, with its split (the options as
+    a study's export's; ``split_by_env`` does not apply: a dataset's spaces agree)."""
+
+    options: ExportOptionsIn = Field(default_factory=ExportOptionsIn)
+
+
 class ExportJobPublic(BaseModel):
     id: int
-    study_id: int
+    study_id: int | None = Field(description="The study exported (None: a dataset's export).")
+    dataset_id: int | None = Field(default=None, description="The dataset exported, if one.")
     state: JobState
     format: str
     archive: str

@@ -1,7 +1,7 @@
 """Consumer-side checks of an export, run with .consumer-venv/bin/python (real TF, tfds, rlds).
 
 Usage:
-    consumer_check.py values <data_dir> <expected.npz>
+    consumer_check.py values <data_dir> <expected.npz> [split]
     consumer_check.py reference <data_dir> <logs_root> <work_dir>
     consumer_check.py envlogger <export_dir> <expected.npz>
     consumer_check.py reference-time <data_dir> <logs_root> <work_dir>   (benchmarks/export.py)
@@ -99,13 +99,13 @@ def compare(name: str, got: Any, want: Any) -> None:
         fail(f"{name}: values differ\n got {got_arr!r}\nwant {want_arr!r}")
 
 
-def check_values(data_dir: str, expected_path: str) -> None:
-    """Every episode, step and value as recorded; then rlds transformations on them."""
+def check_values(data_dir: str, expected_path: str, split: str = "train") -> None:
+    """Every episode of ``split``, step and value as recorded; then rlds transformations."""
     import rlds
     import tensorflow_datasets as tfds
 
     builder = tfds.builder_from_directory(data_dir)
-    ds = builder.as_dataset(split="train")
+    ds = builder.as_dataset(split=split)
     expected = {str(e["episode_id"]): e for e in load_expected(expected_path)}
     step_features = builder.info.features["steps"]
     seen, steps_checked = set(), 0

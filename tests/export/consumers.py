@@ -1,6 +1,6 @@
 """The consumer venvs' check scripts (consumer_check.py, lerobot_check.py, minari_check.py,
-control_check.py, judgements_check.py, preferences_check.py, ending_check.py), as a
-researcher's Python runs them: each in the venv of its library.
+control_check.py, judgements_check.py, preferences_check.py, ending_check.py,
+splits_check.py), as a researcher's Python runs them: each in the venv of its library.
 
 One long-lived process per venv and test process (tests/export/consumer_serve.py) runs the
 checks one after another, so TensorFlow, torch and lerobot are imported once per pass
@@ -39,6 +39,7 @@ CHECKS = {
     "judgements": HERE / "judgements_check.py",
     "preferences": HERE / "preferences_check.py",
     "ending": HERE / "ending_check.py",
+    "splits": HERE / "splits_check.py",
 }
 
 

@@ -1,14 +1,19 @@
 """The Datasets page in real Chromium: a designer makes a dataset from two of their studies
 (real recorded episodes) with a participant split, is shown a problem at its field, sees
 the counts per split, study, task and participant, edits it and deletes it; the studio's
-navigation links the page."""
+navigation links the page; a designer exports a dataset in RLDS and downloads it."""
 
 from __future__ import annotations
+
+import io
+import zipfile
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from server.core.security import salted_hash
+from server.schemas.datasets import DatasetCreate
+from server.services.datasets import datasets
 from tests.api.routes.recorded import dataset_studies
 from tests.factories import Factory
 from tests.web._crowd import shot
@@ -101,3 +106,47 @@ def test_make_a_dataset_of_two_studies_split_by_participant(
     page.locator("#confirm-ok").click()
     expect(page.get_by_text("No datasets yet")).to_be_visible()
     expect(page.locator("#preview-section")).to_be_hidden()
+
+
+def test_export_a_dataset_in_rlds_and_download_it(
+    live_server: str, page: Page, factory: Factory, db, settings, recorded
+) -> None:  # type: ignore[no-untyped-def]
+    owner, pilot, main = dataset_studies(factory, db, settings.data_root, recorded)
+    split = {"by": "episode", "train": 0.5, "validation": 0.25, "test": 0.25, "seed": 2}
+    made = datasets.create_dataset(db, owner.id, DatasetCreate.model_validate(
+        {"name": "Both", "split": split,
+         "sources": [{"study_id": pilot.id}, {"study_id": main.id}]}))  # fmt: skip
+    empty = datasets.create_dataset(db, owner.id, DatasetCreate.model_validate(
+        {"name": "Nothing", "split": split,
+         "sources": [{"study_id": pilot.id, "filter": {"tags": ["none-has-it"]}}]}))  # fmt: skip
+    log_in(page, live_server, owner.email)
+    page.goto(f"{live_server}/datasets.html?dataset={made.id}")
+    section = page.get_by_role("region", name="Export Both")
+    expect(section).to_be_visible()
+    section.get_by_label("Format").select_option(label="RLDS (TFDS)")
+    section.get_by_role("button", name="Start export").click()
+    bar = section.get_by_role("progressbar", name="Export progress")
+    expect(bar).to_have_attribute("aria-valuenow", "100", timeout=60_000)
+    expect(page.locator("#dsjob-state")).to_contain_text("succeeded")
+    expect(page.locator("#dsjob-counts")).to_contain_text("4 / 4 episodes")
+    download = section.get_by_role("link", name="Download")
+    expect(download).to_be_visible()
+    shot(page, "62-datasets-export-done")
+    href = download.get_attribute("href")
+    assert href is not None and href.endswith("/download")
+    res = page.request.get(f"{live_server}{href}")
+    assert res.status == 200
+    names = zipfile.ZipFile(io.BytesIO(res.body())).namelist()
+    for name in ("train", "validation", "test"):
+        assert any(f"-{name}.tfrecord-" in n for n in names), names
+
+    # a dataset that selects nothing: the reason, shown in the section
+    page.locator("#datasets-body tr", has_text="Nothing").get_by_role(
+        "button", name="Preview"
+    ).click()
+    section = page.get_by_role("region", name="Export Nothing")
+    expect(section).to_be_visible()
+    expect(page.locator("#dsjob")).to_be_hidden()  # the other dataset's job is not shown
+    section.get_by_role("button", name="Start export").click()
+    expect(page.locator("#export-error")).to_contain_text("No episode matches")
+    assert empty.id != made.id

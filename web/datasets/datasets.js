@@ -1,10 +1,11 @@
 // Datasets page: a designer's datasets (named selections of episodes across their studies,
 // each with a seeded train/validation/test split), the form that makes and changes one,
-// and the preview of what it holds now. /datasets.html[?dataset=<id>] (the preview shown).
+// the preview of what it holds now and its export (export.js). /datasets.html[?dataset=<id>] (the preview shown).
 
 import { ApiError, createApi, el, showError, toast as showToast } from "../shared/api.js";
 import { STUDIES, renderTopbar } from "../shared/topbar.js";
 import { confirmAction, timeElement } from "../studio/ui.js";
+import { createDatasetExport } from "./export.js";
 import { createForm } from "./form.js";
 import { renderPreview } from "./preview.js";
 
@@ -28,6 +29,7 @@ async function loadSpec(studyId) {
 }
 
 let theForm = null;  // the form, once the designer's studies are in (start)
+const exporter = createDatasetExport({ api, toast, guard });
 
 // --- rendering ----------------------------------------------------------------------------
 const studyName = (id) => state.studies.find((s) => s.id === id)?.name ?? `study ${id}`;
@@ -117,12 +119,17 @@ async function showPreview(dataset) {
     showError($("preview-error"), new Error(`${err.message}${more}`));
   }
   $("preview-section").scrollIntoView({ block: "nearest" });
+  await exporter.show(dataset);
 }
 
 async function remove(dataset) {
   if (!(await confirmAction(`Delete ${dataset.name}?`, "The dataset goes; its studies and their episodes stay.", "Delete"))) return;
   await api("DELETE", `/api/datasets/${dataset.id}`);
-  if (state.shown?.id === dataset.id) { $("preview-section").hidden = true; history.replaceState(null, "", location.pathname); }
+  if (state.shown?.id === dataset.id) {
+    $("preview-section").hidden = true;
+    exporter.hide();
+    history.replaceState(null, "", location.pathname);
+  }
   if (state.editing?.id === dataset.id) closeForm();
   toast(`Deleted ${dataset.name}.`);
   await loadDatasets();

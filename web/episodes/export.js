@@ -2,6 +2,7 @@
 // and whether the selected environments' spaces fit one dataset (the server's preview); one
 // dataset per environment offered when they do not; then the job's progress (docs/review.md).
 import { el } from "../shared/api.js";
+import { createJobView } from "../shared/jobs.js";
 
 const $ = (id) => document.getElementById(id);
 const plural = (n) => `${n} episode${n === 1 ? "" : "s"}`;
@@ -10,6 +11,7 @@ const plural = (n) => `${n} episode${n === 1 ? "" : "s"}`;
  *  ``preview()`` after the list or the selection changed, ``bind()`` once. */
 export function createExport({ api, study, state, toast, guard, pageFilter, filterSelection }) {
   const useChecked = () => document.querySelector("input[name=ex-sel]:checked").value === "checked";
+  const jobView = createJobView({ prefix: "job", api, toast, startButton: $("ex-start") });
 
   /** What the export form selects: the checked rows, or the list's filter (with "Only
    *  verified episodes": those whose replay matched their log). */
@@ -117,37 +119,7 @@ export function createExport({ api, study, state, toast, guard, pageFilter, filt
     const opts = options();
     if (split) opts.split_by_env = true;
     const job = await api("POST", `/api/studies/${study}/exports`, { json: { selection: selection(), options: opts } });
-    showJob(job); pollJob(job.id);
-  }
-
-  function showJob(job) {
-    state.job = job;
-    $("job").hidden = false;
-    const pct = Math.round(job.progress * 100);
-    $("job-fill").style.width = `${pct}%`;
-    $("job-bar").setAttribute("aria-valuenow", pct);
-    const engine = job.options.engine === "beam" ? " on Apache Beam" : "";
-    $("job-state").textContent = `Export #${job.id}${engine}: ${job.state} — ${pct}%`;
-    $("job-counts").textContent =
-      `${job.episodes_done} / ${job.episodes_total} episodes · ${job.steps_done} / ${job.steps_total} RLDS steps (one more an episode than its actions)`;
-    $("job-message").textContent = job.message || "";
-    const active = job.state === "queued" || job.state === "running";
-    $("job-cancel").hidden = !active;
-    $("ex-start").disabled = active;
-    $("job-download").hidden = !job.download_url;
-    if (job.download_url) $("job-download").href = job.download_url;
-  }
-
-  async function pollJob(id) {
-    while (true) {
-      const job = await api("GET", `/api/exports/${id}`);
-      showJob(job);
-      if (!["queued", "running"].includes(job.state)) {
-        toast(`Export #${id} ${job.state}.`, job.state === "succeeded" ? "success" : "error");
-        return;
-      }
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    jobView.show(job); jobView.follow(job.id);
   }
 
   function bind() {
@@ -156,9 +128,7 @@ export function createExport({ api, study, state, toast, guard, pageFilter, filt
     $("export-form").addEventListener("change", guard(preview));
     $("split-go").addEventListener("click", guard(() => start(null, { split: true })));
     $("split-dismiss").addEventListener("click", () => { $("split-offer").hidden = true; });
-    $("job-cancel").addEventListener("click", guard(async () => {
-      showJob(await api("POST", `/api/exports/${state.job.id}/cancel`));
-    }));
+    jobView.bindCancel(guard);
   }
 
   return { preview, bind, useChecked };

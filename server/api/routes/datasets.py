@@ -16,6 +16,7 @@ from server.schemas.datasets import (
     DatasetUpdate,
 )
 from server.services.datasets import datasets
+from server.services.datasets import exports as dataset_exports
 from server.services.datasets import preview as dataset_preview
 
 router = APIRouter(tags=["datasets"])
@@ -81,9 +82,12 @@ def update_dataset(
     summary="Delete a dataset",
     responses=NOT_FOUND,
 )
-def delete_dataset(dataset_id: RowId, db: SessionDep, principal: CurrentPrincipal) -> Response:
-    """Delete the dataset (its studies and episodes stay)."""
-    datasets.delete_dataset(db, datasets.get_dataset(db, principal.user_id, dataset_id))
+def delete_dataset(
+    dataset_id: RowId, db: SessionDep, principal: CurrentPrincipal, settings: SettingsDep
+) -> Response:
+    """Delete the dataset and its exports (its studies and episodes stay)."""
+    dataset = datasets.get_dataset(db, principal.user_id, dataset_id)
+    dataset_exports.delete_dataset(db, dataset, settings.data_root)
     return Response(status_code=204)
 
 

@@ -1,4 +1,5 @@
-"""Export jobs: start one for a study, follow its progress, cancel it, download the result."""
+"""Export jobs: start one for a study or a dataset, follow its progress, cancel it, download
+the result."""
 
 from __future__ import annotations
 
@@ -17,11 +18,14 @@ from server.export.packaging import archive_members
 from server.export.runner import ExportRunner, export_dir
 from server.models import ExportJob, JobState
 from server.schemas.exports import (
+    DatasetExportCreate,
     ExportCreate,
     ExportJobPublic,
     ExportPreviewIn,
     ExportPreviewPublic,
 )
+from server.services.datasets import datasets
+from server.services.datasets import exports as dataset_exports
 from server.services.exports import exports
 from server.services.exports import preview as export_preview
 from server.services.studies import studies
@@ -30,6 +34,7 @@ router = APIRouter(tags=["exports"])
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such export, or not yours."}}
 _CHUNK = 1 << 16
+LISTS = ("episode_ids", "episodes")  # the job's episodes: not repeated in every answer
 
 
 def public(job: ExportJob) -> ExportJobPublic:
@@ -40,6 +45,7 @@ def public(job: ExportJob) -> ExportJobPublic:
     return ExportJobPublic(
         id=job.id,
         study_id=job.study_id,
+        dataset_id=job.dataset_id,
         state=JobState(job.state),
         format=job.format,
         archive=str(job.options.get("archive", "zip")),
@@ -55,7 +61,7 @@ def public(job: ExportJob) -> ExportJobPublic:
         finished_at=job.finished_at,
         download_url=f"/api/exports/{job.id}/download" if job.state == JobState.succeeded else None,
         options=job.options,
-        selection={k: v for k, v in job.selection.items() if k != "episode_ids"},
+        selection={k: v for k, v in job.selection.items() if k not in LISTS},
     )
 
 
@@ -134,6 +140,58 @@ def list_exports(study_id: RowId, db: SessionDep, principal: CurrentPrincipal) -
     """The study's export jobs, newest first."""
     study = studies.get_study(db, principal, study_id)
     return [public(j) for j in exports.jobs_of(db, study)]
+
+
+DATASET_INVALID = (
+    "The dataset selects no episode (at `path.dataset_id`), an option is not valid (named in "
+    "`detail`: `split_by_env`, `engine` beam with several splits...), a source study is gone, "
+    "or its environments' spaces differ (`code`: `incompatible_environments`)."
+)
+
+
+@router.post(
+    "/api/datasets/{dataset_id}/exports",
+    response_model=ExportJobPublic,
+    status_code=202,
+    summary="Start an export of a dataset",
+    responses={
+        404: {"description": "No such dataset, or not yours."},
+        422: {"description": DATASET_INVALID},
+    },
+)
+def create_dataset_export(
+    dataset_id: RowId,
+    body: DatasetExportCreate,
+    request: Request,
+    db: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
+) -> ExportJobPublic:
+    """Queue an export of every episode the dataset selects now, each in its split (train,
+    validation, test; see docs/export.md); poll ``GET /api/exports/{id}``."""
+    dataset = datasets.get_dataset(db, principal.user_id, dataset_id)
+    assert principal.user_id is not None
+    job = dataset_exports.create_job(
+        db, dataset, principal.user_id, body,
+        secret_key=settings.secret_key, data_root=settings.data_root,
+        engines=exports.Engines.from_settings(settings),
+    )  # fmt: skip
+    _manager(request).submit()
+    return public(job)
+
+
+@router.get(
+    "/api/datasets/{dataset_id}/exports",
+    response_model=list[ExportJobPublic],
+    summary="List a dataset's exports",
+    responses={404: {"description": "No such dataset, or not yours."}},
+)
+def list_dataset_exports(
+    dataset_id: RowId, db: SessionDep, principal: CurrentPrincipal
+) -> list[Any]:
+    """The dataset's export jobs, newest first."""
+    dataset = datasets.get_dataset(db, principal.user_id, dataset_id)
+    return [public(j) for j in dataset_exports.jobs_of(db, dataset)]
 
 
 @router.get(

@@ -137,10 +137,18 @@ def counts(dataset_id: int, split: DatasetSplit, studies: list[Study],
     }
 
 
-def preview(db: Session, dataset: Dataset, secret_key: str, data_root: Path) -> dict[str, Any]:
-    """What ``dataset`` selects now, split and counted; 422 when a source study is gone or
-    its environments' spaces cannot make one dataset (``incompatible_environments``). An
-    empty selection is not an error: counts of 0 and ``message`` say so."""
+@dataclass(frozen=True)
+class Selected:
+    """What a dataset selects now: its split rule, source studies and split members."""
+
+    split: DatasetSplit
+    studies: list[Study]
+    members: list[Member]
+
+
+def select_members(db: Session, dataset: Dataset, secret_key: str, data_root: Path) -> Selected:
+    """The dataset's episodes now, each with its split (in the dataset's order); 422 when a
+    source study is gone or the environments' spaces cannot make one dataset."""
     sources = [DatasetSource.model_validate(s) for s in dataset.sources]
     split = DatasetSplit.model_validate(dataset.split)
     studies = check_sources(db, dataset.owner_id, sources)
@@ -148,4 +156,12 @@ def preview(db: Session, dataset: Dataset, secret_key: str, data_root: Path) -> 
     compatibility.check_spaces(db, episodes, secret_key, data_root)
     externals = review.external_ids(db, episodes)
     members = [Member(e, salted_hash(secret_key, review.agent_key(e, externals))) for e in episodes]
-    return counts(dataset.id, split, studies, split_members(members, split))
+    return Selected(split, studies, split_members(members, split))
+
+
+def preview(db: Session, dataset: Dataset, secret_key: str, data_root: Path) -> dict[str, Any]:
+    """What ``dataset`` selects now, split and counted; 422 when a source study is gone or
+    its environments' spaces cannot make one dataset (``incompatible_environments``). An
+    empty selection is not an error: counts of 0 and ``message`` say so."""
+    found = select_members(db, dataset, secret_key, data_root)
+    return counts(dataset.id, found.split, found.studies, found.members)

@@ -24,7 +24,7 @@ from server.export.beam_config import BeamConfig
 from server.export.regenerate import Regeneration, settings_for
 from server.export.request import RequestError, check_request
 from server.export.runner import ExportPayload
-from server.models import Episode, ExportJob, JobState, Study
+from server.models import Dataset, Episode, ExportJob, JobState, Study
 from server.principal import Principal
 from server.runtime.regeneration import RegenerationRefused
 from server.schemas.exports import ExportCreate, ExportOptionsIn, ExportSelection
@@ -35,27 +35,32 @@ from server.services.studies import studies
 ACTIVE = frozenset({JobState.queued, JobState.running})
 
 
-def dataset_name(study: Study, requested: str | None) -> str:
-    """The requested name, or a snake_case one made from the study's name."""
+def dataset_name(study: Study | Dataset, requested: str | None) -> str:
+    """The requested name, or a snake_case one made from the study's (dataset's) name."""
     if requested:
         return requested
     slug = re.sub(r"[^a-z0-9]+", "_", study.name.lower()).strip("_")
     if not slug or not slug[0].isalpha():
-        slug = f"study_{slug}".rstrip("_")
+        prefix = "study" if isinstance(study, Study) else "dataset"
+        slug = f"{prefix}_{slug}".rstrip("_")
     return slug[:60]
 
 
 def library_options(
-    study: Study, opts: ExportOptionsIn, engines: Engines | None = None
+    study: Study | Dataset,
+    opts: ExportOptionsIn,
+    engines: Engines | None = None,
+    label: str | None = None,
 ) -> ExportOptions:
-    """The exporter's options for the API's (checked with the selection: :func:`check`)."""
+    """The exporter's options for the API's (checked with the selection: :func:`check`);
+    ``label``: what the card says was exported (default: the study, by name and id)."""
     return ExportOptions(
         name=dataset_name(study, opts.name),
         format=opts.format,
         keep_step_metadata=not opts.strip_step_metadata,
         step_tag_names=tuple(opts.step_tags) if opts.step_tags is not None else None,
         end_tags=tuple(opts.end_tags),
-        study=f"{study.name} (study {study.id})",
+        study=label or f"{study.name} (study {study.id})",
         profile=opts.profile or "",
         videos=opts.videos,
         regenerate=_regeneration(opts, engines),
@@ -282,7 +287,13 @@ def payload_of(
 
 
 def get_job(db: Session, principal: Principal, job_id: int) -> ExportJob:
-    """A job of a study the principal manages; 404 otherwise."""
+    """A job of a study the principal manages, or of a dataset of theirs; 404 otherwise."""
+    job = db.get(ExportJob, job_id)
+    if job is not None and job.dataset_id is not None:
+        dataset = db.get(Dataset, job.dataset_id)
+        if dataset is None or principal.user_id is None or dataset.owner_id != principal.user_id:
+            raise NotFound("No such export.")
+        return job
     return studies.get_in_study(db, principal, ExportJob, job_id, "export")
 
 

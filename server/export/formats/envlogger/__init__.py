@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from server.export.base import EpisodeInput, ExportOptions, ExportResult
+from server.export.card import ExportedEpisode
 from server.export.episode import RldsEpisode
 from server.export.fields import ENDING_TEXT
 from server.export.judgements import FIELDS_TEXT, JudgementSummary
@@ -75,6 +77,23 @@ class Envlogger(Format):
     splits_by_env = True  # it only copies logs: nothing forces them into one dataset
 
     def write(self, job: WriteJob) -> ExportResult:
+        if not job.splits:
+            return self._write(job)
+        # a dataset's export: a folder per split, <split>/episodes/<episode_id>/
+        episodes: list[ExportedEpisode] = []
+        for split, part in job.parts():
+            episodes += self._write(replace(part, out=job.out / split)).episodes
+        return ExportResult(path=job.out, format=self.name, episodes=tuple(episodes))
+
+    def split_loading(self, options: ExportOptions, splits: Sequence[str]) -> str:
+        names = ", ".join(f"`{s}/`" for s in splits)
+        return (
+            f"\nOne folder per split ({names}): a split's episodes are"
+            " `<split>/episodes/<episode_id>/`, e.g."
+            f' `envlogger.Reader("{splits[-1]}/episodes/<episode_id>")`.\n'
+        )
+
+    def _write(self, job: WriteJob) -> ExportResult:
         def write(_i: int, ep: EpisodeInput, episode: RldsEpisode) -> None:
             # the episode was read all the same: it validates the log and gives the totals
             doc = tags_document(

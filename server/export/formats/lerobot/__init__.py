@@ -40,6 +40,20 @@ class LeRobot(Format):
     def data_path(self, options: ExportOptions) -> str:
         return options.name
 
+    def split_loading(self, options: ExportOptions, splits: Sequence[str]) -> str:
+        names = ", ".join(f"`{s}`" for s in splits)
+        path = self.data_path(options)
+        return (
+            f"\nThe dataset's splits are {names}: episodes are written train first, then"
+            " validation, then test, and `meta/info.json`'s `splits` gives each one's episode"
+            ' index range ("from:to", LeRobot\'s convention):\n\n'
+            "```python\n"
+            f'start, end = map(int, dataset.meta.info["splits"]["{splits[-1]}"].split(":"))\n'
+            f'part = LeRobotDataset("{REPO_PREFIX}/{path}", root="<this folder>/{path}",\n'
+            '                       episodes=list(range(start, end)), video_backend="pyav")\n'
+            "```\n"
+        )
+
     def loading(self, data_path: str) -> str:
         return (
             "```python\n"

@@ -76,6 +76,7 @@ class LeRobotWriter:
         self.total = 0
         self.file = _File(0)
         self.env_id = ""
+        self.splits: list[str] = []  # each episode's split, by episode index
         self.slots = VideoSlots()  # the videos' encoders
 
     # --- one episode ----------------------------------------------------------------------
@@ -172,6 +173,7 @@ class LeRobotWriter:
             }
         )
         self.rows.append(row)
+        self.splits.append(ep.split_name)
         self.total += n
 
     def _data_columns(
@@ -300,7 +302,7 @@ class LeRobotWriter:
             "data_files_size_in_mb": mb,
             "video_files_size_in_mb": mb,
             "fps": fps,
-            "splits": {"train": f"0:{len(self.rows)}"},
+            "splits": split_ranges(self.splits),
             "data_path": fmt.DATA_PATH,
             "video_path": fmt.VIDEO_PATH if self.video_cols else None,
             "features": features,
@@ -312,6 +314,20 @@ class LeRobotWriter:
         fmt.write_subtasks(self.root, sorted(self.subtasks, key=self.subtasks.__getitem__))
         table = pa.Table.from_pylist(self.rows)
         fmt.write_table(self.root / fmt.EPISODES_PATH.format(chunk_index=0, file_index=0), table)
+
+
+def split_ranges(splits: list[str]) -> dict[str, str]:
+    """info.json's ``splits``: each split's episode index range ``"from:to"`` (LeRobot's
+    convention), the splits in the order they were written (train, validation, test)."""
+    ranges: dict[str, str] = {}
+    start = 0
+    for i in range(1, len(splits) + 1):
+        if i == len(splits) or splits[i] != splits[start]:
+            if splits[start] in ranges:
+                raise ExportError(f"the {splits[start]} split's episodes are not together")
+            ranges[splits[start]] = f"{start}:{i}"
+            start = i
+    return ranges or {"train": "0:0"}
 
 
 def _log_fields(meta: dict[str, Any]) -> dict[str, Any]:

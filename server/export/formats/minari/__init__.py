@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from server.export.base import ExportOptions, ExportResult
+from server.export.card import ExportedEpisode
 from server.export.episode import EnvSpecs
 from server.export.fields import ENDING_TEXT
 from server.export.judgements import FIELDS_TEXT
 from server.export.loop import WriteJob
 from server.export.registry import Format, register
+
+
+def split_name(options: ExportOptions, split: str) -> str:
+    """The name of one split's Minari dataset in a dataset's export: ``<name>-<split>`` (its
+    id ``<name>-<split>-v<major>``, which Minari reads as dataset ``<name>-<split>``)."""
+    return f"{options.name}-{split}"
 
 
 @register
@@ -31,7 +39,22 @@ class Minari(Format):
     def write(self, job: WriteJob) -> ExportResult:
         from server.export.formats.minari.writer import write_minari  # imports pyarrow
 
-        return write_minari(job)
+        if not job.splits:
+            return write_minari(job)
+        # a dataset's export: one Minari dataset per split, side by side (split_id)
+        episodes: list[ExportedEpisode] = []
+        for split, part in job.parts():
+            named = replace(part, options=replace(job.options, name=split_name(job.options, split)))
+            episodes += write_minari(named).episodes
+        return ExportResult(path=job.out, format=self.name, episodes=tuple(episodes))
+
+    def split_loading(self, options: ExportOptions, splits: Sequence[str]) -> str:
+        ids = {s: self.data_path(replace(options, name=split_name(options, s))) for s in splits}
+        lines = "".join(f'{s} = minari.load_dataset("{ids[s]}")\n' for s in splits)
+        return (
+            "\nOne Minari dataset per split, side by side in this folder (ids"
+            f" `{options.name}-<split>-v<major>`):\n\n```python\n{lines}```\n"
+        )
 
     def data_path(self, options: ExportOptions) -> str:
         from server.export.formats.minari.dataset import dataset_id

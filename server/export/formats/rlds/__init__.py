@@ -47,6 +47,20 @@ class Rlds(Format):
             extra=oxe_lines if options.profile == "oxe" else (),
         )
 
+    def split_loading(self, options: ExportOptions, splits: Sequence[str]) -> str:
+        path = self.data_path(options)
+        names = ", ".join(f"`{s}`" for s in splits)
+        lines = "".join(f'{s} = builder.as_dataset(split="{s}")\n' for s in splits)
+        return (
+            f"\nThe dataset's splits are {names} (each its own shards,"
+            f" `{options.name}-<split>.tfrecord-*`):\n\n"
+            "```python\n"
+            f'builder = tfds.builder_from_directory("{path}")\n'
+            f"{lines}"
+            "builder.info.splits  # each split's episodes and shards\n"
+            "```\n"
+        )
+
     def loading(self, data_path: str) -> str:
         return (
             "```python\n"

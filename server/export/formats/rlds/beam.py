@@ -54,6 +54,7 @@ from server.export.formats.rlds import oxe
 from server.export.formats.rlds.encoding import dataset_info_fields, encode_rlds, rlds_features
 from server.export.formats.rlds.example import EpisodeSerializer
 from server.export.formats.rlds.tfds_writer import (
+    SPLIT,
     ShardPlanner,
     framed_size,
     shard_filename,
@@ -370,8 +371,7 @@ def _finish(
         data_dir,
         features=features,
         **dataset_info_fields(options),
-        shard_lengths=[m.num_records for m in metas],
-        num_bytes=sum(m.num_bytes for m in metas),
+        splits={SPLIT: ([m.num_records for m in metas], sum(m.num_bytes for m in metas))},
     )
     if options.profile == "oxe":
         stats = oxe.Statistics()

@@ -40,8 +40,8 @@ def write_rlds(job: WriteJob) -> ExportResult:
     def encode(ep: EpisodeInput, episode: RldsEpisode) -> EncodedEpisode:
         return encode_episode(ep, episode, options, tag_names, serializer)  # in a thread
 
-    def write(_i: int, _ep: EpisodeInput, _e: RldsEpisode, encoded: EncodedEpisode) -> None:
-        writer.add(encoded.record)  # in order: the shards are as one at a time
+    def write(_i: int, ep: EpisodeInput, _e: RldsEpisode, encoded: EncodedEpisode) -> None:
+        writer.add(encoded.record, ep.split_name)  # in order: the shards are as one at a time
         if encoded.statistics is not None:
             stats.add(encoded.statistics)
 
