@@ -71,6 +71,8 @@ def _target(body: DatasetEditCreate, selected: Sequence[Episode]) -> Episode | N
     """The selected episode ``body`` edits (None: a task's relabel), checked (422s)."""
     if body.kind == "relabel" and (body.episode_id is None) == (body.task_key is None):
         raise _invalid("episode_id", "a relabel names an episode or a task_key (one of them)")
+    if body.kind != "relabel" and body.task_key is not None:
+        raise _invalid("task_key", f"a {body.kind} applies to an episode (episode_id), not a task")
     if body.kind != "relabel" and body.episode_id is None:
         raise _invalid("episode_id", f"a {body.kind} names the episode it applies to")
     if body.task_key is not None:
