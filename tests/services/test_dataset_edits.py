@@ -27,8 +27,9 @@ def _dataset(db, owner, studies) -> Dataset:  # type: ignore[no-untyped-def]
 
 
 def _edit(db, settings, dataset, author, **body):  # type: ignore[no-untyped-def]
-    return edits.create_edit(db, dataset, author.id, DatasetEditCreate.model_validate(body),
-                             secret_key=settings.secret_key, data_root=settings.data_root)  # fmt: skip
+    made = DatasetEditCreate.model_validate(body)
+    where = {"secret_key": settings.secret_key, "data_root": settings.data_root}
+    return edits.create_edit(db, dataset, author.id, made, **where)
 
 
 @pytest.fixture
@@ -133,11 +134,10 @@ def test_a_put_replaces_the_values_as_the_replacers(world, db, settings, factory
                  trim_start=1)  # fmt: skip
     when = made.created_at
     other = factory.user(email="later@example.com")
-    got = edits.update_edit(db, dataset, made.id, other.id, EditValues(trim_end=2),
-                            secret_key=settings.secret_key, data_root=settings.data_root)  # fmt: skip
+    where = {"secret_key": settings.secret_key, "data_root": settings.data_root}
+    got = edits.update_edit(db, dataset, made.id, other.id, EditValues(trim_end=2), **where)
     assert (got.trim_start, got.trim_end, got.author.email) == (0, 2, "later@example.com")
     assert got.created_at >= when
     with pytest.raises(Invalid) as err:  # a field another kind takes
-        edits.update_edit(db, dataset, made.id, owner.id, EditValues(reason="x"),
-                          secret_key=settings.secret_key, data_root=settings.data_root)  # fmt: skip
+        edits.update_edit(db, dataset, made.id, owner.id, EditValues(reason="x"), **where)
     assert err.value.detail[0]["loc"] == ["body", "reason"]

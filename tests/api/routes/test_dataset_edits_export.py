@@ -62,8 +62,8 @@ def test_the_export_holds_the_trimmed_steps_and_the_new_instruction(  # type: ig
     world, settings, tmp_path
 ) -> None:
     c, dataset, cp = world["client"], world["dataset"], world["cp"]
-    res = c.post(f"/api/datasets/{dataset['id']}/exports",
-                 json={"options": {"format": "tfds", "archive": "folder", "name": "edited"}})  # fmt: skip
+    options = {"format": "tfds", "archive": "folder", "name": "edited"}
+    res = c.post(f"/api/datasets/{dataset['id']}/exports", json={"options": options})
     assert res.status_code == 202, res.text
     job = res.json()
     assert job["episodes_total"] == 3  # recording 4 excluded
