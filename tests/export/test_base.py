@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from server.export import ExportOptions, TaggedSpan
+import pytest
+
+from server.export import ExportOptions, TaggedSpan, export_dataset
 from server.export.base import read_for_writing
 from server.export.narration import NarratedSpan
 from tests.export.conftest import episode_input
@@ -40,3 +42,16 @@ def test_a_trim_moves_the_step_indices_to_the_kept_steps(
     # no trim: the input as it was
     plain = episode_input(rec, step_tags=tags)
     assert read_for_writing(plain, ExportOptions())[0] is plain
+
+
+@pytest.mark.parametrize("fmt", ["tfds", "minari", "lerobot"])
+def test_every_format_writes_the_trimmed_steps(
+    fmt: str, recordings: dict[str, list[Recording]], tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    recs = recordings["cartpole"][:2]
+    inputs = [replace(episode_input(recs[0]), trim=(1, 2)), episode_input(recs[1])]
+    result = export_dataset(inputs, ExportOptions(name="trimmed", format=fmt), tmp_path / "out")
+    lengths = [e.num_steps for e in result.episodes]
+    assert lengths == [recs[0].num_steps - 3, recs[1].num_steps]
+    assert [e.ended_by for e in result.episodes][0] == "trim"
+    assert result.episodes[0].terminated is False
