@@ -21,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from server.errors import Invalid
-from server.export import EpisodeInput, ExportOptions
+from server.export import EpisodeInput, ExportOptions, registry
 from server.export.base import SPLITS
 from server.export.runner import ExportPayload, export_dir
 from server.models import Dataset, Episode, EpisodeStatus, ExportJob, JobState, Study
@@ -103,9 +103,10 @@ def _prepare(
     """The exporter's options and inputs of a dataset's episodes with their edits, checked
     (422s naming the field)."""
     trimmed = [i for i, edit in edited.items() if edit.trim != (0, 0)]
-    if trimmed and (opts.format == "envlogger" or opts.videos):
-        field_, why = (("format", "the envlogger format copies the recorded logs as they are")
-                       if opts.format == "envlogger" else
+    copies_logs = not registry.get(opts.format).applies_trims
+    if trimmed and (copies_logs or opts.videos):
+        field_, why = (("format", f"the {opts.format} format copies the recorded logs as they are")
+                       if copies_logs else
                        ("videos", "episode videos show every recorded step"))  # fmt: skip
         why = f"{why}, so it cannot apply the trim of episode {trimmed[0]}"
         detail = [{"loc": ["body", "options", field_], "msg": why}]
