@@ -295,6 +295,13 @@ def _print_preview(name: str, out: dict) -> None:
     print("per participant:")
     for p in out["by_participant"]:
         print(f"  {p['participant']:24} {p['split']:10} {p['episodes']:6d} episodes")
+    edits = out.get("edits") or {}  # what the dataset's edits change
+    for x in edits.get("excluded", []):
+        print(f"excluded {x['episode_id']} ({x['steps']} steps): {x['reason']}")
+    if edits.get("trimmed"):
+        print(f"trimmed: {edits['trimmed']} episodes, {edits['steps_trimmed']} steps dropped")
+    for task, text in (edits.get("relabelled") or {}).items():
+        print(f"relabelled task {task}: {text}")
 
 
 def _regenerate(args: argparse.Namespace) -> RegenerateIn | None:
