@@ -27,6 +27,7 @@ from server.services.datasets import preview as dataset_preview
 from server.services.datasets.applied import edits_of
 
 MIN_STEPS = 2  # an RLDS episode's first and last step
+NOUNS = {"trim": "a trim", "relabel": "a relabel", "exclude": "an exclusion"}
 __all__ = ["edits_of"]
 
 
@@ -63,8 +64,10 @@ def _check_values(kind: str, values: EditValues, given: set[str], steps: int | N
 
 
 def _selected(db: Session, dataset: Dataset, secret_key: str, data_root: Path) -> list[Episode]:
+    """The episodes the dataset's sources select now, its own exclusions' too (an excluded
+    episode may be trimmed or relabelled for when it is brought back)."""
     found = dataset_preview.select_members(db, dataset, secret_key, data_root)
-    return [m.episode for m in found.members]
+    return [m.episode for m in found.members] + [m.episode for m, _ in found.excluded]
 
 
 def _target(body: DatasetEditCreate, selected: Sequence[Episode]) -> Episode | None:
@@ -104,7 +107,7 @@ def _conflict(edit: DatasetEdit) -> Conflict:
     what = f"episode {edit.episode_id}" if edit.episode_id else f"task {edit.task_key}"
     when = f"{edit.created_at:%Y-%m-%d %H:%M:%S} UTC"
     return Conflict(
-        f"{what[0].upper()}{what[1:]} already has a {edit.kind} by {edit.author.email} at "
+        f"{what[0].upper()}{what[1:]} already has {NOUNS[edit.kind]} by {edit.author.email} at "
         f"{when}; reload to see it (replace it with PUT, or remove it).",
         detail={"edit_id": edit.id, "author": edit.author.email, "created_at": when},
     )

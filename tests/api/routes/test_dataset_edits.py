@@ -114,6 +114,17 @@ def test_a_second_trim_from_another_client_is_a_409_naming_the_first(world, fact
     assert [e["trim_start"] for e in second.get(_url(world)).json()] == [1]  # not overwritten
 
 
+def test_a_second_exclusion_is_a_409_and_an_excluded_episode_may_be_trimmed(world) -> None:  # type: ignore[no-untyped-def]
+    c, ep = world["client"], world["cp"][0].episode_id
+    body = {"kind": "exclude", "episode_id": ep, "reason": "shaky"}
+    assert c.post(_url(world), json=body).status_code == 201
+    res = c.post(_url(world), json={**body, "reason": "blurry"})
+    assert res.status_code == 409 and "already has a exclude" not in res.text, res.text
+    assert f"Episode {ep} already has an exclusion by" in res.json()["message"]
+    res = c.post(_url(world), json={"kind": "trim", "episode_id": ep, "trim_start": 1})
+    assert res.status_code == 201, res.text
+
+
 def test_another_designer_gets_404s(world, factory) -> None:  # type: ignore[no-untyped-def]
     c = world["client"]
     made = c.post(_url(world), json={"kind": "exclude", "reason": "shaky",
