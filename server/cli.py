@@ -265,13 +265,14 @@ def _export_dataset(args: argparse.Namespace, settings: Settings, db: Session, d
         raise SystemExit("error: give --out, the folder (or archive) to create")
     opts = ExportOptionsIn(format=args.format, profile=args.profile, name=args.name,
                            strip_step_metadata=args.strip, archive=args.archive)  # fmt: skip
-    rows, options, inputs = dataset_exports.prepare(
+    rows, options, inputs, edited = dataset_exports.prepare(
         db, dataset, opts, secret_key=settings.secret_key, data_root=settings.data_root,
         engines=exports.Engines.from_settings(settings),
     )  # fmt: skip
     counts = Counter(ep.split for ep in inputs)
     splits = ", ".join(f"{n} {s}" for s, n in counts.items())
-    return _write_with_bar(args, inputs, options, sum(e.steps for e in rows), f" ({splits})")
+    steps = sum(e.steps - sum(edited[e.id].trim) for e in rows)
+    return _write_with_bar(args, inputs, options, steps, f" ({splits})")
 
 
 def _print_preview(name: str, out: dict) -> None:
@@ -294,6 +295,13 @@ def _print_preview(name: str, out: dict) -> None:
     print("per participant:")
     for p in out["by_participant"]:
         print(f"  {p['participant']:24} {p['split']:10} {p['episodes']:6d} episodes")
+    edits = out.get("edits") or {}  # what the dataset's edits change
+    for x in edits.get("excluded", []):
+        print(f"excluded {x['episode_id']} ({x['steps']} steps): {x['reason']}")
+    if edits.get("trimmed"):
+        print(f"trimmed: {edits['trimmed']} episodes, {edits['steps_trimmed']} steps dropped")
+    for task, text in (edits.get("relabelled") or {}).items():
+        print(f"relabelled task {task}: {text}")
 
 
 def _regenerate(args: argparse.Namespace) -> RegenerateIn | None:

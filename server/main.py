@@ -27,6 +27,7 @@ from server.api.routes import (
     bulk,
     catalog,
     crowd,
+    dataset_edits,
     datasets,
     episodes,
     exports,
@@ -405,6 +406,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         bulk,
         exports,
         datasets,
+        dataset_edits,
         live,
     ):
         app.include_router(module.router)

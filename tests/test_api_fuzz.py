@@ -34,7 +34,7 @@ from schemathesis import GenerationMode
 from server.core.config import Settings
 from server.export.runner import ExportRunner
 from server.main import create_app
-from server.models import Dataset, ExportJob, JobState, Note, Role, StepTag
+from server.models import Dataset, DatasetEdit, ExportJob, JobState, Note, Role, StepTag
 from tests.api.routes.recorded import Inserter, two_env_spec
 
 SPREAD = True  # independent tests: spread over the xdist workers (tests/conftest.py)
@@ -93,6 +93,10 @@ def world(factory, db, settings, recorded, monkeypatch) -> dict[str, Any]:  # ty
     dataset = Dataset(owner_id=owner.id, name="set", description="",
                       sources=[{"study_id": study.id, "filter": {}}], split={})  # fmt: skip
     db.add_all([done, failed, dataset])
+    db.flush()
+    edit = DatasetEdit(dataset_id=dataset.id, kind="exclude", episode_id=episodes[0].id,
+                       reason="shaky", author_id=owner.id)  # fmt: skip
+    db.add(edit)
     db.commit()
     return {
         "owner": owner,
@@ -100,6 +104,7 @@ def world(factory, db, settings, recorded, monkeypatch) -> dict[str, Any]:  # ty
         "episode_ids": [e.id for e in episodes],
         "job_ids": [done.id, failed.id],
         "dataset_ids": [dataset.id],
+        "edit_ids": [edit.id],
         "tag_ids": [t.id for t in episodes[0].step_tags],
         "user_ids": [owner.id],
         "names": ["good", "jump"],
@@ -112,6 +117,7 @@ _REAL = {
     "episode_id": "episode_ids",
     "job_id": "job_ids",
     "dataset_id": "dataset_ids",
+    "edit_id": "edit_ids",
     "tag_id": "tag_ids",
     "user_id": "user_ids",
     "name": "names",

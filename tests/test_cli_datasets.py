@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from server.core.security import salted_hash
+from server.models import DatasetEdit
 from server.schemas.datasets import DatasetCreate
 from server.services.datasets import datasets
 from tests.api.routes.recorded import dataset_studies
@@ -37,6 +38,24 @@ def test_list_and_preview_a_dataset(factory, db, settings, recorded) -> None:  #
 
     res = run_cli(settings, "datasets", "preview", "999")
     assert res.returncode != 0 and "no dataset 999" in res.stderr
+
+    # its edits, said after the counts
+    cp = recorded["cartpole"]
+    for edit in (DatasetEdit(dataset_id=made.id, kind="exclude", episode_id=cp[3].episode_id,
+                             reason="knocked", author_id=owner.id),
+                 DatasetEdit(dataset_id=made.id, kind="trim", episode_id=cp[0].episode_id,
+                             trim_start=1, trim_end=1, author_id=owner.id),
+                 DatasetEdit(dataset_id=made.id, kind="relabel", task_key="red",
+                             instruction="Gently.", author_id=owner.id)):  # fmt: skip
+        db.add(edit)
+    db.commit()
+    res = run_cli(settings, "datasets", "preview", str(made.id))
+    assert res.stdout.splitlines()[0].startswith(f"dataset {made.id} 'Both': 3 episodes, ")
+    assert res.stdout.splitlines()[-3:] == [
+        f"excluded {cp[3].episode_id} ({cp[3].num_steps} steps): knocked",
+        "trimmed: 1 episodes, 2 steps dropped",
+        "relabelled task red: Gently.",
+    ]
 
 
 def test_export_a_dataset_with_its_splits(factory, db, settings, recorded, tmp_path) -> None:  # type: ignore[no-untyped-def]

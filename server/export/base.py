@@ -21,7 +21,7 @@ from server.export.errors import (
     IncompatibleEnvironmentsError,
     InvalidEpisodeError,
 )
-from server.export.fields import ENDED_BY_TAG, specs_signature
+from server.export.fields import ENDED_BY_TAG, ENDED_BY_TRIM, specs_signature
 from server.export.judgements import JudgementSummary
 from server.export.narration import NarratedSpan, narration_column
 from server.export.tags import TaggedSpan, first_end_step, validate_step_tags
@@ -72,11 +72,38 @@ class EpisodeInput:
     # the dataset split it belongs to (train / validation / test; a dataset's export,
     # server/services/datasets/exports.py); "": a study's export, every episode in train
     split: str = ""
+    # RLDS steps a dataset's trim drops first and last (server/services/datasets/edits.py;
+    # applied where the episode is read: read_for_writing)
+    trim: tuple[int, int] = (0, 0)
 
     @property
     def split_name(self) -> str:
         """The split it is written to: its own, else train."""
         return self.split or SPLITS[0]
+
+    def kept(self, num_steps: int) -> EpisodeInput:
+        """This input for its episode of ``num_steps`` recorded steps after its trim: step
+        tags and narrations moved to the kept steps' indices (clipped to them, left out
+        where they cover none), the replay step too (-1 outside them), no trim left."""
+        start, end = self.trim
+        if (start, end) == (0, 0):
+            return self
+        last = num_steps - 1 - start - end
+
+        def moved(a: int, b: int) -> tuple[int, int] | None:
+            a, b = max(a - start, 0), min(b - start, last)
+            return (a, b) if a <= b else None
+
+        tags = [(t, m) for t in self.step_tags if (m := moved(t.start, t.end))]
+        spans = [(n, m) for n in self.narrations if (m := moved(n.start, n.end))]
+        step = self.replay_step - start
+        return replace(
+            self,
+            trim=(0, 0),
+            step_tags=tuple(replace(t, start=m[0], end=m[1]) for t, m in tags),
+            narrations=tuple(replace(n, start=m[0], end=m[1]) for n, m in spans),
+            replay_step=step if self.replay_step >= 0 and 0 <= step <= last else -1,
+        )
 
     def outcome_fields(self) -> dict[str, str]:
         """The episode-level outcome fields every format exports."""
@@ -108,6 +135,8 @@ class EpisodeInput:
         environment reported then is not known) and the environment's outcome."""
         if episode.ended_at_tag:
             return {"ended_by": ENDED_BY_TAG, "env_outcome": ""}
+        if episode.ended_at_trim:
+            return {"ended_by": ENDED_BY_TRIM, "env_outcome": ""}
         return {"ended_by": self.ended_by, "env_outcome": self.env_outcome}
 
     def judgement_fields(self) -> dict[str, Any]:
@@ -253,6 +282,29 @@ def check_complete(ep: EpisodeInput) -> None:
         )
 
 
+def read_for_writing(
+    ep: EpisodeInput,
+    options: ExportOptions,
+    *,
+    cut: bool = True,
+    reference: Reference | None = None,
+) -> tuple[EpisodeInput, RldsEpisode]:
+    """One episode read as RLDS steps, checked against ``reference`` (when given), its step
+    tags checked, its dataset trim applied (:meth:`RldsEpisode.trimmed`) and (``cut``) ended
+    at its first end tag as the options say; with the input as it fits the steps kept
+    (:meth:`EpisodeInput.kept`), which is what a format writes."""
+    check_complete(ep)
+    episode = read_episode(ep.log_dir)
+    if reference is not None:
+        reference.check(ep, episode.specs, episode.log_metadata)
+    validate_step_tags(ep.step_tags, len(episode), ep.episode_id)
+    kept = ep.kept(len(episode))
+    if ep.trim != (0, 0):
+        episode = episode.trimmed(*ep.trim)
+    end = first_end_step(kept.step_tags, options.end_tags) if cut else None
+    return kept, (episode if end is None else episode.truncated_at(end))
+
+
 def prepare(
     ep: EpisodeInput,
     options: ExportOptions,
@@ -260,15 +312,8 @@ def prepare(
     cut: bool = True,
     reference: Reference | None = None,
 ) -> RldsEpisode:
-    """One episode read as RLDS steps, checked against ``reference`` (when given), its step
-    tags checked and (``cut``) ended at its first end tag as the options say."""
-    check_complete(ep)
-    episode = read_episode(ep.log_dir)
-    if reference is not None:
-        reference.check(ep, episode.specs, episode.log_metadata)
-    validate_step_tags(ep.step_tags, len(episode), ep.episode_id)
-    end = first_end_step(ep.step_tags, options.end_tags) if cut else None
-    return episode if end is None else episode.truncated_at(end)
+    """The episode :func:`read_for_writing` reads (without the input)."""
+    return read_for_writing(ep, options, cut=cut, reference=reference)[1]
 
 
 def summarize(ep: EpisodeInput, episode: RldsEpisode) -> ExportedEpisode:

@@ -96,6 +96,7 @@ class RldsEpisode:
     has_policy_action: list[bool] = field(default_factory=list)
     autonomous: bool = False  # some step recorded a policy
     ended_at_tag: bool = False  # an export's end tag cut it (truncated_at)
+    ended_at_trim: bool = False  # a dataset's trim dropped its last steps (trimmed)
 
     def __len__(self) -> int:
         return len(self.observations)
@@ -118,7 +119,7 @@ class RldsEpisode:
             return self
         n = last + 1
         # the episode's; the rest: lists by step
-        whole = ("specs", "log_metadata", "autonomous", "ended_at_tag")
+        whole = WHOLE_EPISODE
         steps = {f.name: getattr(self, f.name)[:n] for f in fields(self) if f.name not in whole}
         cut = replace(self, **steps)
         cut.timings[-1] = dict(cut.timings[-1])
@@ -126,6 +127,32 @@ class RldsEpisode:
         cut.is_terminal[-1] = False
         cut.ended_at_tag = True
         return cut
+
+    def trimmed(self, start: int, end: int) -> RldsEpisode:
+        """This episode without its first ``start`` and last ``end`` steps (a dataset's trim):
+        the first kept step is first; the last kept step is last and, where ``end`` cuts,
+        not terminal (a truncation, as :meth:`truncated_at` makes it, whose last step's
+        action, reward and discount are zeros as every RLDS last step's). Every other kept
+        value is the recorded one."""
+        n = len(self)
+        if start < 0 or end < 0 or n - start - end < 2:
+            raise InvalidEpisodeError(
+                f"cannot trim {start} first and {end} last steps of an episode of {n} steps: "
+                "keep at least 2"
+            )
+        out = self
+        if end:
+            out = out.truncated_at(n - 1 - end)
+            out.ended_at_tag, out.ended_at_trim = False, True
+        if start:
+            steps = {f.name: getattr(out, f.name)[start:] for f in fields(out)
+                     if f.name not in WHOLE_EPISODE}  # fmt: skip
+            out = replace(out, **steps)
+            out.is_first[0] = True
+        return out
+
+
+WHOLE_EPISODE = ("specs", "log_metadata", "autonomous", "ended_at_tag", "ended_at_trim")
 
 
 def _reward_sum(reward: Any) -> Any:

@@ -27,10 +27,11 @@ TASK_FIELDS = ("task_id", "language_instruction")
 # environment reported of success at its last step: "success", "failure" or "" (none)
 ENDING_FIELDS = ("ended_by", "env_outcome")
 ENDED_BY_TAG = "end_tag"
+ENDED_BY_TRIM = "trim"  # a dataset's trim dropped its last steps
 ENDING_TEXT = (
-    "`ended_by` (environment, time_limit, participant, canceled, abandoned, failed, or "
-    'end_tag) and `env_outcome` (success or failure as the environment reported it; "": '
-    "none)"
+    "`ended_by` (environment, time_limit, participant, canceled, abandoned, failed, "
+    "end_tag, or trim: a dataset edit dropped its last steps) and `env_outcome` (success "
+    'or failure as the environment reported it; "": none)'
 )
 NARRATION_FIELD = "narration"
 

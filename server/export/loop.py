@@ -22,7 +22,7 @@ from server.export.base import (
     Reference,
     check_cancel,
     naming,
-    prepare,
+    read_for_writing,
     splits_of,
     summarize,
 )
@@ -51,7 +51,7 @@ def for_each_episode(
     for i, ep in enumerate(episodes):
         check_cancel(cancel)
         with naming(ep.episode_id):
-            episode = prepare(ep, options, cut=cut, reference=reference)
+            ep, episode = read_for_writing(ep, options, cut=cut, reference=reference)
             write(i, ep, episode)
         summaries.append(summarize(ep, episode))
         steps_done += len(episode)
@@ -102,15 +102,16 @@ def for_each_encoded(
     runs on several cores; at most ``threads`` episodes are in memory at once."""
     n = threads or export_threads()
 
-    def work(ep: EpisodeInput) -> tuple[RldsEpisode, T]:
+    def work(ep: EpisodeInput) -> tuple[EpisodeInput, RldsEpisode, T]:
         with naming(ep.episode_id):
-            episode = prepare(ep, options, cut=cut, reference=reference)
-            return episode, encode(ep, episode)
+            ep, episode = read_for_writing(ep, options, cut=cut, reference=reference)
+            return ep, episode, encode(ep, episode)
 
     summaries: list[ExportedEpisode] = []
     steps_done = 0
     todo = iter(enumerate(episodes))
-    pending: deque[tuple[int, EpisodeInput, Future[tuple[RldsEpisode, T]]]] = deque()
+    pending: deque[tuple[int, EpisodeInput, Future[tuple[EpisodeInput, RldsEpisode, T]]]]
+    pending = deque()
     with ThreadPoolExecutor(n, thread_name_prefix="export") as pool:
         try:
             while True:
@@ -120,7 +121,7 @@ def for_each_encoded(
                 if not pending:
                     break
                 i, ep, future = pending.popleft()
-                episode, encoded = future.result()
+                ep, episode, encoded = future.result()
                 check_cancel(cancel)
                 with naming(ep.episode_id):
                     write(i, ep, episode, encoded)

@@ -39,6 +39,8 @@ class Format(ABC):
     profiles: Mapping[str, str] = {}  # its profiles (ExportOptions.profile): name -> summary
     # environments with different spaces are written one folder each without being asked
     splits_by_env = False
+    # it writes the steps as read (a dataset's trims applied); False: it copies the logs
+    applies_trims = True
     card_metadata = ""  # what the card calls the step metadata (kept or stripped)
     card_tags = ""  # what the card says the step tags become
 

@@ -6,7 +6,7 @@ table is imported here, so importing ``server.models`` registers them all on ``B
 """
 
 from server.models.base import MAX_DB_INT, is_row_id, utcnow
-from server.models.datasets import Dataset
+from server.models.datasets import Dataset, DatasetEdit
 from server.models.episodes import (
     EndedBy,
     Episode,
@@ -33,6 +33,7 @@ __all__ = [
     "AuthSession",
     "BulkJob",
     "Dataset",
+    "DatasetEdit",
     "EndedBy",
     "Episode",
     "EpisodeDeletion",

@@ -12,6 +12,7 @@ from pydantic_core import PydanticCustomError
 
 from server.models import MAX_DB_INT, EpisodeStatus
 from server.schemas.base import Public
+from server.schemas.dataset_edits import PreviewEdits
 from server.schemas.episodes import EpisodeFilterIn
 from server.study_spec import StrictModel
 
@@ -140,6 +141,9 @@ class CountRow(BaseModel):
     episodes: int
     steps: int
     per_split: SplitCounts = Field(description="Episodes per split.")
+    relabel: str | None = Field(
+        default=None, description="Tasks only: the instruction a relabel gives it (None: none)."
+    )
 
 
 class SplitTotal(BaseModel):
@@ -155,6 +159,14 @@ class EpisodeSplit(BaseModel):
     episode_id: str
     study_id: int
     split: SplitName
+    task_key: str | None = None
+    recorded_steps: int = Field(default=0, description="Its RLDS steps as recorded.")
+    steps: int = Field(default=0, description="Its RLDS steps as exported (after its trim).")
+    trim_start: int = 0
+    trim_end: int = 0
+    relabel: str | None = Field(
+        default=None, description="Its instruction as a relabel (its own or its task's) sets it."
+    )
 
 
 class ParticipantRow(BaseModel):
@@ -181,5 +193,7 @@ class DatasetPreviewPublic(BaseModel):
     tasks: list[CountRow]
     by_participant: list[ParticipantRow]
     assignments: list[EpisodeSplit] = Field(
-        description="Every episode's split, in the dataset's order (study, start, id)."
+        description="Every episode's split, in the dataset's order (study, start, id); "
+        "the edits' exclusions left out (they are in `edits.excluded`)."
     )
+    edits: PreviewEdits = Field(description="What the dataset's edits change.")

@@ -312,6 +312,23 @@ def _rows_at_0001() -> dict[str, list[dict[str, Any]]]:
             }
             for i in (1, 2)
         ],  # fmt: skip
+        # made by 0024
+        "dataset_edits": [
+            {
+                "id": i,
+                "dataset_id": 1,
+                "kind": "exclude",
+                "episode_id": episode_id,
+                "task_key": None,
+                "trim_start": 0,
+                "trim_end": 0,
+                "instruction": "",
+                "reason": "blurry",
+                "author_id": 1,
+                "created_at": now,
+            }
+            for i, episode_id in ((1, "e1"), (2, "e3"))
+        ],  # fmt: skip
     }
 
 

@@ -115,6 +115,30 @@ def test_truncated_at(recordings: dict[str, list[Recording]]) -> None:
         ep.truncated_at(len(ep))
 
 
+def test_trimmed_reflags_the_kept_steps_and_keeps_their_values(
+    recordings: dict[str, list[Recording]],
+) -> None:
+    rec = recordings["cartpole"][0]  # terminated
+    ep = read_episode(rec.log_dir)
+    n = len(ep)
+    cut = ep.trimmed(2, 1)  # steps 2..n-2 kept
+    assert len(cut) == n - 3
+    assert cut.is_first == [True] + [False] * (n - 4)
+    assert cut.is_last == [False] * (n - 4) + [True]
+    assert not any(cut.is_terminal) and not cut.terminated  # a cut end is a truncation
+    assert cut.ended_at_trim and not cut.ended_at_tag
+    for t in range(n - 3):  # value for value: the recorded step 2 + t
+        np.testing.assert_array_equal(cut.observations[t], ep.observations[2 + t])
+    assert cut.rewards[:-1] == ep.rewards[2 : n - 2] and cut.actions[:-1] == ep.actions[2 : n - 2]
+    assert cut.rewards[-1] == 0.0  # the last step's, as every RLDS last step's
+    start = ep.trimmed(3, 0)  # the terminal step kept: still terminal, flags moved
+    assert start.is_first[0] and start.is_terminal[-1] and start.terminated
+    assert not start.ended_at_trim and start.rewards == ep.rewards[3:]
+    assert ep.is_first[0] and len(ep) == n  # the original is untouched
+    with pytest.raises(InvalidEpisodeError, match=f"of {n} steps: keep at least 2"):
+        ep.trimmed(n - 2, 1)
+
+
 def test_missing_log_is_a_clear_error(tmp_path) -> None:
     with pytest.raises(InvalidEpisodeError, match="no episode log"):
         read_episode(tmp_path / "nope")

@@ -5,6 +5,7 @@
 import { ApiError, createApi, el, showError, toast as showToast } from "../shared/api.js";
 import { STUDIES, renderTopbar } from "../shared/topbar.js";
 import { confirmAction, timeElement } from "../studio/ui.js";
+import { createDatasetEdits } from "./edits.js";
 import { createDatasetExport } from "./export.js";
 import { createForm } from "./form.js";
 import { renderPreview } from "./preview.js";
@@ -30,6 +31,14 @@ async function loadSpec(studyId) {
 
 let theForm = null;  // the form, once the designer's studies are in (start)
 const exporter = createDatasetExport({ api, toast, guard });
+// the Edits section (edits.js): after an edit, the preview's counts are drawn again
+const editor = createDatasetEdits({ api, toast, guard, onChange: () => refreshPreview() });
+
+async function refreshPreview() {
+  const out = await api("GET", `/api/datasets/${state.shown.id}/preview`);
+  renderPreview($("preview"), state.shown.name, out);
+  return out;
+}
 
 // --- rendering ----------------------------------------------------------------------------
 const studyName = (id) => state.studies.find((s) => s.id === id)?.name ?? `study ${id}`;
@@ -110,8 +119,9 @@ async function showPreview(dataset) {
   showError($("preview-error"), null);
   history.replaceState(null, "", `${location.pathname}?dataset=${dataset.id}`);
   try {
-    renderPreview($("preview"), dataset.name, await api("GET", `/api/datasets/${dataset.id}/preview`));
+    await editor.show(dataset, await refreshPreview());
   } catch (err) {
+    editor.hide();
     $("preview").replaceChildren();
     const envs = err.body?.detail?.[0]?.environments;
     const fields = err.body?.detail?.[0]?.fields;
@@ -128,6 +138,7 @@ async function remove(dataset) {
   if (state.shown?.id === dataset.id) {
     $("preview-section").hidden = true;
     exporter.hide();
+    editor.hide();
     history.replaceState(null, "", location.pathname);
   }
   if (state.editing?.id === dataset.id) closeForm();

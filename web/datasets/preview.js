@@ -45,6 +45,21 @@ function participantsTable(rows) {
       el("td", { class: "right" }, String(r.episodes)), el("td", { class: "right" }, String(r.steps))))));
 }
 
+// a task's row says its relabel's instruction; the edits' effect in one line
+const relabelled = (tasks) => tasks.map((t) => (t.relabel ? { ...t, label: `${t.label} → “${t.relabel}”` } : t));
+
+function editsLine(edits) {
+  if (!edits) return null;
+  const parts = [];
+  if (edits.excluded.length) {
+    parts.push(`${count(edits.excluded.length, "episode")} excluded (${edits.excluded.map((x) => `${x.episode_id.slice(0, 8)}: ${x.reason}`).join("; ")})`);
+  }
+  if (edits.trimmed) parts.push(`${count(edits.trimmed, "episode")} trimmed (${count(edits.steps_trimmed, "step")} dropped)`);
+  const tasks = Object.keys(edits.relabelled).length;
+  if (tasks) parts.push(`${count(tasks, "task")} relabelled`);
+  return parts.length ? el("p", { id: "preview-edits" }, `Edits: ${parts.join(", ")}.`) : null;
+}
+
 /** Draw ``out`` (the preview) of dataset ``name`` into ``box``. */
 export function renderPreview(box, name, out) {
   const how = out.split_by === "none" ? "not split" : `split by ${out.split_by}, seed ${out.seed}`;
@@ -52,11 +67,12 @@ export function renderPreview(box, name, out) {
     el("p", { id: "preview-summary" },
       el("strong", {}, name), `: ${count(out.episodes, "episode")}, ${count(out.steps, "step")}, ${count(out.participants, "participant")} (${how}).`),
     out.message ? el("p", { class: "alert", role: "status", id: "preview-message" }, out.message) : null,
+    editsLine(out.edits),
     splitsTable(out),
     el("div", { class: "ds-grid" },
       el("section", { "aria-label": "Per study" }, el("h3", {}, "Per study"), countsTable("study", out.studies)),
       el("section", { "aria-label": "Per environment" }, el("h3", {}, "Per environment"), countsTable("environment", out.environments)),
-      el("section", { "aria-label": "Per task" }, el("h3", {}, "Per task"), countsTable("task", out.tasks))),
+      el("section", { "aria-label": "Per task" }, el("h3", {}, "Per task"), countsTable("task", relabelled(out.tasks)))),
     el("h3", {}, "Per participant"),
     el("p", { class: "muted small" }, "Pseudonymous agent ids, as exports write them; no participant is in two splits when split by participant."),
     participantsTable(out.by_participant),

@@ -13,7 +13,7 @@ and its splits are written in one process (not on Beam).
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from server.errors import Invalid
-from server.export import EpisodeInput, ExportOptions
+from server.export import EpisodeInput, ExportOptions, registry
 from server.export.base import SPLITS
 from server.export.runner import ExportPayload, export_dir
 from server.models import Dataset, Episode, EpisodeStatus, ExportJob, JobState, Study
@@ -37,11 +37,40 @@ def _label(dataset: Dataset, study_ids: list[int]) -> str:
     return f"dataset {dataset.name} (dataset {dataset.id}; studies {studies_})"
 
 
+@dataclass(frozen=True)
+class Edited:
+    """What a dataset's edits change of one episode's export: its trim (RLDS steps dropped
+    first and last) and its relabelled instruction (None: its own)."""
+
+    trim: tuple[int, int] = (0, 0)
+    instruction: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.trim != (0, 0):
+            out["trim"] = list(self.trim)
+        if self.instruction is not None:
+            out["instruction"] = self.instruction
+        return out
+
+    @classmethod
+    def of_json(cls, data: dict[str, Any]) -> Edited:
+        start, end = data.get("trim", (0, 0))
+        instruction = data.get("instruction")
+        return cls((int(start), int(end)), None if instruction is None else str(instruction))
+
+
 def inputs_of(
-    db: Session, rows: list[Episode], splits: dict[str, str], secret_key: str, data_root: Path
+    db: Session,
+    rows: list[Episode],
+    splits: dict[str, str],
+    secret_key: str,
+    data_root: Path,
+    edited: dict[str, Edited] | None = None,
 ) -> list[EpisodeInput]:
-    """The exporter's inputs of ``rows`` (in that order), each with its split and its own
-    study's instructions."""
+    """The exporter's inputs of ``rows`` (in that order), each with its split, its own
+    study's instructions and its edits (``edited``: a trim, a relabel's instruction)."""
+    edited = edited or {}
     by_study: dict[int, list[Episode]] = {}
     for e in rows:
         by_study.setdefault(e.study_id, []).append(e)
@@ -53,7 +82,9 @@ def inputs_of(
         instructions = export_selection.instructions_of(study)
         inputs = export_selection.episode_inputs(db, group, secret_key, data_root, instructions)
         for e, ep in zip(group, inputs, strict=True):
-            made[e.id] = replace(ep, split=splits[e.id])
+            edit = edited.get(e.id, Edited())
+            instruction = ep.instruction if edit.instruction is None else edit.instruction
+            made[e.id] = replace(ep, split=splits[e.id], trim=edit.trim, instruction=instruction)
     return [made[e.id] for e in rows]
 
 
@@ -63,13 +94,24 @@ def _prepare(
     rows: list[Episode],
     splits: dict[str, str],
     opts: ExportOptionsIn,
+    edited: dict[str, Edited],
     *,
     secret_key: str,
     data_root: Path,
     engines: exports.Engines,
 ) -> tuple[ExportOptions, list[EpisodeInput]]:
-    """The exporter's options and inputs of a dataset's episodes, checked (422s naming the
-    field)."""
+    """The exporter's options and inputs of a dataset's episodes with their edits, checked
+    (422s naming the field)."""
+    trimmed = [i for i, edit in edited.items() if edit.trim != (0, 0)]
+    copies_logs = not registry.get(opts.format).applies_trims
+    if trimmed and (copies_logs or opts.videos):
+        field_, why = (("format", f"the {opts.format} format copies the recorded logs as they are")
+                       if copies_logs else
+                       ("videos", "episode videos show every recorded step"))  # fmt: skip
+        why = f"{why}, so it cannot apply the trim of episode {trimmed[0]}"
+        detail = [{"loc": ["body", "options", field_], "msg": why}]
+        raise Invalid(f"Cannot export this dataset so: {why}; choose another, or remove "
+                      "the trim.", detail=detail)  # fmt: skip
     if opts.split_by_env:
         why = "a dataset's environments share their spaces: it is one dataset"
         loc = ["body", "options", "split_by_env"]
@@ -83,14 +125,15 @@ def _prepare(
         )
     study_ids = sorted({e.study_id for e in rows})
     options = exports.library_options(dataset, opts, engines, label=_label(dataset, study_ids))
-    options = exports.with_engine(options, opts.engine, sum(e.steps for e in rows), engines)
+    steps = sum(e.steps - sum(edited.get(e.id, Edited()).trim) for e in rows)
+    options = exports.with_engine(options, opts.engine, steps, engines)
     if options.beam is not None and len(set(splits.values())) > 1:
         if opts.engine == "beam":
             why = "a dataset's splits are written in one process"
             raise Invalid(f"Cannot export this dataset on Beam: {why}.",
                           detail=[{"loc": ["body", "options", "engine"], "msg": why}])  # fmt: skip
         options = replace(options, beam=None)  # auto: one process
-    inputs = inputs_of(db, rows, splits, secret_key, data_root)
+    inputs = inputs_of(db, rows, splits, secret_key, data_root, edited)
     exports.check(inputs, options)
     if options.regenerate is not None:
         exports.check_regeneration(rows, inputs, options.regenerate)
@@ -106,9 +149,10 @@ def prepare(
     secret_key: str,
     data_root: Path,
     engines: exports.Engines,
-) -> tuple[list[Episode], ExportOptions, list[EpisodeInput]]:
-    """What ``dataset`` selects now, in split order (train, validation, test), as the
-    exporter's options and inputs (each with its split), checked (422s naming the field)."""
+) -> tuple[list[Episode], ExportOptions, list[EpisodeInput], dict[str, Edited]]:
+    """What ``dataset`` selects now, in split order (train, validation, test), its edits'
+    exclusions left out, as the exporter's options and inputs (each with its split, trim and
+    relabelled instruction), checked (422s naming the field); with the edits applied."""
     found = dataset_preview.select_members(db, dataset, secret_key, data_root)
     if not found.members:
         raise Invalid(
@@ -118,11 +162,12 @@ def prepare(
     members = sorted(found.members, key=lambda m: SPLITS.index(m.split))
     rows = [m.episode for m in members]
     splits = {m.episode.id: m.split for m in members}
+    edited = {m.episode.id: Edited(m.trim, found.edits.instruction(m.episode)) for m in members}
     options, inputs = _prepare(
-        db, dataset, rows, splits, opts,
+        db, dataset, rows, splits, opts, edited,
         secret_key=secret_key, data_root=data_root, engines=engines,
     )  # fmt: skip
-    return rows, options, inputs
+    return rows, options, inputs, edited
 
 
 def create_job(
@@ -137,15 +182,18 @@ def create_job(
 ) -> ExportJob:
     """Check the request and queue an export of what ``dataset`` selects now (:func:`prepare`),
     its episodes' splits kept in the job's row."""
-    rows, options, inputs = prepare(
+    rows, options, inputs, edited = prepare(
         db, dataset, body.options, secret_key=secret_key, data_root=data_root, engines=engines
     )
     per_split = {s: n for s in SPLITS if (n := sum(ep.split == s for ep in inputs))}
     selection: dict[str, Any] = {
         "dataset_id": dataset.id,
-        "episodes": [{"id": ep.episode_id, "split": ep.split} for ep in inputs],
+        "episodes": [
+            {"id": ep.episode_id, "split": ep.split, **edited[ep.episode_id].as_json()}
+            for ep in inputs
+        ],
         "splits": per_split,
-        "steps_total": sum(e.steps for e in rows),
+        "steps_total": sum(e.steps - sum(edited[e.id].trim) for e in rows),
     }
     job = ExportJob(
         study_id=None,
@@ -176,6 +224,7 @@ def payload_of(
         raise Invalid("The dataset is gone.")
     try:
         chosen = [(str(x["id"]), str(x["split"])) for x in job.selection["episodes"]]
+        edited = {str(x["id"]): Edited.of_json(x) for x in job.selection["episodes"]}
         opts = ExportOptionsIn.model_validate(job.options)
     except (KeyError, TypeError, ValueError) as exc:
         raise Invalid(f"The export job's stored request is not readable ({exc}).") from exc
@@ -191,7 +240,7 @@ def payload_of(
     if missing:
         raise Invalid(f"Episode {missing[0]} of this export is gone; export the dataset again.")
     options, inputs = _prepare(
-        db, dataset, [found[i] for i in ids], dict(chosen), opts,
+        db, dataset, [found[i] for i in ids], dict(chosen), opts, edited,
         secret_key=secret_key, data_root=data_root, engines=engines,
     )  # fmt: skip
     return ExportPayload(

@@ -6,8 +6,8 @@ participant (pseudonymous: the agent id exports write)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from server.core.security import salted_hash
 from server.models import Dataset, Episode, Study
 from server.schemas.datasets import DatasetSource, DatasetSplit
 from server.services.datasets import compatibility, splits
+from server.services.datasets.applied import Applied, applied
 from server.services.datasets.datasets import check_sources
 from server.services.exports.selection import selection_filter
 from server.services.review import review
@@ -35,6 +36,12 @@ class Member:
     episode: Episode
     agent_id: str  # pseudonymous, as exports write it
     split: str = ""
+    trim: tuple[int, int] = (0, 0)  # RLDS steps a trim drops first and last
+
+    @property
+    def steps(self) -> int:
+        """Its RLDS steps as exported (after its trim)."""
+        return self.episode.steps - self.trim[0] - self.trim[1]
 
     @property
     def stratum(self) -> tuple[str, str]:
@@ -68,7 +75,7 @@ def split_members(members: list[Member], split: DatasetSplit) -> list[Member]:
     else:
         chosen = splits.assign(units, split.fractions(), split.seed)
     unit_of = (lambda m: m.episode.id) if split.by == "episode" else (lambda m: m.agent_id)
-    return [Member(m.episode, m.agent_id, chosen[unit_of(m)]) for m in members]
+    return [replace(m, split=chosen[unit_of(m)]) for m in members]
 
 
 def _rows(
@@ -82,7 +89,7 @@ def _rows(
                 "per_split": dict.fromkeys(splits.SPLITS, 0)},
         )  # fmt: skip
         row["episodes"] += 1
-        row["steps"] += m.episode.steps
+        row["steps"] += m.steps
         row["per_split"][m.split] += 1
     return [rows[k] for k in sorted(rows)]
 
@@ -94,13 +101,36 @@ def _participants(members: list[Member]) -> list[dict[str, Any]]:
             m.agent_id, {"participant": m.agent_id, "split": m.split, "episodes": 0, "steps": 0}
         )
         row["episodes"] += 1
-        row["steps"] += m.episode.steps
+        row["steps"] += m.steps
     return sorted(rows.values(), key=lambda r: (splits.SPLITS.index(r["split"]), r["participant"]))
 
 
-def counts(dataset_id: int, split: DatasetSplit, studies: list[Study],
-           members: list[Member]) -> dict[str, Any]:  # fmt: skip
-    """The preview's answer (``DatasetPreviewPublic``) of split ``members``."""
+def _edits(members: list[Member], excluded: list[tuple[Member, str]],
+           edits: Applied) -> dict[str, Any]:  # fmt: skip
+    trimmed = [m for m in members if m.trim != (0, 0)]
+    return {
+        "excluded": [
+            {
+                "episode_id": m.episode.id,
+                "study_id": m.episode.study_id,
+                "split": m.split,
+                "steps": m.steps,
+                "reason": reason,
+            }
+            for m, reason in excluded
+        ],  # fmt: skip
+        "trimmed": len(trimmed),
+        "steps_trimmed": sum(m.episode.steps - m.steps for m in trimmed),
+        "relabelled": dict(sorted(edits.by_task.items())),
+    }
+
+
+def counts(dataset_id: int, split: DatasetSplit, studies: list[Study], members: list[Member],
+           excluded: Sequence[tuple[Member, str]] = (),
+           edits: Applied | None = None) -> dict[str, Any]:  # fmt: skip
+    """The preview's answer (``DatasetPreviewPublic``) of split ``members`` (the edits'
+    ``excluded`` members, with their reasons, left out of them)."""
+    edits = edits or Applied()
     total = len(members)
     fractions = split.fractions() if split.by != "none" else {"train": 1.0, "validation": 0.0,
                                                               "test": 0.0}  # fmt: skip
@@ -110,7 +140,7 @@ def counts(dataset_id: int, split: DatasetSplit, studies: list[Study],
         mine = [m for m in members if m.split == name]
         totals.append({
             "split": name, "fraction": fractions[name], "episodes": len(mine),
-            "steps": sum(m.episode.steps for m in mine),
+            "steps": sum(m.steps for m in mine),
             "participants": len({m.agent_id for m in mine}),
             "share": len(mine) / total if total else 0.0,
         })  # fmt: skip
@@ -119,7 +149,7 @@ def counts(dataset_id: int, split: DatasetSplit, studies: list[Study],
         "split_by": split.by,
         "seed": split.seed,
         "episodes": total,
-        "steps": sum(m.episode.steps for m in members),
+        "steps": sum(m.steps for m in members),
         "participants": len({m.agent_id for m in members}),
         "message": None if total else EMPTY,
         "splits": totals,
@@ -128,12 +158,28 @@ def counts(dataset_id: int, split: DatasetSplit, studies: list[Study],
             key=lambda r: int(r["key"]),
         ),
         "environments": _rows(members, lambda m: m.episode.env_key, lambda k: k),
-        "tasks": _rows(members, lambda m: m.episode.task_key or "", lambda k: k or NO_TASK_LABEL),
+        "tasks": [
+            {**row, "relabel": edits.by_task.get(row["key"])}
+            for row in _rows(
+                members, lambda m: m.episode.task_key or "", lambda k: k or NO_TASK_LABEL
+            )
+        ],  # fmt: skip
         "by_participant": _participants(members),
         "assignments": [
-            {"episode_id": m.episode.id, "study_id": m.episode.study_id, "split": m.split}
+            {
+                "episode_id": m.episode.id,
+                "study_id": m.episode.study_id,
+                "split": m.split,
+                "task_key": m.episode.task_key,
+                "recorded_steps": m.episode.steps,
+                "steps": m.steps,
+                "trim_start": m.trim[0],
+                "trim_end": m.trim[1],
+                "relabel": edits.instruction(m.episode),
+            }
             for m in members
-        ],
+        ],  # fmt: skip
+        "edits": _edits(members, list(excluded), edits),
     }
 
 
@@ -143,12 +189,16 @@ class Selected:
 
     split: DatasetSplit
     studies: list[Study]
-    members: list[Member]
+    members: list[Member]  # the edits' exclusions left out, their trims applied
+    excluded: list[tuple[Member, str]] = field(default_factory=list)  # with their reasons
+    edits: Applied = field(default_factory=Applied)
 
 
 def select_members(db: Session, dataset: Dataset, secret_key: str, data_root: Path) -> Selected:
-    """The dataset's episodes now, each with its split (in the dataset's order); 422 when a
-    source study is gone or the environments' spaces cannot make one dataset."""
+    """The dataset's episodes now, each with its split (in the dataset's order) and its
+    trim, the edits' exclusions left out after the split (so that excluding an episode moves
+    no other); 422 when a source study is gone or the environments' spaces cannot make one
+    dataset."""
     sources = [DatasetSource.model_validate(s) for s in dataset.sources]
     split = DatasetSplit.model_validate(dataset.split)
     studies = check_sources(db, dataset.owner_id, sources)
@@ -156,7 +206,16 @@ def select_members(db: Session, dataset: Dataset, secret_key: str, data_root: Pa
     compatibility.check_spaces(db, episodes, secret_key, data_root)
     externals = review.external_ids(db, episodes)
     members = [Member(e, salted_hash(secret_key, review.agent_key(e, externals))) for e in episodes]
-    return Selected(split, studies, split_members(members, split))
+    edits = applied(db, dataset)
+    kept: list[Member] = []
+    excluded: list[tuple[Member, str]] = []
+    for m in split_members(members, split):
+        m = replace(m, trim=edits.trim(m.episode.id))
+        if m.episode.id in edits.excluded:
+            excluded.append((m, edits.excluded[m.episode.id]))
+        else:
+            kept.append(m)
+    return Selected(split, studies, kept, excluded, edits)
 
 
 def preview(db: Session, dataset: Dataset, secret_key: str, data_root: Path) -> dict[str, Any]:
@@ -164,4 +223,5 @@ def preview(db: Session, dataset: Dataset, secret_key: str, data_root: Path) -> 
     its environments' spaces cannot make one dataset (``incompatible_environments``). An
     empty selection is not an error: counts of 0 and ``message`` say so."""
     found = select_members(db, dataset, secret_key, data_root)
-    return counts(dataset.id, found.split, found.studies, found.members)
+    return counts(dataset.id, found.split, found.studies, found.members, found.excluded,
+                  found.edits)  # fmt: skip

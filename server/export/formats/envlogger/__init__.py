@@ -75,6 +75,7 @@ class Envlogger(Format):
     summary = "the logs"
     position = 1
     splits_by_env = True  # it only copies logs: nothing forces them into one dataset
+    applies_trims = False  # the logs are copied as recorded: a dataset's trim cannot apply
 
     def write(self, job: WriteJob) -> ExportResult:
         if not job.splits:

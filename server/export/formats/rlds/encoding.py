@@ -13,7 +13,7 @@ from server.export.base import (
     ExportOptions,
     Reference,
     naming,
-    prepare,
+    read_for_writing,
     summarize,
 )
 from server.export.card import ExportedEpisode
@@ -121,5 +121,5 @@ def encode_rlds(
     """Read (checked against ``reference``), realign and serialize one episode (the work a
     Beam worker does per episode)."""
     with naming(ep.episode_id):
-        episode = prepare(ep, options, reference=reference)
+        ep, episode = read_for_writing(ep, options, reference=reference)
         return encode_episode(ep, episode, options, tag_names, serializer)
