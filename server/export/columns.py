@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from server.export.episode import HUMAN, TIMING_FLOAT_KEYS, TIMING_KEYS, RldsEpisode
+from server.export.episode import HUMAN, RldsEpisode
 from server.export.errors import ExportError, ValueOutOfRangeError
+from server.export.timings import TIMING_FLOAT_KEYS, TIMING_KEYS
 
 
 def check_range(values: np.ndarray, dtype: Any, where: str) -> None:

@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from server.export.base import CancelFn, EpisodeInput, ExportOptions
-from server.export.episode import RldsEpisode, step_timing, time_or_unknown
+from server.export.episode import RldsEpisode
 from server.export.errors import ExportError, InvalidEpisodeError
 from server.export.loop import for_each_episode
+from server.export.timings import step_timing, time_or_unknown
 from server.export.video import (
     PLAYABLE,
     Profile,

@@ -8,8 +8,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from server.export.episode import read_episode, realign_timings
+from server.export.episode import read_episode
 from server.export.errors import InvalidEpisodeError
+from server.export.timings import realign_timings
 from server.recording.writer import EpisodeWriter
 from tests.export.recordings import GymDmEnv, Recording, to_spec_value
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from server.export.episode import realign_timings
+from server.export.timings import realign_timings
 from server.models import EpisodeStatus
 from server.recording.writer import open_reader
 from tests.player.conftest import wait_status

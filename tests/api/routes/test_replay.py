@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import simplejpeg
 
-from server.export.episode import realign_timings
+from server.export.timings import realign_timings
 from server.recording.format import episode_videos
 from server.services.review import replay
 from tests.api.routes.recorded import (

@@ -36,9 +36,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from dm_env import specs as dm_specs
 
-from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, EnvSpecs
+from server.export.episode import EnvSpecs
 from server.export.errors import ExportError
 from server.export.fields import tag_field
+from server.export.timings import TIMING_FLOAT_KEYS, TIMING_KEYS
 
 CODEBASE_VERSION = "v3.0"
 MIN_VIDEO_SIDE = 16

@@ -25,9 +25,10 @@ import pyarrow as pa
 from dm_env import specs as dm_specs
 
 from server.export.columns import check_range, control_values, timing_column
-from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, EnvSpecs, RldsEpisode
+from server.export.episode import EnvSpecs, RldsEpisode
 from server.export.errors import ExportError
 from server.export.fields import tag_field
+from server.export.timings import TIMING_FLOAT_KEYS, TIMING_KEYS
 
 MINARI_VERSION = "0.5.4"  # the dataset version minari 0.4.0 .. 0.5.4 accept
 

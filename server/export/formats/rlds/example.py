@@ -21,7 +21,7 @@ from tensorflow_datasets.core import features as tfds_features
 from tensorflow_datasets.core.utils.py_utils import reraise, zip_dict
 
 from server.export.columns import check_range, control_values, timing_column
-from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, RldsEpisode
+from server.export.episode import RldsEpisode
 from server.export.errors import ExportError, ValueOutOfRangeError
 from server.export.fields import (
     ENDING_FIELDS,
@@ -35,6 +35,7 @@ from server.export.fields import (
 )
 from server.export.formats.rlds.tf_example import ExampleWriter
 from server.export.judgements import JUDGED_FIELD, JUDGEMENT_COUNT_FIELDS, JUDGEMENT_MEAN_FIELD
+from server.export.timings import TIMING_FLOAT_KEYS, TIMING_KEYS
 
 PNG_ZLIB_LEVEL = 3
 _PNG_COLOR_TYPES = {1: 0, 3: 2, 4: 6}  # grey, RGB, RGBA; 8 bits per sample

@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 from dm_env import specs as dm_specs
 
-from server.export.episode import TIMING_FLOAT_KEYS, TIMING_KEYS, EnvSpecs
+from server.export.episode import EnvSpecs
 from server.export.errors import ExportError
 from server.export.fields import (
     ENDING_FIELDS,
@@ -34,6 +34,7 @@ from server.export.fields import (
     tag_field,
 )
 from server.export.judgements import JUDGED_FIELD, JUDGEMENT_COUNT_FIELDS, JUDGEMENT_MEAN_FIELD
+from server.export.timings import TIMING_FLOAT_KEYS, TIMING_KEYS
 
 tfds_features = tfds.features
 
