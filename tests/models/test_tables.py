@@ -8,8 +8,9 @@ def test_every_table_is_registered_by_importing_the_models_package():
     from server.core.db import Base
 
     assert sorted(Base.metadata.tables) == [
-        "auth_sessions", "bulk_jobs", "datasets", "episode_deletions", "episode_tags", "episodes",
-        "export_jobs", "feedback_items", "judgements", "live_sessions", "login_failures",
+        "auth_sessions", "bulk_jobs", "dataset_edits", "datasets", "episode_deletions",
+        "episode_tags", "episodes", "export_jobs", "feedback_items", "judgements",
+        "live_sessions", "login_failures",
         "narrations", "notes", "participants", "phone_code_failures", "phone_codes",
         "replay_checks", "replicas", "session_leases", "sessions", "step_tags", "studies",
         "study_environments", "users",
