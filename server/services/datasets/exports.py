@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session
 
 from server.errors import Invalid
 from server.export import EpisodeInput, ExportOptions, registry
 from server.export.base import SPLITS
 from server.export.runner import ExportPayload, export_dir
-from server.models import Dataset, Episode, EpisodeStatus, ExportJob, JobState, Study
+from server.models import Dataset, Episode, EpisodeStatus, ExportJob, Study
 from server.schemas.exports import DatasetExportCreate, ExportOptionsIn
 from server.services.datasets import datasets
 from server.services.datasets import preview as dataset_preview
@@ -195,19 +195,8 @@ def create_job(
         "splits": per_split,
         "steps_total": sum(e.steps - sum(edited[e.id].trim) for e in rows),
     }
-    job = ExportJob(
-        study_id=None,
-        dataset_id=dataset.id,
-        owner_id=owner_id,
-        state=JobState.queued,
-        format=body.options.format,
-        selection=selection,
-        options={
-            **body.options.model_dump(mode="json"),
-            "name": options.name,
-            "engine": exports.engine_name(options),
-        },
-        episodes_total=len(rows),
+    job = exports.queued_job(
+        owner_id, body.options, options, selection, len(rows), dataset_id=dataset.id
     )
     db.add(job)
     db.commit()
@@ -228,14 +217,9 @@ def payload_of(
         opts = ExportOptionsIn.model_validate(job.options)
     except (KeyError, TypeError, ValueError) as exc:
         raise Invalid(f"The export job's stored request is not readable ({exc}).") from exc
-    load = (
-        selectinload(Episode.tags),
-        selectinload(Episode.step_tags),
-        selectinload(Episode.notes),
-        selectinload(Episode.narrations),
-    )
     ids = [i for i, _ in chosen]
-    found = {e.id: e for e in db.scalars(select(Episode).options(*load).where(Episode.id.in_(ids)))}
+    query = select(Episode).options(*export_selection.LOAD).where(Episode.id.in_(ids))
+    found = {e.id: e for e in db.scalars(query)}
     missing = [i for i in ids if i not in found]
     if missing:
         raise Invalid(f"Episode {missing[0]} of this export is gone; export the dataset again.")

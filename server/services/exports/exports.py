@@ -211,6 +211,34 @@ def prepare(
     return episodes, options, inputs
 
 
+def queued_job(
+    owner_id: int,
+    asked: ExportOptionsIn,
+    options: ExportOptions,
+    selection: dict[str, Any],
+    episodes_total: int,
+    *,
+    study_id: int | None = None,
+    dataset_id: int | None = None,
+) -> ExportJob:
+    """A ``queued`` job row of a study's or a dataset's export: the options as asked, with
+    the dataset name and the engine chosen here (the replica that claims it runs that)."""
+    return ExportJob(
+        study_id=study_id,
+        dataset_id=dataset_id,
+        owner_id=owner_id,
+        state=JobState.queued,
+        format=asked.format,
+        selection=selection,
+        options={
+            **asked.model_dump(mode="json"),
+            "name": options.name,
+            "engine": engine_name(options),
+        },
+        episodes_total=episodes_total,
+    )
+
+
 def create_job(
     db: Session,
     study: Study,
@@ -239,19 +267,7 @@ def create_job(
         "episode_ids": [e.id for e in episodes],
         "steps_total": sum(e.steps for e in episodes),
     }
-    job = ExportJob(
-        study_id=study.id,
-        owner_id=owner_id,
-        state=JobState.queued,
-        format=body.options.format,
-        selection=selection,
-        options={
-            **body.options.model_dump(mode="json"),
-            "name": options.name,
-            "engine": engine_name(options),
-        },
-        episodes_total=len(episodes),
-    )
+    job = queued_job(owner_id, body.options, options, selection, len(episodes), study_id=study.id)
     db.add(job)
     db.commit()
     return job

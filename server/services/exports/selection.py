@@ -66,14 +66,17 @@ def _excluded(sel: ExportSelection) -> bool | None:
     return None if sel.include_excluded else False
 
 
+# what :func:`episode_inputs` reads of each episode, loaded with it
+LOAD = (
+    selectinload(Episode.tags),
+    selectinload(Episode.step_tags),
+    selectinload(Episode.notes),
+    selectinload(Episode.narrations),
+)
+
+
 def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
     """The selected episodes of ``study``; 422 naming what is wrong when there are none."""
-    load = (
-        selectinload(Episode.tags),
-        selectinload(Episode.step_tags),
-        selectinload(Episode.notes),
-        selectinload(Episode.narrations),
-    )
     if sel.episode_ids is not None:
         ids = list(dict.fromkeys(sel.episode_ids))
         if not ids:
@@ -82,7 +85,7 @@ def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
                 detail=[{"loc": ["body", "selection", "episode_ids"], "msg": "empty selection"}],
             )
         rows = db.scalars(
-            select(Episode).options(*load).where(Episode.id.in_(ids), Episode.study_id == study.id)
+            select(Episode).options(*LOAD).where(Episode.id.in_(ids), Episode.study_id == study.id)
         ).all()
         found = {e.id: e for e in rows}
         missing = [i for i in ids if i not in found]
@@ -110,7 +113,7 @@ def resolve(db: Session, study: Study, sel: ExportSelection) -> list[Episode]:
                 )
     else:
         query = review.filtered(study.id, selection_filter(sel))
-        episodes = list(db.scalars(query.options(*load).order_by(Episode.started_at, Episode.id)))
+        episodes = list(db.scalars(query.options(*LOAD).order_by(Episode.started_at, Episode.id)))
         if not episodes:
             raise Invalid(
                 "No episode matches the selection (only completed episodes are exported "
